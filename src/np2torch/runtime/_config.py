@@ -1,0 +1,212 @@
+"""Runtime configuration: which device the helpers use and from which size on.
+
+Two sources, read in this order on every dispatch decision:
+
+1. the innermost active :func:`using` block of the *current context*
+   (a :class:`contextvars.ContextVar`, so threads and asyncio tasks do not see
+   each other's blocks; note that before Python 3.14 a new thread starts with an
+   empty context and therefore sees only the process-wide settings);
+2. the process-wide settings, set from ``NP2TORCH_DEVICE`` / ``NP2TORCH_MIN_SIZE``
+   at import and changed by :func:`configure`.
+
+``min_size=None`` means "the measured default for this function, dtype and
+device" from :data:`DEFAULT_MIN_SIZE`, the one table of dispatch thresholds.
+
+Internal API used by sibling modules (keep names stable): ``Settings``,
+``current_settings``, ``default_min_size``, ``min_size_floor``,
+``DEFAULT_MIN_SIZE``, ``CUDA_AUTO_MIN_SIZE``, ``parse_device``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sys
+import threading
+from contextvars import ContextVar
+from dataclasses import dataclass, replace
+from typing import Iterator, Mapping, Optional, Union
+
+import numpy as np
+
+DEVICE_ENV = "NP2TORCH_DEVICE"
+MIN_SIZE_ENV = "NP2TORCH_MIN_SIZE"
+
+_CUDA_RE = re.compile(r"cuda(?::(\d+))?\Z")
+
+# Dispatch thresholds in elements: below them the original (NumPy/SciPy) is
+# faster than torch, including torch's per-call overhead.  Keyed by helper
+# name, then device kind ("cpu": torch on the host; "cuda": host -> device ->
+# host), then the dtype torch computes in ("*" for any other).  Rough numbers
+# from a noisy 2-core VM; `python benchmarks/runtime_thresholds.py` measures
+# them on a quiet machine and prints a replacement for this table.
+DEFAULT_MIN_SIZE: Mapping[str, Mapping[str, Mapping[str, int]]] = {
+    "exp": {
+        "cpu": {"float64": 10_000, "float32": 50_000, "float16": 2_000, "complex64": 4_000, "complex128": 4_000, "*": 10_000},
+        "cuda": {"*": 1_000_000},
+    },
+    "log": {
+        "cpu": {"float64": 10_000, "float32": 50_000, "float16": 2_000, "complex64": 4_000, "complex128": 4_000, "*": 10_000},
+        "cuda": {"*": 1_000_000},
+    },
+    "erf": {
+        "cpu": {"float64": 10_000, "float32": 10_000, "*": 10_000},
+        "cuda": {"*": 1_000_000},
+    },
+    "logsumexp": {
+        "cpu": {"float64": 10_000, "float32": 20_000, "*": 10_000},
+        "cuda": {"*": 1_000_000},
+    },
+}
+# A helper without a row uses this.
+FALLBACK_MIN_SIZE: Mapping[str, int] = {"cpu": 10_000, "cuda": 1_000_000}
+
+# Under device="auto", CUDA is used only from this many elements on (the
+# transfer must pay for itself); below it the CPU rules apply.
+CUDA_AUTO_MIN_SIZE = 1_000_000
+
+DEVICES_HELP = "cpu, cuda, cuda:N, auto or numpy"
+
+
+@dataclass(frozen=True)
+class Settings:
+    device: str = "cpu"
+    """``cpu`` | ``cuda`` | ``cuda:N`` | ``auto`` | ``numpy`` (off)."""
+    min_size: Optional[int] = None
+    """Dispatch threshold in elements for every helper; ``None``: the measured defaults."""
+
+    @property
+    def gate(self) -> Optional[int]:
+        """The size gate overriding the per-function defaults, or None to use them."""
+        return _GATE_OFF if self.device == "numpy" else self.min_size
+
+
+# Larger than any array: the helpers' size test then always routes to NumPy.
+_GATE_OFF = sys.maxsize
+
+
+def parse_device(value: object, source: str = "device") -> str:
+    """Normalize a device name; ``ValueError`` naming ``source`` when it is not one."""
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in ("cpu", "auto", "numpy"):
+            return text
+        match = _CUDA_RE.match(text)
+        if match:
+            return text if match.group(1) is None else f"cuda:{int(match.group(1))}"
+    raise ValueError(f"{source}={value!r} is not a valid np2torch device; use {DEVICES_HELP}")
+
+
+def parse_min_size(value: object, source: str = "min_size") -> Optional[int]:
+    """A non-negative element count (``None``: the measured defaults)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        text = value.strip().replace("_", "")
+        try:
+            value = int(text)
+        except ValueError:
+            try:
+                number = float(text)
+            except ValueError:
+                number = float("nan")
+            value = int(number) if number == number and number.is_integer() else text
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= 0:
+        return int(value)
+    raise ValueError(f"{source}={value!r} is not a valid size; use a whole number of elements >= 0")
+
+
+def _settings_from_env(environ: Mapping[str, str]) -> Settings:
+    device = environ.get(DEVICE_ENV, "").strip()
+    min_size = environ.get(MIN_SIZE_ENV, "").strip()
+    return Settings(
+        device=parse_device(device, DEVICE_ENV) if device else "cpu",
+        min_size=parse_min_size(min_size, MIN_SIZE_ENV) if min_size else None,
+    )
+
+
+class _ProcessSettings:
+    """The process-wide settings; replaced whole, so readers never see half an update."""
+
+    lock = threading.Lock()
+    value: Settings = _settings_from_env(os.environ)
+
+
+_CONTEXT_SETTINGS: ContextVar[Optional[Settings]] = ContextVar("np2torch_runtime_settings", default=None)
+
+
+def current_settings() -> Settings:
+    """The settings in force here: the innermost :func:`using` block, else the process-wide ones."""
+    scoped = _CONTEXT_SETTINGS.get()
+    return _ProcessSettings.value if scoped is None else scoped
+
+
+_KEEP: object = object()
+
+
+def _updated(base: Settings, device: object, min_size: object) -> Settings:
+    changes = {}
+    if device is not _KEEP:
+        changes["device"] = parse_device(device)
+    if min_size is not _KEEP:
+        changes["min_size"] = parse_min_size(min_size)
+    return replace(base, **changes)
+
+
+def configure(device: Union[str, object] = _KEEP, min_size: Union[int, None, object] = _KEEP) -> Settings:
+    """Change the process-wide settings; arguments left out keep their value.
+
+    ``device``: ``"cpu"`` (torch on the host, the default), ``"cuda"``/``"cuda:N"``,
+    ``"auto"`` (CUDA for arrays large enough to pay for the transfer, else the
+    CPU rules) or ``"numpy"`` (off: every call goes to NumPy/SciPy).
+    ``min_size``: the dispatch threshold in elements for every helper (0 forces
+    the torch path); ``None`` restores the measured per-function defaults.
+    Returns the previous settings.  Active :func:`using` blocks still win.
+    """
+    with _ProcessSettings.lock:
+        previous = _ProcessSettings.value
+        _ProcessSettings.value = _updated(previous, device, min_size)
+    return previous
+
+
+def reset_from_environment() -> Settings:
+    """Re-read ``NP2TORCH_DEVICE``/``NP2TORCH_MIN_SIZE``; returns the new process-wide settings."""
+    with _ProcessSettings.lock:
+        _ProcessSettings.value = _settings_from_env(os.environ)
+        return _ProcessSettings.value
+
+
+@contextlib.contextmanager
+def using(device: Union[str, object] = _KEEP, min_size: Union[int, None, object] = _KEEP) -> Iterator[Settings]:
+    """Override the settings inside a ``with`` block, in this thread/task only.
+
+    Same arguments as :func:`configure`; yields the settings in force inside.
+    """
+    settings = _updated(current_settings(), device, min_size)
+    token = _CONTEXT_SETTINGS.set(settings)
+    try:
+        yield settings
+    finally:
+        _CONTEXT_SETTINGS.reset(token)
+
+
+def _row(name: str, kind: str) -> Mapping[str, int]:
+    return DEFAULT_MIN_SIZE.get(name, {}).get(kind) or {"*": FALLBACK_MIN_SIZE[kind]}
+
+
+def default_min_size(name: str, dtype: np.dtype, kind: str) -> int:
+    """The measured threshold for helper ``name`` computing in ``dtype`` on ``kind`` (cpu|cuda)."""
+    row = _row(name, kind)
+    found = row.get(np.dtype(dtype).name)
+    return row["*"] if found is None else found
+
+
+def min_size_floor(name: str) -> int:
+    """The smallest default threshold of ``name`` over dtypes and devices: the cheap first size test."""
+    return min(min(_row(name, kind).values()) for kind in FALLBACK_MIN_SIZE)
+
+
+def device_kind(device: str) -> str:
+    """``cpu``/``cuda``/``auto``/``numpy`` without the CUDA index."""
+    return "cuda" if device.startswith("cuda") else device
