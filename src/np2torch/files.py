@@ -1,0 +1,323 @@
+"""Finding the files to check, and reading and writing them byte for byte.
+
+The engine works on ``str``; this module owns the bytes.  A file is decoded the
+way Python itself decodes source (a BOM, else a PEP 263 coding cookie, else
+UTF-8) with newline translation off, so CRLF and a missing final newline reach
+the engine untouched, and the fixed text is encoded back with the same codec
+and BOM.  Writes are atomic (a temporary file in the same folder, fsync,
+``os.replace``) and keep the file's mode bits; a file whose bytes would not
+change is never written.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import stat
+import subprocess
+import tempfile
+import tokenize
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from np2torch.config import Config, ConfigFinder, PathMatcher
+
+SOURCE_SUFFIXES: frozenset[str] = frozenset({".py"})
+"""Suffixes that directory walks collect; files named explicitly are read whatever their suffix."""
+
+_BOM = b"\xef\xbb\xbf"
+
+
+class FileError(Exception):
+    """A file that cannot be read, decoded or written; ``str()`` is one line naming it."""
+
+    def __init__(self, path: str, message: str, line: int | None = None, column: int | None = None) -> None:
+        super().__init__(message)
+        self.path, self.message, self.line, self.column = path, message, line, column
+
+    def __str__(self) -> str:
+        where = self.path
+        if self.line is not None:
+            where += f":{self.line}"
+            if self.column is not None:
+                where += f":{self.column}"
+        return f"{where}: error: {self.message}"
+
+
+def os_error(path: str, exc: OSError) -> FileError:
+    return FileError(path, exc.strerror or str(exc))
+
+
+# ---------------------------------------------------------------- bytes <-> text
+
+
+@dataclass(frozen=True)
+class Source:
+    text: str
+    encoding: str
+    """The codec that decodes the file's bytes, ``utf-8-sig`` when it starts with a BOM."""
+
+    def encode(self, text: str) -> bytes:
+        return text.encode(self.encoding)
+
+
+def _position(raw: bytes, offset: int) -> tuple[int, int]:
+    """1-based line and byte column of ``offset``."""
+    line = raw.count(b"\n", 0, offset) + 1
+    return line, offset - (raw.rfind(b"\n", 0, offset) + 1) + 1
+
+
+def _undecodable(path: str, raw: bytes, encoding: str, exc: UnicodeDecodeError, shift: int) -> FileError:
+    line, column = _position(raw, exc.start + shift)
+    byte = raw[exc.start + shift : exc.start + shift + 1].hex()
+    return FileError(path, f"cannot decode byte 0x{byte} as {encoding}: {exc.reason}", line, column)
+
+
+def decode_source(raw: bytes, path: str) -> Source:
+    """Decode ``raw`` as Python does, or raise :class:`FileError` with the position of the problem."""
+    nul = raw.find(b"\x00")
+    if nul >= 0:
+        line, column = _position(raw, nul)
+        raise FileError(path, "binary file (contains a NUL byte), not Python source", line, column)
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+    except SyntaxError as exc:
+        try:  # the usual cause: undecodable UTF-8 in the first two lines; say where
+            raw.decode("utf-8")
+        except UnicodeDecodeError as inner:
+            raise _undecodable(path, raw, "utf-8", inner, 0) from None
+        raise FileError(path, f"SyntaxError: {exc.msg}") from None
+    # utf-8-sig reports error offsets after the BOM; decode the rest as utf-8 to keep offsets exact.
+    shift = len(_BOM) if encoding == "utf-8-sig" else 0
+    try:
+        text = raw[shift:].decode("utf-8" if shift else encoding)
+    except UnicodeDecodeError as exc:
+        raise _undecodable(path, raw, encoding, exc, shift) from None
+    return Source(text=text, encoding=encoding)
+
+
+@dataclass(frozen=True)
+class Stamp:
+    """Enough of a file's ``stat`` to notice that someone else wrote it meanwhile."""
+
+    mtime_ns: int
+    size: int
+
+    @classmethod
+    def of(cls, st: os.stat_result) -> Stamp:
+        return cls(st.st_mtime_ns, st.st_size)
+
+
+def read_bytes(path: str, display: str) -> tuple[bytes, Stamp]:
+    try:
+        with open(path, "rb") as handle:
+            stamp = Stamp.of(os.fstat(handle.fileno()))
+            return handle.read(), stamp
+    except IsADirectoryError:
+        raise FileError(display, "is a directory") from None
+    except OSError as exc:
+        raise os_error(display, exc) from None
+
+
+def write_atomic(path: str, data: bytes, display: str, expect: Stamp | None = None) -> None:
+    """Replace ``path``'s content with ``data`` in one step, keeping its mode bits.
+
+    ``expect`` is the file's stamp when it was read: if the file changed since,
+    it is left alone (someone else's edit wins) and :class:`FileError` is raised.
+    """
+    target = os.path.realpath(path)  # write through a symlink, never over it
+    folder, name = os.path.split(target)
+    try:
+        before = os.stat(target)
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".np2torch.tmp", dir=folder)
+    except OSError as exc:
+        raise os_error(display, exc) from None
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, stat.S_IMODE(before.st_mode))
+        if expect is not None and Stamp.of(os.stat(target)) != expect:
+            raise FileError(display, "file changed while np2torch was fixing it; left it untouched")
+        os.replace(tmp, target)
+    except BaseException as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(exc, OSError):
+            raise os_error(display, exc) from None
+        raise
+    _fsync_folder(folder)
+
+
+def _fsync_folder(folder: str) -> None:
+    """Make the rename durable; not every platform can open a folder, which is fine."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+# ---------------------------------------------------------------- discovery
+
+
+@dataclass(frozen=True)
+class Target:
+    display: str
+    """The path as the user sees it in output."""
+    path: str
+    """Absolute path to read and write."""
+    config: Config
+
+
+class _GitIgnored:
+    """Paths git ignores, asked once per work tree (``git ls-files``), not once per file."""
+
+    _SCRUB = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR")
+
+    def __init__(self) -> None:
+        self._trees: dict[str, frozenset[str]] = {}
+
+    def for_tree(self, top: str) -> frozenset[str]:
+        found = self._trees.get(top)
+        if found is None:
+            found = self._trees[top] = self._ask_git(top)
+        return found
+
+    def _ask_git(self, top: str) -> frozenset[str]:
+        # A hook runs inside `git commit`, whose GIT_DIR/GIT_INDEX_FILE would point `-C top` elsewhere.
+        env = {k: v for k, v in os.environ.items() if k not in self._SCRUB}
+        command = ["git", "-C", top, "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"]
+        try:
+            done = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, env=env, check=False)
+        except OSError:  # no git: .gitignore cannot be honoured, everything else still works
+            return frozenset()
+        if done.returncode != 0:
+            return frozenset()
+        names = done.stdout.decode("utf-8", "surrogateescape").split("\0")
+        return frozenset(os.path.join(top, os.path.normpath(n)) for n in names if n)
+
+
+def _work_tree(folder: str) -> str | None:
+    while True:
+        if os.path.exists(os.path.join(folder, ".git")):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
+def _is_virtualenv(folder: str) -> bool:
+    return os.path.isfile(os.path.join(folder, "pyvenv.cfg"))
+
+
+class Discovery:
+    """Turns the paths on the command line into :class:`Target` s, in a deterministic order."""
+
+    def __init__(self, finder: ConfigFinder, *, force_exclude: bool = False, respect_gitignore: bool = True) -> None:
+        self.finder = finder
+        self.force_exclude = force_exclude
+        self.respect_gitignore = respect_gitignore
+        self._git = _GitIgnored()
+        self._matchers: dict[int, PathMatcher] = {}
+        self.errors: list[FileError] = []
+
+    def matcher(self, config: Config) -> PathMatcher:
+        found = self._matchers.get(id(config))
+        if found is None:
+            found = self._matchers[id(config)] = PathMatcher(config.root, config.exclude_patterns)
+        return found
+
+    def collect(self, paths: Sequence[str]) -> list[Target]:
+        targets: dict[str, Target] = {}
+        for given in paths:
+            for target in self._expand(given):
+                targets.setdefault(os.path.realpath(target.path), target)
+        return sorted(targets.values(), key=lambda t: (t.display, t.path))
+
+    def _expand(self, given: str) -> Iterable[Target]:
+        path = os.path.abspath(given)
+        display = os.path.normpath(given)
+        try:
+            st = os.stat(path)
+        except OSError as exc:
+            self.errors.append(os_error(display, exc))
+            return
+        if stat.S_ISDIR(st.st_mode):
+            if self.force_exclude and self._explicit_excluded(path, is_dir=True):
+                return
+            yield from self._walk(display, os.path.realpath(path))
+        elif self.force_exclude and self._explicit_excluded(path, is_dir=False):
+            return
+        else:
+            yield Target(display=display, path=path, config=self.finder.for_file(path))
+
+    def _explicit_excluded(self, path: str, is_dir: bool) -> bool:
+        config = self.finder.for_directory(path) if is_dir else self.finder.for_file(path)
+        return self.matcher(config).excludes(path, is_dir)
+
+    def _walk(self, display_root: str, root: str) -> Iterable[Target]:
+        top = _work_tree(root) if self.respect_gitignore else None
+        stack = [(display_root, root, top)]
+        while stack:
+            display_dir, folder, top = stack.pop()
+            try:
+                with os.scandir(folder) as it:
+                    entries = sorted(it, key=lambda e: e.name)
+            except OSError as exc:
+                self.errors.append(os_error(display_dir, exc))
+                continue
+            matcher = self.matcher(self.finder.for_directory(folder))
+            ignored = self._git.for_tree(top) if top is not None else frozenset()
+            subfolders = []
+            for entry in entries:
+                full = os.path.join(folder, entry.name)
+                shown = os.path.join(display_dir, entry.name) if display_dir != os.curdir else entry.name
+                try:
+                    if entry.is_symlink():  # never follow: loops, and files reached twice
+                        continue
+                    is_dir = entry.is_dir()
+                    if not is_dir and (not entry.is_file() or os.path.splitext(entry.name)[1] not in SOURCE_SUFFIXES):
+                        continue
+                except OSError:
+                    continue
+                if full in ignored or matcher.matches(full, is_dir):
+                    continue
+                if is_dir:
+                    if not _is_virtualenv(full):
+                        subtop = full if self.respect_gitignore and os.path.exists(os.path.join(full, ".git")) else top
+                        subfolders.append((shown, full, subtop))
+                else:
+                    yield Target(display=shown, path=full, config=self.finder.for_directory(folder))
+            stack.extend(reversed(subfolders))
+
+
+def discover(
+    paths: Sequence[str], finder: ConfigFinder, *, force_exclude: bool = False
+) -> tuple[list[Target], list[FileError]]:
+    """The files to check under ``paths`` and the paths that could not be read."""
+    discovery = Discovery(finder, force_exclude=force_exclude)
+    targets = discovery.collect(paths)
+    return targets, discovery.errors
+
+
+__all__ = [
+    "SOURCE_SUFFIXES",
+    "FileError",
+    "Source",
+    "Stamp",
+    "Target",
+    "decode_source",
+    "discover",
+    "read_bytes",
+    "write_atomic",
+]

@@ -1,0 +1,280 @@
+"""Byte-exact reading and atomic writing, and which files a run visits."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from np2torch import files
+from np2torch.config import ConfigFinder
+from np2torch.files import FileError, Stamp, decode_source, discover, read_bytes, write_atomic
+
+# ---------------------------------------------------------------- decoding
+
+
+@pytest.mark.parametrize(
+    ("raw", "encoding", "text"),
+    [
+        pytest.param(b"x = 1\n", "utf-8", "x = 1\n", id="plain utf-8"),
+        pytest.param(b"x = 1\r\ny = 2\r\n", "utf-8", "x = 1\r\ny = 2\r\n", id="CRLF kept"),
+        pytest.param(b"x = 1\ry = 2\r", "utf-8", "x = 1\ry = 2\r", id="lone CR kept"),
+        pytest.param(b"x = 1", "utf-8", "x = 1", id="no final newline"),
+        pytest.param(b"\xef\xbb\xbfx = '\xc3\xa9'\n", "utf-8-sig", "x = '\xe9'\n", id="BOM"),
+        pytest.param(b"# -*- coding: latin-1 -*-\nx = '\xe9'\n", "iso-8859-1", "# -*- coding: latin-1 -*-\nx = '\xe9'\n",
+                     id="latin-1 cookie"),
+        pytest.param(b"#!/usr/bin/env python\n# vim: set fileencoding=cp1252 :\ns = '\x80'\n", "cp1252",
+                     "#!/usr/bin/env python\n# vim: set fileencoding=cp1252 :\ns = '\u20ac'\n", id="cookie line 2"),
+        pytest.param(b"", "utf-8", "", id="empty"),
+    ],
+)
+def test_decode_and_encode_round_trip(raw: bytes, encoding: str, text: str) -> None:
+    source = decode_source(raw, "f.py")
+    assert source.encoding == encoding
+    assert source.text == text
+    assert source.encode(source.text) == raw
+
+
+def test_bom_survives_an_edit() -> None:
+    source = decode_source(b"\xef\xbb\xbfimport numpy as np\r\n", "f.py")
+    assert source.encode(source.text + "x = 1\r\n") == b"\xef\xbb\xbfimport numpy as np\r\nx = 1\r\n"
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        pytest.param(b"x = 1\ny = '\xff'\n", "f.py:2:6: error: cannot decode byte 0xff as utf-8: invalid start byte",
+                     id="undecodable on line 2"),
+        pytest.param(b"x = '\xff'\n", "f.py:1:6: error: cannot decode byte 0xff as utf-8", id="undecodable line 1"),
+        pytest.param(b"\xef\xbb\xbfx = 1\n\n  \xfe\n", "f.py:3:3: error: cannot decode byte 0xfe as utf-8-sig",
+                     id="undecodable after BOM"),
+        pytest.param(b"import os\n\x00\x01\x02", "f.py:2:1: error: binary file (contains a NUL byte)", id="NUL byte"),
+        pytest.param(b"# coding: klingon\nx = 1\n", "f.py: error: SyntaxError: unknown encoding: klingon",
+                     id="unknown codec"),
+        pytest.param(b"\xef\xbb\xbf# coding: latin-1\n", "f.py: error: SyntaxError: encoding problem: utf-8",
+                     id="BOM contradicts cookie"),
+    ],
+)
+def test_undecodable_input_is_one_line_with_position(raw: bytes, expected: str) -> None:
+    with pytest.raises(FileError) as info:
+        decode_source(raw, "f.py")
+    assert str(info.value).startswith(expected)
+    assert "\n" not in str(info.value)
+
+
+def test_read_bytes_errors_name_the_file(tmp_path: Path) -> None:
+    with pytest.raises(FileError, match=r"^gone.py: error: No such file or directory$"):
+        read_bytes(str(tmp_path / "gone.py"), "gone.py")
+    with pytest.raises(FileError, match=r"^d: error: is a directory$"):
+        read_bytes(str(tmp_path), "d")
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root reads everything")
+def test_unreadable_file(tmp_path: Path) -> None:
+    path = tmp_path / "secret.py"
+    path.write_text("x = 1\n")
+    path.chmod(0)
+    with pytest.raises(FileError, match=r"^secret.py: error: Permission denied$"):
+        read_bytes(str(path), "secret.py")
+
+
+# ---------------------------------------------------------------- writing
+
+
+def leftovers(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name.endswith(".np2torch.tmp"))
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o755, 0o600, 0o640])
+def test_write_keeps_mode_bits(tmp_path: Path, mode: int) -> None:
+    path = tmp_path / "a.py"
+    path.write_bytes(b"old\r\n")
+    path.chmod(mode)
+    write_atomic(str(path), b"new\r\n", "a.py")
+    assert path.read_bytes() == b"new\r\n"
+    assert stat.S_IMODE(path.stat().st_mode) == mode
+    assert leftovers(tmp_path) == []
+
+
+def test_write_replaces_the_inode(tmp_path: Path) -> None:
+    # A reader holding the old file open sees the old content whole: the new one is a different file.
+    path = tmp_path / "a.py"
+    path.write_bytes(b"old\n")
+    with open(path, "rb") as held:
+        write_atomic(str(path), b"new\n", "a.py")
+        assert held.read() == b"old\n"
+    assert path.read_bytes() == b"new\n"
+
+
+def test_write_goes_through_a_symlink(tmp_path: Path) -> None:
+    real = tmp_path / "real.py"
+    real.write_bytes(b"old\n")
+    link = tmp_path / "link.py"
+    link.symlink_to(real)
+    write_atomic(str(link), b"new\n", "link.py")
+    assert link.is_symlink()
+    assert real.read_bytes() == b"new\n"
+
+
+def test_write_refuses_when_file_changed_since_read(tmp_path: Path) -> None:
+    path = tmp_path / "a.py"
+    path.write_bytes(b"old\n")
+    _, stamp = read_bytes(str(path), "a.py")
+    path.write_bytes(b"someone else's edit\n")
+    os.utime(path, ns=(stamp.mtime_ns + 10**9, stamp.mtime_ns + 10**9))
+    with pytest.raises(FileError, match="changed while np2torch was fixing it"):
+        write_atomic(str(path), b"new\n", "a.py", expect=stamp)
+    assert path.read_bytes() == b"someone else's edit\n"
+    assert leftovers(tmp_path) == []
+
+
+def test_failed_replace_leaves_original_and_no_temp_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "a.py"
+    path.write_bytes(b"old\n")
+
+    def broken_replace(src: str, dst: str) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(files.os, "replace", broken_replace)
+    with pytest.raises(FileError, match=r"^a.py: error: No space left on device$"):
+        write_atomic(str(path), b"new\n", "a.py")
+    assert path.read_bytes() == b"old\n"
+    assert leftovers(tmp_path) == []
+
+
+def test_stamp_matches_what_was_read(tmp_path: Path) -> None:
+    path = tmp_path / "a.py"
+    path.write_bytes(b"abc")
+    raw, stamp = read_bytes(str(path), "a.py")
+    assert raw == b"abc" and stamp == Stamp.of(path.stat())
+
+
+# ---------------------------------------------------------------- discovery
+
+
+def make_tree(root: Path, names: list[str]) -> None:
+    for name in names:
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("import numpy as np\n")
+
+
+def displays(paths: list[str], *, force_exclude: bool = False) -> tuple[list[str], list[str]]:
+    targets, errors = discover(paths, ConfigFinder(), force_exclude=force_exclude)
+    return [t.display.replace(os.sep, "/") for t in targets], [str(e) for e in errors]
+
+
+@pytest.fixture
+def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_walk_skips_the_usual_folders(in_tmp: Path) -> None:
+    skipped = [".git", ".venv", "venv", "build", "dist", "__pycache__", ".tox", ".nox", "node_modules",
+               "site-packages", "lib/site-packages"]
+    make_tree(in_tmp, ["pkg/a.py", "pkg/sub/b.py", "top.py", "notes.txt", "pkg/c.pyc"]
+              + [f"{name}/x.py" for name in skipped])
+    make_tree(in_tmp, ["myenv/pyvenv.cfg", "myenv/lib/y.py"])
+    assert displays(["."]) == (["pkg/a.py", "pkg/sub/b.py", "top.py"], [])
+
+
+def test_order_is_sorted_and_duplicates_collapse(in_tmp: Path) -> None:
+    make_tree(in_tmp, ["b.py", "a.py", "sub/c.py"])
+    assert displays(["sub", "b.py", ".", "a.py"])[0] == ["a.py", "b.py", "sub/c.py"]
+
+
+def test_display_keeps_the_users_spelling(in_tmp: Path) -> None:
+    make_tree(in_tmp, ["src/pkg/a.py"])
+    assert displays(["src/"])[0] == ["src/pkg/a.py"]
+    assert displays(["./src/pkg/a.py"])[0] == ["src/pkg/a.py"]
+    assert displays([str(in_tmp / "src")])[0] == [str(in_tmp / "src" / "pkg" / "a.py").replace(os.sep, "/")]
+
+
+def test_missing_path_is_reported_and_others_go_on(in_tmp: Path) -> None:
+    make_tree(in_tmp, ["a.py"])
+    assert displays(["nope.py", "a.py"]) == (["a.py"], ["nope.py: error: No such file or directory"])
+
+
+def test_explicit_files_are_checked_whatever_the_suffix_or_exclude(in_tmp: Path) -> None:
+    make_tree(in_tmp, ["build/gen.py", "script", "venv/x.py"])
+    assert displays(["build/gen.py", "script", "venv/x.py"])[0] == ["build/gen.py", "script", "venv/x.py"]
+
+
+def test_force_exclude_applies_excludes_to_explicit_files(in_tmp: Path) -> None:
+    (in_tmp / "pyproject.toml").write_text("[tool.np2torch]\nextend-exclude = ['gen_*.py', 'legacy/']\n")
+    make_tree(in_tmp, ["build/x.py", "src/gen_a.py", "legacy/deep/old.py", "src/ok.py"])
+    explicit = ["build/x.py", "src/gen_a.py", "legacy/deep/old.py", "src/ok.py"]
+    assert displays(explicit)[0] == sorted(explicit)
+    assert displays(explicit, force_exclude=True)[0] == ["src/ok.py"]
+    assert displays(["legacy"], force_exclude=True)[0] == []
+
+
+def test_explicit_folder_is_walked_even_if_its_name_is_excluded(in_tmp: Path) -> None:
+    make_tree(in_tmp, ["build/x.py", "build/dist/y.py"])
+    assert displays(["build"])[0] == ["build/x.py"]
+
+
+def test_config_exclude_replaces_defaults_and_is_relative_to_its_folder(in_tmp: Path) -> None:
+    (in_tmp / "proj").mkdir()
+    (in_tmp / "proj" / "pyproject.toml").write_text("[tool.np2torch]\nexclude = ['/tests/data']\n")
+    make_tree(in_tmp, ["proj/build/a.py", "proj/tests/data/b.py", "proj/src/tests/data/c.py", "other/build/d.py"])
+    assert displays(["."])[0] == ["proj/build/a.py", "proj/src/tests/data/c.py"]
+
+
+def test_nested_config_governs_its_subtree(in_tmp: Path) -> None:
+    (in_tmp / "pyproject.toml").write_text("[tool.np2torch]\nextend-exclude = ['skip_*.py']\n")
+    (in_tmp / "sub").mkdir()
+    (in_tmp / "sub" / "pyproject.toml").write_text("[tool.np2torch]\nextend-exclude = ['other.py']\n")
+    make_tree(in_tmp, ["skip_a.py", "other.py", "sub/skip_b.py", "sub/other.py"])
+    targets, _ = discover(["."], ConfigFinder())
+    assert [t.display.replace(os.sep, "/") for t in targets] == ["other.py", "sub/skip_b.py"]
+    assert targets[1].config.root == in_tmp / "sub"
+
+
+def test_symlinks_are_not_followed_in_walks(in_tmp: Path) -> None:
+    make_tree(in_tmp, ["real/a.py"])
+    (in_tmp / "loop").symlink_to(in_tmp, target_is_directory=True)
+    (in_tmp / "alias.py").symlink_to(in_tmp / "real" / "a.py")
+    assert displays(["."])[0] == ["real/a.py"]
+
+
+def test_no_files_is_not_an_error(in_tmp: Path) -> None:
+    make_tree(in_tmp, ["readme.txt"])
+    assert displays(["."]) == ([], [])
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_gitignore_is_honoured_in_a_work_tree(in_tmp: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(in_tmp)], check=True)
+    (in_tmp / ".gitignore").write_text("generated/\n*_gen.py\n!keep_gen.py\n")
+    (in_tmp / "pkg").mkdir()
+    (in_tmp / "pkg" / ".gitignore").write_text("local.py\n")
+    make_tree(in_tmp, ["a.py", "x_gen.py", "keep_gen.py", "generated/b.py", "pkg/local.py", "pkg/c.py"])
+    assert displays(["."])[0] == ["a.py", "keep_gen.py", "pkg/c.py"]
+    # an ignored file named explicitly is still checked
+    assert displays(["x_gen.py"])[0] == ["x_gen.py"]
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_tracked_files_are_never_gitignored(in_tmp: Path) -> None:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}
+    subprocess.run(["git", "init", "-q", str(in_tmp)], check=True)
+    make_tree(in_tmp, ["tracked.py"])
+    subprocess.run(["git", "add", "tracked.py"], cwd=in_tmp, check=True, env=env)
+    (in_tmp / ".gitignore").write_text("*.py\n")
+    make_tree(in_tmp, ["untracked.py"])
+    assert displays(["."])[0] == ["tracked.py"]
+
+
+def test_walk_without_git_still_works(in_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (in_tmp / ".git").mkdir()  # looks like a work tree, but git is not installed
+    (in_tmp / ".gitignore").write_text("*.py\n")
+    make_tree(in_tmp, ["a.py"])
+    monkeypatch.setenv("PATH", str(in_tmp / "nowhere"))
+    assert displays(["."])[0] == ["a.py"]
