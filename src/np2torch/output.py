@@ -1,0 +1,166 @@
+"""How findings, diffs and summaries look: text, JSON and GitHub Actions annotations.
+
+Only attributes of findings are read (``path``, ``line``, ``column``, ``end_line``,
+``end_column``, ``code``, ``message``, ``fixable``, ``reason``), so this module
+never imports the engine.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from typing import Any, Iterable, Iterator, Protocol, Sequence
+
+from np2torch.rules import Rule
+
+FORMATS = ("text", "json", "github")
+
+JSON_KEYS = ("code", "message", "path", "line", "column", "end_line", "end_column", "fixable")
+"""Exactly the keys of each JSON finding, in this order."""
+
+
+class FindingLike(Protocol):
+    path: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    code: str
+    message: str
+    fixable: bool
+    reason: str | None
+
+
+def sort_key(finding: FindingLike) -> tuple[Any, ...]:
+    return (finding.path, finding.line, finding.column, finding.code, finding.end_line, finding.end_column)
+
+
+def plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+# ---------------------------------------------------------------- findings
+
+
+def text_line(finding: FindingLike) -> str:
+    line = f"{finding.path}:{finding.line}:{finding.column}: {finding.code} {finding.message}"
+    if finding.fixable:
+        return line + " [*]"
+    if finding.reason:
+        return line + f" (no fix: {finding.reason})"
+    return line
+
+
+def text_lines(findings: Iterable[FindingLike]) -> Iterator[str]:
+    return (text_line(f) for f in findings)
+
+
+def json_document(findings: Iterable[FindingLike]) -> str:
+    return json.dumps([{key: getattr(f, key) for key in JSON_KEYS} for f in findings], indent=2)
+
+
+def _escape_data(value: str) -> str:
+    # The escaping of GitHub's own toolkit (actions/toolkit, packages/core/src/command.ts).
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(value: str) -> str:
+    return _escape_data(value).replace(":", "%3A").replace(",", "%2C")
+
+
+def github_line(finding: FindingLike) -> str:
+    properties = {
+        "title": f"np2torch ({finding.code})",
+        "file": finding.path,
+        "line": finding.line,
+        "col": finding.column,
+        "endLine": finding.end_line,
+        "endColumn": finding.end_column,
+    }
+    joined = ",".join(f"{key}={_escape_property(str(value))}" for key, value in properties.items())
+    return f"::error {joined}::{_escape_data(f'{finding.code} {finding.message}')}"
+
+
+def github_lines(findings: Iterable[FindingLike]) -> Iterator[str]:
+    return (github_line(f) for f in findings)
+
+
+def render(findings: Sequence[FindingLike], fmt: str) -> list[str]:
+    """The lines (or, for JSON, the one document) that show ``findings`` in format ``fmt``."""
+    if fmt == "json":
+        return [json_document(findings)]
+    if fmt == "github":
+        return list(github_lines(findings))
+    return list(text_lines(findings))
+
+
+# ---------------------------------------------------------------- summaries
+
+
+def check_summary(found: int, fixable: int, failed: int) -> list[str]:
+    lines = []
+    if found:
+        tail = f" ({fixable} fixable with `np2torch fix`)" if fixable else ""
+        lines.append(f"Found {plural(found, 'error')}{tail}.")
+    elif not failed:
+        lines.append("All checks passed!")
+    if failed:
+        lines.append(f"{plural(failed, 'file')} could not be checked.")
+    return lines
+
+
+def fix_summary(fixed: int, files_changed: int, remaining: int, fixable: int, failed: int) -> list[str]:
+    lines = []
+    if fixed:
+        lines.append(f"Fixed {plural(fixed, 'error')} in {plural(files_changed, 'file')}.")
+    if remaining:
+        tail = f" ({fixable} could not be written)" if fixable else ""
+        lines.append(f"Found {plural(remaining, 'error')} that np2torch cannot fix{tail}.")
+    elif not fixed and not failed:
+        lines.append("All checks passed!")
+    if failed:
+        lines.append(f"{plural(failed, 'file')} could not be checked or fixed.")
+    return lines
+
+
+def diff_summary(fixable: int, files: int) -> str:
+    if not fixable:
+        return "Nothing to fix."
+    return f"Would fix {plural(fixable, 'error')} in {plural(files, 'file')}."
+
+
+# ---------------------------------------------------------------- diffs
+
+
+def _lines(text: str) -> list[str]:
+    # Split on "\n" only, as git does: str.splitlines would also split on \x0c, \x1d, \u2028...
+    parts = text.split("\n")
+    lines = [part + "\n" for part in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
+
+
+def unified_diff(path: str, before: str, after: str) -> str:
+    """A ``git diff``-style patch (``a/``, ``b/`` prefixes) that ``patch -p1``/``git apply`` accept."""
+    name = path.replace("\\", "/")
+    out = []
+    for line in difflib.unified_diff(_lines(before), _lines(after), f"a/{name}", f"b/{name}"):
+        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    return "".join(out)
+
+
+# ---------------------------------------------------------------- the rule table
+
+
+def rules_table(rules: Sequence[Rule], fmt: str) -> list[str]:
+    if fmt == "json":
+        rows = [
+            {"code": r.code, "name": r.qualname, "helper": r.helper, "fix_safety": r.fix_safety, "summary": r.summary}
+            for r in rules
+        ]
+        return [json.dumps(rows, indent=2)]
+    header = ("code", "function", "helper", "fix")
+    rows_text = [(r.code, r.qualname, f"np2torch.runtime.{r.helper}", r.fix_safety) for r in rules]
+    widths = [max(len(row[i]) for row in [header, *rows_text]) for i in range(len(header))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [header, *rows_text]]
