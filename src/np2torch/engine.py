@@ -1,0 +1,413 @@
+"""The engine: ``check_source`` and ``fix_source``, text in and text out, no file I/O.
+
+Both run the same analysis (:func:`_analyze`): a text prefilter derived from the
+rule table, ``ast.parse``, the qualified-name resolver of :mod:`np2torch.resolve`,
+and the classification below.  ``fix_source`` then hands exactly the fixable
+findings' nodes to LibCST (:mod:`np2torch._engine_fix`), so check and fix
+cannot disagree about what a finding is.
+
+What a finding is
+-----------------
+A ``Name`` or ``Attribute`` expression (load context) whose qualified name is a
+table name, spanning exactly that expression (``np.exp`` in ``np.exp(x)``): the
+span is what the fix replaces.
+
+* the callee of a call: fixable, unless every argument is a numeric constant
+  (``np.log(2)``, ``np.exp(-0.5)``, ``np.log(2 * np.pi)``: literals, ``+ - ~``,
+  binary operators, the constants in :data:`CONSTANTS`, and calls of table
+  functions with such arguments), which is no finding at all;
+* a reference that passes the function on (``map(np.exp, xs)``, ``fn=np.log``,
+  ``[np.exp, erf]``, a dict value, an assignment): fixable;
+* a reference whose rewrite could change behaviour: reported, not fixable,
+  with the reason: compared (``f is np.exp``, ``f in (np.exp, np.log)``, a
+  ``match`` value pattern), used as a lookup key (dict key, set member,
+  subscript), inspected by a builtin (``isinstance``, ``type``, ``getattr``,
+  ...), or a method called on it (``np.log.reduce(x)``, ``np.exp.at(...)``);
+* reading a plain attribute of the function (``np.exp.__name__``, ``np.exp.nin``)
+  does not pass the function on and computes nothing: no finding.
+
+A ``# noqa`` or ``# noqa: NPT001`` comment on the line where a finding starts
+suppresses it, for check and fix alike.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import keyword
+import re
+import tokenize
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
+
+from np2torch.resolve import Ref, Resolution, bound_names, resolve
+from np2torch.rules import RULES, Rule
+
+__all__ = [
+    "CONSTANTS",
+    "Finding",
+    "FixError",
+    "Settings",
+    "SourceError",
+    "check_source",
+    "fix_source",
+]
+
+CONSTANTS: FrozenSet[str] = frozenset(
+    {
+        "numpy.pi",
+        "numpy.e",
+        "numpy.euler_gamma",
+        "numpy.inf",
+        "numpy.nan",
+        "math.pi",
+        "math.e",
+        "math.tau",
+        "math.inf",
+        "math.nan",
+    }
+)
+"""Qualified names of numeric constants: a call whose arguments are built only from
+these and literals is scalar math, not a finding."""
+
+_ALL_TARGETS: FrozenSet[str] = frozenset(rule.qualname for rule in RULES)
+_KNOWN: FrozenSet[str] = _ALL_TARGETS | CONSTANTS
+
+# Builtins whose argument is the function object itself, not something it computes.
+_INSPECTORS = frozenset(
+    {"isinstance", "issubclass", "type", "id", "hash", "getattr", "hasattr", "setattr", "delattr", "vars", "dir"}
+)
+
+REASON_COMPARED = "it is compared (identity or equality); the helper is a different object"
+REASON_KEY = "it is used as a lookup key (dict key, set member or subscript); the helper is a different object"
+REASON_INSPECTED = "the function object itself is inspected; the helper is a different object"
+
+
+def _reason_method(attr: str) -> str:
+    return f"`.{attr}` is called on it; the helper is a plain function, not a NumPy ufunc"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the engine looks for and how a fix spells the helper."""
+
+    rules: Tuple[Rule, ...] = RULES
+    runtime_module: str = "np2torch.runtime"
+    alias: str = "np2t"
+
+    def __post_init__(self) -> None:
+        if not all(part.isidentifier() and not keyword.iskeyword(part) for part in self.runtime_module.split(".")):
+            raise ValueError(f"runtime-module {self.runtime_module!r} is not a dotted module name")
+        if not self.alias.isidentifier() or keyword.iskeyword(self.alias):
+            raise ValueError(f"alias {self.alias!r} is not a Python identifier")
+        if self.alias == "npt":
+            raise ValueError("alias 'npt' is reserved: it is numpy.typing's conventional alias")
+
+
+DEFAULT_SETTINGS = Settings()
+
+
+@dataclass(frozen=True)
+class Finding:
+    path: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    code: str
+    message: str
+    fixable: bool
+    fix_title: Optional[str]
+    reason: Optional[str] = None
+
+
+class SourceError(Exception):
+    """The text cannot be parsed; ``str(e)`` is one line, ``line``/``column`` are 1-based or None."""
+
+    def __init__(self, message: str, line: Optional[int] = None, column: Optional[int] = None) -> None:
+        super().__init__(" ".join(message.split()))
+        self.line = line
+        self.column = column
+
+
+class FixError(Exception):
+    """The fixed text would not parse (a bug in np2torch): the file must be left as it was."""
+
+
+# --------------------------------------------------------------------------- prefilter
+
+
+def _may_contain(text: str, rules: Sequence[Rule]) -> bool:
+    """False only when no rule can match: a finding needs its module's root and its name spelled.
+
+    The parser NFKC-normalises non-ASCII identifiers (``ｅｘｐ`` is ``exp``), so
+    non-ASCII text is normalised before looking.
+    """
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text)
+    return any(rule.qualname.partition(".")[0] in text and rule.name in text for rule in rules)
+
+
+# --------------------------------------------------------------------------- positions
+
+
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+
+
+class _Lines:
+    """Source lines split as the tokenizer splits them, and byte-to-character columns."""
+
+    def __init__(self, text: str) -> None:
+        self._lines = _NEWLINE.split(text)
+
+    def __getitem__(self, line: int) -> str:
+        return self._lines[line - 1] if 0 < line <= len(self._lines) else ""
+
+    def char_col(self, line: int, byte_col: int) -> int:
+        """``ast`` columns are UTF-8 byte offsets; findings count characters."""
+        text = self[line]
+        if text.isascii():
+            return byte_col
+        return len(text.encode("utf-8")[:byte_col].decode("utf-8", errors="replace"))
+
+
+# --------------------------------------------------------------------------- noqa
+
+
+_NOQA = re.compile(
+    r"#\s*noqa(?![\w-])(?::\s*(?P<codes>[a-z]+[0-9]+(?:(?:\s*,\s*|\s+)[a-z]+[0-9]+)*))?",
+    re.IGNORECASE,
+)
+
+
+class _Noqa:
+    def __init__(self, text: str, lines: _Lines) -> None:
+        self._text = text
+        self._lines = lines
+        self._comments: Optional[Dict[int, str]] = None
+        self._tokenized = False
+
+    def suppresses(self, line: int, code: str) -> bool:
+        source_line = self._lines[line]
+        if "#" not in source_line or not _NOQA.search(source_line):
+            return False
+        comment = self._comment(line, source_line)
+        for match in _NOQA.finditer(comment):
+            codes = match.group("codes")
+            if codes is None or code.upper() in {c.upper() for c in re.split(r"[\s,]+", codes)}:
+                return True
+        return False
+
+    def _comment(self, line: int, fallback: str) -> str:
+        """The comment on ``line`` (a ``# noqa`` inside a string does not count)."""
+        if not self._tokenized:
+            self._tokenized = True
+            try:
+                comments: Dict[int, str] = {}
+                for tok in tokenize.generate_tokens(io.StringIO(self._text).readline):
+                    if tok.type == tokenize.COMMENT:
+                        comments[tok.start[0]] = tok.string
+                self._comments = comments
+            except (tokenize.TokenError, SyntaxError):
+                self._comments = None
+        if self._comments is None:
+            return fallback
+        return self._comments.get(line, "")
+
+
+# --------------------------------------------------------------------------- classification
+
+
+def _is_inspector(func: ast.expr) -> bool:
+    return type(func) is ast.Name and func.id in _INSPECTORS  # type: ignore[attr-defined]
+
+
+def _is_constant(expr: ast.expr, res: Resolution) -> bool:
+    """A numeric constant expression; iterative because operator chains can nest deeply."""
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        t = type(node)
+        if t is ast.Constant:
+            if type(node.value) not in (int, float, complex):  # type: ignore[attr-defined]
+                return False
+        elif t is ast.UnaryOp:
+            if type(node.op) not in (ast.USub, ast.UAdd, ast.Invert):  # type: ignore[attr-defined]
+                return False
+            stack.append(node.operand)  # type: ignore[attr-defined]
+        elif t is ast.BinOp:
+            stack.append(node.left)  # type: ignore[attr-defined]
+            stack.append(node.right)  # type: ignore[attr-defined]
+        elif t is ast.Name or t is ast.Attribute:
+            if res.qualname(node) not in CONSTANTS:
+                return False
+        elif t is ast.Call:
+            if res.qualname(node.func) not in _ALL_TARGETS:  # type: ignore[attr-defined]
+                return False
+            stack.extend(node.args)  # type: ignore[attr-defined]
+            stack.extend(k.value for k in node.keywords)  # type: ignore[attr-defined]
+        else:
+            return False
+    return True
+
+
+def _classify(ref: Ref, res: Resolution) -> Optional[Tuple[bool, Optional[str]]]:
+    """None: no finding; else (fixable, reason when not fixable)."""
+    node, parent, grand = ref.node, ref.parent, ref.grand
+    pt = type(parent)
+    if pt is ast.Call:
+        if parent.func is node:  # type: ignore[union-attr]
+            args = [*parent.args, *(k.value for k in parent.keywords)]  # type: ignore[union-attr]
+            if all(_is_constant(a, res) for a in args):
+                return None
+            return True, None
+        if _is_inspector(parent.func):  # type: ignore[union-attr]
+            return False, REASON_INSPECTED
+        return True, None
+    if pt is ast.keyword:
+        if type(grand) is ast.Call and _is_inspector(grand.func):  # type: ignore[union-attr]
+            return False, REASON_INSPECTED
+        return True, None
+    if pt is ast.Attribute:  # the function is the value of an attribute access
+        if type(grand) is ast.Call and grand.func is parent:  # type: ignore[union-attr]
+            return False, _reason_method(parent.attr)  # type: ignore[union-attr]
+        return None
+    if pt is ast.Compare or (pt in (ast.Tuple, ast.List, ast.Set) and type(grand) is ast.Compare):
+        return False, REASON_COMPARED
+    if pt is getattr(ast, "MatchValue", None):
+        return False, REASON_COMPARED
+    if pt is ast.Set:
+        return False, REASON_KEY
+    if pt is ast.Dict and any(key is node for key in parent.keys):  # type: ignore[union-attr]
+        return False, REASON_KEY
+    if pt is ast.Subscript and parent.slice is node:  # type: ignore[union-attr]
+        return False, REASON_KEY
+    return True, None
+
+
+# --------------------------------------------------------------------------- analysis
+
+
+@dataclass
+class _Planned:
+    finding: Finding
+    ref: Ref
+    rule: Rule
+
+
+@dataclass
+class _Analysis:
+    text: str
+    bom: str
+    tree: Optional[ast.Module] = None
+    resolution: Optional[Resolution] = None
+    findings: List[Finding] = field(default_factory=list)
+    fixes: List[_Planned] = field(default_factory=list)
+    alias: Optional[str] = None
+
+
+def _parse(text: str) -> ast.Module:
+    try:
+        return ast.parse(text)
+    except SyntaxError as exc:
+        kind = type(exc).__name__
+        raise SourceError(f"{kind}: {exc.msg}", exc.lineno, exc.offset) from None
+    except (ValueError, RecursionError, MemoryError) as exc:  # null bytes; absurd nesting
+        raise SourceError(f"cannot parse: {exc}") from None
+
+
+def _analyze(source: str, path: str, settings: Settings) -> _Analysis:
+    bom = "\ufeff" if source.startswith("\ufeff") else ""
+    text = source[len(bom) :]
+    analysis = _Analysis(text=text, bom=bom)
+    if not settings.rules or not _may_contain(text, settings.rules):
+        return analysis
+    tree = analysis.tree = _parse(text)
+    res = analysis.resolution = resolve(tree, _KNOWN, text)
+    enabled = {rule.qualname: rule for rule in settings.rules}
+    lines = _Lines(text)
+    noqa = _Noqa(text, lines)
+    pending: List[Tuple[Ref, Rule, bool, Optional[str]]] = []
+    for ref in res.refs:
+        rule = enabled.get(ref.qualname)
+        if rule is None:
+            continue
+        verdict = _classify(ref, res)
+        if verdict is None or noqa.suppresses(ref.node.lineno, rule.code):
+            continue
+        pending.append((ref, rule, *verdict))
+    if any(fixable for _r, _u, fixable, _why in pending):
+        analysis.alias = _choose_alias(tree, settings)
+    for ref, rule, fixable, reason in pending:
+        node = ref.node
+        end_line = node.end_lineno or node.lineno
+        finding = Finding(
+            path=path,
+            line=node.lineno,
+            column=lines.char_col(node.lineno, node.col_offset) + 1,
+            end_line=end_line,
+            end_column=lines.char_col(end_line, node.end_col_offset or 0) + 1,
+            code=rule.code,
+            message=rule.message(),
+            fixable=fixable,
+            fix_title=rule.fix_title(analysis.alias) if fixable and analysis.alias else None,
+            reason=reason,
+        )
+        analysis.findings.append(finding)
+        if fixable:
+            analysis.fixes.append(_Planned(finding, ref, rule))
+    analysis.findings.sort(key=lambda f: (f.line, f.column, f.code))
+    return analysis
+
+
+def _choose_alias(tree: ast.Module, settings: Settings) -> str:
+    """``settings.alias``, or ``<alias>_1``, ``_2``, ... when it is bound to anything but the runtime."""
+    names = bound_names(tree)
+    same_import = f"import {settings.runtime_module}"
+    n = 0
+    while True:
+        candidate = settings.alias if n == 0 else f"{settings.alias}_{n}"
+        kinds = set(names.get(candidate, ()))
+        if not kinds or (same_import in kinds and kinds <= {same_import, "use"}):
+            return candidate
+        n += 1
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def check_source(source: str, path: str = "<string>", *, settings: Optional[Settings] = None) -> List[Finding]:
+    """The findings in ``source``, sorted by position.  Raises :class:`SourceError` if it cannot be parsed."""
+    return _analyze(source, path, settings or DEFAULT_SETTINGS).findings
+
+
+def fix_source(source: str, path: str = "<string>", *, settings: Optional[Settings] = None) -> str:
+    """``source`` with every fixable finding rewritten; unchanged (the same text) when there is none.
+
+    ``path`` matters only for re-exports: in an ``__init__.py`` no import is removed.
+    Raises :class:`SourceError` for unparsable text and :class:`FixError` if the
+    result would not parse.
+    """
+    settings = settings or DEFAULT_SETTINGS
+    analysis = _analyze(source, path, settings)
+    if not analysis.fixes:
+        return source
+    from np2torch._engine_fix import apply_fixes  # LibCST loads only when there is something to fix
+
+    assert analysis.tree is not None and analysis.resolution is not None and analysis.alias is not None
+    fixed = apply_fixes(
+        analysis.text,
+        analysis.tree,
+        analysis.fixes,
+        analysis.resolution.import_froms,
+        analysis.alias,
+        settings,
+        path,
+    )
+    try:
+        ast.parse(fixed)
+    except (SyntaxError, ValueError) as exc:
+        raise FixError(f"the fixed text does not parse ({exc}); left unchanged") from None
+    return analysis.bom + fixed
+

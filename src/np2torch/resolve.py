@@ -1,0 +1,568 @@
+"""Qualified-name resolution on Python's ``ast``: the one name analysis that check and fix share.
+
+LibCST's ``QualifiedNameProvider`` answers the same question for every name in
+a module and costs ~100x an ``ast.parse``; np2torch needs the answer only for
+the few expressions that can reach a table name (``np.exp``, ``erf``, ...).
+:func:`resolve` therefore
+
+1. collects the import statements (a walk over statements only),
+2. keeps the names those imports bind from the interesting modules (``np``,
+   ``sc``, ``exp``; the "candidates"); with none it stops there,
+3. walks, with Python's scoping rules, only the statements whose lines spell a
+   candidate (a name can only be bound or read where it is written), and
+4. resolves each candidate reference to a qualified name.
+
+Scoping follows the language reference: module, function, lambda, class and
+comprehension scopes; class scopes are invisible from nested scopes; ``global``
+and ``nonlocal``; a name bound anywhere in a scope is local to all of it.
+
+When in doubt a name resolves to nothing.  A name resolves only when every
+binding of it in its scope is an import of the same thing; any other binding
+(a parameter, an assignment, a ``for``/``with``/``except``/``match`` target,
+``del``, a walrus, a ``def``/``class`` of that name) or imports of different
+things make it unresolved.  Imports under ``if TYPE_CHECKING:`` do not exist at
+run time: they count only beside a run-time import of the same thing.  Star
+imports: ``from numpy import *`` binds ``exp`` to ``numpy.exp`` only for
+the names in ``known``; a star import from a module that ``known`` says nothing
+about is ignored for names bound explicitly (like LibCST) and makes names bound
+by no statement unresolved.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from bisect import bisect_left
+from typing import Collection, Dict, Iterable, Iterator, List, Optional, Set, Tuple
+
+__all__ = ["Ref", "Resolution", "resolve", "bound_names"]
+
+# A binding: (qualified name or None for "not an import", typing_only, alias node or None)
+_Binding = Tuple[Optional[str], bool, Optional[ast.alias]]
+
+_FUNC_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_COMPS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+_TRY = (ast.Try, ast.TryStar) if hasattr(ast, "TryStar") else (ast.Try,)
+_MATCH_NAMED = tuple(getattr(ast, n) for n in ("MatchAs", "MatchStar") if hasattr(ast, n))
+_MATCH_MAPPING = getattr(ast, "MatchMapping", ())
+_SKIP_FIELDS = {"ctx", "type_comment", "kind", "is_async", "level", "conversion"}
+
+
+class Scope:
+    __slots__ = ("kind", "parent", "bindings", "globals", "nonlocals", "stars")
+
+    def __init__(self, kind: str, parent: Optional["Scope"]) -> None:
+        self.kind = kind  # "module", "function" (def and lambda), "class", "comprehension"
+        self.parent = parent
+        self.bindings: Dict[str, List[_Binding]] = {}
+        self.globals: Set[str] = set()
+        self.nonlocals: Set[str] = set()
+        self.stars: List[str] = []
+
+
+class Ref:
+    """An expression (``Name`` or ``Attribute``, load context) with a resolved qualified name.
+
+    ``parent`` and ``grand`` are its syntactic parent and grandparent (for a
+    keyword argument the parent is the ``keyword`` node); ``imports`` are the
+    ``from``-import aliases that bind a bare name (empty for attribute chains).
+    """
+
+    __slots__ = ("node", "qualname", "parent", "grand", "imports")
+
+    def __init__(
+        self,
+        node: ast.expr,
+        qualname: str,
+        parent: Optional[ast.AST],
+        grand: Optional[ast.AST],
+        imports: Tuple[ast.alias, ...],
+    ) -> None:
+        self.node = node
+        self.qualname = qualname
+        self.parent = parent
+        self.grand = grand
+        self.imports = imports
+
+    def __repr__(self) -> str:
+        return f"Ref({self.qualname!r} at {self.node.lineno}:{self.node.col_offset})"
+
+
+class Resolution:
+    """The result of :func:`resolve`: every reference whose qualified name is in ``known``."""
+
+    def __init__(self, refs: List[Ref], import_froms: Dict[int, ast.ImportFrom]) -> None:
+        self.refs = refs
+        self.by_node: Dict[int, Ref] = {id(r.node): r for r in refs}
+        # id(alias) -> the ImportFrom statement holding it (for unused-import removal)
+        self.import_froms = import_froms
+
+    def qualname(self, node: ast.AST) -> Optional[str]:
+        ref = self.by_node.get(id(node))
+        return ref.qualname if ref is not None else None
+
+
+def _import_meanings(stmt: ast.stmt) -> Iterator[Tuple[str, Optional[str], ast.alias]]:
+    """(bound name, what it means, alias) for each name an import statement binds; ``*`` for star."""
+    if isinstance(stmt, ast.Import):
+        for alias in stmt.names:
+            if alias.asname:
+                yield alias.asname, alias.name, alias
+            else:
+                root = alias.name.partition(".")[0]
+                yield root, root, alias
+    else:
+        assert isinstance(stmt, ast.ImportFrom)
+        module = stmt.module if not stmt.level else None  # relative imports: unknown target
+        for alias in stmt.names:
+            meaning = f"{module}.{alias.name}" if module else None
+            yield alias.asname or alias.name, meaning, alias
+
+
+def _iter_child_bodies(stmt: ast.stmt) -> Iterator[List[ast.stmt]]:
+    for field in ("body", "orelse", "finalbody"):
+        body = getattr(stmt, field, None)
+        if body and isinstance(body, list) and isinstance(body[0], ast.stmt):
+            yield body
+    for handler in getattr(stmt, "handlers", ()):
+        yield handler.body
+    for case in getattr(stmt, "cases", ()):
+        yield case.body
+
+
+def _collect_imports(body: List[ast.stmt], out: List[ast.stmt]) -> None:
+    for stmt in body:
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            out.append(stmt)
+        else:
+            for child in _iter_child_bodies(stmt):
+                _collect_imports(child, out)
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    if isinstance(test, ast.Name):
+        return test.id == "TYPE_CHECKING"
+    return isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+
+
+def _stmt_first_line(stmt: ast.stmt) -> int:
+    decorators = getattr(stmt, "decorator_list", None)
+    if decorators:
+        return min(stmt.lineno, min(d.lineno for d in decorators))
+    return stmt.lineno
+
+
+def _interesting_lines(source: str, names: Collection[str]) -> List[int]:
+    """Sorted line numbers on which any of ``names`` is spelled as a word."""
+    if "\r" in source:
+        source = source.replace("\r\n", "\n").replace("\r", "\n")
+    pattern = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, names), key=len, reverse=True)) + r")\b")
+    lines: List[int] = []
+    line, last = 1, 0
+    for match in pattern.finditer(source):
+        pos = match.start()
+        line += source.count("\n", last, pos)
+        last = pos
+        if not lines or lines[-1] != line:
+            lines.append(line)
+    return lines
+
+
+class _Walker:
+    """Builds scopes and collects candidate references (see the module docstring)."""
+
+    def __init__(self, candidates: Set[str], last_names: Set[str], lines: Optional[List[int]]) -> None:
+        self.cand = candidates
+        self.last_names = last_names
+        self.lines = lines
+        self.module = Scope("module", None)
+        self.scopes: List[Scope] = [self.module]
+        # (node, parent, grand, scope) for candidate Names and Attribute chains rooted at one
+        self.raw: List[Tuple[ast.expr, Optional[ast.AST], Optional[ast.AST], Scope]] = []
+        self.import_froms: Dict[int, ast.ImportFrom] = {}
+
+    # -- scopes and bindings -------------------------------------------------
+    def new_scope(self, kind: str, parent: Scope) -> Scope:
+        scope = Scope(kind, parent)
+        self.scopes.append(scope)
+        return scope
+
+    def bind(self, scope: Scope, name: str, binding: _Binding = (None, False, None)) -> None:
+        if name in self.cand:
+            scope.bindings.setdefault(name, []).append(binding)
+
+    def wanted(self, stmt: ast.stmt) -> bool:
+        lines = self.lines
+        if lines is None:
+            return True
+        i = bisect_left(lines, _stmt_first_line(stmt))
+        return i < len(lines) and lines[i] <= (stmt.end_lineno or stmt.lineno)
+
+    # -- statements ----------------------------------------------------------
+    def stmts(self, body: Iterable[ast.stmt], scope: Scope, typing_only: bool) -> None:
+        for stmt in body:
+            if self.wanted(stmt):
+                self.stmt(stmt, scope, typing_only)
+
+    def stmt(self, stmt: ast.stmt, scope: Scope, typing_only: bool) -> None:
+        expr = self.expr
+        if isinstance(stmt, _FUNC_DEFS):
+            for deco in stmt.decorator_list:
+                expr(deco, stmt, None, scope)
+            inner = self.new_scope("function", scope)
+            self.arguments(stmt.args, stmt, scope, inner)
+            if stmt.returns is not None:
+                expr(stmt.returns, stmt, None, scope)
+            self.type_params(stmt, inner)
+            self.bind(scope, stmt.name)
+            self.stmts(stmt.body, inner, False)
+        elif isinstance(stmt, ast.ClassDef):
+            for node in (*stmt.decorator_list, *stmt.bases, *stmt.keywords):
+                expr(node, stmt, None, scope)
+            inner = self.new_scope("class", scope)
+            self.type_params(stmt, inner)
+            self.bind(scope, stmt.name)
+            self.stmts(stmt.body, inner, False)
+        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            for name, meaning, alias in _import_meanings(stmt):
+                if name == "*":
+                    if meaning is not None:
+                        scope.stars.append(meaning.rpartition(".")[0])
+                    continue
+                if isinstance(stmt, ast.ImportFrom):
+                    self.import_froms[id(alias)] = stmt
+                self.bind(scope, name, (meaning, typing_only, alias))
+        elif isinstance(stmt, ast.Global):
+            scope.globals.update(stmt.names)
+        elif isinstance(stmt, ast.Nonlocal):
+            scope.nonlocals.update(stmt.names)
+        elif isinstance(stmt, ast.If):
+            expr(stmt.test, stmt, None, scope)
+            self.stmts(stmt.body, scope, typing_only or _is_type_checking(stmt.test))
+            self.stmts(stmt.orelse, scope, typing_only)
+        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+            expr(stmt.target, stmt, None, scope)
+            expr(stmt.iter, stmt, None, scope)
+            self.stmts(stmt.body, scope, typing_only)
+            self.stmts(stmt.orelse, scope, typing_only)
+        elif isinstance(stmt, ast.While):
+            expr(stmt.test, stmt, None, scope)
+            self.stmts(stmt.body, scope, typing_only)
+            self.stmts(stmt.orelse, scope, typing_only)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            for item in stmt.items:
+                expr(item.context_expr, item, stmt, scope)
+                if item.optional_vars is not None:
+                    expr(item.optional_vars, item, stmt, scope)
+            self.stmts(stmt.body, scope, typing_only)
+        elif isinstance(stmt, _TRY):
+            self.stmts(stmt.body, scope, typing_only)
+            for handler in stmt.handlers:
+                if handler.type is not None:
+                    expr(handler.type, handler, stmt, scope)
+                if handler.name:
+                    self.bind(scope, handler.name)
+                self.stmts(handler.body, scope, typing_only)
+            self.stmts(stmt.orelse, scope, typing_only)
+            self.stmts(stmt.finalbody, scope, typing_only)
+        elif hasattr(ast, "Match") and isinstance(stmt, ast.Match):
+            expr(stmt.subject, stmt, None, scope)
+            for case in stmt.cases:
+                expr(case.pattern, case, stmt, scope)
+                if case.guard is not None:
+                    expr(case.guard, case, stmt, scope)
+                self.stmts(case.body, scope, typing_only)
+        else:
+            # simple statements: Assign, AugAssign, AnnAssign, Expr, Return, Delete, ...
+            expr(stmt, None, None, scope)
+
+    def arguments(self, args: ast.arguments, owner: ast.AST, outer: Scope, inner: Scope) -> None:
+        """Defaults and annotations are evaluated outside; the parameters bind inside."""
+        for default in (*args.defaults, *(d for d in args.kw_defaults if d is not None)):
+            self.expr(default, args, owner, outer)
+        every = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+        if args.vararg:
+            every.append(args.vararg)
+        if args.kwarg:
+            every.append(args.kwarg)
+        for arg in every:
+            if arg.annotation is not None:
+                self.expr(arg.annotation, arg, args, outer)
+            self.bind(inner, arg.arg)
+
+    def type_params(self, node: ast.AST, inner: Scope) -> None:
+        # Python 3.12 type parameters live in their own annotation scope; binding them
+        # in the inner scope is conservative (they shadow outer names there).
+        for param in getattr(node, "type_params", ()) or ():
+            self.bind(inner, param.name)
+
+    # -- expressions (iterative: long operator chains nest deeper than the recursion limit) --
+    def expr(self, root: ast.AST, parent: Optional[ast.AST], grand: Optional[ast.AST], scope: Scope) -> None:
+        cand = self.cand
+        raw = self.raw
+        stack: List[Tuple[ast.AST, Optional[ast.AST], Optional[ast.AST], Scope]] = [(root, parent, grand, scope)]
+        pop = stack.pop
+        push = stack.append
+        Name, Attribute, Constant, Load = ast.Name, ast.Attribute, ast.Constant, ast.Load
+        while stack:
+            node, parent, grand, scope = pop()
+            t = type(node)
+            if t is Name:
+                if node.id in cand:
+                    if type(node.ctx) is Load:
+                        raw.append((node, parent, grand, scope))
+                    else:
+                        self.bind_target(scope, node.id)
+                continue
+            if t is Constant:
+                continue
+            if t is Attribute:
+                if type(node.ctx) is Load and node.attr in self.last_names:
+                    value = node.value
+                    while type(value) is Attribute:
+                        value = value.value
+                    if type(value) is Name and value.id in cand:
+                        raw.append((node, parent, grand, scope))
+                push((node.value, node, parent, scope))
+                continue
+            if t is ast.Lambda:
+                inner = self.new_scope("function", scope)
+                self.arguments(node.args, node, scope, inner)
+                push((node.body, node, parent, inner))
+                continue
+            if t in _COMPS:
+                self.comprehension(node, parent, scope, push)
+                continue
+            if t is ast.NamedExpr:
+                target_scope = scope
+                while target_scope.kind == "comprehension":
+                    target_scope = target_scope.parent  # type: ignore[assignment]
+                self.bind(target_scope, node.target.id)
+                push((node.value, node, parent, scope))
+                continue
+            if _MATCH_NAMED and isinstance(node, _MATCH_NAMED):
+                if node.name:
+                    self.bind(scope, node.name)
+            elif _MATCH_MAPPING and t is _MATCH_MAPPING and node.rest:
+                self.bind(scope, node.rest)
+            for field in _fields(t):
+                value = getattr(node, field)
+                if type(value) is list:
+                    for item in reversed(value):
+                        if isinstance(item, ast.AST):
+                            push((item, node, parent, scope))
+                elif isinstance(value, ast.AST):
+                    push((value, node, parent, scope))
+
+    def bind_target(self, scope: Scope, name: str) -> None:
+        self.bind(scope, name)
+
+    def comprehension(self, node: ast.AST, parent: Optional[ast.AST], scope: Scope, push) -> None:  # type: ignore[no-untyped-def]
+        generators = node.generators  # type: ignore[attr-defined]
+        inner = self.new_scope("comprehension", scope)
+        # Pushed in reverse of evaluation order (the stack pops last-in first); order does
+        # not matter for correctness, only the scope each part is evaluated in.
+        if isinstance(node, ast.DictComp):
+            push((node.key, node, parent, inner))
+            push((node.value, node, parent, inner))
+        else:
+            push((node.elt, node, parent, inner))  # type: ignore[attr-defined]
+        for i, gen in enumerate(generators):
+            for cond in gen.ifs:
+                push((cond, gen, node, inner))
+            push((gen.target, gen, node, inner))
+            # the first iterable is evaluated in the enclosing scope
+            push((gen.iter, gen, node, scope if i == 0 else inner))
+
+    # -- after the walk ------------------------------------------------------
+    def apply_declarations(self) -> None:
+        """Move bindings of ``global``/``nonlocal`` names to the scope they really bind in."""
+        for scope in self.scopes:
+            if scope.kind == "module":
+                continue
+            for name in scope.globals & scope.bindings.keys():
+                self.module.bindings.setdefault(name, []).extend(scope.bindings.pop(name))
+            for name in scope.nonlocals & scope.bindings.keys():
+                owner = _enclosing_function_binding(scope, name)
+                if owner is not None:
+                    owner.bindings.setdefault(name, []).extend(scope.bindings.pop(name))
+                else:  # a syntax error in Python; resolve nothing for it
+                    scope.bindings[name].append((None, False, None))
+
+
+_FIELDS_CACHE: Dict[type, Tuple[str, ...]] = {}
+
+
+def _fields(t: type) -> Tuple[str, ...]:
+    fields = _FIELDS_CACHE.get(t)
+    if fields is None:
+        fields = tuple(f for f in t._fields if f not in _SKIP_FIELDS)  # type: ignore[attr-defined]
+        _FIELDS_CACHE[t] = fields
+    return fields
+
+
+def _enclosing_function_binding(scope: Scope, name: str) -> Optional[Scope]:
+    s = scope.parent
+    first_function: Optional[Scope] = None
+    while s is not None and s.kind != "module":
+        if s.kind != "class":
+            if name in s.bindings:
+                return s
+            first_function = first_function or s
+        s = s.parent
+    return first_function
+
+
+class _Lookup:
+    def __init__(self, module: Scope, known: Collection[str], known_modules: Set[str]) -> None:
+        self.module = module
+        self.known = known
+        self.known_modules = known_modules
+        self.cache: Dict[Tuple[int, str], Tuple[Optional[str], Tuple[ast.alias, ...]]] = {}
+
+    def meaning(self, scope: Scope, name: str) -> Tuple[Optional[str], Tuple[ast.alias, ...]]:
+        key = (id(scope), name)
+        hit = self.cache.get(key)
+        if hit is None:
+            hit = self._meaning(scope, name)
+            self.cache[key] = hit
+        return hit
+
+    def _meaning(self, scope: Scope, name: str) -> Tuple[Optional[str], Tuple[ast.alias, ...]]:
+        s: Optional[Scope] = scope
+        skip_classes = False
+        if name in scope.globals:
+            s = self.module
+        elif name in scope.nonlocals:
+            s, skip_classes = scope.parent, True
+        while s is not None:
+            if s.kind == "class" and skip_classes:
+                s = s.parent
+                continue
+            skip_classes = True
+            if name in s.bindings:
+                return self._evaluate(s, name, s.bindings[name])
+            if s.stars:
+                return self._evaluate(s, name, [])
+            s = s.parent
+        return None, ()
+
+    def _evaluate(self, scope: Scope, name: str, bindings: List[_Binding]) -> Tuple[Optional[str], Tuple[ast.alias, ...]]:
+        meanings: Set[Optional[str]] = set()
+        runtime = False
+        for meaning, typing_only, _alias in bindings:
+            meanings.add(meaning)
+            runtime = runtime or not typing_only
+        for star in scope.stars:
+            qualname = f"{star}.{name}"
+            if qualname in self.known:
+                meanings.add(qualname)
+                runtime = True
+            elif not bindings and star not in self.known_modules:
+                meanings.add(None)  # an unknown module's star import may bind it
+        if len(meanings) != 1 or None in meanings or not runtime:
+            return None, ()
+        aliases = tuple(alias for _m, _t, alias in bindings if alias is not None)
+        return meanings.pop(), aliases
+
+
+def resolve(tree: ast.Module, known: Collection[str], source: Optional[str] = None) -> Resolution:
+    """Every ``Name``/``Attribute`` load in ``tree`` whose qualified name is in ``known``.
+
+    ``known`` holds dotted qualified names (``numpy.exp``, ``numpy.pi``).  With
+    ``source`` (the text ``tree`` was parsed from) statements that cannot
+    mention a candidate name are skipped; without it every statement is walked.
+    """
+    known = frozenset(known)
+    roots = {q.partition(".")[0] for q in known}
+    known_modules = {q.rpartition(".")[0] for q in known}
+    last_names = {q.rpartition(".")[2] for q in known}
+
+    imports: List[ast.stmt] = []
+    _collect_imports(tree.body, imports)
+    candidates: Set[str] = set()
+    for stmt in imports:
+        for name, meaning, _alias in _import_meanings(stmt):
+            if meaning is None or meaning.partition(".")[0] not in roots:
+                continue
+            if name == "*":
+                star = meaning.rpartition(".")[0]
+                candidates.update(q.rpartition(".")[2] for q in known if q.rpartition(".")[0] == star)
+            else:
+                candidates.add(name)
+    if not candidates:
+        return Resolution([], {})
+
+    lines = None
+    if source is not None and source.isascii():
+        # Non-ASCII identifiers are NFKC-normalised by the parser, so spelling-based
+        # pruning is only exact for ASCII text.
+        lines = _interesting_lines(source, candidates)
+    walker = _Walker(candidates, last_names, lines)
+    walker.stmts(tree.body, walker.module, False)
+    walker.apply_declarations()
+
+    lookup = _Lookup(walker.module, known, known_modules)
+    refs: List[Ref] = []
+    for node, parent, grand, scope in walker.raw:
+        attrs: List[str] = []
+        value = node
+        while type(value) is ast.Attribute:
+            attrs.append(value.attr)  # type: ignore[union-attr]
+            value = value.value  # type: ignore[union-attr]
+        meaning, aliases = lookup.meaning(scope, value.id)  # type: ignore[attr-defined]
+        if meaning is None:
+            continue
+        if attrs:
+            qualname = meaning + "." + ".".join(reversed(attrs))
+            aliases = ()
+        else:
+            qualname = meaning
+        if qualname in known:
+            refs.append(Ref(node, qualname, parent, grand, aliases))
+    return Resolution(refs, walker.import_froms)
+
+
+def bound_names(tree: ast.Module) -> Dict[str, List[str]]:
+    """Every identifier in ``tree`` (any scope) -> how it occurs.
+
+    Kinds, one entry per occurrence: ``"use"`` (a load), ``"import <module>"``
+    (``import <module> as name``), ``"from <qualname>"`` (``from <module> import
+    <name> [as name]``), ``"other"`` (any other binding or declaration).  Used to pick a free alias
+    and to decide whether an import is still used; it ignores scopes on purpose
+    (a name used anywhere counts as used).
+    """
+    names: Dict[str, List[str]] = {}
+
+    def add(name: str, kind: str) -> None:
+        names.setdefault(name, []).append(kind)
+
+    for node in ast.walk(tree):
+        t = type(node)
+        if t is ast.Name:
+            add(node.id, "use" if type(node.ctx) is ast.Load else "other")  # type: ignore[attr-defined]
+        elif t is ast.Import:
+            for alias in node.names:  # type: ignore[attr-defined]
+                if alias.asname:
+                    add(alias.asname, f"import {alias.name}")
+                else:
+                    add(alias.name.partition(".")[0], "other")
+        elif t is ast.ImportFrom:
+            module = node.module if not node.level else None  # type: ignore[attr-defined]
+            for alias in node.names:  # type: ignore[attr-defined]
+                add(alias.asname or alias.name, f"from {module}.{alias.name}" if module else "other")
+        elif t is ast.arg:
+            add(node.arg, "other")  # type: ignore[attr-defined]
+        elif t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            add(node.name, "other")  # type: ignore[attr-defined]
+        elif t in (ast.Global, ast.Nonlocal):
+            for name in node.names:  # type: ignore[attr-defined]
+                add(name, "other")
+        elif t is ast.ExceptHandler or (_MATCH_NAMED and isinstance(node, _MATCH_NAMED)):
+            if node.name:  # type: ignore[attr-defined]
+                add(node.name, "other")  # type: ignore[attr-defined]
+        elif _MATCH_MAPPING and t is _MATCH_MAPPING and node.rest:  # type: ignore[attr-defined]
+            add(node.rest, "other")  # type: ignore[attr-defined]
+        elif t.__name__ in ("TypeVar", "ParamSpec", "TypeVarTuple"):
+            add(node.name, "other")  # type: ignore[attr-defined]
+    return names
