@@ -1,0 +1,272 @@
+"""The ``np2torch`` command line: parse options, call the runner, print, return an exit code.
+
+Exit codes: 0 nothing found (or ``--exit-zero``), 1 findings (``fix``: findings
+left, a ``--diff`` to show, or with ``--exit-non-zero-on-fix`` a file changed),
+2 a usage or configuration error, or a file that could not be read, parsed or
+fixed.  Nothing reads stdin: pre-commit runs hooks without one.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+from typing import Any, Callable, Sequence
+
+import click
+
+from np2torch import __version__
+from np2torch.config import (
+    ConfigError,
+    ConfigFinder,
+    Overrides,
+    RunSettings,
+    check_alias,
+    check_module,
+    check_selectors,
+    load_explicit_config,
+    resolve,
+    split_codes,
+)
+from np2torch.files import discover
+from np2torch.output import FORMATS, check_summary, diff_summary, fix_summary, render, rules_table, sort_key
+from np2torch.rules import RULES
+from np2torch import runner
+
+# Subcommands other modules provide: name -> (module, attribute, one-line help). Listed only when the
+# module exists, imported only when run, so `import np2torch.cli` never loads them.
+LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
+    "bench": ("np2torch.bench", "command", "Time NumPy/SciPy against np2torch.runtime on this machine."),
+    "vendor": ("np2torch.vendor", "command", "Write the runtime as one self-contained module."),
+    "explain": ("np2torch.explain", "command", "Explain a rule, e.g. `np2torch explain NPT001`."),
+}
+
+
+class UnavailableCommand(click.ClickException):
+    exit_code = 2
+
+
+def _module_exists(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        lazy = [name for name, (module, _, _) in LAZY_COMMANDS.items() if _module_exists(module)]
+        return sorted({*super().list_commands(ctx), *lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = super().get_command(ctx, cmd_name)
+        if command is not None or cmd_name not in LAZY_COMMANDS:
+            return command
+        module_name, attribute, _ = LAZY_COMMANDS[cmd_name]
+        if not _module_exists(module_name):
+            return None
+        try:
+            command = getattr(importlib.import_module(module_name), attribute)
+        except Exception as exc:
+            raise UnavailableCommand(f"`np2torch {cmd_name}` is unavailable: {type(exc).__name__}: {exc}") from None
+        if not isinstance(command, click.Command):
+            raise UnavailableCommand(f"`np2torch {cmd_name}` is unavailable: {module_name}.{attribute} is not a command")
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # Listing must not import the lazy modules, so their help comes from LAZY_COMMANDS.
+        rows = []
+        for name in self.list_commands(ctx):
+            if name in self.commands:
+                command = self.commands[name]
+                if not command.hidden:
+                    rows.append((name, command.get_short_help_str(formatter.width - 6 - len(name))))
+            else:
+                rows.append((name, LAZY_COMMANDS[name][2]))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="np2torch", message="%(prog)s %(version)s")
+def cli() -> None:
+    """Find NumPy/SciPy calls that torch computes faster, and rewrite them to exact drop-in helpers."""
+
+
+# ---------------------------------------------------------------- options shared by check and fix
+
+
+def _codes(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...] | None:
+    if not value:
+        return None
+    codes = split_codes(value)
+    try:
+        return check_selectors(codes)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
+
+
+def _validated(check: Callable[[str], str]) -> Callable[[click.Context, click.Parameter, Any], Any]:
+    def callback(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            return check(value)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
+
+    return callback
+
+
+_SHARED_OPTIONS = [
+    click.argument("paths", nargs=-1, type=click.Path(path_type=str)),
+    click.option("--select", multiple=True, callback=_codes, metavar="CODES",
+                 help="Only these rules: codes or prefixes, comma separated (NPT, NPT001, ALL)."),
+    click.option("--ignore", multiple=True, callback=_codes, metavar="CODES",
+                 help="Skip these rules: codes or prefixes, comma separated."),
+    click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
+                 help="How findings are printed."),
+    click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings (errors still exit 2)."),
+    click.option("-q", "--quiet", is_flag=True, help="Print findings and errors only, no summary."),
+    click.option("--config", "config_path", type=click.Path(path_type=str), metavar="PATH",
+                 help="Use this file's [tool.np2torch] for every path instead of the nearest pyproject.toml."),
+    click.option("--runtime-module", callback=_validated(check_module), metavar="MODULE",
+                 help="Module the fixes import the helpers from (default: np2torch.runtime)."),
+    click.option("--alias", callback=_validated(check_alias), metavar="NAME",
+                 help="Name the fixes bind the runtime module to (default: np2t)."),
+    click.option("--force-exclude", is_flag=True,
+                 help="Apply exclude settings to files named on the command line too (the pre-commit hooks do)."),
+    click.option("--no-cache", is_flag=True, help="Neither read nor write the .np2torch_cache folder."),
+    click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, metavar="N",
+                 help="Worker processes (default: all cores)."),
+]
+
+
+def _shared_options(function: Callable[..., Any]) -> Callable[..., Any]:
+    for option in reversed(_SHARED_OPTIONS):
+        function = option(function)
+    return function
+
+
+# ---------------------------------------------------------------- commands
+
+
+@cli.command(short_help="Report NumPy/SciPy calls np2torch can rewrite.")
+@_shared_options
+@click.pass_context
+def check(ctx: click.Context, **options: Any) -> None:
+    """Report NumPy/SciPy calls that np2torch can rewrite (exit 1 when there are any)."""
+    ctx.exit(_run(runner.CHECK, **options))
+
+
+@cli.command(short_help="Rewrite those calls to np2torch.runtime helpers, in place.")
+@_shared_options
+@click.option("--diff", is_flag=True, help="Print a unified diff of the fixes, write nothing (exit 1 if any).")
+@click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit 1 whenever a file was rewritten.")
+@click.pass_context
+def fix(ctx: click.Context, diff: bool, exit_non_zero_on_fix: bool, **options: Any) -> None:
+    """Rewrite NumPy/SciPy calls to np2torch.runtime helpers, in place."""
+    ctx.exit(_run(runner.DIFF if diff else runner.FIX, exit_non_zero_on_fix=exit_non_zero_on_fix, **options))
+
+
+@cli.command(name="rules", short_help="List the rules.")
+@click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
+def rules_command(fmt: str) -> None:
+    """List the rules: code, function, runtime helper and fix safety."""
+    for line in rules_table(RULES, fmt):
+        click.echo(line)
+
+
+# ---------------------------------------------------------------- running
+
+
+def _error(message: str) -> None:
+    click.echo(message, err=True)
+
+
+def _run(mode: str, *, paths: tuple[str, ...], select: tuple[str, ...] | None, ignore: tuple[str, ...] | None,
+         fmt: str, exit_zero: bool, quiet: bool, config_path: str | None, runtime_module: str | None,
+         alias: str | None, force_exclude: bool, no_cache: bool, jobs: int | None,
+         exit_non_zero_on_fix: bool = False) -> int:
+    overrides = Overrides(select=select, ignore=ignore or (), runtime_module=runtime_module, alias=alias)
+    try:
+        finder = ConfigFinder(load_explicit_config(config_path) if config_path else None)
+        targets, missing = discover(list(paths) or [os.curdir], finder, force_exclude=force_exclude)
+        settings: dict[int, RunSettings] = {}
+        for target in targets:
+            if id(target.config) not in settings:
+                settings[id(target.config)] = resolve(target.config, overrides)
+    except ConfigError as exc:
+        _error(f"error: {exc}")
+        return 2
+
+    results: list[runner.FileResult] = [runner.FileResult(e.path, errors=[str(e)]) for e in missing]
+    jobs_list = []
+    for target in targets:
+        prepared = runner.prepare(target, settings[id(target.config)], mode)
+        if isinstance(prepared, runner.FileResult):
+            results.append(prepared)
+        else:
+            jobs_list.append(prepared)
+    results.extend(runner.run_all(jobs_list))
+    results.sort(key=lambda r: r.display)
+
+    if not targets and not missing and not quiet:
+        _error("warning: no Python files found under the given paths")
+    code = _report(mode, results, fmt=fmt, quiet=quiet, exit_zero=exit_zero)
+    if code == 0 and exit_non_zero_on_fix and any(r.changed for r in results):
+        return 1
+    return code
+
+
+def _report(mode: str, results: list[runner.FileResult], *, fmt: str, quiet: bool, exit_zero: bool) -> int:
+    failed = sum(1 for r in results if r.errors)
+    for result in results:
+        for message in result.errors:
+            _error(message)
+    changed = [r for r in results if r.changed]
+    if mode == runner.DIFF:
+        for result in changed:
+            click.echo(result.diff, nl=False)
+        if not quiet:
+            _error(diff_summary(sum(r.fixed for r in changed), len(changed)))
+        return 2 if failed else (1 if changed else 0)
+
+    findings = sorted((f for r in results for f in r.findings), key=sort_key)
+    for line in render(findings, fmt):
+        click.echo(line)
+    fixable = sum(1 for f in findings if f.fixable)
+    if not quiet and fmt == "text":
+        if mode == runner.CHECK:
+            summary = check_summary(len(findings), fixable, failed)
+        else:
+            summary = fix_summary(sum(r.fixed for r in results), len(changed), len(findings), fixable, failed)
+        for line in summary:
+            click.echo(line)
+    if failed:
+        return 2
+    return 1 if findings and not exit_zero else 0
+
+
+# ---------------------------------------------------------------- entry point
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code (``sys.exit(main())`` in the console script)."""
+    try:
+        result = cli.main(args=list(argv) if argv is not None else None, prog_name="np2torch",
+                          standalone_mode=False)
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.Abort:
+        _error("Aborted!")
+        return 130
+    except BrokenPipeError:
+        # The reader went away (`np2torch check | head`); exit quietly, as other Unix tools do.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+    return result if isinstance(result, int) else 0
