@@ -67,12 +67,10 @@ def engine_settings(settings: RunSettings) -> Any:
 
 
 def might_have_findings(text: str, settings: RunSettings) -> bool:
-    """False only when no finding is possible: every finding needs an import of the rule's
-    top-level package and the function's own name, both spelled out in the text."""
-    for rule in _rules(settings.codes):
-        if rule.name in text and rule.qualname.partition(".")[0] in text:
-            return True
-    return False
+    """False only when no finding is possible; the engine's own prefilter, so the two cannot disagree."""
+    from np2torch import engine
+
+    return engine._may_contain(text, _rules(settings.codes))
 
 
 # ---------------------------------------------------------------- one file

@@ -1,0 +1,116 @@
+"""What each entry point imports, checked in fresh interpreters.
+
+The linter must never pay for torch (seconds of import, and fork-unsafe threads
+in worker pools), and the runtime must load it only when a call takes the torch path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+HEAVY = ("torch", "libcst")
+LAZY_SUBCOMMANDS = ("np2torch.bench", "np2torch.vendor", "np2torch.explain")
+
+
+def loaded_after(code: str, *, cwd: Path | None = None, env: dict[str, str] | None = None) -> dict[str, object]:
+    """Run ``code`` in a fresh interpreter; it must print a JSON object last."""
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, cwd=cwd,
+                          env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL, timeout=180)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_import_np2torch_is_light() -> None:
+    result = loaded_after("""
+        import json, sys
+        import np2torch
+        print(json.dumps({m: m in sys.modules for m in ("torch", "libcst", "click", "np2torch.engine")}))
+    """)
+    assert result == {"torch": False, "libcst": False, "click": False, "np2torch.engine": False}
+
+
+def test_import_cli_loads_no_engine_torch_or_subcommands() -> None:
+    names = (*HEAVY, *LAZY_SUBCOMMANDS, "np2torch.runtime")
+    result = loaded_after(f"""
+        import json, sys
+        import np2torch.cli
+        print(json.dumps({{m: m in sys.modules for m in {names!r}}}))
+    """)
+    assert not any(result.values()), result
+
+
+@pytest.fixture
+def poisoned_torch(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    """An importable fake ``torch`` that leaves a mark: catches imports in worker processes too."""
+    fake = tmp_path / "poison"
+    (fake / "torch").mkdir(parents=True)
+    marker = tmp_path / "torch-was-imported"
+    (fake / "torch" / "__init__.py").write_text(
+        f"open({str(marker)!r}, 'a').write(__import__('os').getpid().__str__() + '\\n')\n"
+        "raise ImportError('np2torch imported torch')\n"
+    )
+    path = os.pathsep.join(p for p in (str(fake), os.environ.get("PYTHONPATH", "")) if p)
+    return {"PYTHONPATH": path, "NP2TORCH_CACHE_DIR": str(tmp_path / "cache")}, marker
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(["check"], id="check"),
+        pytest.param(["check", "--jobs", "2", "--no-cache"], id="check in a worker pool"),
+        pytest.param(["fix"], id="fix"),
+        pytest.param(["fix", "--jobs", "2", "--no-cache"], id="fix in a worker pool"),
+        pytest.param(["fix", "--diff"], id="diff"),
+    ],
+)
+def test_check_and_fix_never_import_torch(tmp_path: Path, poisoned_torch: tuple[dict[str, str], Path],
+                                          args: list[str]) -> None:
+    env, marker = poisoned_torch
+    src = tmp_path / "src"
+    src.mkdir()
+    for i in range(12):  # enough files with findings for a worker pool
+        (src / f"m{i}.py").write_text(f"import numpy as np\nfrom scipy.special import erf, logsumexp\n\n"
+                                      f"def f{i}(x):\n    return np.exp(x) + np.log(x) + erf(x) + logsumexp(x)\n")
+    result = loaded_after(f"""
+        import json, sys
+        from np2torch.cli import main
+        code = main({[*args, str(src)]!r})
+        print(json.dumps({{"code": code, "torch": "torch" in sys.modules}}))
+    """, cwd=tmp_path, env=env)
+    assert result["torch"] is False
+    assert not marker.exists(), "a worker process imported torch"
+    assert result["code"] in (0, 1)
+
+
+def test_runtime_import_does_not_import_torch() -> None:
+    result = loaded_after("""
+        import json, sys
+        import np2torch.runtime
+        print(json.dumps({"torch": "torch" in sys.modules, "libcst": "libcst" in sys.modules}))
+    """)
+    assert result == {"torch": False, "libcst": False}
+
+
+def test_runtime_imports_torch_only_when_a_call_takes_the_torch_path() -> None:
+    pytest.importorskip("torch")
+    import np2torch.runtime
+
+    if not hasattr(np2torch.runtime, "exp"):
+        pytest.skip("np2torch.runtime.exp not written yet")
+    result = loaded_after("""
+        import json, sys
+        import numpy as np
+        import np2torch.runtime as np2t
+        np2t.exp(np.arange(4, dtype=np.int64).astype(object))   # object dtype: NumPy's own path
+        before = "torch" in sys.modules
+        np2t.exp(np.linspace(0.0, 1.0, 100_000))
+        print(json.dumps({"before": before, "after": "torch" in sys.modules}))
+    """, env={"NP2TORCH_MIN_SIZE": "0"})
+    assert result == {"before": False, "after": True}
