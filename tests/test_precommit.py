@@ -1,0 +1,101 @@
+"""The pre-commit hooks, for real: pre-commit clones this repository at HEAD into its own
+virtualenv and runs the hooks in a temporary git repository.
+
+What is tested is the committed state (``rev`` is HEAD's sha), as a user gets it.
+The first run builds pre-commit's environment for the hooks (pip installs np2torch
+and its dependencies); every test here shares that one build.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+
+FINDING = "import numpy as np\n\n\ndef f(x):\n    return np.exp(x)\n"
+
+
+def _git_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com", GIT_COMMITTER_NAME="t",
+               GIT_COMMITTER_EMAIL="t@example.com", PRE_COMMIT_COLOR="never")
+    return env
+
+
+def _head() -> str:
+    done = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          env=_git_env(), stdin=subprocess.DEVNULL)
+    if done.returncode != 0:
+        pytest.skip("not a git checkout of np2torch")
+    return done.stdout.strip()
+
+
+@pytest.fixture(scope="session")
+def pre_commit_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("pre-commit-home")
+
+
+@pytest.fixture
+def project(tmp_path: Path, pre_commit_home: Path) -> Path:
+    sha = _head()
+    env = _git_env()
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True, env=env)
+    (tmp_path / ".pre-commit-config.yaml").write_text(
+        f"repos:\n"
+        f"  - repo: {REPO.as_posix()}\n"
+        f"    rev: {sha}\n"
+        f"    hooks:\n"
+        f"      - id: np2torch-check\n"
+        f"      - id: np2torch-fix\n"
+    )
+    return tmp_path
+
+
+def pre_commit(project: Path, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**_git_env(), "PRE_COMMIT_HOME": str(home)}
+    return subprocess.run([sys.executable, "-m", "pre_commit", *args], cwd=project, env=env, capture_output=True,
+                          text=True, stdin=subprocess.DEVNULL, timeout=900)
+
+
+def add(project: Path, name: str, text: str) -> Path:
+    path = project / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    subprocess.run(["git", "add", "--", name], cwd=project, check=True, env=_git_env())
+    return path
+
+
+def test_check_hook_fails_on_a_finding_and_fix_hook_rewrites(project: Path, pre_commit_home: Path) -> None:
+    path = add(project, "pkg/mod.py", FINDING)
+    add(project, "pkg/clean.py", "import math\n\nx = math.exp(1.5)\n")
+
+    checked = pre_commit(project, pre_commit_home, "run", "np2torch-check", "--all-files")
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    assert "pkg/mod.py:5:12: NPT001" in checked.stdout
+    assert path.read_text() == FINDING
+
+    fixed = pre_commit(project, pre_commit_home, "run", "np2torch-fix", "--all-files")
+    assert fixed.returncode == 1, fixed.stdout + fixed.stderr  # pre-commit fails a hook that modified files
+    assert "files were modified by this hook" in fixed.stdout
+    text = path.read_text()
+    assert "import np2torch.runtime as np2t" in text and "return np2t.exp(x)" in text
+
+    subprocess.run(["git", "add", "-u"], cwd=project, check=True, env=_git_env())
+    again = pre_commit(project, pre_commit_home, "run", "--all-files")
+    assert again.returncode == 0, again.stdout + again.stderr
+
+
+def test_hooks_honour_config_excludes_for_named_files(project: Path, pre_commit_home: Path) -> None:
+    add(project, "pyproject.toml", "[tool.np2torch]\nextend-exclude = ['generated/']\n")
+    path = add(project, "generated/mod.py", FINDING)
+    done = pre_commit(project, pre_commit_home, "run", "--files", "generated/mod.py")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert path.read_text() == FINDING
