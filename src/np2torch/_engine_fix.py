@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 import os
-from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Set, Tuple, Union
+from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 from libcst.codemod import CodemodContext
@@ -47,8 +47,18 @@ def apply_fixes(
     removals = _unused_imports(tree, fixes, import_froms, path, _Lines(text))
     try:
         module = cst.parse_module(text)
-    except cst.ParserSyntaxError as exc:
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # noqa: B036 -- LibCST's native parser panics with a BaseException
         raise FixError(f"LibCST cannot parse this file: {' '.join(str(exc).split())}") from None
+    # LibCST drops the last newline of a file whose newlines are a lone "\r" (old Mac
+    # style); put it back, and refuse anything else that does not round-trip.
+    suffix = ""
+    if module.code != text:
+        if text.endswith("\r") and module.code + "\r" == text:
+            suffix = "\r"
+        else:
+            raise FixError("LibCST does not reproduce this file byte for byte; left unchanged")
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     rewriter = _Rewriter(wrapper.resolve(PositionProvider), replacements, removals, alias, settings.runtime_module)
     fixed = wrapper.module.visit(rewriter)
@@ -58,7 +68,7 @@ def apply_fixes(
     context = CodemodContext()
     AddImportsVisitor.add_needed_import(context, settings.runtime_module, asname=alias)
     fixed = fixed.visit(AddImportsVisitor(context))
-    return fixed.code
+    return fixed.code + suffix
 
 
 def _unused_imports(
@@ -250,6 +260,9 @@ class _Rewriter(cst.CSTTransformer):
         first_marker: Optional[cst.SimpleStatementLine] = None
         for i, stmt in enumerate(body):
             if id(stmt) not in self.emptied:
+                if not kept and first_marker is not None and not carry:
+                    # the block now starts here: no blank line right after `def ...:`
+                    stmt = stmt.with_changes(leading_lines=_strip_blank_start(stmt.leading_lines))
                 if carry:
                     stmt = stmt.with_changes(leading_lines=[*carry, *stmt.leading_lines])
                     carry = []
@@ -267,6 +280,13 @@ class _Rewriter(cst.CSTTransformer):
         if not kept and first_marker is not None:
             return [first_marker], footer  # a block cannot be empty: keep `pass`
         return kept, [*carry, *footer]
+
+
+def _strip_blank_start(lines: Sequence[cst.EmptyLine]) -> List[cst.EmptyLine]:
+    lines = list(lines)
+    while lines and lines[0].comment is None:
+        lines.pop(0)
+    return lines
 
 
 def _alias_name(alias: cst.ImportAlias) -> str:

@@ -21,11 +21,14 @@ binding of it in its scope is an import of the same thing; any other binding
 (a parameter, an assignment, a ``for``/``with``/``except``/``match`` target,
 ``del``, a walrus, a ``def``/``class`` of that name) or imports of different
 things make it unresolved.  Imports under ``if TYPE_CHECKING:`` do not exist at
-run time: they count only beside a run-time import of the same thing.  Star
-imports: ``from numpy import *`` binds ``exp`` to ``numpy.exp`` only for
-the names in ``known``; a star import from a module that ``known`` says nothing
-about is ignored for names bound explicitly (like LibCST) and makes names bound
-by no statement unresolved.
+run time: they count only beside a run-time import of the same thing.
+
+Star imports: ``from numpy import *`` binds ``exp`` to ``numpy.exp`` for the
+names in ``known``.  A name bound by no statement resolves through star imports
+only when every star import in its scope provides it that way (``from math
+import *`` beside it may bind ``exp`` too).  For a name bound explicitly, star
+imports that do not provide a known name are ignored (like LibCST: ``from pylab
+import *`` is assumed not to rebind ``np``).
 """
 
 from __future__ import annotations
@@ -414,10 +417,9 @@ def _enclosing_function_binding(scope: Scope, name: str) -> Optional[Scope]:
 
 
 class _Lookup:
-    def __init__(self, module: Scope, known: Collection[str], known_modules: Set[str]) -> None:
+    def __init__(self, module: Scope, known: Collection[str]) -> None:
         self.module = module
         self.known = known
-        self.known_modules = known_modules
         self.cache: Dict[Tuple[int, str], Tuple[Optional[str], Tuple[ast.alias, ...]]] = {}
 
     def meaning(self, scope: Scope, name: str) -> Tuple[Optional[str], Tuple[ast.alias, ...]]:
@@ -458,8 +460,8 @@ class _Lookup:
             if qualname in self.known:
                 meanings.add(qualname)
                 runtime = True
-            elif not bindings and star not in self.known_modules:
-                meanings.add(None)  # an unknown module's star import may bind it
+            elif not bindings:
+                meanings.add(None)  # this star import may bind it too (`from math import *`)
         if len(meanings) != 1 or None in meanings or not runtime:
             return None, ()
         aliases = tuple(alias for _m, _t, alias in bindings if alias is not None)
@@ -475,14 +477,17 @@ def resolve(tree: ast.Module, known: Collection[str], source: Optional[str] = No
     """
     known = frozenset(known)
     roots = {q.partition(".")[0] for q in known}
-    known_modules = {q.rpartition(".")[0] for q in known}
     last_names = {q.rpartition(".")[2] for q in known}
 
     imports: List[ast.stmt] = []
     _collect_imports(tree.body, imports)
     candidates: Set[str] = set()
+    star_lines: List[int] = []
     for stmt in imports:
         for name, meaning, _alias in _import_meanings(stmt):
+            if name == "*":
+                # a star import binds names it does not spell: always walk it
+                star_lines.append(stmt.lineno)
             if meaning is None or meaning.partition(".")[0] not in roots:
                 continue
             if name == "*":
@@ -497,12 +502,12 @@ def resolve(tree: ast.Module, known: Collection[str], source: Optional[str] = No
     if source is not None and source.isascii():
         # Non-ASCII identifiers are NFKC-normalised by the parser, so spelling-based
         # pruning is only exact for ASCII text.
-        lines = _interesting_lines(source, candidates)
+        lines = sorted({*_interesting_lines(source, candidates), *star_lines})
     walker = _Walker(candidates, last_names, lines)
     walker.stmts(tree.body, walker.module, False)
     walker.apply_declarations()
 
-    lookup = _Lookup(walker.module, known, known_modules)
+    lookup = _Lookup(walker.module, known)
     refs: List[Ref] = []
     for node, parent, grand, scope in walker.raw:
         attrs: List[str] = []

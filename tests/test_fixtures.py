@@ -1,0 +1,116 @@
+"""The fixtures are the specification of check and fix.
+
+Layout (ids are the file names, relative to ``fixtures/``):
+
+* ``fixtures/fix/<name>.in.py`` -> ``<name>.out.py``: what ``fix`` makes of it;
+  ``<name>.findings``: what ``check`` reports on the ``.in.py``, one finding a
+  line as ``line:col-end_line:end_col CODE fix|nofix`` (1-based, characters).
+* ``fixtures/noop/<name>.py``: ``fix`` leaves it byte-identical; findings (all
+  unfixable) in ``<name>.findings``, no such file meaning no finding at all.
+
+Files are read as bytes and decoded without newline translation, so CRLF, a
+lone CR, a BOM and a missing final newline are exercised as they are on disk.
+The path handed to the engine is the fixture's own, minus ``.in`` (a fixture
+named ``__init__.in.py`` is a package ``__init__.py``).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from np2torch import check_source, fix_source
+from np2torch.engine import Finding
+from np2torch.rules import RULES
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIX_CASES = sorted((FIXTURES / "fix").rglob("*.in.py"))
+NOOP_CASES = sorted((FIXTURES / "noop").rglob("*.py"))
+
+
+def _read(path: Path) -> str:
+    return path.read_bytes().decode("utf-8")
+
+
+def _id(path: Path) -> str:
+    return path.relative_to(FIXTURES).as_posix()
+
+
+def _engine_path(path: Path) -> str:
+    return str(path).replace(".in.py", ".py")
+
+
+def _format(findings: list[Finding]) -> list[str]:
+    return [
+        f"{f.line}:{f.column}-{f.end_line}:{f.end_column} {f.code} {'fix' if f.fixable else 'nofix'}"
+        for f in findings
+    ]
+
+
+def _expected(sidecar: Path) -> list[str]:
+    if not sidecar.exists():
+        return []
+    lines = (line.split("#", 1)[0].strip() for line in sidecar.read_text().splitlines())
+    return [line for line in lines if line]
+
+
+def _assert_settled(text: str, path: str) -> None:
+    """What every fixed (or untouched) text must satisfy."""
+    compile(text.lstrip("\ufeff"), path, "exec", dont_inherit=True)
+    assert fix_source(text, path) == text, "fix is not idempotent"
+    leftover = [f for f in check_source(text, path) if f.fixable]
+    assert not leftover, f"fixable findings remain after fix: {_format(leftover)}"
+
+
+@pytest.mark.parametrize("before_path", FIX_CASES, ids=_id)
+def test_fix(before_path: Path) -> None:
+    before = _read(before_path)
+    after = _read(Path(str(before_path).replace(".in.py", ".out.py")))
+    path = _engine_path(before_path)
+    assert before != after, "a fix fixture must change something (put no-change cases in noop/)"
+    assert fix_source(before, path) == after
+    _assert_settled(after, path)
+
+
+@pytest.mark.parametrize("before_path", FIX_CASES, ids=_id)
+def test_fix_findings(before_path: Path) -> None:
+    sidecar = Path(str(before_path).replace(".in.py", ".findings"))
+    assert sidecar.exists(), "every fix fixture states its findings"
+    assert _format(check_source(_read(before_path), _engine_path(before_path))) == _expected(sidecar)
+
+
+@pytest.mark.parametrize("source_path", NOOP_CASES, ids=_id)
+def test_noop(source_path: Path) -> None:
+    source = _read(source_path)
+    assert fix_source(source, str(source_path)) == source
+    _assert_settled(source, str(source_path))
+    findings = check_source(source, str(source_path))
+    assert _format(findings) == _expected(source_path.with_suffix(".findings"))
+
+
+def test_every_fixture_parses() -> None:
+    for path in [*FIX_CASES, *NOOP_CASES]:
+        ast.parse(_read(path).lstrip("\ufeff"))
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.code)
+def test_every_rule_has_fix_fixtures(rule) -> None:  # type: ignore[no-untyped-def]
+    """Adding a row to the table without fixtures fails here."""
+    fixed = [p for p in FIX_CASES if any(f" {rule.code} fix" in line for line in _expected(Path(str(p).replace(".in.py", ".findings"))))]
+    assert fixed, f"{rule.code} ({rule.qualname}) has no fix fixture"
+    helper = f".{rule.helper}"
+    assert any(helper in _read(Path(str(p).replace(".in.py", ".out.py"))) for p in fixed)
+
+
+def test_fixture_layout_is_complete() -> None:
+    """No orphaned .out.py or .findings files (a renamed fixture would silently stop being tested)."""
+    for out in (FIXTURES / "fix").rglob("*.out.py"):
+        assert Path(str(out).replace(".out.py", ".in.py")).exists(), out
+    for sidecar in (FIXTURES / "noop").rglob("*.findings"):
+        assert sidecar.with_suffix(".py").exists(), sidecar
+    for sidecar in (FIXTURES / "fix").rglob("*.findings"):
+        assert Path(str(sidecar).replace(".findings", ".in.py")).exists(), sidecar
+    stray = [p for p in (FIXTURES / "fix").rglob("*.py") if not p.name.endswith((".in.py", ".out.py"))]
+    assert not stray, stray
