@@ -1,0 +1,356 @@
+"""``scipy.special.logsumexp``, computed with torch where that returns SciPy's result.
+
+SciPy (1.15 to 1.17) computes, per reduced slice with maximum ``a_max`` reached
+by ``m`` elements, ``log1p(s / m) + log(m) + a_max`` where ``s`` sums
+``exp(a - a_max)`` over the *other* elements.  Keeping the maxima out of ``s``
+is what makes the result accurate when one term dominates (``[0, -40]`` gives
+``4.2e-18``, where ``log(sum(exp(a - a_max)))`` gives ``0.0``), so the torch path
+computes the same three reduced quantities (``a_max``, ``m``, ``s``) and then
+applies SciPy's own NumPy expressions to them; only the order of the additions
+inside ``s`` and torch's ``exp`` differ.  torch's fused ``torch.logsumexp`` is
+*not* used: it sums the maxima into ``s`` (see above) and allocates three
+full-size temporaries.
+
+The big input is read in blocks of ~1 MiB that stay in cache: the maximum,
+then per block ``sub, eq, count, masked_fill, exp, sum`` into a reused buffer.
+Touching fresh full-size temporaries (page faults) cost more than the
+arithmetic on the issue's VM.
+
+Everything else goes to SciPy: other SciPy versions, ``b=``, complex, float16
+and longdouble, subclasses and array-likes, empty inputs, unusual ``axis`` or
+flag values, ``np.errstate(under=...)`` not ``ignore``, and the rare inputs for
+which SciPy's ``a - a_max`` overflows (it warns there, under the default
+``over='warn'``).  SciPy is imported only when first needed.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ._backend import can_view, cuda_available, load_torch, note_parallel_use
+from ._config import Settings, current_settings, default_min_size, min_size_floor
+
+_LSE_NAME = "logsumexp"
+
+# Elements per block on the CPU: a block's buffer stays in L2 while six ops walk
+# it.  Scaled with the thread count so that every torch worker gets at least
+# one 32 Ki-element grain (torch's internal parallel grain size).
+_LSE_CPU_BLOCK = 1 << 17
+_LSE_GRAIN = 1 << 15
+# On CUDA the block only bounds the device temporaries (128 MiB of float64).
+_LSE_CUDA_BLOCK = 1 << 24
+
+# Dtypes SciPy promotes to float64 (xp_promote(force_floating=True)) and that
+# torch can view; the conversion happens block by block, as NumPy's astype would.
+_LSE_TO_FLOAT64 = frozenset(np.dtype(c) for c in "?bBhil") | {np.dtype(np.int64)}
+_LSE_FLOATS = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
+
+# |a_max| from which SciPy's ``a - a_max`` can overflow (x >= -max must round
+# past -max): half an ULP of the largest finite value.
+_LSE_OVERFLOW_FROM = {np.dtype(np.float64): 2.0**970, np.dtype(np.float32): 2.0**103}
+
+
+class _LseScipy:
+    """The original function and what its version does, loaded on first use."""
+
+    function: Any = None
+    version: Optional[Tuple[int, int]] = None
+
+
+def _lse_original() -> Any:
+    if _LseScipy.function is None:
+        import scipy
+        from scipy.special import logsumexp
+
+        _LseScipy.version = _lse_version_tuple(scipy.__version__)
+        _LseScipy.function = logsumexp
+    return _LseScipy.function
+
+
+def _lse_version_tuple(text: str) -> Optional[Tuple[int, int]]:
+    parts = text.split(".")
+    try:
+        return int(parts[0]), int(parts[1])
+    except (ValueError, IndexError):
+        return None
+
+
+# SciPy versions whose real, unweighted logsumexp the torch path reproduces ->
+# whether it also reproduces their slices with a NaN or infinite maximum.
+# 1.15 and 1.16 share the finite-slice formula with 1.17 (checked by running the
+# parity tests against each), but differ on non-finite slices: 1.15 shifts by 0
+# there (its ``exp`` can overflow and warn), and 1.16's ``_sign(inf)`` is NaN
+# where 1.17's ``sign(inf)`` is 1.  Those calls go to SciPy.  Before 1.15 SciPy
+# used log(sum(exp(a - a_max))) + a_max; later versions are unverified.
+_LSE_VERIFIED = {(1, 15): False, (1, 16): False, (1, 17): True}
+
+_LSE_FLOOR = min_size_floor(_LSE_NAME)
+
+
+def logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: Any = False, return_sign: Any = False) -> Any:
+    """``scipy.special.logsumexp(a, axis, b, keepdims, return_sign)``: same result, faster on large arrays."""
+    settings = current_settings()
+    gate = settings.gate
+    if type(a) is np.ndarray and a.size >= (_LSE_FLOOR if gate is None else gate) and b is None:
+        result = _lse_try_torch(a, axis, keepdims, return_sign, settings)
+        if result is not None:
+            return result
+    return _lse_original()(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign)
+
+
+def _lse_try_torch(a: np.ndarray, axis: Any, keepdims: Any, return_sign: Any, settings: Settings) -> Optional[Any]:
+    """The result computed with torch, or None where only SciPy can give it."""
+    if a.size == 0 or a.ndim == 0:
+        return None
+    if a.dtype in _LSE_FLOATS:
+        work = a.dtype
+    elif a.dtype in _LSE_TO_FLOAT64:
+        work = np.dtype(np.float64)
+    else:
+        return None
+    dims = _lse_reduced_dims(axis, a.ndim)
+    flags = _lse_flag(keepdims), _lse_flag(return_sign)
+    if dims is None or None in flags:
+        return None
+    device = _lse_device_for(a, work, settings)
+    if device is None:
+        return None
+    _lse_original()
+    handles_nonfinite = _LSE_VERIFIED.get(_LseScipy.version)
+    if handles_nonfinite is None:
+        return None
+    modes = np.geterr()
+    if modes["under"] != "ignore":
+        return None  # SciPy's exp(a - a_max) underflows outside its errstate
+    view, flipped = _lse_positive_strides(a)
+    if not can_view(view):
+        return None
+    torch = load_torch()
+    if torch is None:
+        return None
+    reduced = _lse_reduce(torch, view, dims, work, device)
+    if reduced is None:
+        return None
+    a_max, count, total = reduced
+    if not handles_nonfinite and not np.isfinite(a_max).all():
+        return None
+    if modes["over"] != "ignore" and _lse_subtraction_may_overflow(a_max):
+        return None
+    out, sign = _lse_finish(a_max, count, total, work, bool(return_sign))
+    return _lse_shape_like_scipy(a, dims, flipped, out, sign, bool(keepdims), bool(return_sign))
+
+
+def _lse_flag(value: Any) -> Optional[bool]:
+    # SciPy only tests truth; other objects (arrays, ...) are left to it.
+    if type(value) is bool or isinstance(value, np.bool_):
+        return bool(value)
+    return None
+
+
+def _lse_reduced_dims(axis: Any, ndim: int) -> Optional[Tuple[int, ...]]:
+    """The reduced axes, sorted, or None for anything SciPy might treat differently."""
+    if axis is None:
+        return tuple(range(ndim))
+    items = axis if type(axis) is tuple else (axis,)
+    dims = []
+    for item in items:
+        if isinstance(item, bool) or not isinstance(item, (int, np.integer)):
+            return None
+        index = operator.index(item)
+        if not -ndim <= index < ndim:
+            return None
+        dims.append(index % ndim)
+    if len(set(dims)) != len(dims) or not dims:
+        return None
+    return tuple(sorted(dims))
+
+
+def _lse_device_for(a: np.ndarray, work: np.dtype, settings: Settings) -> Optional[str]:
+    """``"cpu"``/``"cuda[:N]"`` when the settings send this call to torch, else None."""
+    device = settings.device
+    if device == "numpy":
+        return None
+    if device == "auto":
+        big = a.size >= default_min_size(_LSE_NAME, work, "cuda")
+        device = "cuda" if big and cuda_available() else "cpu"
+    elif device.startswith("cuda") and not cuda_available():
+        return None
+    kind = "cuda" if device.startswith("cuda") else "cpu"
+    threshold = settings.min_size
+    if threshold is None:
+        threshold = default_min_size(_LSE_NAME, work, kind)
+    return device if a.size >= threshold else None
+
+
+def _lse_positive_strides(a: np.ndarray) -> Tuple[np.ndarray, Tuple[int, ...]]:
+    """A view of ``a`` with every negative stride reversed, and the axes reversed.
+
+    torch rejects negative strides; a reduction does not care about the order
+    of its slice, and kept axes are reversed back afterwards.
+    """
+    flipped = tuple(i for i, stride in enumerate(a.strides) if stride < 0)
+    if not flipped:
+        return a, flipped
+    index = tuple(slice(None, None, -1) if i in flipped else slice(None) for i in range(a.ndim))
+    return a[index], flipped
+
+
+def _lse_reduce(torch: Any, view: np.ndarray, dims: Tuple[int, ...], work: np.dtype, device: str) -> Optional[Tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """``(a_max, m, s)`` per slice as NumPy arrays of the keepdims shape (``m`` as int64)."""
+    t = torch.from_numpy(view)
+    if t.dtype == torch.bool:
+        t = t.view(torch.uint8)
+    if device == "cpu":
+        note_parallel_use()
+        block = max(_LSE_CPU_BLOCK, torch.get_num_threads() * _LSE_GRAIN)
+    else:
+        block = _LSE_CUDA_BLOCK
+    a_max, count, total = _lse_blockwise(torch, t, dims, getattr(torch, work.name), device, block)
+    return a_max.cpu().numpy(), count.cpu().numpy(), total.cpu().numpy()
+
+
+def _lse_chunk_dim(shape: Sequence[int], strides: Sequence[int], block: int) -> Tuple[int, int]:
+    """The axis to cut into blocks and how many of its indices go in a block.
+
+    The outermost axis in memory whose unit slab (one index along it) fits in a
+    block, so that blocks are contiguous runs; else the axis with the smallest
+    slab.
+    """
+    n = int(np.prod(shape))
+    order = sorted((i for i in range(len(shape)) if shape[i] > 1), key=lambda i: -strides[i])
+    if not order:
+        return 0, 1
+    for i in order:
+        unit = n // shape[i]
+        if unit <= block:
+            return i, max(1, block // unit)
+    return max(order, key=lambda i: shape[i]), 1
+
+
+def _lse_blockwise(torch: Any, t: Any, dims: Tuple[int, ...], work: Any, device: str, block: int) -> Tuple[Any, Any, Any]:
+    axis, step = _lse_chunk_dim(t.shape, t.stride(), block)
+    starts = range(0, t.shape[axis], step)
+    width = min(step, t.shape[axis])
+    slab = t.numel() // t.shape[axis] * width
+    buffer = torch.empty(slab, dtype=work, device=device)
+    mask = torch.empty(slab, dtype=torch.bool, device=device)
+
+    def piece(start: int) -> Any:
+        return t.narrow(axis, start, min(step, t.shape[axis] - start)).to(device)
+
+    if axis in dims:
+        # Slices span blocks: the maximum first, then partial sums over blocks.
+        a_max = None
+        for start in starts:
+            part = torch.amax(piece(start), dims, keepdim=True)
+            a_max = part if a_max is None else torch.maximum(a_max, part)
+        a_max = a_max.to(work)
+        totals = _LsePairwise()
+        count = None
+        for start in starts:
+            s, m = _lse_block_sums(torch, piece(start), a_max, dims, buffer, mask)
+            totals.add(s)
+            count = m if count is None else count + m
+        return a_max, count, totals.result()
+    # Each block holds whole slices: one read of the input from memory.
+    maxima, counts, sums = [], [], []
+    for start in starts:
+        chunk = piece(start)
+        a_max = torch.amax(chunk, dims, keepdim=True).to(work)
+        s, m = _lse_block_sums(torch, chunk, a_max, dims, buffer, mask)
+        maxima.append(a_max)
+        counts.append(m)
+        sums.append(s)
+    return torch.cat(maxima, axis), torch.cat(counts, axis), torch.cat(sums, axis)
+
+
+def _lse_block_sums(torch: Any, chunk: Any, a_max: Any, dims: Tuple[int, ...], buffer: Any, mask: Any) -> Tuple[Any, Any]:
+    """``s`` (sum of exp(x - a_max) over the non-maximal x) and ``m`` (count of maxima) of one block."""
+    n = chunk.numel()
+    shifted = buffer[:n].view(chunk.shape)
+    if chunk.dtype == shifted.dtype:
+        torch.sub(chunk, a_max, out=shifted)
+    else:
+        shifted.copy_(chunk)  # SciPy's astype(float64), one block at a time
+        shifted.sub_(a_max)
+    is_max = mask[:n].view(chunk.shape)
+    # x - a_max == 0 exactly when x == a_max (gradual underflow); SciPy moves
+    # those elements out of the sum and counts them.
+    torch.eq(shifted, 0, out=is_max)
+    count = is_max.sum(dims, keepdim=True)
+    shifted.masked_fill_(is_max, -np.inf)
+    shifted.exp_()
+    return shifted.sum(dims, keepdim=True), count
+
+
+class _LsePairwise:
+    """Adds block partial sums pairwise (error ~log2(blocks) ULP, not ~blocks)."""
+
+    def __init__(self) -> None:
+        self._stack: List[Tuple[int, Any]] = []
+
+    def add(self, value: Any) -> None:
+        level = 0
+        while self._stack and self._stack[-1][0] == level:
+            value = self._stack.pop()[1] + value
+            level += 1
+        self._stack.append((level, value))
+
+    def result(self) -> Any:
+        total = self._stack[-1][1]
+        for _, value in reversed(self._stack[:-1]):
+            total = value + total
+        return total
+
+
+def _lse_subtraction_may_overflow(a_max: np.ndarray) -> bool:
+    # SciPy's a - a_max overflows (and warns "overflow encountered in subtract")
+    # only for some finite a_max beyond half an ULP of the largest float.
+    finite = a_max[np.isfinite(a_max)]
+    return bool(finite.size) and bool(finite.max() >= _LSE_OVERFLOW_FROM[a_max.dtype])
+
+
+def _lse_finish(a_max: np.ndarray, count: np.ndarray, total: np.ndarray, work: np.dtype, return_sign: bool) -> Tuple[np.ndarray, Optional[np.ndarray]]:
+    """SciPy 1.17's NumPy expressions on the reduced quantities (keepdims shape)."""
+    m = count.astype(work)
+    finite = np.isfinite(a_max)
+    with np.errstate(all="ignore"):  # non-finite slices hold garbage, replaced below
+        s = np.where(total == 0, total, total / m)
+        out = np.log1p(s) + np.log(m) + a_max
+    # Non-finite maximum: SciPy falls back to log(sum(exp(a))): NaN -> NaN,
+    # +inf -> +inf, all -inf -> -inf, with sign(sum) = NaN, 1, 0.
+    out = np.where(finite, out, a_max)
+    if not return_sign:
+        return out, None
+    sign = np.ones_like(out)
+    sign[a_max == -np.inf] = 0.0
+    sign[np.isnan(a_max)] = np.nan
+    return out, sign
+
+
+def _lse_shape_like_scipy(
+    a: np.ndarray,
+    dims: Tuple[int, ...],
+    flipped: Tuple[int, ...],
+    out: np.ndarray,
+    sign: Optional[np.ndarray],
+    keepdims: bool,
+    return_sign: bool,
+) -> Any:
+    """Memory order, shape and scalar conversion as SciPy's NumPy calls produce them."""
+    # NumPy allocates a reduction's result like empty_like(a, order="K") with the
+    # reduced axes set to length 1; SciPy's later ufuncs keep that layout.
+    template = a[tuple(slice(0, 1) if i in dims else slice(None) for i in range(a.ndim))]
+    back = tuple(slice(None, None, -1) if i in flipped else slice(None) for i in range(a.ndim))
+
+    def finish(values: np.ndarray) -> Any:
+        result = np.empty_like(template, dtype=values.dtype)
+        np.copyto(result, values[back] if flipped else values)
+        if not keepdims:
+            result = np.squeeze(result, axis=dims)
+        return result[()] if result.ndim == 0 else result
+
+    return (finish(out), finish(sign)) if return_sign else finish(out)
