@@ -14,7 +14,7 @@ device" from :data:`DEFAULT_MIN_SIZE`, the one table of dispatch thresholds.
 
 Internal API used by sibling modules (keep names stable): ``Settings``,
 ``current_settings``, ``default_min_size``, ``min_size_floor``,
-``DEFAULT_MIN_SIZE``, ``CUDA_AUTO_MIN_SIZE``, ``parse_device``.
+``DEFAULT_MIN_SIZE``, ``device_kind``, ``parse_device``.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import numpy as np
 DEVICE_ENV = "NP2TORCH_DEVICE"
 MIN_SIZE_ENV = "NP2TORCH_MIN_SIZE"
 
-_CUDA_RE = re.compile(r"cuda(?::(\d+))?\Z")
+_CFG_CUDA_RE = re.compile(r"cuda(?::(\d+))?\Z")
 
 # Dispatch thresholds in elements: below them the original (NumPy/SciPy) is
 # faster than torch, including torch's per-call overhead.  Keyed by helper
@@ -62,10 +62,6 @@ DEFAULT_MIN_SIZE: Mapping[str, Mapping[str, Mapping[str, int]]] = {
 # A helper without a row uses this.
 FALLBACK_MIN_SIZE: Mapping[str, int] = {"cpu": 10_000, "cuda": 1_000_000}
 
-# Under device="auto", CUDA is used only from this many elements on (the
-# transfer must pay for itself); below it the CPU rules apply.
-CUDA_AUTO_MIN_SIZE = 1_000_000
-
 DEVICES_HELP = "cpu, cuda, cuda:N, auto or numpy"
 
 
@@ -79,11 +75,11 @@ class Settings:
     @property
     def gate(self) -> Optional[int]:
         """The size gate overriding the per-function defaults, or None to use them."""
-        return _GATE_OFF if self.device == "numpy" else self.min_size
+        return _CFG_GATE_OFF if self.device == "numpy" else self.min_size
 
 
 # Larger than any array: the helpers' size test then always routes to NumPy.
-_GATE_OFF = sys.maxsize
+_CFG_GATE_OFF = sys.maxsize
 
 
 def parse_device(value: object, source: str = "device") -> str:
@@ -92,7 +88,7 @@ def parse_device(value: object, source: str = "device") -> str:
         text = value.strip().lower()
         if text in ("cpu", "auto", "numpy"):
             return text
-        match = _CUDA_RE.match(text)
+        match = _CFG_CUDA_RE.match(text)
         if match:
             return text if match.group(1) is None else f"cuda:{int(match.group(1))}"
     raise ValueError(f"{source}={value!r} is not a valid np2torch device; use {DEVICES_HELP}")
@@ -142,19 +138,19 @@ def current_settings() -> Settings:
     return _ProcessSettings.value if scoped is None else scoped
 
 
-_KEEP: object = object()
+_CFG_KEEP: object = object()
 
 
-def _updated(base: Settings, device: object, min_size: object) -> Settings:
+def _cfg_updated(base: Settings, device: object, min_size: object) -> Settings:
     changes = {}
-    if device is not _KEEP:
+    if device is not _CFG_KEEP:
         changes["device"] = parse_device(device)
-    if min_size is not _KEEP:
+    if min_size is not _CFG_KEEP:
         changes["min_size"] = parse_min_size(min_size)
     return replace(base, **changes)
 
 
-def configure(device: Union[str, object] = _KEEP, min_size: Union[int, None, object] = _KEEP) -> Settings:
+def configure(device: Union[str, object] = _CFG_KEEP, min_size: Union[int, None, object] = _CFG_KEEP) -> Settings:
     """Change the process-wide settings; arguments left out keep their value.
 
     ``device``: ``"cpu"`` (torch on the host, the default), ``"cuda"``/``"cuda:N"``,
@@ -166,7 +162,7 @@ def configure(device: Union[str, object] = _KEEP, min_size: Union[int, None, obj
     """
     with _ProcessSettings.lock:
         previous = _ProcessSettings.value
-        _ProcessSettings.value = _updated(previous, device, min_size)
+        _ProcessSettings.value = _cfg_updated(previous, device, min_size)
     return previous
 
 
@@ -178,12 +174,12 @@ def reset_from_environment() -> Settings:
 
 
 @contextlib.contextmanager
-def using(device: Union[str, object] = _KEEP, min_size: Union[int, None, object] = _KEEP) -> Iterator[Settings]:
+def using(device: Union[str, object] = _CFG_KEEP, min_size: Union[int, None, object] = _CFG_KEEP) -> Iterator[Settings]:
     """Override the settings inside a ``with`` block, in this thread/task only.
 
     Same arguments as :func:`configure`; yields the settings in force inside.
     """
-    settings = _updated(current_settings(), device, min_size)
+    settings = _cfg_updated(current_settings(), device, min_size)
     token = _CONTEXT_SETTINGS.set(settings)
     try:
         yield settings
@@ -191,20 +187,20 @@ def using(device: Union[str, object] = _KEEP, min_size: Union[int, None, object]
         _CONTEXT_SETTINGS.reset(token)
 
 
-def _row(name: str, kind: str) -> Mapping[str, int]:
+def _cfg_row(name: str, kind: str) -> Mapping[str, int]:
     return DEFAULT_MIN_SIZE.get(name, {}).get(kind) or {"*": FALLBACK_MIN_SIZE[kind]}
 
 
 def default_min_size(name: str, dtype: np.dtype, kind: str) -> int:
     """The measured threshold for helper ``name`` computing in ``dtype`` on ``kind`` (cpu|cuda)."""
-    row = _row(name, kind)
+    row = _cfg_row(name, kind)
     found = row.get(np.dtype(dtype).name)
     return row["*"] if found is None else found
 
 
 def min_size_floor(name: str) -> int:
     """The smallest default threshold of ``name`` over dtypes and devices: the cheap first size test."""
-    return min(min(_row(name, kind).values()) for kind in FALLBACK_MIN_SIZE)
+    return min(min(_cfg_row(name, kind).values()) for kind in FALLBACK_MIN_SIZE)
 
 
 def device_kind(device: str) -> str:

@@ -1,0 +1,148 @@
+"""The CUDA path: host -> device -> compute -> host, streamed in chunks.
+
+A NumPy array lives in pageable host memory; the GPU can only copy
+asynchronously from page-locked ("pinned") memory.  So each chunk goes
+
+    NumPy source --(CPU copy)--> pinned slot --(H2D)--> device slot
+        --(kernel, in place)--> device slot --(D2H)--> pinned slot
+        --(CPU copy)--> NumPy result
+
+with two slots, each with its own CUDA stream, pinned buffer and device buffer:
+while the GPU works on chunk k in one slot, the host fills the other slot with
+chunk k+1 and the GPU's copy engine moves it, so copies overlap compute.  A slot
+is reused only after the event recorded at the end of its previous chunk has
+completed.  The floating-point error check (any non-finite value) runs on the
+device, per slot, and is read back once at the end.
+
+The schedule (:func:`plan_chunks`, :func:`run_pipeline`) is plain Python and is
+tested on the CPU; only :func:`cuda_unary` touches CUDA.
+
+Internal API (keep names stable): ``plan_chunks``, ``run_pipeline``,
+``cuda_unary``, ``CUDA_CHUNK_BYTES``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ._backend import load_torch, note_parallel_use, torch_dtype
+
+# 32 MiB per chunk: large enough that per-chunk launch and event costs vanish,
+# small enough that two slots of pinned and device memory stay modest.
+CUDA_CHUNK_BYTES = 32 << 20
+_CUDA_SLOTS = 2
+
+
+def plan_chunks(n: int, itemsize: int, chunk_bytes: int = CUDA_CHUNK_BYTES) -> List[Tuple[int, int]]:
+    """Split ``n`` elements into consecutive ``(start, stop)`` ranges of at most ``chunk_bytes``.
+
+    Every chunk holds at least one element; the ranges cover ``0..n`` exactly,
+    in order, and all but the last have the same length.
+    """
+    if n < 0 or itemsize <= 0 or chunk_bytes <= 0:
+        raise ValueError(f"bad chunk plan request: n={n}, itemsize={itemsize}, chunk_bytes={chunk_bytes}")
+    per_chunk = max(1, chunk_bytes // itemsize)
+    return [(start, min(start + per_chunk, n)) for start in range(0, n, per_chunk)]
+
+
+def run_pipeline(
+    chunks: Sequence[Tuple[int, int]],
+    slots: int,
+    launch: Callable[[int, int, int], None],
+    finish: Callable[[int, int, int], None],
+) -> None:
+    """Drive ``chunks`` through ``slots`` round-robin slots.
+
+    ``launch(slot, start, stop)`` stages a chunk into a slot and queues its
+    device work without waiting; ``finish(slot, start, stop)`` waits for that
+    slot's work and delivers the chunk's result.  A slot is finished before it
+    is launched again, and every launched chunk is finished exactly once, in
+    chunk order.
+    """
+    if slots < 1:
+        raise ValueError("need at least one slot")
+    in_flight: List[Optional[Tuple[int, int]]] = [None] * slots
+    for index, (start, stop) in enumerate(chunks):
+        slot = index % slots
+        previous = in_flight[slot]
+        if previous is not None:
+            finish(slot, *previous)
+        launch(slot, start, stop)
+        in_flight[slot] = (start, stop)
+    # Drain in chunk order: the oldest in-flight chunk sits in the next slot.
+    for offset in range(slots):
+        slot = (len(chunks) + offset) % slots
+        pending = in_flight[slot]
+        if pending is not None:
+            finish(slot, *pending)
+            in_flight[slot] = None
+
+
+def cuda_unary(
+    op_name: str,
+    src: np.ndarray,
+    dst: np.ndarray,
+    device: str,
+    compute_dtype: Optional[str] = None,
+    check: bool = False,
+    chunk_bytes: int = CUDA_CHUNK_BYTES,
+) -> bool:
+    """``dst[:] = torch.<op_name>(src)`` on ``device``, streamed; 1-D contiguous same-dtype arrays.
+
+    ``compute_dtype``: a wider torch dtype name to compute in on the device,
+    rounded once into ``dst``'s dtype.  With ``check``, returns whether any
+    result is non-finite (else False).  ``src`` may be ``dst`` (in place).
+    """
+    torch = load_torch()
+    note_parallel_use()  # the host-side chunk copies use torch's CPU thread pool
+    n = src.shape[0]
+    if n == 0:
+        return False
+    chunks = plan_chunks(n, src.itemsize, chunk_bytes)
+    slots = min(_CUDA_SLOTS, len(chunks))
+    span = chunks[0][1] - chunks[0][0]
+    dev = torch.device(device)
+    dtype = torch_dtype(src.dtype)
+    wide = getattr(torch, compute_dtype) if compute_dtype else None
+    op = getattr(torch, op_name)
+    src_t = torch.from_numpy(src)
+    dst_t = torch.from_numpy(dst)
+
+    with torch.cuda.device(dev):
+        streams = [torch.cuda.Stream(device=dev) for _ in range(slots)]
+        pinned = [torch.empty(span, dtype=dtype, pin_memory=True) for _ in range(slots)]
+        buffers, flags = [], []
+        for stream in streams:
+            # Allocated on the slot's own stream, so the caching allocator ties
+            # the memory to the stream that uses it.
+            with torch.cuda.stream(stream):
+                buffers.append(torch.empty(span, dtype=dtype, device=dev))
+                flags.append(torch.zeros((), dtype=torch.int64, device=dev) if check else None)
+        events = [torch.cuda.Event() for _ in range(slots)]
+
+        def launch(slot: int, start: int, stop: int) -> None:
+            length = stop - start
+            host = pinned[slot][:length]
+            host.copy_(src_t[start:stop])
+            with torch.cuda.stream(streams[slot]):
+                work = buffers[slot][:length]
+                work.copy_(host, non_blocking=True)
+                if wide is None:
+                    op(work, out=work)
+                else:
+                    work.copy_(op(work.to(wide)))
+                if check:
+                    flags[slot].add_(torch.isfinite(work).logical_not_().sum())
+                host.copy_(work, non_blocking=True)
+                events[slot].record(streams[slot])
+
+        def finish(slot: int, start: int, stop: int) -> None:
+            events[slot].synchronize()
+            dst_t[start:stop].copy_(pinned[slot][: stop - start])
+
+        run_pipeline(chunks, slots, launch, finish)
+        if not check:
+            return False
+        return any(int(flag.item()) for flag in flags)

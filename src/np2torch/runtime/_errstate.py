@@ -1,0 +1,158 @@
+"""NumPy's floating-point error reporting (``np.errstate``/``np.seterr``), at the user's line.
+
+Two problems, one mechanism.
+
+*Where warnings point.*  A ufunc's ``RuntimeWarning`` is attributed to the
+innermost Python frame.  When NumPy is called from inside the runtime (every
+fallback call, every re-run on suspicious elements) that frame is ours, so the
+warning would point into np2torch, and Python's default filter, which shows a
+warning once per location, would hide every call site but the first.
+
+*What torch does not report.*  torch raises no floating-point flags, so after a
+torch op the runtime re-runs the original on just the suspicious elements and
+lets NumPy decide what to report.
+
+Both go through :func:`numpy_call`: it runs the original with every ``warn``
+mode switched to NumPy's ``call`` mode and a handler that issues the same
+``RuntimeWarning("<flag> encountered in <name>")`` with ``stacklevel`` pointing
+at the first frame outside the runtime, exactly where NumPy's own warning would
+point.  Everything else (``raise``, ``ignore``, ``print``, the order of the
+flags, a warning filter that turns the warning into an error) is NumPy's own
+handling.  The switched error state is a context variable (NumPy 2), so threads
+and tasks do not see each other's; ``warnings.catch_warnings`` (process-global,
+not thread-safe) is never used.
+
+This needs NumPy 2's ``numpy._core.umath._extobj_contextvar``/``_make_extobj``:
+NumPy has no public API to attribute a ufunc warning to a caller's frame.  On
+NumPy 1.x, or when the state mixes ``warn`` with ``call``/``log`` (which would
+need the single callback slot twice), the original is called plainly and its
+warnings point at the runtime's line (a documented gap).
+
+Internal API (keep names stable): ``ERR_KINDS``, ``error_modes``, ``quiet``,
+``numpy_call``, ``warn_redirect``, ``call_redirected``, ``extobj_getter``, ``REDIRECT_MISS``, ``register_runtime_file``,
+``user_stacklevel``.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from typing import Any, Callable, Dict, Optional, Tuple
+
+import numpy as np
+
+try:  # NumPy >= 2.0: the error state is a context variable holding an "extobj"
+    from numpy._core.umath import _extobj_contextvar as _NP_EXTOBJ_VAR
+    from numpy._core.umath import _get_extobj_dict as _np_get_extobj_dict
+    from numpy._core.umath import _make_extobj as _np_make_extobj
+except ImportError:  # pragma: no cover - NumPy 1.x
+    _NP_EXTOBJ_VAR = None
+    _np_get_extobj_dict = None
+    _np_make_extobj = None
+
+ERR_KINDS: Tuple[str, ...] = ("divide", "over", "under", "invalid")
+
+_RUNTIME_FILES: set = set()
+
+
+def register_runtime_file(path: str) -> None:
+    """Frames from ``path`` are skipped when attributing a warning to the user's line."""
+    _RUNTIME_FILES.add(path)
+
+
+register_runtime_file(__file__)
+
+
+def error_modes() -> Dict[str, str]:
+    """The current ``np.errstate`` modes (``np.geterr()``; ~0.5 us)."""
+    return np.geterr()
+
+
+def quiet(modes: Dict[str, str]) -> bool:
+    """Whether no flag can be reported: then the runtime checks nothing."""
+    return all(mode == "ignore" for mode in modes.values())
+
+
+def user_stacklevel() -> int:
+    """``stacklevel`` for ``warnings.warn`` called from a runtime function: the first frame outside the runtime."""
+    frame = sys._getframe(1)
+    level = 1
+    while frame is not None and frame.f_code.co_filename in _RUNTIME_FILES:
+        frame = frame.f_back
+        level += 1
+    return level
+
+
+class _WarnAtCaller:
+    """NumPy ``call``-mode handler issuing NumPy's warning at the caller's line."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __call__(self, errtext: str, status: int) -> None:
+        # NumPy's text: "<divide by zero|overflow|underflow|invalid value> encountered in <ufunc>"
+        warnings.warn(f"{errtext} encountered in {self.name}", RuntimeWarning, stacklevel=user_stacklevel())
+
+
+REDIRECT_MISS: Any = object()
+_REDIRECT_CACHE_LIMIT = 64
+# helper name -> {NumPy extobj -> extobj with warn->call, or None (call plainly)}
+_REDIRECTS: Dict[str, Dict[Any, Any]] = {}
+
+
+def _build_redirect(name: str) -> Any:
+    state = _np_get_extobj_dict()
+    modes = {kind: state[kind] for kind in ERR_KINDS}
+    warned = [kind for kind, mode in modes.items() if mode == "warn"]
+    if not warned or any(mode in ("call", "log") for mode in modes.values()):
+        return None
+    return _np_make_extobj(call=_WarnAtCaller(name), **{kind: "call" for kind in warned})
+
+
+def warn_redirect(name: str, cache: Optional[Dict[Any, Any]] = None) -> Tuple[Dict[Any, Any], Any, Any]:
+    """``(cache, current extobj, redirect)`` for ``name`` in the current error state.
+
+    ``redirect`` is None when the original can be called plainly (no ``warn``
+    mode, or NumPy 1.x).  Cached per extobj object, which NumPy keeps while a
+    state is in force.
+    """
+    if _NP_EXTOBJ_VAR is None:
+        return {}, None, None
+    if cache is None:
+        cache = _REDIRECTS.setdefault(name, {})
+    current = _NP_EXTOBJ_VAR.get()
+    redirect = cache.get(current, REDIRECT_MISS)
+    if redirect is REDIRECT_MISS:
+        redirect = _build_redirect(name)
+        if len(cache) >= _REDIRECT_CACHE_LIMIT:
+            cache.clear()  # states made by errstate blocks in a loop are never seen again
+        cache[current] = redirect
+    return cache, current, redirect
+
+
+def extobj_getter() -> Callable[[], Any]:
+    """A fast callable returning NumPy's current error-state object (None on NumPy 1.x)."""
+    return _NP_EXTOBJ_VAR.get if _NP_EXTOBJ_VAR is not None else _no_extobj
+
+
+def _no_extobj() -> Any:
+    return None
+
+
+def call_redirected(redirect: Any, original: Callable[..., Any], args: tuple, kwargs: Dict[str, Any]) -> Any:
+    """``original(*args, **kwargs)`` with ``redirect`` as NumPy's error state."""
+    token = _NP_EXTOBJ_VAR.set(redirect)
+    try:
+        return original(*args, **kwargs)
+    finally:
+        _NP_EXTOBJ_VAR.reset(token)
+
+
+def numpy_call(original: Callable[..., Any], name: str, *args: Any, **kwargs: Any) -> Any:
+    """``original(*args, **kwargs)`` reporting floating-point errors as NumPy would at the user's line."""
+    _, _, redirect = warn_redirect(name)
+    if redirect is None:
+        return original(*args, **kwargs)
+    return call_redirected(redirect, original, args, kwargs)

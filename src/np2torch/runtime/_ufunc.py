@@ -1,0 +1,493 @@
+"""One dispatcher for every elementwise helper, parameterized by a small spec.
+
+A helper (``exp``, ``log``, ``erf``, ...) is ``make_ufunc_helper(UfuncSpec(...))``.
+Its hot path is the size test, done first and cheaply; everything else runs
+only for arrays that may take the torch path:
+
+1. the call: exactly ``np.ndarray``; keywords this module reproduces exactly
+   (``out``, ``where=True``, ``casting``, ``order``, ``dtype``, ``subok``);
+2. the types: the original's own type resolution (``ufunc.resolve_dtypes``)
+   picks the loop; torch serves only loops listed in the spec, computing in the
+   listed dtype (e.g. float32 ``erf`` in float64, rounded once, as SciPy does);
+   integer/bool inputs are cast into the result buffer first, exactly as NumPy
+   casts them to the loop's dtype;
+3. the device, from the settings and the measured thresholds;
+4. the layout: the result is allocated as NumPy allocates it and torch writes
+   into it through ``out=``; inputs torch cannot view (negative strides,
+   unaligned) are copied into the result buffer and computed in place;
+5. ``np.errstate``: nothing when every mode is ``ignore``; else one reduction
+   over the result, and only when it sees a non-finite value (or when
+   ``under`` is on) the original re-runs on the suspicious elements, their
+   values are written back and the flags are reported as NumPy would.
+
+Anything else goes to the original with the caller's exact arguments.
+
+Internal API (keep names stable): ``UfuncSpec``, ``make_ufunc_helper``,
+``UFUNC_SPECS``, ``exp``, ``log``, ``erf``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+
+import numpy as np
+
+from ._backend import can_view, cuda_available, load_torch, note_parallel_use, tensor_view
+from ._config import current_settings, default_min_size, device_kind, min_size_floor
+from ._cuda import cuda_unary
+from ._errstate import (
+    REDIRECT_MISS,
+    call_redirected,
+    error_modes,
+    extobj_getter,
+    numpy_call,
+    quiet,
+    register_runtime_file,
+    warn_redirect,
+)
+
+register_runtime_file(__file__)
+
+
+@dataclass(frozen=True)
+class UfuncSpec:
+    """What the dispatcher needs to know about one elementwise function."""
+
+    name: str
+    """Helper name; also its key in the threshold table."""
+    module: str
+    """Module holding the original, imported on first use (``numpy``, ``scipy.special``)."""
+    attr: str
+    """The original's name in ``module``."""
+    torch_op: str
+    """The torch function computing the same values (``torch.<torch_op>(t, out=...)``)."""
+    compute: Mapping[str, str]
+    """Loop dtype -> torch dtype computed in, for the loops verified exact on the CPU."""
+    cuda_compute: Mapping[str, str] = field(default_factory=dict)
+    """The same for CUDA (a subset: loops not listed there use the CPU path)."""
+    doc: str = ""
+
+
+_SERVED_KEYWORDS = frozenset(("out", "where", "casting", "order", "dtype", "subok"))
+_CASTINGS = frozenset(("no", "equiv", "safe", "same_kind", "unsafe"))
+_ORDERS = frozenset(("K", "A", "C", "F"))
+# Elements per piece when a float32 result is computed in float64, or when an
+# in-place call must keep its inputs for the error check.
+_UF_PIECE = 1 << 18
+
+
+@dataclass(frozen=True)
+class _UfuncPlan:
+    loop: np.dtype
+    compute: str
+    cuda_compute: Optional[str]
+    stage: bool
+    """The input is cast into the result buffer first (NumPy's own input cast)."""
+
+
+class _UfuncState:
+    """Per-helper state: the original (loaded lazily) and a cache of type plans."""
+
+    def __init__(self, spec: UfuncSpec) -> None:
+        self.spec = spec
+        self.floor = min_size_floor(spec.name)
+        self.plans: Dict[tuple, Optional[_UfuncPlan]] = {}
+        self.lock = threading.Lock()
+        self.loaded: Any = getattr(np, spec.attr) if spec.module == "numpy" else None
+        self.original: Callable[..., Any] = self.loaded if self.loaded is not None else self._load_and_call
+
+    def load(self) -> Any:
+        if self.loaded is None:
+            with self.lock:
+                if self.loaded is None:
+                    self.loaded = getattr(importlib.import_module(self.spec.module), self.spec.attr)
+                    self.original = self.loaded
+        return self.loaded
+
+    def _load_and_call(self, *args: Any, **kwargs: Any) -> Any:
+        return self.load()(*args, **kwargs)
+
+    def plan(self, x_dtype: np.dtype, out_dtype: Optional[np.dtype], dtype: Any, casting: str) -> Optional[_UfuncPlan]:
+        key = (x_dtype, out_dtype, dtype, casting)
+        try:
+            return self.plans[key]
+        except KeyError:
+            pass
+        found = _uf_make_plan(self.spec, self.load(), x_dtype, out_dtype, dtype, casting)
+        self.plans[key] = found
+        return found
+
+
+def _uf_make_plan(
+    spec: UfuncSpec, original: Any, x_dtype: np.dtype, out_dtype: Optional[np.dtype], dtype: Any, casting: str
+) -> Optional[_UfuncPlan]:
+    # The original's own type resolution, never a guess: scipy.special.erf
+    # returns float64 for float16 input, np.exp float16 for int8.
+    if not x_dtype.isnative:
+        return None
+    try:
+        signature = None if dtype is None else (None, dtype)
+        loop_in, loop_out = original.resolve_dtypes((x_dtype, out_dtype), signature=signature, casting=casting)
+    except Exception:
+        return None
+    if loop_in != loop_out or loop_out.name not in spec.compute:
+        return None
+    if out_dtype is not None and out_dtype != loop_out:
+        return None
+    stage = x_dtype != loop_in
+    # Only casts that are exact (ints/bools/narrower floats -> the loop's float):
+    # a lossy cast could raise its own floating-point warnings.
+    if stage and not np.can_cast(x_dtype, loop_in, "safe"):
+        return None
+    return _UfuncPlan(loop_out, spec.compute[loop_out.name], spec.cuda_compute.get(loop_out.name), stage)
+
+
+def make_ufunc_helper(spec: UfuncSpec) -> Callable[..., Any]:
+    """The public helper for ``spec``: the original's signature, torch where exact and faster."""
+    state = _UfuncState(spec)
+    ndarray = np.ndarray
+    get_extobj = extobj_getter()
+    redirects: Dict[Any, Any] = {None: None}  # NumPy error state -> how to call the original
+
+    def helper(x: Any, /, *args: Any, **kwargs: Any) -> Any:
+        if type(x) is ndarray:
+            settings = current_settings()
+            gate = settings.gate
+            if x.size >= (state.floor if gate is None else gate):
+                return _uf_dispatch(state, redirects, settings, x, args, kwargs)
+        redirect = redirects.get(get_extobj(), REDIRECT_MISS)
+        if redirect is None:
+            return state.original(x, *args, **kwargs)
+        return _uf_fallback(state, redirects, redirect, x, args, kwargs)
+
+    helper.__name__ = helper.__qualname__ = spec.name
+    helper.__module__ = "np2torch.runtime"
+    helper.__doc__ = spec.doc
+    helper._np2torch_spec = spec  # type: ignore[attr-defined]
+    helper._np2torch_state = state  # type: ignore[attr-defined]
+    return helper
+
+
+def _uf_fallback(state: _UfuncState, redirects: Dict[Any, Any], redirect: Any, x: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
+    """The original with the caller's arguments, its warnings pointing at the caller's line."""
+    if redirect is REDIRECT_MISS:
+        _, _, redirect = warn_redirect(state.spec.attr, redirects)
+        if redirect is None:
+            return state.original(x, *args, **kwargs)
+    return call_redirected(redirect, state.original, (x, *args), kwargs)
+
+
+def _uf_parse_call(args: tuple, kwargs: Dict[str, Any]) -> Optional[Tuple[Any, str, str, Any]]:
+    """``(out, casting, order, dtype)`` when every argument is one we reproduce, else None."""
+    out = None
+    if args:
+        if len(args) != 1 or "out" in kwargs:
+            return None
+        out = args[0]
+    casting, order, dtype = "same_kind", "K", None
+    if kwargs:
+        if not _SERVED_KEYWORDS.issuperset(kwargs):
+            return None
+        out = kwargs.get("out", out)
+        if kwargs.get("where", True) is not True:
+            return None
+        casting = kwargs.get("casting", casting)
+        order = kwargs.get("order", order)
+        if type(casting) is not str or casting not in _CASTINGS:
+            return None
+        if type(order) is not str or order not in _ORDERS:
+            return None
+        subok = kwargs.get("subok", True)
+        if subok is not True and subok is not False:
+            return None
+        dtype = kwargs.get("dtype")
+        if dtype is not None:
+            try:
+                dtype = np.dtype(dtype)
+            except TypeError:
+                return None
+    if type(out) is tuple:
+        if len(out) != 1:
+            return None
+        out = out[0]
+    if out is not None and type(out) is not np.ndarray:
+        return None
+    return out, casting, order, dtype
+
+
+def _uf_pick_device(spec: UfuncSpec, settings: Any, plan: _UfuncPlan, size: int) -> Optional[str]:
+    """``"cpu"``, a CUDA device string, or None for the original."""
+    device = settings.device
+    kind = device_kind(device)
+    gate = settings.min_size
+    if kind == "cuda" and plan.cuda_compute is not None:
+        if size >= (default_min_size(spec.name, plan.loop, "cuda") if gate is None else gate):
+            if not cuda_available():
+                raise RuntimeError(
+                    f"np2torch.runtime is configured for device {device!r} (NP2TORCH_DEVICE or "
+                    "configure()), but torch reports no usable CUDA device; use 'auto' to fall back"
+                )
+            return device
+    elif kind == "auto" and plan.cuda_compute is not None:
+        if size >= default_min_size(spec.name, plan.loop, "cuda") and cuda_available():
+            return "cuda"
+    if size >= (default_min_size(spec.name, plan.loop, "cpu") if gate is None else gate):
+        return "cpu"
+    return None
+
+
+def _uf_dispatch(
+    state: _UfuncState, redirects: Dict[Any, Any], settings: Any, x: np.ndarray, args: tuple, kwargs: Dict[str, Any]
+) -> Any:
+    result = _uf_try_torch(state, settings, x, args, kwargs)
+    if result is _UF_DECLINED:
+        return _uf_fallback(state, redirects, REDIRECT_MISS, x, args, kwargs)
+    return result
+
+
+_UF_DECLINED = object()
+
+
+def _uf_try_torch(state: _UfuncState, settings: Any, x: np.ndarray, args: tuple, kwargs: Dict[str, Any]) -> Any:
+    call = _uf_parse_call(args, kwargs)
+    if call is None:
+        return _UF_DECLINED
+    out, casting, order, dtype = call
+    plan = state.plan(x.dtype, None if out is None else out.dtype, dtype, casting)
+    if plan is None:
+        return _UF_DECLINED
+    device = _uf_pick_device(state.spec, settings, plan, x.size)
+    if device is None or load_torch() is None:
+        return _UF_DECLINED
+    modes = error_modes()
+    inplace = False
+    if out is not None:
+        inplace = _uf_out_relation(x, out, plan)
+        if inplace is None:
+            return _UF_DECLINED
+    checked = not quiet(modes)
+    if inplace and checked and not _uf_flat_pair(out, out):
+        return _UF_DECLINED
+    result = out if out is not None else _uf_allocate(x, plan.loop, order)
+    _uf_run(state, device, plan, x, result, inplace, modes if checked else None)
+    if out is not None:
+        return out
+    return result[()] if result.ndim == 0 else result
+
+
+def _uf_out_relation(x: np.ndarray, out: np.ndarray, plan: _UfuncPlan) -> Optional[bool]:
+    """For a served ``out``: False (disjoint), True (exactly in place), None (decline)."""
+    if out.shape != x.shape or out.dtype != plan.loop or not out.flags.writeable or not can_view(out):
+        # NumPy raises for a read-only out (torch would write into it) and
+        # broadcasts into a larger one: let it.
+        return None
+    if not np.may_share_memory(x, out):
+        return False
+    # Two from_numpy views do not share a storage, so torch cannot see a
+    # partial overlap and returns wrong values: only the identical layout is safe.
+    same = (
+        x.dtype == out.dtype
+        and x.strides == out.strides
+        and x.__array_interface__["data"][0] == out.__array_interface__["data"][0]
+    )
+    return True if same else None
+
+
+def _uf_allocate(x: np.ndarray, dtype: np.dtype, order: str) -> np.ndarray:
+    """An uninitialized result laid out exactly as the ufunc would allocate it."""
+    if 0 in x.strides and x.size > 1:
+        # empty_like sorts zero-stride (broadcast) axes differently from the
+        # ufunc's iterator; ask the iterator itself.
+        it = np.nditer(
+            [x, None],
+            flags=["zerosize_ok", "refs_ok"],
+            op_flags=[["readonly"], ["writeonly", "allocate"]],
+            op_dtypes=[x.dtype, dtype],
+            order=order,
+        )
+        return it.operands[1]
+    return np.empty_like(x, dtype=dtype, order=order, subok=False)
+
+
+def _uf_flat_pair(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether ``a`` and ``b`` are dense with the same layout, so 1-D views pair elements."""
+    return a.strides == b.strides and a.itemsize == b.itemsize and (a.flags.c_contiguous or a.flags.f_contiguous)
+
+
+def _uf_flat(a: np.ndarray) -> np.ndarray:
+    return a.ravel(order="K")
+
+
+def _uf_run(
+    state: _UfuncState,
+    device: str,
+    plan: _UfuncPlan,
+    x: np.ndarray,
+    result: np.ndarray,
+    inplace: bool,
+    modes: Optional[Dict[str, str]],
+) -> None:
+    spec = state.spec
+    src = x
+    if inplace:
+        if modes is not None:
+            # The inputs are overwritten as we go: keep each piece's inputs for the check.
+            _uf_inplace_checked(state, plan, result, modes)
+            return
+    elif plan.stage or not can_view(x):
+        np.copyto(result, x, casting="unsafe")  # NumPy's own (exact) input cast / layout copy
+        src = result
+    under = modes is not None and modes["under"] != "ignore"
+    others = modes is not None and any(modes[k] != "ignore" for k in ("divide", "over", "invalid"))
+    if device != "cpu" and (result.flags.c_contiguous or result.flags.f_contiguous):
+        if not _uf_flat_pair(src, result):
+            np.copyto(result, src, casting="unsafe")
+            src = result
+        suspicious = cuda_unary(spec.torch_op, _uf_flat(src), _uf_flat(result), device, _uf_wider(plan), others)
+    else:
+        _uf_compute_cpu(spec.torch_op, plan, src, result)
+        suspicious = others and not _uf_all_finite(tensor_view(result))
+    if modes is not None and (under or suspicious):
+        _uf_report(state, _uf_settle(state, x, result, under))
+
+
+def _uf_wider(plan: _UfuncPlan) -> Optional[str]:
+    return None if plan.compute == plan.loop.name else plan.compute
+
+
+def _uf_compute_cpu(op_name: str, plan: _UfuncPlan, src: np.ndarray, dst: np.ndarray) -> None:
+    """``dst[...] = op(src)`` with torch on the host, writing into ``dst``'s memory."""
+    torch = load_torch()
+    note_parallel_use()
+    op = getattr(torch, op_name)
+    if plan.compute == plan.loop.name:
+        op(tensor_view(src), out=tensor_view(dst))
+        return
+    wide = getattr(torch, plan.compute)
+    if _uf_flat_pair(src, dst):
+        _uf_widened_pieces(torch, op, wide, tensor_view(_uf_flat(src)), tensor_view(_uf_flat(dst)))
+    else:
+        tensor_view(dst).copy_(op(tensor_view(src).to(wide)))
+
+
+def _uf_widened_pieces(torch: Any, op: Any, wide: Any, src: Any, dst: Any) -> None:
+    """1-D ``dst = op(src computed in wide)``, piecewise, so the wide temporary stays small."""
+    n = dst.numel()
+    if n == 0:
+        return
+    piece = max(_UF_PIECE, 32768 * torch.get_num_threads())
+    scratch = torch.empty(min(piece, n), dtype=wide)
+    for start in range(0, n, piece):
+        stop = min(start + piece, n)
+        tmp = scratch[: stop - start]
+        tmp.copy_(src[start:stop])
+        op(tmp, out=tmp)
+        dst[start:stop].copy_(tmp)
+
+
+def _uf_all_finite(t: Any) -> bool:
+    """One multithreaded pass: a sum is finite only if every term is (overflow -> a false alarm only)."""
+    torch = load_torch()
+    if t.is_complex():
+        t = torch.view_as_real(t)
+    return math.isfinite(float(t.sum(dtype=torch.float64)))
+
+
+def _uf_suspects(x: np.ndarray, result: np.ndarray, under: bool) -> np.ndarray:
+    """Elements whose flags NumPy might raise: non-finite results; with ``under``, tiny ones."""
+    with np.errstate(all="ignore"):
+        mask = ~np.isfinite(result)
+        if under:
+            tiny = np.finfo(result.dtype).smallest_normal
+            for part in _uf_parts(result):
+                mask |= np.abs(part) < tiny
+            if x.dtype.kind in "fc":
+                # float32 exp flags underflow for a subnormal *input* (result 1.0)
+                tiny_in = np.finfo(x.dtype).smallest_normal
+                for part in _uf_parts(x):
+                    mask |= np.abs(part) < tiny_in
+    return mask
+
+
+def _uf_parts(a: np.ndarray) -> List[np.ndarray]:
+    return [a.real, a.imag] if a.dtype.kind == "c" else [a]
+
+
+def _uf_settle(state: _UfuncState, x: np.ndarray, result: np.ndarray, under: bool) -> Optional[np.ndarray]:
+    """Give suspicious elements the original's own values; returns their inputs (None if none)."""
+    mask = _uf_suspects(x, result, under)
+    if not mask.any():
+        return None
+    inputs = x[mask]
+    with np.errstate(all="ignore"):
+        result[mask] = state.load()(inputs)
+    return inputs
+
+
+def _uf_report(state: _UfuncState, inputs: Optional[np.ndarray]) -> None:
+    """Let NumPy report the flags the original raises on ``inputs``: warn (at the user's line), raise, call, log."""
+    if inputs is not None:
+        numpy_call(state.load(), state.spec.attr, inputs)
+
+
+def _uf_inplace_checked(state: _UfuncState, plan: _UfuncPlan, result: np.ndarray, modes: Dict[str, str]) -> None:
+    """In place under a non-quiet errstate: piecewise, keeping each piece's inputs for the check."""
+    torch = load_torch()
+    under = modes["under"] != "ignore"
+    flat = _uf_flat(result)
+    piece = max(_UF_PIECE, 32768 * torch.get_num_threads())
+    saved = np.empty(min(piece, flat.size), dtype=flat.dtype)
+    suspects: List[np.ndarray] = []
+    for start in range(0, flat.size, piece):
+        part = flat[start : start + piece]
+        kept = saved[: part.size]
+        np.copyto(kept, part)
+        _uf_compute_cpu(state.spec.torch_op, plan, part, part)
+        if under or not _uf_all_finite(tensor_view(part)):
+            found = _uf_settle(state, kept, part, under)
+            if found is not None:
+                suspects.append(found)
+    if suspects:
+        _uf_report(state, np.concatenate(suspects))
+
+
+_REAL_AND_COMPLEX = {"float16": "float16", "float32": "float32", "float64": "float64", "complex64": "complex64", "complex128": "complex128"}
+
+EXP_SPEC = UfuncSpec(
+    name="exp",
+    module="numpy",
+    attr="exp",
+    torch_op="exp",
+    compute=_REAL_AND_COMPLEX,
+    cuda_compute={"float32": "float32", "float64": "float64"},
+    doc="Drop-in for ``numpy.exp``: same signature and results; torch computes large arrays.",
+)
+LOG_SPEC = UfuncSpec(
+    name="log",
+    module="numpy",
+    attr="log",
+    torch_op="log",
+    compute=_REAL_AND_COMPLEX,
+    cuda_compute={"float32": "float32", "float64": "float64"},
+    doc="Drop-in for ``numpy.log``: same signature and results; torch computes large arrays.",
+)
+ERF_SPEC = UfuncSpec(
+    name="erf",
+    module="scipy.special",
+    attr="erf",
+    torch_op="erf",
+    # SciPy's float32 loop computes in double and rounds once: so do we (bitwise
+    # identical).  Complex erf has no torch kernel.
+    compute={"float32": "float64", "float64": "float64"},
+    cuda_compute={"float32": "float64", "float64": "float64"},
+    doc="Drop-in for ``scipy.special.erf``: same signature and results; torch computes large arrays.",
+)
+UFUNC_SPECS: Tuple[UfuncSpec, ...] = (EXP_SPEC, LOG_SPEC, ERF_SPEC)
+
+exp = make_ufunc_helper(EXP_SPEC)
+log = make_ufunc_helper(LOG_SPEC)
+erf = make_ufunc_helper(ERF_SPEC)
