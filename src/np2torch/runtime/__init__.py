@@ -16,6 +16,7 @@ Configuration: ``NP2TORCH_DEVICE`` (cpu | cuda | cuda:N | auto | numpy) and
 from __future__ import annotations
 
 from ._config import Settings, configure, current_settings, using
+from ._logsumexp import logsumexp
 from ._ufunc import erf, exp, log
 
-__all__ = ["Settings", "configure", "current_settings", "erf", "exp", "log", "using"]
+__all__ = ["Settings", "configure", "current_settings", "erf", "exp", "log", "logsumexp", "using"]
