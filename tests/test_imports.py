@@ -108,9 +108,10 @@ def test_runtime_imports_torch_only_when_a_call_takes_the_torch_path() -> None:
         import json, sys
         import numpy as np
         import np2torch.runtime as np2t
-        np2t.exp(np.arange(4, dtype=np.int64).astype(object))   # object dtype: NumPy's own path
+        np2t.exp(np.linspace(0.0, 1.0, 8))   # tiny: below every threshold, NumPy's own path
         before = "torch" in sys.modules
-        np2t.exp(np.linspace(0.0, 1.0, 100_000))
+        np2t.configure(min_size=0)           # now every call takes the torch path
+        np2t.exp(np.linspace(0.0, 1.0, 8))
         print(json.dumps({"before": before, "after": "torch" in sys.modules}))
-    """, env={"NP2TORCH_MIN_SIZE": "0"})
+    """, env={"NP2TORCH_MIN_SIZE": "", "NP2TORCH_DEVICE": ""})
     assert result == {"before": False, "after": True}

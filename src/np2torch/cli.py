@@ -17,6 +17,8 @@ from typing import Any, Callable, Sequence
 import click
 
 from np2torch import __version__
+from np2torch.cache import Cache
+from np2torch.cache import default_folder as default_cache_folder
 from np2torch.config import (
     ConfigError,
     ConfigFinder,
@@ -30,7 +32,7 @@ from np2torch.config import (
     split_codes,
 )
 from np2torch.files import discover
-from np2torch.output import FORMATS, check_summary, diff_summary, fix_summary, render, rules_table, sort_key
+from np2torch.output import FORMATS, Progress, check_summary, diff_summary, fix_summary, render, rules_table, sort_key
 from np2torch.rules import RULES
 from np2torch import runner
 
@@ -202,16 +204,13 @@ def _run(mode: str, *, paths: tuple[str, ...], select: tuple[str, ...] | None, i
         _error(f"error: {exc}")
         return 2
 
-    results: list[runner.FileResult] = [runner.FileResult(e.path, errors=[str(e)]) for e in missing]
-    jobs_list = []
-    for target in targets:
-        prepared = runner.prepare(target, settings[id(target.config)], mode)
-        if isinstance(prepared, runner.FileResult):
-            results.append(prepared)
-        else:
-            jobs_list.append(prepared)
-    results.extend(runner.run_all(jobs_list))
+    cache = None if no_cache else Cache(default_cache_folder())
+    results = [runner.FileResult(e.path, errors=[str(e)]) for e in missing]
+    results += runner.run(targets, lambda t: settings[id(t.config)], mode, jobs=jobs, cache=cache,
+                          progress_factory=None if quiet else _progress_bar)
     results.sort(key=lambda r: r.display)
+    if cache is not None and cache.write_error and not quiet:
+        _error(f"warning: cannot write the cache ({cache.write_error}); --no-cache skips it")
 
     if not targets and not missing and not quiet:
         _error("warning: no Python files found under the given paths")
@@ -219,6 +218,11 @@ def _run(mode: str, *, paths: tuple[str, ...], select: tuple[str, ...] | None, i
     if code == 0 and exit_non_zero_on_fix and any(r.changed for r in results):
         return 1
     return code
+
+
+def _progress_bar(total: int) -> Progress | None:
+    stream = sys.stderr
+    return Progress(total, stream) if stream.isatty() else None
 
 
 def _report(mode: str, results: list[runner.FileResult], *, fmt: str, quiet: bool, exit_zero: bool) -> int:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import difflib
 import json
-from typing import Any, Iterable, Iterator, Protocol, Sequence
+import time
+from typing import Any, Iterable, Iterator, Protocol, Sequence, TextIO
 
 from np2torch.rules import Rule
 
@@ -164,3 +165,39 @@ def rules_table(rules: Sequence[Rule], fmt: str) -> list[str]:
     rows_text = [(r.code, r.qualname, f"np2torch.runtime.{r.helper}", r.fix_safety) for r in rules]
     widths = [max(len(row[i]) for row in [header, *rows_text]) for i in range(len(header))]
     return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [header, *rows_text]]
+
+
+# ---------------------------------------------------------------- progress
+
+
+class Progress:
+    """A one-line progress bar on a terminal's stderr; it appears only once a run has taken a while,
+    redraws at most ten times a second and erases itself when done."""
+
+    DELAY_S = 0.5
+    WIDTH = 30
+
+    def __init__(self, total: int, stream: TextIO, clock: Any = time.monotonic) -> None:
+        self.total, self.done = total, 0
+        self._stream, self._clock = stream, clock
+        self._start = self._last = clock()
+        self._drawn = False
+
+    def advance(self, count: int = 1) -> None:
+        self.done += count
+        now = self._clock()
+        if now - self._start >= self.DELAY_S and (now - self._last >= 0.1 or self.done == self.total):
+            self._last = now
+            self._draw()
+
+    def _draw(self) -> None:
+        filled = self.WIDTH * self.done // max(1, self.total)
+        bar = "#" * filled + "-" * (self.WIDTH - filled)
+        self._stream.write(f"\r[{bar}] {self.done}/{self.total} files")
+        self._stream.flush()
+        self._drawn = True
+
+    def close(self) -> None:
+        if self._drawn:
+            self._stream.write("\r" + " " * (self.WIDTH + 30) + "\r")
+            self._stream.flush()

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 import traceback
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
+from np2torch.cache import Cache, digest
 from np2torch.config import RunSettings
 from np2torch.files import FileError, Source, Stamp, Target, decode_source, read_bytes, write_atomic
-from np2torch.output import sort_key, unified_diff
+from np2torch.output import Progress, sort_key, unified_diff
 from np2torch.rules import RULES_BY_CODE, Rule
 
 CHECK, FIX, DIFF = "check", "fix", "diff"
@@ -32,6 +34,8 @@ class FileResult:
     changed: bool = False
     """``fix``: the file was rewritten; ``--diff``: it would be."""
     diff: str = ""
+    digest: str | None = None
+    """SHA-256 of the bytes :attr:`findings` describe (the cache key); ``None``: do not cache."""
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,7 @@ class Job:
     stamp: Stamp
     settings: RunSettings
     mode: str
+    digest: str
 
 
 # ---------------------------------------------------------------- the engine, loaded lazily
@@ -112,7 +117,7 @@ def _run_job(job: Job) -> FileResult:
         findings = engine.check_source(text, job.display, settings=settings)
     except engine.SourceError as exc:
         return FileResult(job.display, errors=[_source_error(job.display, exc)])
-    result = FileResult(job.display, findings=sorted(findings, key=sort_key))
+    result = FileResult(job.display, findings=sorted(findings, key=sort_key), digest=job.digest)
     if job.mode == CHECK or not any(f.fixable for f in findings):
         return result
     try:
@@ -120,6 +125,7 @@ def _run_job(job: Job) -> FileResult:
         remaining = engine.check_source(fixed, job.display, settings=settings) if fixed != text else findings
     except (engine.FixError, engine.SourceError) as exc:
         result.errors.append(f"{job.display}: error: fix not applied, file left untouched: {exc}")
+        result.digest = None
         return result
     if fixed == text:
         return result
@@ -135,6 +141,7 @@ def _run_job(job: Job) -> FileResult:
     except UnicodeEncodeError as exc:
         raise FileError(job.display, f"fix not applied: the fixed text cannot be encoded as {exc.encoding}") from None
     write_atomic(job.path, data, job.display, expect=job.stamp)
+    result.digest = digest(data)
     return result
 
 
@@ -150,8 +157,121 @@ def prepare(target: Target, settings: RunSettings, mode: str) -> Job | FileResul
         return FileResult(target.display, errors=[str(exc)])
     if not settings.codes or not might_have_findings(source.text, settings):
         return FileResult(target.display)
-    return Job(target.display, target.path, source, stamp, settings, mode)
+    return Job(target.display, target.path, source, stamp, settings, mode, digest(raw))
 
 
-def run_all(jobs: Sequence[Job]) -> list[FileResult]:
-    return [run_job(job) for job in jobs]
+def _from_cache(cache: Cache, job: Job) -> FileResult | None:
+    """The cached result when it answers the job whole: ``check`` always, ``fix`` when nothing is fixable."""
+    entries = cache.get(job.path, job.settings, job.digest)
+    if entries is None or (job.mode != CHECK and any(e.get("fixable") for e in entries)):
+        return None
+    from np2torch import engine
+
+    try:
+        findings = [engine.Finding(path=job.display, **entry) for entry in entries]
+    except TypeError:  # an entry from an engine with other fields; the fingerprint should prevent this
+        return None
+    return FileResult(job.display, findings=sorted(findings, key=sort_key), digest=job.digest)
+
+
+def default_jobs() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))  # type: ignore[attr-defined]
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+# A worker pays for itself once it has a few files to analyse (fork is cheap, the engine is already
+# imported); rough, noisy estimate on a shared 2-core machine: ~4 files of typical size.
+MIN_FILES_PER_WORKER = 4
+
+
+def workers_for(jobs: int, files: int) -> int:
+    """How many worker processes to start for ``files`` files needing the engine; 0 or 1: none."""
+    return min(jobs, files // MIN_FILES_PER_WORKER)
+
+
+def _pool_context() -> Any:
+    # fork: workers inherit the imported engine instead of importing it again, and fork is safe here
+    # because the CLI never imports torch (no threads).  Elsewhere fork is unsafe (macOS) or absent.
+    import multiprocessing
+
+    return multiprocessing.get_context("fork") if sys.platform.startswith("linux") else None
+
+
+def _run_pool(jobs: Sequence[Job], workers: int, progress: Progress | None) -> list[FileResult]:
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures.process import BrokenProcessPool
+
+    if any(job.mode != CHECK for job in jobs):
+        import libcst  # noqa: F401  imported once here rather than once per worker
+
+    results: list[FileResult] = []
+    # Longest files first so that no worker is left with a big one at the end.
+    ordered = sorted(jobs, key=lambda job: len(job.source.text), reverse=True)
+    with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
+        futures = {pool.submit(run_job, job): job for job in ordered}
+        try:
+            for future in as_completed(futures):
+                job = futures[future]
+                try:
+                    results.append(future.result())
+                except BrokenProcessPool as exc:
+                    results.append(FileResult(job.display, errors=[
+                        f"{job.display}: internal error: a worker process died ({type(exc).__name__})"]))
+                if progress is not None:
+                    progress.advance()
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
+    return results
+
+
+def run(
+    targets: Sequence[Target],
+    settings_for: Callable[[Target], RunSettings],
+    mode: str,
+    *,
+    jobs: int | None = None,
+    cache: Cache | None = None,
+    progress_factory: Callable[[int], Progress | None] | None = None,
+) -> list[FileResult]:
+    """Every target's result, sorted by path."""
+    results: list[FileResult] = []
+    pending: list[Job] = []
+    for target in targets:
+        prepared = prepare(target, settings_for(target), mode)
+        if isinstance(prepared, FileResult):
+            results.append(prepared)
+            continue
+        cached = _from_cache(cache, prepared) if cache is not None else None
+        if cached is not None:
+            results.append(cached)
+        else:
+            pending.append(prepared)
+
+    progress = progress_factory(len(pending)) if progress_factory and pending else None
+    try:
+        workers = workers_for(jobs or default_jobs(), len(pending))
+        if workers >= 2:
+            done = _run_pool(pending, workers, progress)
+        else:
+            done = []
+            for job in pending:
+                done.append(run_job(job))
+                if progress is not None:
+                    progress.advance()
+    finally:
+        if progress is not None:
+            progress.close()
+
+    if cache is not None:
+        by_display = {job.display: job for job in pending}
+        for result in done:
+            if result.digest is not None and not result.errors:
+                job = by_display[result.display]
+                cache.put(job.path, job.settings, result.digest, result.findings)
+    results.extend(done)
+    results.sort(key=lambda r: r.display)
+    return results

@@ -1,0 +1,131 @@
+"""Per-file result cache in ``.np2torch_cache/``, as ruff keeps ``.ruff_cache/``.
+
+One small JSON entry per (absolute path, settings): it records the SHA-256 of the
+file's bytes it was computed for, a fingerprint of the tool that computed it
+(np2torch's version and the size and mtime of its own modules, so an edited
+engine never serves stale results; the Python version, whose ``ast`` may
+differ), and the findings without their path.  A lookup is a hit only when the
+digest and fingerprint both match, so a changed file, a changed tool or
+different settings simply miss.  Entries are overwritten in place: the cache
+grows with the number of files and settings used, not with the number of edits.
+
+Entries are written atomically (temporary file, ``os.replace``), so runs that
+share a cache concurrently never see a torn entry; the last writer wins and
+every entry is self-consistent.  The folder holds a ``CACHEDIR.TAG`` (backup
+tools skip it) and a ``.gitignore`` of ``*``.  Any problem with the cache
+(read-only folder, corrupt entry) costs only speed, never a result.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Sequence
+
+from np2torch import __version__
+from np2torch.config import RunSettings
+
+CACHE_DIR_NAME = ".np2torch_cache"
+CACHE_DIR_ENV = "NP2TORCH_CACHE_DIR"
+
+CACHEDIR_TAG = (
+    "Signature: 8a477f597d28d172789f06886806bc55\n"
+    "# This file is a cache directory tag created by np2torch.\n"
+    "# For information about cache directory tags, see https://bford.info/cachedir/\n"
+)
+GITIGNORE = "# Automatically created by np2torch.\n*\n"
+
+
+def digest(raw: bytes) -> str:
+    return hashlib.sha256(raw).hexdigest()
+
+
+def tool_fingerprint() -> str:
+    """Changes whenever anything that decides findings may have changed."""
+    package = Path(__file__).resolve().parent
+    parts = [__version__, "%d.%d" % sys.version_info[:2]]
+    for path in sorted(package.glob("*.py")):
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        parts.append(f"{path.name}:{st.st_size}:{st.st_mtime_ns}")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def default_folder() -> Path:
+    return Path(os.environ.get(CACHE_DIR_ENV) or CACHE_DIR_NAME).absolute()
+
+
+class Cache:
+    def __init__(self, folder: Path, fingerprint: str | None = None) -> None:
+        self.folder = folder
+        self.fingerprint = fingerprint or tool_fingerprint()
+        self.write_error: str | None = None
+        """Why the last write failed, if one did (reported once by the CLI)."""
+        self._prepared = False
+
+    def _entry(self, path: str, settings: RunSettings) -> Path:
+        key = hashlib.sha256(f"{os.path.abspath(path)}\0{settings!r}".encode("utf-8", "surrogateescape")).hexdigest()
+        return self.folder / key[:2] / f"{key[2:32]}.json"
+
+    def get(self, path: str, settings: RunSettings, content_digest: str) -> list[dict[str, Any]] | None:
+        """The cached findings (dicts without ``path``), or ``None`` on a miss."""
+        try:
+            with open(self._entry(path, settings), "rb") as handle:
+                entry = json.loads(handle.read())
+        except (OSError, ValueError):
+            return None
+        if not isinstance(entry, dict) or entry.get("fingerprint") != self.fingerprint:
+            return None
+        if entry.get("digest") != content_digest or not isinstance(entry.get("findings"), list):
+            return None
+        return entry["findings"]
+
+    def put(self, path: str, settings: RunSettings, content_digest: str, findings: Sequence[Any]) -> None:
+        entry = {
+            "fingerprint": self.fingerprint,
+            "digest": content_digest,
+            "findings": [finding_to_dict(f) for f in findings],
+        }
+        target = self._entry(path, settings)
+        try:
+            self._prepare()
+            target.parent.mkdir(exist_ok=True)
+            _write_atomic(target, json.dumps(entry, separators=(",", ":")).encode())
+        except OSError as exc:
+            self.write_error = f"{self.folder}: {exc.strerror or exc}"
+
+    def _prepare(self) -> None:
+        if self._prepared:
+            return
+        self.folder.mkdir(parents=True, exist_ok=True)
+        for name, text in (("CACHEDIR.TAG", CACHEDIR_TAG), (".gitignore", GITIGNORE)):
+            if not (self.folder / name).exists():
+                _write_atomic(self.folder / name, text.encode())
+        self._prepared = True
+
+
+def _write_atomic(target: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def finding_to_dict(finding: Any) -> dict[str, Any]:
+    data = dataclasses.asdict(finding)
+    data.pop("path", None)
+    return data
