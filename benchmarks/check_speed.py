@@ -1,0 +1,157 @@
+"""How fast is `np2torch check` next to `ruff check --select NPY`, in CPU seconds?
+
+Installs nothing.  Give it source trees, for example the installed scikit-learn
+and scipy packages, and (optionally) a ruff executable:
+
+    python -m venv /tmp/speed && /tmp/speed/bin/pip install scikit-learn scipy ruff
+    SP=$(/tmp/speed/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+    .venv/bin/python benchmarks/check_speed.py --ruff /tmp/speed/bin/ruff $SP/sklearn $SP/scipy
+
+The `.py` files of each tree are copied to a temporary folder first (so that no
+pyproject.toml, .gitignore or "site-packages" exclusion of either tool changes
+what is checked), and every tool runs there as a child process.  CPU seconds
+are the children's user + system time (`resource.getrusage(RUSAGE_CHILDREN)`,
+which includes np2torch's worker processes); wall seconds are shown beside.
+Each cell is the median of --repeat runs.
+
+Rows: ruff (--no-cache); np2torch cold (an empty cache folder each run, so it
+includes writing the cache); cold with --jobs 1; warm (cache filled, nothing
+changed).  Ratios are against ruff on the same scope.  The targets of issue 4:
+cold <= 10x ruff, warm <= 1x ruff.  Timings on a busy machine are noise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+
+@dataclass
+class Timing:
+    cpu: float
+    wall: float
+
+
+def timed(command: Sequence[str], cwd: Path, env: dict[str, str]) -> tuple[Timing, subprocess.CompletedProcess[bytes]]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run(list(command), cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if done.returncode not in (0, 1):
+        sys.exit(f"{' '.join(command)} exited {done.returncode}:\n{done.stderr.decode(errors='replace')[-2000:]}")
+    return Timing(cpu, wall), done
+
+
+def median(timings: list[Timing]) -> Timing:
+    return Timing(statistics.median(t.cpu for t in timings), statistics.median(t.wall for t in timings))
+
+
+def copy_python_files(tree: Path, into: Path) -> tuple[int, int]:
+    """Copy ``tree``'s .py files under ``into``; returns (files, lines)."""
+    files = lines = 0
+    for path in sorted(tree.rglob("*.py")):
+        if not path.is_file():
+            continue
+        target = into / path.relative_to(tree)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        data = path.read_bytes()
+        target.write_bytes(data)
+        files += 1
+        lines += data.count(b"\n")
+    return files, lines
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("trees", nargs="+", type=Path, help="source trees (folders) to check")
+    parser.add_argument("--ruff", default=shutil.which("ruff"), help="ruff executable (default: on PATH)")
+    parser.add_argument("--np2torch", default=None,
+                        help="np2torch command (default: this interpreter's `-m np2torch`)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per cell; the median is shown")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON as well")
+    args = parser.parse_args(argv)
+
+    np2torch = args.np2torch.split() if args.np2torch else [sys.executable, "-m", "np2torch"]
+    env = {**os.environ, "NO_COLOR": "1"}
+    work = Path(tempfile.mkdtemp(prefix="np2torch-speed-"))
+    try:
+        scopes: dict[str, list[str]] = {}
+        sizes: dict[str, tuple[int, int]] = {}
+        for tree in args.trees:
+            name = tree.resolve().name
+            if name in scopes:
+                sys.exit(f"two trees named {name!r}")
+            sizes[name] = copy_python_files(tree, work / name)
+            scopes[name] = [name]
+        if len(scopes) > 1:
+            scopes["all"] = [name for names in list(scopes.values()) for name in names]
+            sizes["all"] = (sum(s[0] for s in sizes.values()), sum(s[1] for s in sizes.values()))
+
+        rows: dict[str, Callable[[list[str]], list[str]]] = {}
+        if args.ruff:
+            rows["ruff --select NPY --no-cache"] = lambda paths: [args.ruff, "check", "--select", "NPY",
+                                                                      "--no-cache", "--exit-zero", "-q", *paths]
+        rows["np2torch cold"] = lambda paths: [*np2torch, "check", "-q", "--format", "json", *paths]
+        rows["np2torch cold --jobs 1"] = lambda paths: [*np2torch, "check", "-q", "-j", "1", *paths]
+        rows["np2torch warm"] = lambda paths: [*np2torch, "check", "-q", *paths]
+
+        results: dict[str, dict[str, Timing]] = {}
+        findings: dict[str, dict[str, int]] = {}
+        for scope, paths in scopes.items():
+            results[scope] = {}
+            for row, make in rows.items():
+                timings = []
+                cache = work / f".cache-{scope}"
+                for i in range(args.repeat):
+                    if "cold" in row:
+                        shutil.rmtree(cache, ignore_errors=True)
+                    elif row == "np2torch warm" and i == 0:
+                        timed(make(paths), work, {**env, "NP2TORCH_CACHE_DIR": str(cache)})  # fill
+                    timing, done = timed(make(paths), work, {**env, "NP2TORCH_CACHE_DIR": str(cache)})
+                    timings.append(timing)
+                    if row == "np2torch cold" and i == 0:
+                        counts: dict[str, int] = {}
+                        for finding in json.loads(done.stdout or b"[]"):
+                            counts[finding["code"]] = counts.get(finding["code"], 0) + 1
+                        findings[scope] = dict(sorted(counts.items()))
+                results[scope][row] = median(timings)
+                print(f"  {scope:>10}  {row:<30} {results[scope][row].cpu:8.2f} s cpu", file=sys.stderr)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    ruff_row = "ruff --select NPY --no-cache"
+    print(f"\nmedian of {args.repeat} runs; cpu = user + sys of the child processes, in seconds")
+    print(f"{'scope':<10} {'files':>6} {'lines':>8}  {'tool':<30} {'cpu s':>8} {'wall s':>8} {'x ruff':>7}")
+    for scope, by_row in results.items():
+        files, lines = sizes[scope]
+        base = by_row.get(ruff_row)
+        for row, timing in by_row.items():
+            ratio = f"{timing.cpu / base.cpu:7.1f}" if base and base.cpu > 0 else f"{'-':>7}"
+            print(f"{scope:<10} {files:>6} {lines:>8}  {row:<30} {timing.cpu:8.2f} {timing.wall:8.2f} {ratio}")
+        print(f"{'':<10} findings: {findings.get(scope, {})}")
+    if args.json:
+        print(json.dumps({
+            "repeat": args.repeat,
+            "scopes": {scope: {"files": sizes[scope][0], "lines": sizes[scope][1], "findings": findings.get(scope),
+                               "cpu_s": {row: t.cpu for row, t in by_row.items()},
+                               "wall_s": {row: t.wall for row, t in by_row.items()}}
+                       for scope, by_row in results.items()},
+        }, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
