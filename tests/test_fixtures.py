@@ -17,6 +17,7 @@ named ``__init__.in.py`` is a package ``__init__.py``).
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -72,6 +73,14 @@ def test_fix(before_path: Path) -> None:
     assert before != after, "a fix fixture must change something (put no-change cases in noop/)"
     assert fix_source(before, path) == after
     _assert_settled(after, path)
+    # check and fix agree: exactly the fixable findings became `<alias>.<helper>`
+    fixable = [f for f in check_source(before, path) if f.fixable]
+    for title in {f.fix_title for f in fixable}:
+        assert title is not None
+        spelled = title.split("`")[1]
+        wanted = sum(f.fix_title == title for f in fixable)
+        word = re.compile(rf"(?<![\w.]){re.escape(spelled)}\b")
+        assert len(word.findall(after)) - len(word.findall(before)) == wanted, title
 
 
 @pytest.mark.parametrize("before_path", FIX_CASES, ids=_id)

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import ast
 import os
-from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
+import sys
+import threading
+from typing import TYPE_CHECKING, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple, TypeVar, Union
 
 import libcst as cst
 from libcst.codemod import CodemodContext
@@ -51,6 +53,22 @@ def apply_fixes(
         raise
     except BaseException as exc:  # noqa: B036 -- LibCST's native parser panics with a BaseException
         raise FixError(f"LibCST cannot parse this file: {' '.join(str(exc).split())}") from None
+    try:
+        return _with_deep_stack(_rewrite, text, module, replacements, removals, alias, settings.runtime_module)
+    except RecursionError:
+        raise FixError("too deeply nested for LibCST's tree walk; left unchanged") from None
+
+
+def _rewrite(
+    text: str,
+    module: cst.Module,
+    replacements: Dict[_Span, str],
+    removals: _Removals,
+    alias: str,
+    runtime_module: str,
+) -> str:
+    from np2torch.engine import FixError
+
     # LibCST drops the last newline of a file whose newlines are a lone "\r" (old Mac
     # style); put it back, and refuse anything else that does not round-trip.
     suffix = ""
@@ -60,15 +78,55 @@ def apply_fixes(
         else:
             raise FixError("LibCST does not reproduce this file byte for byte; left unchanged")
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    rewriter = _Rewriter(wrapper.resolve(PositionProvider), replacements, removals, alias, settings.runtime_module)
+    rewriter = _Rewriter(wrapper.resolve(PositionProvider), dict(replacements), removals, alias, runtime_module)
     fixed = wrapper.module.visit(rewriter)
     if rewriter.replacements:
         missed = ", ".join(f"{line}:{col + 1}" for line, col, _l, _c in sorted(rewriter.replacements))
         raise FixError(f"could not find the expressions at {missed} in LibCST's tree; left unchanged")
     context = CodemodContext()
-    AddImportsVisitor.add_needed_import(context, settings.runtime_module, asname=alias)
-    fixed = fixed.visit(AddImportsVisitor(context))
-    return fixed.code + suffix
+    AddImportsVisitor.add_needed_import(context, runtime_module, asname=alias)
+    return fixed.visit(AddImportsVisitor(context)).code + suffix
+
+
+_T = TypeVar("_T")
+
+
+def _with_deep_stack(fn: Callable[..., _T], *args: object) -> _T:
+    """``fn(*args)``; if it recurses too deep, again in a thread with a large stack.
+
+    LibCST walks trees recursively, several frames per nesting level, so a long
+    operator chain (``ast`` accepts ~3000 deep) exceeds the default recursion
+    limit.  Raising the limit on the main thread could overflow its C stack;
+    a fresh thread with a big stack can take it.
+    """
+    try:
+        return fn(*args)
+    except RecursionError:
+        pass
+    box: Dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = fn(*args)
+        except BaseException as exc:  # noqa: B036 -- handed back to the calling thread
+            box["error"] = exc
+
+    old_limit = sys.getrecursionlimit()
+    try:
+        old_size = threading.stack_size(512 * 2**20)
+    except (ValueError, RuntimeError):
+        raise RecursionError("no thread with a large stack available") from None
+    sys.setrecursionlimit(max(old_limit, 200_000))
+    try:
+        thread = threading.Thread(target=run, name="np2torch-deep-fix")
+        thread.start()
+        thread.join()
+    finally:
+        threading.stack_size(old_size)
+        sys.setrecursionlimit(old_limit)
+    if "error" in box:
+        raise box["error"]  # type: ignore[misc]
+    return box["value"]  # type: ignore[return-value]
 
 
 def _unused_imports(

@@ -317,11 +317,11 @@ def _parse(text: str) -> ast.Module:
         raise SourceError(f"cannot parse: {exc}") from None
 
 
-def _analyze(source: str, path: str, settings: Settings) -> _Analysis:
+def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = True) -> _Analysis:
     bom = "\ufeff" if source.startswith("\ufeff") else ""
     text = source[len(bom) :]
     analysis = _Analysis(text=text, bom=bom)
-    if not settings.rules or not _may_contain(text, settings.rules):
+    if not settings.rules or (prefilter and not _may_contain(text, settings.rules)):
         return analysis
     tree = analysis.tree = _parse(text)
     res = analysis.resolution = resolve(tree, _KNOWN, text)

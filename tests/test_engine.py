@@ -1,0 +1,311 @@
+"""The engine's API: findings, errors, settings, noqa, positions, the prefilter."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import np2torch
+from np2torch import engine
+from np2torch.engine import (
+    REASON_COMPARED,
+    Finding,
+    FixError,
+    Settings,
+    SourceError,
+    _analyze,
+    _may_contain,
+    check_source,
+    fix_source,
+)
+from np2torch.rules import RULES, RULES_BY_CODE, select_rules
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+ALL_FIXTURES = sorted(FIXTURES.rglob("*.py"))
+
+
+def src(text: str) -> str:
+    return textwrap.dedent(text).lstrip("\n")
+
+
+def spans(source: str, **kwargs) -> list[str]:  # type: ignore[no-untyped-def]
+    return [
+        f"{f.line}:{f.column}-{f.end_line}:{f.end_column} {f.code}{'' if f.fixable else ' nofix'}"
+        for f in check_source(source, **kwargs)
+    ]
+
+
+# --------------------------------------------------------------------------- API
+
+
+def test_top_level_api_is_the_engine() -> None:
+    assert np2torch.check_source is check_source
+    assert np2torch.fix_source is fix_source
+    assert np2torch.Finding is Finding
+    assert np2torch.Settings is Settings
+
+
+def test_finding_fields() -> None:
+    assert [f.name for f in dataclasses.fields(Finding)] == [
+        "path", "line", "column", "end_line", "end_column", "code", "message", "fixable", "fix_title", "reason",
+    ]  # fmt: skip
+    [finding] = check_source("import numpy as np\ny = np.exp(x)\n", "pkg/mod.py")
+    assert finding == Finding(
+        path="pkg/mod.py",
+        line=2,
+        column=5,
+        end_line=2,
+        end_column=11,
+        code="NPT001",
+        message=RULES_BY_CODE["NPT001"].message(),
+        fixable=True,
+        fix_title="Replace with `np2t.exp`",
+        reason=None,
+    )
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        finding.line = 3  # type: ignore[misc]
+
+
+def test_unfixable_finding_has_a_reason_and_no_fix_title() -> None:
+    [finding] = check_source("import numpy as np\nok = f is np.exp\n")
+    assert (finding.fixable, finding.fix_title, finding.reason) == (False, None, REASON_COMPARED)
+
+
+def test_findings_are_sorted_by_position() -> None:
+    source = src(
+        """
+        from scipy.special import erf
+        import numpy as np
+        y = erf(np.log(x)) + np.exp(x)
+        z = np.log(x)
+        """
+    )
+    assert spans(source) == ["3:5-3:8 NPT003", "3:9-3:15 NPT002", "3:22-3:28 NPT001", "4:5-4:11 NPT002"]
+
+
+def test_multi_line_finding_spans_lines() -> None:
+    assert spans("import numpy as np\ny = (np\n     .exp)(x)\n") == ["2:6-3:10 NPT001"]
+
+
+# --------------------------------------------------------------------------- errors
+
+
+@pytest.mark.parametrize("call", [check_source, fix_source], ids=["check", "fix"])
+def test_syntax_error_is_a_source_error(call) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(SourceError) as info:
+        call("import numpy as np\n\ndef f(:\n    return np.exp(x)\n")
+    assert info.value.line == 3
+    assert info.value.column is not None and info.value.column >= 1
+    assert "\n" not in str(info.value) and str(info.value).startswith("SyntaxError: ")
+
+
+def test_null_bytes_are_a_source_error() -> None:
+    with pytest.raises(SourceError) as info:
+        check_source("import numpy as np\nnp.exp(x)\x00\n")
+    assert "\n" not in str(info.value)
+
+
+def test_indentation_error_is_a_source_error() -> None:
+    with pytest.raises(SourceError) as info:
+        check_source("import numpy as np\ndef f():\nreturn np.exp(1.0 * x)\n")
+    assert str(info.value).startswith("IndentationError: ")
+    assert info.value.line == 3
+
+
+def test_prefilter_does_not_parse_text_that_cannot_have_findings() -> None:
+    # By design (issue 4): text spelling no table module and name is never parsed,
+    # so its syntax errors are not the engine's to report.
+    assert check_source("def f(:\n") == []
+    assert fix_source("def f(:\n") == "def f(:\n"
+
+
+def test_fix_error_when_the_rewrite_does_not_parse(monkeypatch: pytest.MonkeyPatch) -> None:
+    import np2torch._engine_fix as fixer
+
+    monkeypatch.setattr(fixer, "apply_fixes", lambda *args, **kwargs: "def broken(:\n")
+    with pytest.raises(FixError):
+        fix_source("import numpy as np\ny = np.exp(x)\n")
+
+
+# --------------------------------------------------------------------------- prefilter
+
+
+@pytest.mark.parametrize("path", ALL_FIXTURES, ids=lambda p: p.relative_to(FIXTURES).as_posix())
+def test_prefilter_is_exact_on_fixtures(path: Path) -> None:
+    source = path.read_bytes().decode("utf-8")
+    for rules in [RULES, *((rule,) for rule in RULES)]:
+        settings = Settings(rules=rules)
+        unfiltered = _analyze(source, str(path), settings, prefilter=False).findings
+        assert check_source(source, str(path), settings=settings) == unfiltered
+        if not _may_contain(source, rules):
+            assert unfiltered == []
+
+
+def test_prefilter_needs_module_and_name_of_one_rule() -> None:
+    assert _may_contain("import numpy as np\nnp.exp(x)", RULES)
+    assert not _may_contain("import numpy as np\nnp.sqrt(x)", RULES)
+    assert not _may_contain("import numpy as np\nerf(x)", select_rules(["NPT001", "NPT002"]))
+    assert not _may_contain("from math import exp\nexp(x)", RULES)
+
+
+def test_prefilter_sees_nfkc_normalised_identifiers() -> None:
+    source = "import numpy as np\ny = np.ｅｘｐ(x)\n"
+    assert _may_contain(source, RULES)
+    assert spans(source) == ["2:5-2:11 NPT001"]
+    assert fix_source(source) == "import numpy as np\nimport np2torch.runtime as np2t\n\ny = np2t.exp(x)\n"
+
+
+# --------------------------------------------------------------------------- positions
+
+
+def test_columns_count_characters_not_bytes() -> None:
+    source = 'import numpy as np\ns = "é½🌡"; y = np.exp(x)\n'
+    assert spans(source) == ["2:16-2:22 NPT001"]
+    line = source.splitlines()[1]
+    assert line[15:21] == "np.exp"  # column 16 is index 15
+
+
+def test_tabs_count_as_one_column() -> None:
+    assert spans("import numpy as np\nif x:\n\ty =\tnp.log(x)\n") == ["3:6-3:12 NPT002"]
+
+
+def test_bom_is_not_a_column_and_survives_the_fix() -> None:
+    source = "\ufeffimport numpy as np; y = np.exp(x)\n"
+    assert spans(source) == ["1:25-1:31 NPT001"]  # as if the BOM were not there
+    fixed = fix_source(source)
+    assert fixed.startswith("\ufeff") and fixed.count("\ufeff") == 1
+    assert "np2t.exp(x)" in fixed
+
+
+# --------------------------------------------------------------------------- noqa
+
+NOQA = [
+    ("# noqa", True),
+    ("#noqa", True),
+    ("# NOQA", True),
+    ("# noqa:NPT001", True),
+    ("#noqa:NPT001", True),
+    ("# noqa: NPT001", True),
+    ("# noqa: npt001", True),
+    ("# noqa: E501,NPT001", True),
+    ("# noqa: E501, NPT001", True),
+    ("# noqa: E501 NPT001", True),
+    ("# type: ignore  # noqa: NPT001", True),
+    ("# noqa: NPT002", False),
+    ("# noqa: E501", False),
+    ("# noqa: NPT0011", False),
+    ("# noqanything", False),
+    ("# not a noqa: NPT001 comment", False),
+]
+
+
+@pytest.mark.parametrize(("comment", "suppressed"), NOQA, ids=[c for c, _ in NOQA])
+def test_noqa(comment: str, suppressed: bool) -> None:
+    source = f"import numpy as np\ny = np.exp(x)  {comment}\n"
+    assert spans(source) == ([] if suppressed else ["2:5-2:11 NPT001"])
+    assert (fix_source(source) == source) is suppressed
+
+
+def test_noqa_inside_a_string_does_not_count() -> None:
+    assert spans('import numpy as np\ny = np.exp(x); s = "# noqa"\n') == ["2:5-2:11 NPT001"]
+
+
+def test_noqa_applies_to_the_line_where_the_finding_starts() -> None:
+    source = "import numpy as np\ny = (np  # noqa\n     .exp)(x)\nz = (np\n     .exp)(x)  # noqa\n"
+    assert spans(source) == ["4:6-5:10 NPT001"]
+
+
+def test_noqa_use_keeps_the_import() -> None:
+    source = "from numpy import exp\na = exp(x)  # noqa\nb = exp(y)\n"
+    assert fix_source(source) == "from numpy import exp\nimport np2torch.runtime as np2t\n\na = exp(x)  # noqa\nb = np2t.exp(y)\n"
+
+
+# --------------------------------------------------------------------------- settings
+
+
+def test_rules_subset_finds_and_fixes_only_those() -> None:
+    settings = Settings(rules=select_rules(["NPT001"]))
+    source = "import numpy as np\ny = np.exp(x) + np.log(x)\n"
+    assert spans(source, settings=settings) == ["2:5-2:11 NPT001"]
+    assert fix_source(source, settings=settings).endswith("y = np2t.exp(x) + np.log(x)\n")
+
+
+def test_no_rules_no_findings() -> None:
+    assert check_source("import numpy as np\nnp.exp(x)\n", settings=Settings(rules=())) == []
+
+
+def test_custom_runtime_module_and_alias() -> None:
+    settings = Settings(runtime_module="mypkg.fast", alias="fast")
+    source = "import numpy as np\ny = np.exp(x)\n"
+    assert check_source(source, settings=settings)[0].fix_title == "Replace with `fast.exp`"
+    assert fix_source(source, settings=settings) == "import numpy as np\nimport mypkg.fast as fast\n\ny = fast.exp(x)\n"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "word"),
+    [
+        ({"alias": "npt"}, "numpy.typing"),
+        ({"alias": "1x"}, "identifier"),
+        ({"alias": "class"}, "identifier"),
+        ({"runtime_module": "a..b"}, "module"),
+        ({"runtime_module": ""}, "module"),
+    ],
+)
+def test_bad_settings_are_value_errors(kwargs, word: str) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ValueError, match=word):
+        Settings(**kwargs)
+
+
+def test_fix_title_names_the_alias_the_fix_will_use() -> None:
+    source = "import numpy as np\nnp2t = 1\ny = np.exp(x)\n"
+    assert check_source(source)[0].fix_title == "Replace with `np2t_1.exp`"
+    assert "np2t_1.exp(x)" in fix_source(source)
+
+
+# --------------------------------------------------------------------------- fix behaviour
+
+
+def test_nothing_to_fix_returns_the_text_unchanged() -> None:
+    for source in ["x = 1\n", "import numpy as np\nnp.log(2)\n", "import numpy as np\nf is np.exp\n"]:
+        assert fix_source(source) == source
+
+
+@pytest.mark.parametrize(
+    ("path", "kept"),
+    [("pkg/__init__.py", True), ("pkg\\__init__.py", True), ("__init__.py", True), ("pkg/mod.py", False), ("<string>", False)],
+)
+def test_init_files_keep_their_imports(path: str, kept: bool) -> None:
+    fixed = fix_source("from numpy import exp\ny = exp(x)\n", path)
+    assert ("from numpy import exp" in fixed) is kept
+    assert "np2t.exp(x)" in fixed
+
+
+def test_deeply_nested_expression_is_fixed() -> None:
+    source = "import numpy as np\ny = " + " + ".join(["x"] * 600) + " + np.exp(x)\n"
+    fixed = fix_source(source)
+    assert fixed.endswith(" + x + np2t.exp(x)\n")
+    assert fix_source(fixed) == fixed
+
+
+def test_check_never_loads_libcst_or_torch() -> None:
+    code = textwrap.dedent(
+        """
+        import sys
+        import np2torch
+        findings = np2torch.check_source("import numpy as np\\ny = np.exp(x)\\n")
+        assert len(findings) == 1, findings
+        loaded = sorted(m for m in ("libcst", "torch") if m in sys.modules)
+        assert not loaded, loaded
+        """
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_engine_module_exports() -> None:
+    for name in engine.__all__:
+        assert hasattr(engine, name)
