@@ -205,25 +205,42 @@ def test_pool_output_equals_serial_output(capsys: pytest.CaptureFixture[str], in
     assert serial[1].out.count("NPT001") == 16 and serial[1].out.count("NPT003") == 16
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="relies on fork inheriting a patched engine")
-def test_pool_really_uses_other_processes(capsys: pytest.CaptureFixture[str], in_tmp: Path,
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    from np2torch import engine
-
-    pids = in_tmp / "pids"
-    real = engine.check_source
-
-    def recording(source: str, path: str = "<string>", **kwargs: object) -> list[object]:
-        with open(pids, "a") as handle:
-            handle.write(f"{os.getpid()}\n")
-        return real(source, path, **kwargs)
-
-    monkeypatch.setattr(engine, "check_source", recording)
+def test_pool_really_uses_other_processes(in_tmp: Path) -> None:
+    # In a fresh interpreter (no torch loaded, so the pool forks and inherits the patched engine).
     make_tree(in_tmp / "src", 16)
-    assert main(["fix", "--no-cache", "-j", "2", "src"]) == 0
-    seen = set(pids.read_text().split())
-    assert str(os.getpid()) not in seen and len(seen) == 2
+    code = f"""
+import os
+from np2torch import engine
+from np2torch.cli import main
+
+real = engine.check_source
+
+def recording(source, path="<string>", **kwargs):
+    with open({str(in_tmp / "pids")!r}, "a") as handle:
+        handle.write(f"{{os.getpid()}}\\n")
+    return real(source, path, **kwargs)
+
+engine.check_source = recording
+print(os.getpid(), main(["fix", "--no-cache", "-j", "2", "src"]))
+"""
+    done = subprocess.run([sys.executable, "-c", code], cwd=in_tmp, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=180)
+    parent, returned = done.stdout.split()[-2:]
+    assert returned == "0", done.stderr
+    seen = set((in_tmp / "pids").read_text().split())
+    assert parent not in seen and len(seen) == 2
     assert all("np2t.exp(x)" in p.read_text() for p in (in_tmp / "src").glob("*.py"))
+
+
+def test_spawned_workers_give_the_same_results(capsys: pytest.CaptureFixture[str], in_tmp: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    import multiprocessing
+
+    make_tree(in_tmp / "src", 8)
+    serial = main(["check", "--no-cache", "-j", "1", "src"]), capsys.readouterr().out
+    monkeypatch.setattr(runner, "_pool_context", lambda: multiprocessing.get_context("spawn"))
+    assert runner.workers_for(2, 8) == 2
+    assert (main(["check", "--no-cache", "-j", "2", "src"]), capsys.readouterr().out) == serial
 
 
 def test_few_files_stay_in_process(capsys: pytest.CaptureFixture[str], engine_calls: list[str], in_tmp: Path) -> None:

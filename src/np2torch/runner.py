@@ -192,11 +192,14 @@ def workers_for(jobs: int, files: int) -> int:
 
 
 def _pool_context() -> Any:
-    # fork: workers inherit the imported engine instead of importing it again, and fork is safe here
-    # because the CLI never imports torch (no threads).  Elsewhere fork is unsafe (macOS) or absent.
+    """fork where it is safe (Linux, no torch loaded: the CLI never imports it, so there are no native
+    threads), which lets workers inherit the imported engine; spawn everywhere else (macOS, or a
+    caller of this API that has torch and its thread pools loaded)."""
     import multiprocessing
 
-    return multiprocessing.get_context("fork") if sys.platform.startswith("linux") else None
+    if sys.platform.startswith("linux") and "torch" not in sys.modules:
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("spawn")
 
 
 def _run_pool(jobs: Sequence[Job], workers: int, progress: Progress | None) -> list[FileResult]:
