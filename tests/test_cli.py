@@ -481,3 +481,46 @@ def test_console_script(in_tmp: Path) -> None:
     done = subprocess.run([str(script), "check", "--select", "BOGUS"], stdin=subprocess.DEVNULL,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "Traceback" not in done.stderr
+
+
+# ---------------------------------------------------------------- exit codes, all together
+
+UNFIXABLE = "import numpy as np\n\nsame = f is np.exp\n"
+
+
+def test_fix_exits_1_when_unfixable_findings_remain(capsys: pytest.CaptureFixture[str]) -> None:
+    path = write("a.py", EXP + UNFIXABLE.replace("import numpy as np\n\n", ""))
+    code, out, _ = run(capsys, "fix", "a.py")
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[0].startswith("a.py:5:13: NPT001 ") and "(no fix: it is compared" in lines[0]
+    assert lines[1:] == ["Fixed 1 error in 1 file.", "Found 1 error that np2torch cannot fix."]
+    assert "np2t.exp(x)" in path.read_text()
+    assert run(capsys, "fix", "--exit-zero", "a.py")[0] == 0
+
+
+def test_check_unfixable_only(capsys: pytest.CaptureFixture[str]) -> None:
+    write("a.py", UNFIXABLE)
+    code, out, _ = run(capsys, "check", "a.py")
+    assert code == 1 and out.splitlines()[-1] == "Found 1 error."
+
+
+def test_fix_diff_with_only_unfixable_findings_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    write("a.py", UNFIXABLE)
+    assert run(capsys, "fix", "--diff", "a.py") == (0, "", "Nothing to fix.\n")
+
+
+def test_errors_win_over_findings_and_exit_zero(capsys: pytest.CaptureFixture[str]) -> None:
+    write("good.py", EXP)
+    code, out, _ = run(capsys, "check", "--exit-zero", "good.py", "missing.py")
+    assert code == 2 and "good.py:3:5" in out
+    code, _, _ = run(capsys, "fix", "--diff", "good.py", "missing.py")
+    assert code == 2
+
+
+def test_json_stays_valid_when_a_file_fails(capsys: pytest.CaptureFixture[str]) -> None:
+    write("good.py", EXP)
+    write("bad.py", "import numpy as np\nnp.exp(\n")
+    code, out, err = run(capsys, "check", "--format", "json", "good.py", "bad.py")
+    assert code == 2 and [f["path"] for f in json.loads(out)] == ["good.py"]
+    assert err.startswith("bad.py:2:")
