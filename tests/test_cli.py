@@ -524,3 +524,12 @@ def test_json_stays_valid_when_a_file_fails(capsys: pytest.CaptureFixture[str]) 
     code, out, err = run(capsys, "check", "--format", "json", "good.py", "bad.py")
     assert code == 2 and [f["path"] for f in json.loads(out)] == ["good.py"]
     assert err.startswith("bad.py:2:")
+
+
+def test_a_bug_outside_file_work_is_named_without_traceback(capsys: pytest.CaptureFixture[str],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
+        raise KeyError("surprise")
+
+    monkeypatch.setattr(cli, "discover", broken)
+    assert run(capsys, "check", ".") == (2, "", "np2torch: internal error: KeyError: 'surprise'\n")

@@ -273,4 +273,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 1
+    except Exception as exc:  # a bug outside per-file work (which reports its own): name it, no traceback
+        _error(runner.internal_error("np2torch", exc))
+        return 2
     return result if isinstance(result, int) else 0

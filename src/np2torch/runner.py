@@ -81,7 +81,7 @@ def might_have_findings(text: str, settings: RunSettings) -> bool:
 # ---------------------------------------------------------------- one file
 
 
-def _internal_error(display: str, exc: BaseException) -> str:
+def internal_error(display: str, exc: BaseException) -> str:
     message = " ".join(str(exc).split())
     line = f"{display}: internal error: {type(exc).__name__}" + (f": {message}" if message else "")
     if os.environ.get("NP2TORCH_DEBUG"):
@@ -105,7 +105,7 @@ def run_job(job: Job) -> FileResult:
     except FileError as exc:
         return FileResult(job.display, errors=[str(exc)])
     except Exception as exc:  # a bug in np2torch: name it, keep going with the other files
-        return FileResult(job.display, errors=[_internal_error(job.display, exc)])
+        return FileResult(job.display, errors=[internal_error(job.display, exc)])
 
 
 def _run_job(job: Job) -> FileResult:
