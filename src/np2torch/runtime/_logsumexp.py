@@ -12,15 +12,17 @@ inside ``s`` and torch's ``exp`` differ.  torch's fused ``torch.logsumexp`` is
 full-size temporaries.
 
 The big input is read in blocks of ~1 MiB that stay in cache: the maximum,
-then per block ``sub, eq, count, masked_fill, exp, sum`` into a reused buffer.
+then per block ``sub, eq, exp, sub, sum, sum`` in two reused buffers.
 Touching fresh full-size temporaries (page faults) cost more than the
 arithmetic on the issue's VM.
 
 Everything else goes to SciPy: other SciPy versions, ``b=``, complex, float16
-and longdouble, subclasses and array-likes, empty inputs, unusual ``axis`` or
-flag values, ``np.errstate(under=...)`` not ``ignore``, and the rare inputs for
-which SciPy's ``a - a_max`` overflows (it warns there, under the default
-``over='warn'``).  SciPy is imported only when first needed.
+and longdouble, subclasses and array-likes, empty inputs and broadcast views,
+unusual ``axis`` or flag values, ``np.errstate(under=...)`` not ``ignore``,
+inputs with a NaN (the torch pass is then wasted: the sign of SciPy's NaN
+depends on NumPy's SIMD kernels), and the rare inputs for which SciPy's
+``a - a_max`` may overflow (it warns there, under the default ``over='warn'``).
+SciPy is imported only when first needed.
 """
 
 from __future__ import annotations
@@ -125,6 +127,8 @@ def _lse_try_torch(a: np.ndarray, axis: Any, keepdims: Any, return_sign: Any, se
     modes = np.geterr()
     if modes["under"] != "ignore":
         return None  # SciPy's exp(a - a_max) underflows outside its errstate
+    if 0 in a.strides and a.size > 1:
+        return None  # broadcast views: NumPy's result layout is not the one reproduced below
     view, flipped = _lse_positive_strides(a)
     if not can_view(view):
         return None
@@ -134,13 +138,18 @@ def _lse_try_torch(a: np.ndarray, axis: Any, keepdims: Any, return_sign: Any, se
     reduced = _lse_reduce(torch, view, dims, work, device)
     if reduced is None:
         return None
-    a_max, count, total = reduced
-    if not handles_nonfinite and not np.isfinite(a_max).all():
-        return None
-    if modes["over"] != "ignore" and _lse_subtraction_may_overflow(a_max):
-        return None
-    out, sign = _lse_finish(a_max, count, total, work, bool(return_sign))
-    return _lse_shape_like_scipy(a, dims, flipped, out, sign, bool(keepdims), bool(return_sign))
+    a_max = reduced[0]
+    with np.errstate(all="ignore"):  # NaN comparisons, garbage in non-finite slices
+        if not handles_nonfinite and not np.isfinite(a_max).all():
+            return None
+        if modes["over"] != "ignore" and _lse_subtraction_may_overflow(a_max):
+            return None
+        if np.isnan(a_max).any():
+            # The sign of SciPy's NaN comes from the input's NaNs through
+            # NumPy's SIMD kernels (float64 exp keeps it, float32 exp and max
+            # clear it here); torch's max makes a new NaN.  Left to SciPy.
+            return None
+        return _lse_finish(a, dims, flipped, reduced, work, *flags)
 
 
 def _lse_flag(value: Any) -> Optional[bool]:
@@ -233,13 +242,17 @@ def _lse_chunk_dim(shape: Sequence[int], strides: Sequence[int], block: int) -> 
 def _lse_blockwise(torch: Any, t: Any, dims: Tuple[int, ...], work: Any, device: str, block: int) -> Tuple[Any, Any, Any]:
     axis, step = _lse_chunk_dim(t.shape, t.stride(), block)
     starts = range(0, t.shape[axis], step)
-    width = min(step, t.shape[axis])
-    slab = t.numel() // t.shape[axis] * width
-    buffer = torch.empty(slab, dtype=work, device=device)
-    mask = torch.empty(slab, dtype=torch.bool, device=device)
+    slab = t.numel() // t.shape[axis] * min(step, t.shape[axis])
+    shifted = torch.empty(slab, dtype=work, device=device)
+    is_max = torch.empty(slab, dtype=work, device=device)
+    # Counts per block are sums of 0.0/1.0: exact below 2**24 terms even in float32.
+    count_dtype = work if slab < 1 << 24 else torch.float64
 
     def piece(start: int) -> Any:
         return t.narrow(axis, start, min(step, t.shape[axis] - start)).to(device)
+
+    def sums(chunk: Any, a_max: Any) -> Tuple[Any, Any]:
+        return _lse_block_sums(torch, chunk, a_max, dims, shifted, is_max, count_dtype)
 
     if axis in dims:
         # Slices span blocks: the maximum first, then partial sums over blocks.
@@ -251,38 +264,44 @@ def _lse_blockwise(torch: Any, t: Any, dims: Tuple[int, ...], work: Any, device:
         totals = _LsePairwise()
         count = None
         for start in starts:
-            s, m = _lse_block_sums(torch, piece(start), a_max, dims, buffer, mask)
+            s, m = sums(piece(start), a_max)
             totals.add(s)
             count = m if count is None else count + m
         return a_max, count, totals.result()
     # Each block holds whole slices: one read of the input from memory.
-    maxima, counts, sums = [], [], []
+    shape = [1 if i in dims else size for i, size in enumerate(t.shape)]
+    a_max = torch.empty(shape, dtype=work, device=device)
+    total = torch.empty(shape, dtype=work, device=device)
+    count = torch.empty(shape, dtype=torch.int64, device=device)
     for start in starts:
         chunk = piece(start)
-        a_max = torch.amax(chunk, dims, keepdim=True).to(work)
-        s, m = _lse_block_sums(torch, chunk, a_max, dims, buffer, mask)
-        maxima.append(a_max)
-        counts.append(m)
-        sums.append(s)
-    return torch.cat(maxima, axis), torch.cat(counts, axis), torch.cat(sums, axis)
+        width = chunk.shape[axis]
+        block_max = a_max.narrow(axis, start, width)
+        block_max.copy_(torch.amax(chunk, dims, keepdim=True))
+        s, m = sums(chunk, block_max)
+        total.narrow(axis, start, width).copy_(s)
+        count.narrow(axis, start, width).copy_(m)
+    return a_max, count, total
 
 
-def _lse_block_sums(torch: Any, chunk: Any, a_max: Any, dims: Tuple[int, ...], buffer: Any, mask: Any) -> Tuple[Any, Any]:
-    """``s`` (sum of exp(x - a_max) over the non-maximal x) and ``m`` (count of maxima) of one block."""
+def _lse_block_sums(torch: Any, chunk: Any, a_max: Any, dims: Tuple[int, ...], shifted: Any, is_max: Any, count_dtype: Any) -> Tuple[Any, Any]:
+    """``s`` (sum of exp(x - a_max) over the non-maximal x) and ``m`` (int64 count of maxima) of one block."""
     n = chunk.numel()
-    shifted = buffer[:n].view(chunk.shape)
+    shifted = shifted[:n].view(chunk.shape)
+    is_max = is_max[:n].view(chunk.shape)
     if chunk.dtype == shifted.dtype:
         torch.sub(chunk, a_max, out=shifted)
     else:
         shifted.copy_(chunk)  # SciPy's astype(float64), one block at a time
         shifted.sub_(a_max)
-    is_max = mask[:n].view(chunk.shape)
-    # x - a_max == 0 exactly when x == a_max (gradual underflow); SciPy moves
-    # those elements out of the sum and counts them.
+    # x - a_max == 0 exactly when x == a_max (gradual underflow).  SciPy takes
+    # those elements out of the sum and counts them: exp(0) - 1.0 is exactly 0.
+    # (A float mask and a subtraction cost less than a bool mask, masked_fill
+    # and a bool count.)
     torch.eq(shifted, 0, out=is_max)
-    count = is_max.sum(dims, keepdim=True)
-    shifted.masked_fill_(is_max, -np.inf)
     shifted.exp_()
+    shifted.sub_(is_max)
+    count = is_max.sum(dims, keepdim=True, dtype=count_dtype).to(torch.int64)
     return shifted.sum(dims, keepdim=True), count
 
 
@@ -309,48 +328,50 @@ class _LsePairwise:
 def _lse_subtraction_may_overflow(a_max: np.ndarray) -> bool:
     # SciPy's a - a_max overflows (and warns "overflow encountered in subtract")
     # only for some finite a_max beyond half an ULP of the largest float.
-    finite = a_max[np.isfinite(a_max)]
-    return bool(finite.size) and bool(finite.max() >= _LSE_OVERFLOW_FROM[a_max.dtype])
+    return bool(np.any((a_max >= _LSE_OVERFLOW_FROM[a_max.dtype]) & (a_max != np.inf)))
 
 
-def _lse_finish(a_max: np.ndarray, count: np.ndarray, total: np.ndarray, work: np.dtype, return_sign: bool) -> Tuple[np.ndarray, Optional[np.ndarray]]:
-    """SciPy 1.17's NumPy expressions on the reduced quantities (keepdims shape)."""
-    m = count.astype(work)
-    finite = np.isfinite(a_max)
-    with np.errstate(all="ignore"):  # non-finite slices hold garbage, replaced below
-        s = np.where(total == 0, total, total / m)
-        out = np.log1p(s) + np.log(m) + a_max
-    # Non-finite maximum: SciPy falls back to log(sum(exp(a))): NaN -> NaN,
-    # +inf -> +inf, all -inf -> -inf, with sign(sum) = NaN, 1, 0.
-    out = np.where(finite, out, a_max)
-    if not return_sign:
-        return out, None
-    sign = np.ones_like(out)
-    sign[a_max == -np.inf] = 0.0
-    sign[np.isnan(a_max)] = np.nan
-    return out, sign
-
-
-def _lse_shape_like_scipy(
+def _lse_finish(
     a: np.ndarray,
     dims: Tuple[int, ...],
     flipped: Tuple[int, ...],
-    out: np.ndarray,
-    sign: Optional[np.ndarray],
+    reduced: Tuple[np.ndarray, np.ndarray, np.ndarray],
+    work: np.dtype,
     keepdims: bool,
     return_sign: bool,
 ) -> Any:
-    """Memory order, shape and scalar conversion as SciPy's NumPy calls produce them."""
-    # NumPy allocates a reduction's result like empty_like(a, order="K") with the
-    # reduced axes set to length 1; SciPy's later ufuncs keep that layout.
-    template = a[tuple(slice(0, 1) if i in dims else slice(None) for i in range(a.ndim))]
-    back = tuple(slice(None, None, -1) if i in flipped else slice(None) for i in range(a.ndim))
+    """SciPy 1.17's NumPy expressions on the reduced quantities, in SciPy's memory order."""
+    a_max, m, total = (_lse_laid_out(a, dims, flipped, values, work) for values in reduced)
+    finite = np.isfinite(a_max)
+    s = np.where(total == 0, total, total / m)
+    out = np.log1p(s) + np.log(m) + a_max
+    # Non-finite maximum (NaN slices never get here): SciPy falls back to
+    # log(sum(exp(a))): +inf -> +inf, all -inf -> -inf, with sign(sum) = 1, 0.
+    out = _lse_squeezed(np.where(finite, out, a_max), dims, keepdims)
+    if not return_sign:
+        return out
+    one, zero = work.type(1), work.type(0)
+    return out, _lse_squeezed(np.where(a_max == -np.inf, zero, one), dims, keepdims)
 
-    def finish(values: np.ndarray) -> Any:
-        result = np.empty_like(template, dtype=values.dtype)
-        np.copyto(result, values[back] if flipped else values)
-        if not keepdims:
-            result = np.squeeze(result, axis=dims)
-        return result[()] if result.ndim == 0 else result
 
-    return (finish(out), finish(sign)) if return_sign else finish(out)
+def _lse_laid_out(a: np.ndarray, dims: Tuple[int, ...], flipped: Tuple[int, ...], values: np.ndarray, work: np.dtype) -> np.ndarray:
+    """``values`` (keepdims shape, computed on the flipped view) in the layout SciPy's arrays have.
+
+    NumPy lays a reduction's result out in the input's stride order; SciPy's
+    final ``where`` then gives the same strides as one over arrays laid out
+    like this (checked over all axis permutations, flips and reductions of
+    3-d and 4-d arrays).
+    """
+    order = sorted(range(a.ndim), key=lambda i: -abs(a.strides[i]))
+    shape = [1 if i in dims else a.shape[i] for i in range(a.ndim)]
+    result = np.empty([shape[i] for i in order], dtype=work).transpose(np.argsort(order))
+    if flipped:
+        values = values[tuple(slice(None, None, -1) if i in flipped else slice(None) for i in range(a.ndim))]
+    np.copyto(result, values)
+    return result
+
+
+def _lse_squeezed(values: np.ndarray, dims: Tuple[int, ...], keepdims: bool) -> Any:
+    if not keepdims:
+        values = np.squeeze(values, axis=dims)
+    return values[()] if values.ndim == 0 else values

@@ -1,0 +1,556 @@
+"""np2t.logsumexp returns what scipy.special.logsumexp returns.
+
+Parity is checked on the torch path itself (``_lse_try_torch`` must not decline),
+with the block size shrunk so that small arrays cross many blocks, and on the
+public helper for the inputs that go to SciPy.  Values: NaN/inf/zero identical,
+finite values within 4 ULP of SciPy in units of the slice's scale
+max(|result|, |max(slice)|) -- the size of the terms SciPy's formula adds -- or
+closer than SciPy to a reference computed in long double.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import subprocess
+import sys
+import textwrap
+import threading
+import warnings
+from typing import Any, Callable, Optional
+
+import mpmath
+import numpy as np
+import pytest
+import scipy
+import scipy.special
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from runtime_checks import ulp_distance
+
+import np2torch.runtime as np2t
+from np2torch.runtime import _logsumexp as lse
+
+MAX_ULP = 4
+SCIPY_MINOR = tuple(int(p) for p in scipy.__version__.split(".")[:2])
+
+
+@pytest.fixture(autouse=True)
+def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Blocks of 64 elements: every test array crosses block boundaries."""
+    monkeypatch.setattr(lse, "_LSE_CPU_BLOCK", 64)
+    monkeypatch.setattr(lse, "_LSE_GRAIN", 1)
+
+
+@pytest.fixture
+def forced():
+    with np2t.using(device="cpu", min_size=0):
+        yield
+
+
+def on_torch(a: np.ndarray, axis: Any = None, keepdims: bool = False, return_sign: bool = False) -> Any:
+    """The torch path's result; fails if the path declines."""
+    with np2t.using(device="cpu", min_size=0):
+        result = lse._lse_try_torch(a, axis, keepdims, return_sign, np2t.current_settings())
+    assert result is not None, "the torch path declined"
+    return result
+
+
+def outcome(func: Callable, *args: Any, **kwargs: Any) -> Any:
+    """The result, or the exception's type and message, with warnings recorded."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            value = func(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - compared against SciPy's
+            value = (type(exc), str(exc))
+    return value, [(w.category, str(w.message)) for w in caught]
+
+
+def reference(a: np.ndarray, axis: Any, keepdims: bool) -> np.ndarray:
+    """SciPy's formula in long double: ~11 more bits than float64."""
+    return np.asarray(scipy.special.logsumexp(a.astype(np.longdouble), axis=axis, keepdims=keepdims))
+
+
+def assert_structure(got: Any, want: Any) -> None:
+    assert type(got) is type(want), (type(got), type(want))
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    assert np.shape(got) == np.shape(want)
+    if isinstance(want, np.ndarray):
+        assert got.strides == want.strides, (got.strides, want.strides)
+        assert got.flags.c_contiguous == want.flags.c_contiguous
+        assert got.flags.f_contiguous == want.flags.f_contiguous
+        assert got.flags.writeable
+
+
+def assert_close(got: Any, want: Any, a: np.ndarray, axis: Any, keepdims: bool) -> None:
+    got, want = np.atleast_1d(got), np.atleast_1d(want)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg="NaN positions differ")
+    special = ~np.isfinite(want) | (want == 0)
+    np.testing.assert_array_equal(got[special], want[special], err_msg="inf/zero differ")
+    np.testing.assert_array_equal(np.signbit(got[special]), np.signbit(want[special]))
+    finite = ~special
+    if not finite.any():
+        return
+    a_max = np.atleast_1d(np.max(a, axis=axis, keepdims=keepdims)).astype(want.dtype)
+    scale = np.maximum(np.abs(want), np.abs(a_max))[finite]
+    apart = np.abs(got[finite].astype(np.float64) - want[finite]) / np.spacing(scale).astype(np.float64)
+    ref = np.atleast_1d(reference(a, axis, keepdims))[finite]
+    closer = np.abs(got[finite] - ref) <= np.abs(want[finite] - ref)
+    bad = (apart > MAX_ULP) & ~closer
+    assert not bad.any(), f"{apart[bad].max()} ULP of scale from SciPy and less accurate: {got[finite][bad]} vs {want[finite][bad]}"
+
+
+def assert_parity(a: np.ndarray, axis: Any = None, keepdims: bool = False, return_sign: bool = False) -> None:
+    got = on_torch(a, axis, keepdims, return_sign)
+    want = scipy.special.logsumexp(a, axis=axis, keepdims=keepdims, return_sign=return_sign)
+    if return_sign:
+        assert type(got) is tuple and len(got) == 2
+        assert_structure(got[1], want[1])
+        np.testing.assert_array_equal(got[1], want[1])
+        got, want = got[0], want[0]
+    assert_structure(got, want)
+    assert_close(got, want, a, axis, keepdims)
+
+
+# ---------------------------------------------------------------- the torch path
+
+
+AXES = [None, 0, 1, 2, -1, -3, (0, 1), (0, 2), (1, 2), (2, 0), (0, 1, 2), np.int64(1)]
+
+
+@pytest.mark.parametrize("axis", AXES, ids=str)
+@pytest.mark.parametrize(
+    "layout",
+    [
+        pytest.param(lambda a: a, id="C"),
+        pytest.param(np.asfortranarray, id="F"),
+        pytest.param(lambda a: a.transpose(1, 2, 0), id="transposed"),
+        pytest.param(lambda a: a[::-1, :, ::-2], id="negative strides"),
+        pytest.param(lambda a: np.repeat(a, 2, axis=1)[:, ::2], id="strided"),
+    ],
+)
+def test_layouts_and_axes(layout: Callable, axis: Any) -> None:
+    a = layout(np.random.default_rng(1).standard_normal((6, 7, 5)))
+    for keepdims in (False, True):
+        for return_sign in (False, True):
+            assert_parity(a, axis, keepdims, return_sign)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "int32", "int16", "int8", "uint8", "bool"])
+def test_dtypes(dtype: str) -> None:
+    a = (np.random.default_rng(2).standard_normal((9, 11)) * 20).astype(dtype)
+    for axis in (None, 0, 1):
+        assert_parity(a, axis)
+
+
+def test_one_dimensional_and_scalar_results() -> None:
+    a = np.random.default_rng(3).standard_normal(300)
+    assert_parity(a)
+    assert_parity(a, 0)
+    assert_parity(a, -1, keepdims=True)
+    assert isinstance(on_torch(a), np.float64)
+    assert isinstance(on_torch(a.astype(np.float32)), np.float32)
+
+
+def test_read_only_input_without_warnings() -> None:
+    a = np.random.default_rng(4).standard_normal((40, 30))
+    a.flags.writeable = False
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert_parity(a, 0)
+
+
+SPECIAL_ROWS = {
+    "inf": [np.inf, 1.0, -np.inf],
+    "two infs": [np.inf, np.inf, 3.0],
+    "all -inf": [-np.inf, -np.inf, -np.inf],
+    "some -inf": [-np.inf, 0.5, -np.inf],
+    "signed zeros": [-0.0, 0.0, -np.inf],
+    "negative zero": [-0.0, -np.inf, -50.0],
+    "ties": [2.0, 2.0, 2.0],
+    "one dominates": [0.0, -40.0, -745.0],
+    "subnormal sum": [-740.0, -742.0, -745.0],
+    "huge": [1e291, -1e291, 0.0],
+}
+
+
+@pytest.mark.parametrize("row", list(SPECIAL_ROWS.values()), ids=list(SPECIAL_ROWS))
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_special_values(row: list, dtype: str) -> None:
+    if dtype == "float32":
+        row = [np.float32(x) if abs(x) < 1e30 or np.isinf(x) else np.float32(np.sign(x) * 1e30) for x in row]
+    a = np.array([row, row[::-1], [0.0, 1.0, 2.0]], dtype=dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # SciPy warns about none of these
+        for axis in (None, 1, 0):
+            assert_parity(a, axis, return_sign=False)
+            assert_parity(a, axis, return_sign=True)
+
+
+@pytest.mark.parametrize("mode", ["raise", "warn", "ignore"])
+def test_errstate_modes_other_than_under(mode: str) -> None:
+    a = np.array([[1.0, 1.0, -np.inf], [np.inf, -np.inf, 0.0], [-np.inf, -np.inf, -np.inf], [-1000.0, 0.0, 700.0]])
+    with np.errstate(divide=mode, over=mode, invalid=mode, under="ignore"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            for axis in (None, 0, 1):
+                assert_parity(a, axis, return_sign=True)
+
+
+finite_floats = st.floats(-1e3, 1e3, allow_nan=False, width=32)
+any_floats = st.one_of(finite_floats, st.sampled_from([np.inf, -np.inf, -0.0, 0.0, -745.0, 1e30, -1e30]))
+
+
+@st.composite
+def cases(draw: Any) -> tuple:
+    dtype = draw(st.sampled_from([np.float64, np.float32]))
+    shape = draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=7))
+    elements = draw(st.sampled_from([finite_floats, any_floats]))
+    a = draw(hnp.arrays(dtype, shape, elements=elements))
+    if draw(st.booleans()):
+        a = np.asfortranarray(a)
+    if a.ndim > 1 and draw(st.booleans()):
+        a = a.swapaxes(0, -1)
+    if draw(st.booleans()):
+        a = a[tuple(slice(None, None, -1) for _ in a.shape)]
+    axes = st.one_of(
+        st.none(),
+        st.integers(-a.ndim, a.ndim - 1),
+        st.lists(st.integers(0, a.ndim - 1), min_size=1, max_size=a.ndim, unique=True).map(tuple),
+    )
+    return a, draw(axes), draw(st.booleans()), draw(st.booleans())
+
+
+@settings(max_examples=150, deadline=None)
+@given(cases())
+def test_hypothesis_parity(case: tuple) -> None:
+    a, axis, keepdims, return_sign = case
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert_parity(a, axis, keepdims, return_sign)
+
+
+@settings(max_examples=40, deadline=None)
+@given(hnp.arrays(np.float64, st.tuples(st.integers(1, 40), st.integers(1, 40)), elements=finite_floats))
+def test_hypothesis_public_helper_equals_torch_path(a: np.ndarray) -> None:
+    with np2t.using(device="cpu", min_size=0):
+        assert np.array_equal(np2t.logsumexp(a, axis=0), on_torch(a, 0))
+
+
+def test_accuracy_against_mpmath() -> None:
+    """Never less accurate than SciPy (max error over each family), and within 4 ULP of scale."""
+    rng = np.random.default_rng(5)
+    families = {
+        "normal": rng.standard_normal((40, 60)),
+        "one dominates": np.concatenate([np.zeros((40, 1)), rng.uniform(-60, -20, (40, 59))], axis=1),
+        "log-probs": np.log(rng.dirichlet(np.ones(60), size=40)),
+    }
+    mpmath.mp.prec = 160
+    for name, data in families.items():
+        for dtype in (np.float64, np.float32):
+            x = data.astype(dtype)
+            exact = np.array([float(mpmath.log(mpmath.fsum(mpmath.exp(mpmath.mpf(float(v))) for v in row))) for row in x])
+            scale = np.spacing(np.maximum(np.abs(exact), np.abs(x.max(axis=1))).astype(dtype)).astype(np.float64)
+            for axis, arr in ((1, x), (0, np.ascontiguousarray(x.T))):
+                ours = np.abs(on_torch(arr, axis) - exact) / scale
+                theirs = np.abs(scipy.special.logsumexp(arr, axis=axis) - exact) / scale
+                assert ours.max() <= MAX_ULP, (name, dtype, axis, ours.max())
+                assert ours.max() <= theirs.max() + 1, (name, dtype, axis, ours.max(), theirs.max())
+
+
+def test_dominant_term_keeps_its_tiny_contribution() -> None:
+    # log(sum(exp(a - a_max))) would round 1 + 4.2e-18 to 1 and return 0.0.
+    a = np.array([0.0, -40.0] * 5000)
+    got = on_torch(a)
+    want = scipy.special.logsumexp(a)
+    assert got > 0 and ulp_distance(np.array([got]), np.array([want]))[0] <= 1
+
+
+# ---------------------------------------------------------------- what goes to SciPy
+
+
+def declines(a: Any, **kwargs: Any) -> bool:
+    with np2t.using(device="cpu", min_size=0):
+        return lse._lse_try_torch(a, kwargs.get("axis"), kwargs.get("keepdims", False), kwargs.get("return_sign", False), np2t.current_settings()) is None
+
+
+@pytest.mark.parametrize(
+    "a, kwargs",
+    [
+        pytest.param(np.ones(5, np.float16), {}, id="float16"),
+        pytest.param(np.ones(5, np.longdouble), {}, id="longdouble"),
+        pytest.param(np.ones(5, np.complex128), {}, id="complex"),
+        pytest.param(np.ones(5, np.uint64), {}, id="uint64"),
+        pytest.param(np.ones(5, ">f8"), {}, id="big-endian"),
+        pytest.param(np.ones(5, object), {}, id="object"),
+        pytest.param(np.broadcast_to(np.arange(3.0), (4, 3)), {"axis": 1}, id="broadcast view"),
+        pytest.param(np.array(1.0), {}, id="0-d"),
+        pytest.param(np.zeros((0, 3)), {"axis": 0}, id="empty"),
+        pytest.param(np.ones((2, 3)), {"axis": (0, 0)}, id="duplicate axis"),
+        pytest.param(np.ones((2, 3)), {"axis": 2}, id="axis out of range"),
+        pytest.param(np.ones((2, 3)), {"axis": [0, 1]}, id="axis list"),
+        pytest.param(np.ones((2, 3)), {"axis": True}, id="axis bool"),
+        pytest.param(np.ones((2, 3)), {"axis": 1.0}, id="axis float"),
+        pytest.param(np.ones((2, 3)), {"axis": ()}, id="empty axis tuple"),
+        pytest.param(np.ones((2, 3)), {"keepdims": np.array([1])}, id="keepdims array"),
+        pytest.param(np.ones((2, 3)), {"return_sign": 1}, id="return_sign int"),
+        pytest.param(np.array([1.0, np.nan, 2.0] * 3), {}, id="NaN"),
+        pytest.param(np.array([1e300, -1e300]), {}, id="a - a_max overflows"),
+        pytest.param(np.array([3e38, -3e38], np.float32), {}, id="float32 a - a_max overflows"),
+    ],
+)
+def test_declines_what_it_does_not_reproduce(a: Any, kwargs: dict) -> None:
+    assert declines(a, **kwargs)
+
+
+def test_overflow_is_served_only_when_silent() -> None:
+    a = np.array([1e300, -1e300])
+    with np.errstate(over="ignore"):
+        assert not declines(a)
+    assert declines(a)
+
+
+def test_underflow_reporting_goes_to_scipy() -> None:
+    a = np.array([-1000.0, 0.0] * 100)
+    with np.errstate(under="warn"):
+        assert declines(a)
+    assert not declines(a)
+
+
+def _matrix() -> np.ndarray:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PendingDeprecationWarning)
+        return np.matrix([[1.0, 2.0], [3.0, 4.0]])
+
+
+UNSERVED = [
+    pytest.param(([1.0, 2.0, 3.0],), {}, id="list"),
+    pytest.param((2.5,), {}, id="python float"),
+    pytest.param((np.float32(2.5),), {}, id="numpy scalar"),
+    pytest.param((np.ma.array([1.0, 2.0, 3.0], mask=[0, 1, 0]),), {}, id="masked array"),
+    pytest.param((_matrix(),), {"axis": 0}, id="matrix raises"),
+    pytest.param((np.arange(6.0),), {"b": np.array([1, -2, 0, 1, 1, 1])}, id="b"),
+    pytest.param((np.arange(6.0),), {"b": np.array([1, -2, 0, 1, 1, 1]), "return_sign": True}, id="b with sign"),
+    pytest.param((np.arange(3.0),), {"b": np.ones((2, 3))}, id="b broadcasts a"),
+    pytest.param((np.zeros((0, 3)),), {"axis": 0, "return_sign": True}, id="empty"),
+    pytest.param((np.zeros((0, 3)),), {}, id="empty axis None raises"),
+    pytest.param((np.ones((2, 3)),), {"axis": (0, 0)}, id="duplicate axis raises"),
+    pytest.param((np.ones((2, 3)),), {"axis": 2}, id="bad axis raises"),
+    pytest.param((np.ones((2, 3)),), {"keepdims": np.array([1, 2])}, id="ambiguous keepdims raises"),
+    pytest.param((np.array([1e300, -1e300]),), {}, id="overflow warns"),
+    pytest.param((np.ones(4, np.complex128) * 1j,), {"return_sign": True}, id="complex"),
+    pytest.param((np.ones(4, np.float16),), {}, id="float16"),
+]
+
+
+@pytest.mark.parametrize("args, kwargs", UNSERVED)
+def test_public_helper_matches_scipy_where_it_falls_back(args: tuple, kwargs: dict, forced: None) -> None:
+    got, got_warnings = outcome(np2t.logsumexp, *args, **kwargs)
+    want, want_warnings = outcome(scipy.special.logsumexp, *args, **kwargs)
+    assert got_warnings == want_warnings
+    if isinstance(want, tuple) and isinstance(want[0], type):  # an exception
+        assert got == want
+        return
+    for g, w in zip(got if isinstance(want, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+        assert type(g) is type(w) and np.array_equal(g, w, equal_nan=True)
+
+
+@pytest.mark.parametrize("nan", [np.nan, -np.nan], ids=["nan", "-nan"])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_nan_slices_are_scipys_bit_for_bit(nan: float, dtype: str, forced: None) -> None:
+    a = np.random.default_rng(9).standard_normal((4, 30)).astype(dtype)
+    a[1, 3] = a[2, 5] = nan
+    for axis in (None, 0, 1):
+        for return_sign in (False, True):
+            got = np2t.logsumexp(a, axis=axis, return_sign=return_sign)
+            want = scipy.special.logsumexp(a, axis=axis, return_sign=return_sign)
+            for g, w in zip(got if return_sign else (got,), want if return_sign else (want,)):
+                assert np.array_equal(np.asarray(g).view(f"u{a.itemsize}"), np.asarray(w).view(f"u{a.itemsize}"))
+
+
+def test_pandas_goes_to_scipy(forced: None) -> None:
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"a": [1.0, 2.0, 3.0], "b": [0.0, -1.0, 5.0]})
+    for value in (frame, frame["a"]):
+        got = np2t.logsumexp(value, axis=0)
+        want = scipy.special.logsumexp(value, axis=0)
+        assert type(got) is type(want) and np.array_equal(got, want)
+
+
+def test_under_warn_gives_scipys_warnings(forced: None) -> None:
+    a = np.array([-1000.0, 0.0] * 50)
+    with np.errstate(under="warn"):
+        assert outcome(np2t.logsumexp, a) == outcome(scipy.special.logsumexp, a)
+    with np.errstate(under="raise"):
+        assert outcome(np2t.logsumexp, a) == outcome(scipy.special.logsumexp, a)
+
+
+# ---------------------------------------------------------------- dispatch
+
+
+@pytest.fixture
+def torch_path_calls(monkeypatch: pytest.MonkeyPatch) -> list:
+    calls: list = []
+    real = lse._lse_blockwise
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        calls.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(lse, "_lse_blockwise", spy)
+    return calls
+
+
+def test_small_arrays_go_straight_to_scipy(torch_path_calls: list, monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: Any) -> None:
+        raise AssertionError("guards ran below the size threshold")
+
+    monkeypatch.setattr(lse, "_lse_try_torch", refuse)
+    a = np.ones(10)
+    assert np2t.logsumexp(a) == scipy.special.logsumexp(a)
+
+
+def test_thresholds_and_devices(torch_path_calls: list) -> None:
+    big = np.random.default_rng(6).standard_normal((200, 200))
+    np2t.logsumexp(big, axis=0)
+    assert len(torch_path_calls) == 1
+    with np2t.using(device="numpy", min_size=0):
+        np2t.logsumexp(big, axis=0)
+    with np2t.using(min_size=10**6):
+        np2t.logsumexp(big, axis=0)
+    assert len(torch_path_calls) == 1
+    with np2t.using(min_size=0):
+        np2t.logsumexp(np.ones(3))
+    assert len(torch_path_calls) == 2
+
+
+@pytest.mark.parametrize(
+    "version, nonfinite, served",
+    [
+        ((1, 14), False, False),
+        ((1, 15), False, True),
+        ((1, 15), True, False),
+        ((1, 16), True, False),
+        ((1, 17), True, True),
+        ((1, 18), False, False),
+        (None, False, False),
+    ],
+)
+def test_scipy_version_guard(version: Optional[tuple], nonfinite: bool, served: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    lse._lse_original()
+    monkeypatch.setattr(lse._LseScipy, "version", version)
+    a = np.array([[1.0, np.inf if nonfinite else 2.0], [3.0, 4.0]])
+    assert declines(a, axis=0) is not served
+
+
+@pytest.mark.skipif(SCIPY_MINOR not in lse._LSE_VERIFIED, reason=f"scipy {scipy.__version__} is not one the torch path serves")
+def test_installed_scipy_is_served() -> None:
+    assert not declines(np.ones((3, 3)), axis=0)
+
+
+def test_version_parsing() -> None:
+    assert lse._lse_version_tuple("1.17.1") == (1, 17)
+    assert lse._lse_version_tuple("1.18.0.dev0+git") == (1, 18)
+    assert lse._lse_version_tuple("garbage") is None
+
+
+def test_chunk_plan_prefers_contiguous_blocks() -> None:
+    # C order (100, 50): rows are contiguous, so blocks are runs of rows.
+    assert lse._lse_chunk_dim((100, 50), (50, 1), 1000) == (0, 20)
+    # A row does not fit: cut along the columns instead.
+    assert lse._lse_chunk_dim((100, 5000), (5000, 1), 1000) == (1, 10)
+    # Nothing fits: the axis with the smallest slab, one index at a time.
+    assert lse._lse_chunk_dim((40, 40), (40, 1), 10) == (0, 1)
+
+
+def test_pairwise_partial_sums() -> None:
+    acc = lse._LsePairwise()
+    for value in range(1, 12):
+        acc.add(value)
+    assert acc.result() == sum(range(1, 12))
+
+
+# ---------------------------------------------------------------- processes and threads
+
+
+def test_threads_each_with_their_own_errstate() -> None:
+    # warnings.catch_warnings is process-wide, so the threads use under="raise"
+    # (thread-local in NumPy 2) to see which path served them.
+    a = np.random.default_rng(7).standard_normal((300, 40))
+    a[0, 0] = -1000.0  # underflows in SciPy's exp
+    want = scipy.special.logsumexp(a, axis=0)
+    errors: list = []
+
+    def work(under: str) -> None:
+        try:
+            with np2t.using(min_size=0), np.errstate(under=under):
+                for _ in range(5):
+                    if under == "raise":
+                        with pytest.raises(FloatingPointError, match="underflow encountered in exp"):
+                            np2t.logsumexp(a, axis=0)
+                    else:
+                        np.testing.assert_allclose(np2t.logsumexp(a, axis=0), want, rtol=1e-14)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(mode,)) for mode in ("ignore", "raise") * 4]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors[0]
+
+
+def _child_logsumexp(seed: int) -> float:
+    a = np.random.default_rng(seed).standard_normal((400, 400))
+    return float(np2t.logsumexp(a))
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="fork is the Linux default")
+def test_forked_pool_does_not_hang() -> None:
+    _child_logsumexp(0)  # the parent's thread pool is now up
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        got = pool.map_async(_child_logsumexp, [1, 2]).get(timeout=60)
+    assert got == [_child_logsumexp(1), _child_logsumexp(2)]
+
+
+def test_without_torch_everything_goes_to_scipy() -> None:
+    code = textwrap.dedent(
+        """
+        import sys
+        class NoTorch:
+            def find_spec(self, name, path=None, target=None):
+                if name == "torch" or name.startswith("torch."):
+                    raise ImportError("torch hidden")
+        sys.meta_path.insert(0, NoTorch())
+        import numpy as np, scipy.special
+        import np2torch.runtime as np2t
+        a = np.random.default_rng(0).standard_normal((300, 300))
+        with np2t.using(min_size=0):
+            assert np.array_equal(np2t.logsumexp(a, axis=0), scipy.special.logsumexp(a, axis=0))
+        assert "torch" not in sys.modules
+        print("ok")
+        """
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr
+
+
+def test_import_does_not_load_scipy_or_torch() -> None:
+    code = "import sys, np2torch.runtime; assert 'scipy' not in sys.modules and 'torch' not in sys.modules; print('ok')"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr
+
+
+@pytest.mark.cuda
+def test_cuda_parity() -> None:
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    a = np.random.default_rng(8).standard_normal((300, 200))
+    want = scipy.special.logsumexp(a, axis=0)
+    with np2t.using(device="cuda", min_size=0):
+        got = np2t.logsumexp(a, axis=0)
+    assert_structure(got, want)
+    assert_close(got, want, a, 0, False)
