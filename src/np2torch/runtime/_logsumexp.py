@@ -81,13 +81,13 @@ def _lse_version_tuple(text: str) -> Optional[Tuple[int, int]]:
 
 
 # SciPy versions whose real, unweighted logsumexp the torch path reproduces ->
-# whether it also reproduces their slices with a NaN or infinite maximum.
-# 1.15 and 1.16 share the finite-slice formula with 1.17 (checked by running the
-# parity tests against each), but differ on non-finite slices: 1.15 shifts by 0
-# there (its ``exp`` can overflow and warn), and 1.16's ``_sign(inf)`` is NaN
-# where 1.17's ``sign(inf)`` is 1.  Those calls go to SciPy.  Before 1.15 SciPy
-# used log(sum(exp(a - a_max))) + a_max; later versions are unverified.
-_LSE_VERIFIED = {(1, 15): False, (1, 16): False, (1, 17): True}
+# whether it also reproduces their slices with an infinite maximum.  1.16 has
+# 1.17's finite-slice formula and result layout (the parity tests pass against
+# 1.16.3 for finite inputs) but its ``_sign(inf)`` is NaN where 1.17's
+# ``sign(inf)`` is 1: its infinite slices go to SciPy.  1.15 lays results out
+# differently and raises on bool input; before 1.15 the formula was
+# log(sum(exp(a - a_max))) + a_max.  Later versions are unverified.
+_LSE_VERIFIED = {(1, 16): False, (1, 17): True}
 
 _LSE_FLOOR = min_size_floor(_LSE_NAME)
 
