@@ -1,0 +1,457 @@
+"""``np2torch bench``: NumPy/SciPy vs numexpr vs torch vs np2torch.runtime, on this machine.
+
+The functions come from the rule table (:data:`np2torch.rules.RULES`): each
+rule's original (its qualified name) against its runtime helper.  What this
+module adds per helper is only how to *benchmark* it -- an input, the call's
+keywords, the numexpr expression and the naive torch call -- in
+:data:`RECIPES`, keyed by helper name.  torch, numexpr and matplotlib are
+imported inside the command, never at import.
+
+Columns: the original (NumPy/SciPy), numexpr (when installed and it has the
+function), the naive torch wrapper (``torch.exp(torch.as_tensor(x)).numpy()``),
+np2torch.runtime on the CPU, np2torch.runtime on CUDA (when available), and a
+plain copy into a preallocated buffer: the memory-bandwidth floor.  Each number
+is the median over ``--repeat`` runs; small sizes loop each call enough times
+to be measurable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import math
+import os
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+import click
+import numpy as np
+
+from np2torch import __version__
+from np2torch.rules import RULES, Rule
+
+Shape = Tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How to benchmark one runtime helper (the original comes from its rule)."""
+
+    make_input: Callable[[np.random.Generator, Shape, np.dtype], np.ndarray]
+    torch_call: Callable[[Any, Any], Any]
+    """The naive torch equivalent: ``(torch, tensor) -> tensor``."""
+    numexpr: Optional[str] = None
+    """numexpr expression in ``x``; None where numexpr lacks the function."""
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    """Keywords for the original and the helper, e.g. ``axis=0``."""
+
+
+def _normal(rng: np.random.Generator, shape: Shape, dtype: np.dtype) -> np.ndarray:
+    return rng.standard_normal(shape, dtype=dtype)
+
+
+def _positive(rng: np.random.Generator, shape: Shape, dtype: np.dtype) -> np.ndarray:
+    x = rng.random(shape, dtype=dtype)
+    x *= 10
+    x += 0.1
+    return x
+
+
+RECIPES: Mapping[str, Recipe] = {
+    "exp": Recipe(_normal, lambda torch, t: torch.exp(t), numexpr="exp(x)"),
+    "log": Recipe(_positive, lambda torch, t: torch.log(t), numexpr="log(x)"),
+    "erf": Recipe(_normal, lambda torch, t: torch.special.erf(t)),
+    "logsumexp": Recipe(_normal, lambda torch, t: torch.logsumexp(t, dim=0), kwargs={"axis": 0}),
+}
+
+BACKENDS: Tuple[Tuple[str, str], ...] = (
+    ("original", "NumPy/SciPy"),
+    ("numexpr", "numexpr"),
+    ("torch", "torch (naive)"),
+    ("np2torch", "np2torch"),
+    ("cuda", "np2torch CUDA"),
+    ("copy", "copy (floor)"),
+)
+"""Column keys (JSON) and titles (table), in order."""
+
+QUIET_MACHINE_NOTE = (
+    "note: timings are only meaningful on a quiet machine; close other programs "
+    "and compare ratios from one run, not numbers from different runs."
+)
+
+
+def benchmarked_rules(names: Optional[Sequence[str]] = None) -> List[Rule]:
+    """The rules to benchmark, in table order: all with a recipe, or those whose helper is in ``names``."""
+    rules = [rule for rule in RULES if rule.helper in RECIPES]
+    if names is None:
+        return rules
+    known = {rule.helper: rule for rule in rules}
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise click.BadParameter(f"unknown function(s) {', '.join(unknown)}; choose from {', '.join(known)}", param_hint="--functions")
+    return [rule for rule in rules if rule.helper in names]
+
+
+def original_function(rule: Rule) -> Callable[..., Any]:
+    """The function a rule's qualified name names, e.g. ``scipy.special.logsumexp``."""
+    module, _, attribute = rule.qualname.rpartition(".")
+    return getattr(importlib.import_module(module), attribute)
+
+
+# ---------------------------------------------------------------- parsing options
+
+
+def parse_size(text: str) -> Shape:
+    """``"1e6"`` -> ``(1000000,)``; ``"1000x1000"`` -> ``(1000, 1000)``."""
+    parts = text.lower().replace("×", "x").split("x")
+    try:
+        numbers = [float(part) for part in parts]
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not a size like 1e6 or 1000x1000", param_hint="--size") from None
+    if any(not (n >= 1 and n == int(n)) for n in numbers):
+        raise click.BadParameter(f"{text!r}: every extent must be a whole number >= 1", param_hint="--size")
+    return tuple(int(n) for n in numbers)
+
+
+def sweep_sizes(max_size: int) -> List[int]:
+    """1, 3, 10, 30, ... up to ``max_size`` (and ``max_size`` itself)."""
+    sizes = []
+    decade = 1
+    while decade <= max_size:
+        sizes.extend(n for n in (decade, 3 * decade) if n <= max_size)
+        decade *= 10
+    if sizes[-1] != max_size:
+        sizes.append(max_size)
+    return sizes
+
+
+def square_shape(n: int) -> Shape:
+    """The most nearly square 2-d shape of exactly ``n`` elements (logsumexp reduces its axis 0)."""
+    rows = next(r for r in range(math.isqrt(n), 0, -1) if n % r == 0)
+    return (rows, n // rows)
+
+
+# ---------------------------------------------------------------- timing
+
+
+def time_call(call: Callable[[], Any], repeat: int, min_run_time: float) -> float:
+    """Median seconds per call over ``repeat`` runs, each looping until ``min_run_time`` has passed."""
+    start = time.perf_counter()
+    call()  # warm-up: imports, caches, first-touch of memory
+    once = time.perf_counter() - start
+    number = 1 if once >= min_run_time else min(100_000, max(1, int(min_run_time / max(once, 1e-7))))
+    runs = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(number):
+            call()
+        runs.append((time.perf_counter() - start) / number)
+    return statistics.median(runs)
+
+
+@dataclass
+class Environment:
+    """What the machine offers, loaded inside the command."""
+
+    torch: Any = None
+    numexpr: Any = None
+    runtime: Any = None
+    cuda: bool = False
+
+    @classmethod
+    def load(cls) -> "Environment":
+        import np2torch.runtime as runtime
+        from np2torch.runtime._backend import cuda_available, load_torch
+
+        # Through the runtime, so torch loads with its settings (OMP_WAIT_POLICY=PASSIVE):
+        # the naive column then measures torch itself, not libgomp spinning on a busy machine.
+        env = cls(runtime=runtime, torch=load_torch())
+        env.cuda = env.torch is not None and cuda_available()
+        try:
+            import numexpr
+
+            env.numexpr = numexpr
+        except ImportError:
+            pass
+        return env
+
+    def describe(self) -> Dict[str, Any]:
+        info: Dict[str, Any] = {
+            "np2torch": __version__,
+            "python": sys.version.split()[0],
+            "numpy": np.__version__,
+            "cpu_count": os.cpu_count(),
+        }
+        try:
+            import scipy
+
+            info["scipy"] = scipy.__version__
+        except ImportError:
+            pass
+        if self.torch is not None:
+            info["torch"] = self.torch.__version__
+            info["torch_threads"] = self.torch.get_num_threads()
+            info["OMP_WAIT_POLICY"] = os.environ.get("OMP_WAIT_POLICY", "")
+            if self.cuda:
+                info["cuda_device"] = self.torch.cuda.get_device_name(0)
+        if self.numexpr is not None:
+            info["numexpr"] = self.numexpr.__version__
+            info["numexpr_threads"] = self.numexpr.get_num_threads()
+        return info
+
+
+def backend_calls(rule: Rule, recipe: Recipe, x: np.ndarray, env: Environment) -> Dict[str, Optional[Callable[[], Any]]]:
+    """A zero-argument call per backend (None where the backend cannot run it)."""
+    original = original_function(rule)
+    helper = getattr(env.runtime, rule.helper)
+    kwargs = dict(recipe.kwargs)
+    calls: Dict[str, Optional[Callable[[], Any]]] = dict.fromkeys(key for key, _ in BACKENDS)
+    calls["original"] = lambda: original(x, **kwargs)
+    if env.numexpr is not None and recipe.numexpr is not None:
+        expression = recipe.numexpr
+        calls["numexpr"] = lambda: env.numexpr.evaluate(expression, local_dict={"x": x})
+    if env.torch is not None:
+        torch = env.torch
+        calls["torch"] = lambda: recipe.torch_call(torch, torch.as_tensor(x)).numpy()
+        calls["np2torch"] = lambda: helper(x, **kwargs)
+        if env.cuda:
+            calls["cuda"] = calls["np2torch"]  # run under using(device="cuda"): see DEVICES
+    floor = np.empty_like(x)
+    calls["copy"] = lambda: np.copyto(floor, x)
+    return calls
+
+
+DEVICES: Mapping[str, str] = {"np2torch": "cpu", "cuda": "cuda"}
+"""The runtime's device for its columns, set around the timing loop (a ``using`` block per call would cost µs)."""
+
+
+def _in_device(env: Environment, key: str) -> Any:
+    return env.runtime.using(device=DEVICES[key]) if key in DEVICES else contextlib.nullcontext()
+
+
+def _agrees(got: Any, want: Any) -> bool:
+    return bool(np.allclose(np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64), rtol=1e-5, atol=0, equal_nan=True))
+
+
+def measure(rule: Rule, shape: Shape, dtype: np.dtype, env: Environment, repeat: int, min_run_time: float, seed: int = 0) -> Dict[str, Any]:
+    """One row: seconds per call for every backend, speedups over the original, and a sanity check."""
+    recipe = RECIPES[rule.helper]
+    x = recipe.make_input(np.random.default_rng(seed), shape, dtype)
+    calls = backend_calls(rule, recipe, x, env)
+    want = calls["original"]()  # type: ignore[misc]
+    times: Dict[str, Optional[float]] = {}
+    mismatches = []
+    for key, call in calls.items():
+        if call is None:
+            times[key] = None
+            continue
+        with _in_device(env, key):
+            if key in DEVICES and not _agrees(call(), want):
+                mismatches.append(key)
+            times[key] = time_call(call, repeat, min_run_time)
+    base = times["original"]
+    speedups = {key: (None if t is None or key == "original" else base / t) for key, t in times.items()}
+    del x, calls, want
+    call_text = f"{rule.qualname}(x{''.join(f', {k}={v!r}' for k, v in recipe.kwargs.items())})"
+    return {
+        "function": rule.helper,
+        "call": call_text,
+        "shape": list(shape),
+        "elements": int(np.prod(shape)),
+        "seconds": times,
+        "speedup": speedups,
+        "mismatch": mismatches,
+    }
+
+
+def summarize_sweep(rows: Sequence[Mapping[str, Any]]) -> List[Dict[str, Any]]:
+    """Per function: where np2torch starts to win, its per-call overhead, and sizes that break the budget.
+
+    The budget (issue 3): never more than 1 µs + 10% slower than the original.
+    """
+    summary = []
+    for function in dict.fromkeys(row["function"] for row in rows):
+        mine = [row for row in rows if row["function"] == function and row["seconds"]["np2torch"] is not None]
+        if not mine:
+            continue
+        wins = [row["speedup"]["np2torch"] >= 1 for row in mine]
+        crossover = next((row["elements"] for i, row in enumerate(mine) if all(wins[i:])), None)
+        smallest = mine[0]["seconds"]
+        summary.append({
+            "function": function,
+            "crossover_elements": crossover,
+            "overhead_seconds_at_smallest": smallest["np2torch"] - smallest["original"],
+            "over_budget_elements": [
+                row["elements"] for row in mine if row["seconds"]["np2torch"] > 1.1 * row["seconds"]["original"] + 1e-6
+            ],
+        })
+    return summary
+
+
+# ---------------------------------------------------------------- output
+
+
+def _seconds(value: Optional[float]) -> str:
+    if value is None:
+        return "—"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if value >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value / 1e-9:.3g} ns"
+
+
+def _cell(row: Mapping[str, Any], key: str) -> str:
+    value = row["seconds"][key]
+    text = _seconds(value)
+    speedup = row["speedup"].get(key)
+    return text if speedup is None else f"{text} ({speedup:.2f}x)"
+
+
+def format_table(rows: Sequence[Mapping[str, Any]], first: str = "function") -> str:
+    shown = [(key, title) for key, title in BACKENDS if any(row["seconds"][key] is not None for row in rows)]
+    header = [first] + [title for _, title in shown]
+    body = []
+    for row in rows:
+        label = row["function"] if first == "function" else f"{row['function']} {row['elements']:>9}"
+        cells = [label] + [_cell(row, key) for key, _ in shown]
+        if row["mismatch"]:
+            cells[-1] += "  MISMATCH: " + ",".join(row["mismatch"])
+        body.append(cells)
+    widths = [max(len(line[i]) for line in [header] + body) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in [header] + body]
+    return "\n".join(lines)
+
+
+def plot_sweep(rows: Sequence[Mapping[str, Any]], path: str) -> None:
+    """Speedup over the original versus size, one line per function and backend."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise click.ClickException("--plot needs matplotlib: pip install 'np2torch[plot]'") from None
+    figure, axes = plt.subplots(figsize=(8, 5))
+    for function in dict.fromkeys(row["function"] for row in rows):
+        mine = [row for row in rows if row["function"] == function]
+        for key, title in BACKENDS:
+            if key in ("original", "copy") or all(row["speedup"][key] is None for row in mine):
+                continue
+            points = [(row["elements"], row["speedup"][key]) for row in mine if row["speedup"][key] is not None]
+            axes.plot(*zip(*points), marker="o", linestyle="-" if key == "np2torch" else ":", label=f"{function}: {title}")
+    axes.axhline(1.0, color="black", linewidth=0.8)
+    axes.set_xscale("log")
+    axes.set_yscale("log")
+    axes.set_xlabel("elements")
+    axes.set_ylabel("speedup over NumPy/SciPy")
+    axes.set_title("np2torch bench --sweep")
+    axes.legend(fontsize="small")
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def _warn_if_busy() -> None:
+    click.echo(QUIET_MACHINE_NOTE, err=True)
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return
+    cores = os.cpu_count() or 1
+    if load > 0.5 * cores:
+        click.echo(f"warning: the load average is {load:.1f} on {cores} cores: other programs are running and the numbers will be noisy.", err=True)
+
+
+# ---------------------------------------------------------------- the command
+
+
+@click.command("bench")
+@click.option("--size", "size_text", default="10000x10000", show_default=True, metavar="N|RxC", help="Elements (1e6) or a shape (1000x1000).")
+@click.option("--dtype", type=click.Choice(["float64", "float32"]), default="float64", show_default=True)
+@click.option("--repeat", type=click.IntRange(min=1), default=5, show_default=True, help="Runs per number; the median is shown.")
+@click.option("--functions", "function_text", metavar="NAMES", help="Comma-separated helpers, e.g. exp,logsumexp (default: all rules).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.option("--sweep", is_flag=True, help="Time sizes from 1 up to --max-size instead of one size: the crossover and per-call overhead.")
+@click.option("--max-size", "max_size_text", default="1e8", show_default=True, metavar="N", help="Largest size of --sweep.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), help="Write the --sweep speedup curve to this PNG (needs matplotlib; implies --sweep).")
+@click.option("--min-run-time", type=float, default=0.02, hidden=True, help="Seconds each timed run loops for (tests use less).")
+def command(
+    size_text: str,
+    dtype: str,
+    repeat: int,
+    function_text: Optional[str],
+    as_json: bool,
+    sweep: bool,
+    max_size_text: str,
+    plot_path: Optional[str],
+    min_run_time: float,
+) -> int:
+    """Time exp, log, erf and logsumexp(axis=0): NumPy/SciPy vs numexpr vs torch vs np2torch.runtime.
+
+    The answer depends on the machine (cores, memory bandwidth, GPU), so run it
+    on yours, on a quiet machine.  Speedups are over NumPy/SciPy; the copy
+    column is the memory-bandwidth floor no elementwise function can beat.
+    """
+    names = None if function_text is None else [name.strip() for name in function_text.split(",") if name.strip()]
+    rules = benchmarked_rules(names)
+    shape = parse_size(size_text)
+    sweep = sweep or plot_path is not None
+    max_size = int(np.prod(parse_size(max_size_text)))
+    if plot_path is not None:
+        _require_matplotlib()  # before minutes of timing, not after
+    _warn_if_busy()
+    env = Environment.load()
+    numpy_dtype = np.dtype(dtype)
+    report: Dict[str, Any] = {"machine": env.describe(), "dtype": dtype, "repeat": repeat}
+    if sweep:
+        rows = [
+            measure(rule, square_shape(n), numpy_dtype, env, repeat, min_run_time)
+            for n in sweep_sizes(max_size)
+            for rule in rules
+        ]
+        report["sweep"] = rows
+        report["summary"] = summarize_sweep(rows)
+        if plot_path is not None:
+            plot_sweep(rows, plot_path)
+    else:
+        rows = [measure(rule, shape, numpy_dtype, env, repeat, min_run_time) for rule in rules]
+        report["shape"] = list(shape)
+        report["results"] = rows
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+    else:
+        _echo_report(report, rows, sweep, plot_path)
+    if any(row["mismatch"] for row in rows):
+        click.get_current_context().exit(1)
+    return 0
+
+
+def _require_matplotlib() -> None:
+    try:
+        importlib.import_module("matplotlib")
+    except ImportError:
+        raise click.ClickException("--plot needs matplotlib: pip install 'np2torch[plot]'") from None
+
+
+def _echo_report(report: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], sweep: bool, plot_path: Optional[str]) -> None:
+    machine = report["machine"]
+    versions = ", ".join(f"{key} {value}" for key, value in machine.items())
+    what = "sizes 1 to " + str(rows[-1]["elements"]) if sweep else "x".join(map(str, report["shape"]))
+    click.echo(f"np2torch bench: {what}, {report['dtype']}, median of {report['repeat']} runs ({versions})")
+    click.echo(format_table(rows, first="function elements" if sweep else "function"))
+    for item in report.get("summary", []):
+        crossover = item["crossover_elements"]
+        over = item["over_budget_elements"]
+        click.echo(
+            f"{item['function']}: np2torch faster from {crossover if crossover is not None else 'no size measured'}"
+            f" elements on; overhead at the smallest size {item['overhead_seconds_at_smallest'] * 1e6:+.2f} µs;"
+            + (f" more than 1 µs + 10% slower at {', '.join(map(str, over))}" if over else " within 1 µs + 10% of the original everywhere")
+        )
+    if any(row["mismatch"] for row in rows):
+        click.echo("MISMATCH: np2torch.runtime disagreed with the original beyond 1e-5 relative: please report it.", err=True)
+    if plot_path is not None:
+        click.echo(f"wrote {plot_path}")
