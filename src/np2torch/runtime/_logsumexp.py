@@ -216,8 +216,14 @@ def _lse_reduce(torch: Any, view: np.ndarray, dims: Tuple[int, ...], work: np.dt
         note_parallel_use()
         block = max(_LSE_CPU_BLOCK, torch.get_num_threads() * _LSE_GRAIN)
     else:
+        # One host -> device copy (the reduction reads the input twice when
+        # slices span blocks); blocks then only bound the device temporaries.
         block = _LSE_CUDA_BLOCK
-    a_max, count, total = _lse_blockwise(torch, t, dims, getattr(torch, work.name), device, block)
+        try:
+            t = t.to(device)
+        except RuntimeError:  # out of device memory (torch.cuda.OutOfMemoryError): SciPy serves it
+            return None
+    a_max, count, total = _lse_blockwise(torch, t, dims, getattr(torch, work.name), t.device, block)
     return a_max.cpu().numpy(), count.cpu().numpy(), total.cpu().numpy()
 
 
@@ -239,7 +245,7 @@ def _lse_chunk_dim(shape: Sequence[int], strides: Sequence[int], block: int) -> 
     return max(order, key=lambda i: shape[i]), 1
 
 
-def _lse_blockwise(torch: Any, t: Any, dims: Tuple[int, ...], work: Any, device: str, block: int) -> Tuple[Any, Any, Any]:
+def _lse_blockwise(torch: Any, t: Any, dims: Tuple[int, ...], work: Any, device: Any, block: int) -> Tuple[Any, Any, Any]:
     axis, step = _lse_chunk_dim(t.shape, t.stride(), block)
     starts = range(0, t.shape[axis], step)
     slab = t.numel() // t.shape[axis] * min(step, t.shape[axis])
@@ -249,7 +255,7 @@ def _lse_blockwise(torch: Any, t: Any, dims: Tuple[int, ...], work: Any, device:
     count_dtype = work if slab < 1 << 24 else torch.float64
 
     def piece(start: int) -> Any:
-        return t.narrow(axis, start, min(step, t.shape[axis] - start)).to(device)
+        return t.narrow(axis, start, min(step, t.shape[axis] - start))
 
     def sums(chunk: Any, a_max: Any) -> Tuple[Any, Any]:
         return _lse_block_sums(torch, chunk, a_max, dims, shifted, is_max, count_dtype)
