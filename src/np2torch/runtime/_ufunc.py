@@ -130,8 +130,10 @@ def _uf_make_plan(
     if not x_dtype.isnative:
         return None
     try:
-        signature = None if dtype is None else (None, dtype)
-        loop_in, loop_out = original.resolve_dtypes((x_dtype, out_dtype), signature=signature, casting=casting)
+        if dtype is None:
+            loop_in, loop_out = original.resolve_dtypes((x_dtype, out_dtype), casting=casting)
+        else:
+            loop_in, loop_out = original.resolve_dtypes((x_dtype, out_dtype), signature=(None, dtype), casting=casting)
     except Exception:
         return None
     if loop_in != loop_out or loop_out.name not in spec.compute:
@@ -272,7 +274,7 @@ def _uf_try_torch(state: _UfuncState, settings: Any, x: np.ndarray, args: tuple,
     checked = not quiet(modes)
     if inplace and checked and not _uf_flat_pair(out, out):
         return _UF_DECLINED
-    result = out if out is not None else _uf_allocate(x, plan.loop, order)
+    result = out if out is not None else _uf_allocate(x, plan, order)
     _uf_run(state, device, plan, x, result, inplace, modes if checked else None)
     if out is not None:
         return out
@@ -297,20 +299,37 @@ def _uf_out_relation(x: np.ndarray, out: np.ndarray, plan: _UfuncPlan) -> Option
     return True if same else None
 
 
-def _uf_allocate(x: np.ndarray, dtype: np.dtype, order: str) -> np.ndarray:
-    """An uninitialized result laid out exactly as the ufunc would allocate it."""
-    if 0 in x.strides and x.size > 1:
-        # empty_like sorts zero-stride (broadcast) axes differently from the
-        # ufunc's iterator; ask the iterator itself.
-        it = np.nditer(
-            [x, None],
-            flags=["zerosize_ok", "refs_ok"],
-            op_flags=[["readonly"], ["writeonly", "allocate"]],
-            op_dtypes=[x.dtype, dtype],
-            order=order,
-        )
-        return it.operands[1]
-    return np.empty_like(x, dtype=dtype, order=order, subok=False)
+def _uf_allocate(x: np.ndarray, plan: _UfuncPlan, order: str) -> np.ndarray:
+    """An uninitialized result with exactly the strides the ufunc would give it.
+
+    Mirrors NumPy's ``check_for_trivial_loop``/``try_trivial_single_output_loop``
+    (numpy/_core/src/umath/ufunc_object.c): 0-d and 1-d inputs, and C- or
+    F-contiguous inputs needing no copy, get a new C (or F) array; everything
+    else gets what the ufunc's buffered iterator allocates.  ``np.empty_like``
+    differs from both for broadcast inputs and for length-1 axes.
+    """
+    dtype = plan.loop
+    needs_copy = x.dtype != dtype or not x.flags.aligned
+    if not needs_copy or x.ndim == 0 or (x.ndim == 1 and x.shape[0] <= np.getbufsize()):
+        if x.ndim <= 1:
+            return np.empty(x.shape, dtype)
+        flags = (1 if x.flags.c_contiguous else 0) | (2 if x.flags.f_contiguous else 0)
+        if flags:
+            wanted = {"C": 1, "F": 2}.get(order, 0)
+            if wanted == 0 or wanted == flags:
+                return np.empty(x.shape, dtype, order="F" if (wanted or flags) == 2 else "C")
+    it = np.nditer(
+        [x, None],
+        flags=["external_loop", "refs_ok", "zerosize_ok", "buffered", "growinner", "delay_bufalloc", "copy_if_overlap"],
+        op_flags=[
+            ["readonly", "aligned", "overlap_assume_elementwise"],
+            ["writeonly", "aligned", "allocate", "no_broadcast", "no_subtype", "overlap_assume_elementwise"],
+        ],
+        op_dtypes=[dtype, dtype],
+        order=order,
+        casting="unsafe",
+    )
+    return it.operands[1]
 
 
 def _uf_flat_pair(a: np.ndarray, b: np.ndarray) -> bool:
