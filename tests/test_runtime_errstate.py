@@ -1,0 +1,271 @@
+"""np.errstate / np.seterr: the same warnings (at the caller's line), exceptions and callbacks as NumPy."""
+
+from __future__ import annotations
+
+import io
+import sys
+import types
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, List
+
+import numpy as np
+import pytest
+import scipy.special
+from runtime_checks import assert_same_values
+
+import np2torch.runtime as np2t
+from np2torch.runtime import _ufunc
+
+PAIRS = {"exp": (np2t.exp, np.exp), "log": (np2t.log, np.log), "erf": (np2t.erf, scipy.special.erf)}
+
+
+def _with_filler(values: List[float], dtype: str = "d") -> np.ndarray:
+    filler = np.linspace(0.5, 1.5, 40)
+    return np.concatenate([filler[:20], np.array(values), filler[20:]]).astype(dtype)
+
+
+CASES = {
+    "exp overflow": ("exp", _with_filler([1000.0])),
+    "exp underflow": ("exp", _with_filler([-1000.0])),
+    "exp subnormal result": ("exp", _with_filler([-740.0])),
+    "exp float32 subnormal input": ("exp", _with_filler([1e-45], "f")),
+    "exp float16 overflow": ("exp", _with_filler([12.0], "e")),
+    "exp nan and inf (silent)": ("exp", _with_filler([np.nan, np.inf, -np.inf])),
+    "log divide": ("log", _with_filler([0.0])),
+    "log minus zero": ("log", _with_filler([-0.0])),
+    "log invalid": ("log", _with_filler([-1.0])),
+    "log every flag": ("log", _with_filler([-1.0, 0.0, np.nan, np.inf, -np.inf])),
+    "log float32": ("log", _with_filler([0.0, -2.0], "f")),
+    "log complex zero": ("log", _with_filler([0.0], "D")),
+    "erf nan (silent)": ("erf", _with_filler([np.nan, np.inf])),
+    "erf tiny": ("erf", _with_filler([1e-310, -5e-324])),
+    "exp int64": ("exp", np.array([1, 2, 800, 3] * 10, dtype=np.int64)),
+    "log int8 zero": ("log", np.array([1, 0, -1, 3] * 10, dtype=np.int8)),
+}
+MODES = ["ignore", "warn", "raise", "call", "log", "print"]
+
+
+class _Log:
+    def __init__(self) -> None:
+        self.lines: List[str] = []
+
+    def write(self, text: str) -> None:
+        self.lines.append(text)
+
+
+def call_here(func: Callable, x: Any, **kwargs: Any) -> Any:
+    return func(x, **kwargs)  # the line every warning below must point at
+
+
+CALL_LINE = call_here.__code__.co_firstlineno + 1
+
+
+def observe(func: Callable, x: np.ndarray, mode: str, capsys: Any, **kwargs: Any) -> dict:
+    calls: List[tuple] = []
+    log = _Log()
+    handler = log if mode == "log" else (lambda kind, flag: calls.append((kind, flag)))
+    errcall = {"call": handler} if mode in ("call", "log") else {}
+    capsys.readouterr()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with np.errstate(all=mode, **errcall):
+            try:
+                value = call_here(func, x.copy(), **kwargs)
+                error = None
+            except FloatingPointError as exc:
+                value, error = None, str(exc)
+    printed = capsys.readouterr()
+    return {
+        "value": value,
+        "error": error,
+        "warnings": [(w.category, str(w.message), w.filename, w.lineno) for w in caught],
+        "calls": calls,
+        "log": log.lines,
+        "printed": printed.out + printed.err,
+    }
+
+
+@pytest.mark.parametrize("path", ["torch", "numpy"])
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", list(CASES))
+def test_every_mode_matches_numpy(case, mode, path, capsys):
+    name, x = CASES[case]
+    helper, original = PAIRS[name]
+    with np2t.using(device="cpu", min_size=0 if path == "torch" else 10**9):
+        got = observe(helper, x, mode, capsys)
+    want = observe(original, x, mode, capsys)
+    for key in ("error", "warnings", "calls", "log", "printed"):
+        assert got[key] == want[key], key
+    for _, _, filename, lineno in got["warnings"]:
+        assert (filename, lineno) == (__file__, CALL_LINE)
+    if want["value"] is not None:
+        assert_same_values(got["value"], want["value"])
+
+
+@pytest.mark.parametrize("path", ["torch", "numpy"])
+def test_mixed_modes_warn_then_raise_in_numpys_order(path):
+    x = _with_filler([0.0, -1.0])
+    for state in ({"divide": "warn", "invalid": "raise"}, {"divide": "raise", "invalid": "warn"}):
+        seen = []
+        for func in (np2t.log, np.log):
+            with np2t.using(min_size=0 if path == "torch" else 10**9):
+                with warnings.catch_warnings(record=True) as caught, np.errstate(**state):
+                    warnings.simplefilter("always")
+                    with pytest.raises(FloatingPointError) as info:
+                        call_here(func, x)
+            seen.append(([str(w.message) for w in caught], str(info.value)))
+        assert seen[0] == seen[1]
+
+
+@pytest.mark.parametrize("path", ["torch", "numpy"])
+def test_warning_filter_error_raises_runtimewarning(path):
+    with np2t.using(min_size=0 if path == "torch" else 10**9), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(RuntimeWarning, match="divide by zero encountered in log"):
+            np2t.log(_with_filler([0.0]))
+
+
+@pytest.mark.parametrize("path", ["torch", "numpy"])
+def test_two_call_sites_both_warn_under_the_default_filter(path):
+    # The default action shows a warning once per location: a warning attributed
+    # to a line inside the runtime would hide the second call site.
+    source = "import numpy as np\nimport np2torch.runtime as np2t\nx = np.zeros(50)\ndef first():\n    return np2t.log(x)\ndef second():\n    return np2t.log(x)\n"
+    module = types.ModuleType("two_sites")
+    module.__file__ = "/virtual/two_sites.py"
+    exec(compile(source, module.__file__, "exec"), module.__dict__)
+    with np2t.using(min_size=0 if path == "torch" else 10**9), warnings.catch_warnings(record=True) as caught:
+        warnings.resetwarnings()
+        warnings.simplefilter("default")
+        for _ in range(3):
+            module.first()
+            module.second()
+    assert [(w.filename, w.lineno) for w in caught] == [("/virtual/two_sites.py", 5), ("/virtual/two_sites.py", 7)]
+
+
+def test_fallback_calls_warn_at_the_callers_line_too():
+    # Non-ndarray inputs always go to NumPy; the warning must still point here.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        call_here(np2t.log, [0.0, 1.0])
+        call_here(np2t.log, 0.0)
+    assert [(w.filename, w.lineno) for w in caught] == [(__file__, CALL_LINE)] * 2
+
+
+def test_ignore_pays_nothing(monkeypatch):
+    checks: List[Any] = []
+    real = _ufunc._uf_all_finite
+
+    def spy(t: Any) -> bool:
+        checks.append(t)
+        return real(t)
+
+    monkeypatch.setattr(_ufunc, "_uf_all_finite", spy)
+    x = np.linspace(-5, 5, 1000)
+    with np2t.using(min_size=0):
+        with np.errstate(all="ignore"):
+            np2t.exp(x)
+        assert not checks
+        np2t.exp(x)  # default state: over/divide/invalid warn
+        assert len(checks) == 1
+
+
+def test_suspicious_elements_are_recomputed_only_when_seen(monkeypatch):
+    settled: List[Any] = []
+    real = _ufunc._uf_settle
+
+    def spy(*args: Any) -> Any:
+        settled.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(_ufunc, "_uf_settle", spy)
+    with np2t.using(min_size=0):
+        np2t.exp(np.linspace(-5, 5, 1000))
+        assert not settled
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            np2t.exp(np.array([0.0, 1000.0] * 500))
+        assert len(settled) == 1
+
+
+def test_threads_each_honour_their_own_errstate():
+    # np.errstate is a context variable in NumPy 2: each thread has its own.
+    x = np.concatenate([np.linspace(0.5, 2, 20_000), [0.0, -1.0]])
+    want = np.log(x)
+
+    def warn_worker(_: int) -> Any:
+        with np2t.using(min_size=0), np.errstate(all="warn"):
+            return np2t.log(x)  # WARN_LINE
+
+    def raise_worker(_: int) -> Any:
+        with np2t.using(min_size=0), np.errstate(all="raise"):
+            try:
+                np2t.log(x)
+            except FloatingPointError as exc:
+                return str(exc)
+            return "no error"
+
+    def ignore_worker(_: int) -> Any:
+        with np2t.using(min_size=0), np.errstate(all="ignore"):
+            return np2t.log(x)
+
+    warn_line = warn_worker.__code__.co_firstlineno + 2
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with ThreadPoolExecutor(max_workers=6) as pool:
+            jobs = []
+            for i in range(8):
+                jobs.append(("warn", pool.submit(warn_worker, i)))
+                jobs.append(("raise", pool.submit(raise_worker, i)))
+                jobs.append(("ignore", pool.submit(ignore_worker, i)))
+            results = [(kind, job.result(timeout=120)) for kind, job in jobs]
+    for kind, result in results:
+        if kind == "raise":
+            assert result == "divide by zero encountered in log"
+        else:
+            assert_same_values(result, want)
+    messages = sorted((str(w.message), w.lineno) for w in caught)
+    expected = sorted([("divide by zero encountered in log", warn_line), ("invalid value encountered in log", warn_line)] * 8)
+    assert messages == expected
+
+
+def test_seterr_is_honoured_like_errstate():
+    old = np.seterr(divide="raise")
+    try:
+        with np2t.using(min_size=0), pytest.raises(FloatingPointError, match="divide by zero encountered in log"):
+            np2t.log(np.zeros(10))
+    finally:
+        np.seterr(**old)
+
+
+def test_output_values_are_written_before_raising():
+    # NumPy fills `out` and then raises: so does the runtime.
+    x = _with_filler([0.0])
+    got, want = np.full(x.shape, 7.0), np.full(x.shape, 7.0)
+    for func, out in ((np2t.log, got), (np.log, want)):
+        with np2t.using(min_size=0), np.errstate(divide="raise"), pytest.raises(FloatingPointError):
+            func(x, out=out)
+    assert got.tobytes() == want.tobytes()
+
+
+def test_print_mode_writes_where_numpy_does(capfd):
+    with np2t.using(min_size=0), np.errstate(all="print"):
+        np2t.log(np.zeros(10))
+    ours = capfd.readouterr()
+    with np.errstate(all="print"):
+        np.log(np.zeros(10))
+    theirs = capfd.readouterr()
+    assert (ours.out, ours.err) == (theirs.out, theirs.err)
+    assert "divide by zero" in theirs.out + theirs.err
+
+
+def test_numpy_1_style_state_without_contextvar_still_calls_numpy(monkeypatch):
+    # On NumPy 1.x the runtime cannot redirect warnings; it must still work.
+    from np2torch.runtime import _errstate
+
+    monkeypatch.setattr(_errstate, "_NP_EXTOBJ_VAR", None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert _errstate.numpy_call(np.log, "log", np.zeros(3)).tolist() == [-np.inf] * 3
+    assert [str(w.message) for w in caught] == ["divide by zero encountered in log"]
+    assert sys.modules["numpy"] is np
