@@ -390,7 +390,7 @@ def command(
     plot_path: Optional[str],
     min_run_time: float,
 ) -> int:
-    """Time exp, log, erf and logsumexp(axis=0): NumPy/SciPy vs numexpr vs torch vs np2torch.runtime.
+    """Time the rule table's functions: NumPy/SciPy vs numexpr vs torch vs np2torch.runtime.
 
     The answer depends on the machine (cores, memory bandwidth, GPU), so run it
     on yours, on a quiet machine.  Speedups are over NumPy/SciPy; the copy
