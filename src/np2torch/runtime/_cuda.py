@@ -87,7 +87,7 @@ def cuda_unary(
     device: str,
     compute_dtype: Optional[str] = None,
     check: bool = False,
-    chunk_bytes: int = CUDA_CHUNK_BYTES,
+    chunk_bytes: Optional[int] = None,
 ) -> bool:
     """``dst[:] = torch.<op_name>(src)`` on ``device``, streamed; 1-D contiguous same-dtype arrays.
 
@@ -100,7 +100,7 @@ def cuda_unary(
     n = src.shape[0]
     if n == 0:
         return False
-    chunks = plan_chunks(n, src.itemsize, chunk_bytes)
+    chunks = plan_chunks(n, src.itemsize, chunk_bytes or CUDA_CHUNK_BYTES)
     slots = min(_CUDA_SLOTS, len(chunks))
     span = chunks[0][1] - chunks[0][0]
     dev = torch.device(device)

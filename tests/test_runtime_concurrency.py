@@ -1,0 +1,87 @@
+"""Threads and fork: concurrent calls stay exact, and a forked Pool never hangs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+import scipy.special
+
+import np2torch.runtime as np2t
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_many_threads_compute_exactly():
+    rng = np.random.default_rng(3)
+    inputs = [rng.uniform(0.1, 5, 50_000 + 997 * i).astype(np.float64 if i % 2 else np.float32) for i in range(12)]
+    funcs = [(np2t.exp, np.exp), (np2t.log, np.log), (np2t.erf, scipy.special.erf)]
+
+    def job(i: int):
+        helper, _ = funcs[i % 3]
+        with np2t.using(device="cpu", min_size=0):
+            return helper(inputs[i])
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(job, range(12), timeout=120))
+    for i, got in enumerate(results):
+        _, original = funcs[i % 3]
+        want = original(inputs[i])
+        assert got.dtype == want.dtype
+        np.testing.assert_array_max_ulp(got, want, maxulp=4)
+
+
+FORK_SCRIPT = textwrap.dedent(
+    """
+    import multiprocessing as mp
+    import numpy as np
+    import torch
+    import np2torch.runtime as np2t
+
+    def work(i):
+        x = np.full(2_000_000, i / 10.0)
+        y = np2t.exp(x)  # large: the torch path
+        return float(y[0]), torch.get_num_threads()
+
+    if __name__ == "__main__":
+        np2t.exp(np.linspace(0, 1, 2_000_000))  # the parent runs a parallel torch op
+        print("parent threads", torch.get_num_threads())
+        with mp.get_context("fork").Pool(2) as pool:
+            results = pool.map_async(work, range(4)).get(timeout=60)
+        for value, threads in results:
+            print(value, threads)
+    """
+)
+
+
+@pytest.mark.timeout(180)
+def test_forked_pool_after_parallel_torch_op_does_not_hang(tmp_path):
+    # GNU OpenMP's pool does not survive fork: without the at-fork hook the
+    # children's first parallel torch op waits forever (issue 3, measured).
+    script = tmp_path / "fork_pool.py"
+    script.write_text(FORK_SCRIPT)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NP2TORCH_")}
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=150, cwd=ROOT, env=env)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.split("\n")
+    assert lines[0].startswith("parent threads")
+    children = [line.split() for line in lines[1:] if line]
+    assert [float(value) for value, _ in children] == [float(np.exp(i / 10.0)) for i in range(4)]
+    assert {threads for _, threads in children} == {"1"}
+
+
+def test_spawned_children_are_untouched(tmp_path):
+    # The hook only runs in forked children; a spawned child has a fresh torch.
+    script = tmp_path / "spawn_pool.py"
+    script.write_text(FORK_SCRIPT.replace('get_context("fork")', 'get_context("spawn")'))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NP2TORCH_")}
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=170, cwd=ROOT, env=env)
+    assert proc.returncode == 0, proc.stderr
+    parent_threads = proc.stdout.split("\n")[0].split()[-1]
+    children = [line.split() for line in proc.stdout.split("\n")[1:] if line]
+    assert {threads for _, threads in children} == {parent_threads}

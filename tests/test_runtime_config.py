@@ -1,0 +1,267 @@
+"""Configuration (NP2TORCH_DEVICE, NP2TORCH_MIN_SIZE, configure, using) and which path a call takes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from typing import Any, List
+
+import numpy as np
+import pytest
+
+import np2torch.runtime as np2t
+from np2torch.runtime import _config, _ufunc
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run_python(code: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("NP2TORCH_")}
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full_env, timeout=timeout, cwd=ROOT)
+
+
+@pytest.fixture
+def torch_calls(monkeypatch: pytest.MonkeyPatch) -> List[Any]:
+    calls: List[Any] = []
+    real = _ufunc._uf_compute_cpu
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        calls.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_ufunc, "_uf_compute_cpu", spy)
+    return calls
+
+
+@pytest.fixture(autouse=True)
+def restore_process_settings():
+    before = _config._ProcessSettings.value
+    yield
+    _config._ProcessSettings.value = before
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [("cpu", "cpu"), (" CUDA ", "cuda"), ("cuda:0", "cuda:0"), ("cuda:01", "cuda:1"), ("auto", "auto"), ("numpy", "numpy")],
+)
+def test_device_names(text, expected):
+    assert _config.parse_device(text) == expected
+
+
+@pytest.mark.parametrize("bad", ["gpu", "cuda:", "cuda:-1", "cuda:x", "", "mps", None, 0])
+def test_bad_device_is_a_clear_error(bad):
+    with pytest.raises(ValueError, match="not a valid np2torch device; use cpu, cuda, cuda:N, auto or numpy"):
+        np2t.configure(device=bad)
+
+
+@pytest.mark.parametrize("text,expected", [("0", 0), ("10000", 10000), ("1e5", 100000), ("1_000", 1000), (" 7 ", 7)])
+def test_min_size_values(text, expected):
+    assert _config.parse_min_size(text) == expected
+
+
+@pytest.mark.parametrize("bad", ["-1", "1.5", "abc", "nan", "inf", -3, 2.5, True])
+def test_bad_min_size_is_a_clear_error(bad):
+    with pytest.raises(ValueError, match="not a valid size"):
+        np2t.configure(min_size=bad)
+
+
+@pytest.mark.parametrize(
+    "variable,value,message",
+    [("NP2TORCH_DEVICE", "gpu", "NP2TORCH_DEVICE='gpu' is not a valid np2torch device"), ("NP2TORCH_MIN_SIZE", "lots", "NP2TORCH_MIN_SIZE='lots' is not a valid size")],
+)
+def test_bad_environment_value_names_the_variable(variable, value, message):
+    proc = run_python("import np2torch.runtime", {variable: value})
+    assert proc.returncode != 0
+    assert message in proc.stderr
+
+
+def test_environment_is_read_at_import():
+    proc = run_python("import np2torch.runtime as r; print(r.current_settings())", {"NP2TORCH_DEVICE": "numpy", "NP2TORCH_MIN_SIZE": "5"})
+    assert proc.stdout.strip() == "Settings(device='numpy', min_size=5)", proc.stderr
+
+
+def test_configure_returns_previous_and_keeps_unnamed_fields():
+    first = np2t.configure(device="cpu", min_size=123)
+    previous = np2t.configure(min_size=None)
+    assert previous == np2t.Settings(device="cpu", min_size=123)
+    assert np2t.current_settings() == np2t.Settings(device="cpu", min_size=None)
+    np2t.configure(device=first.device, min_size=first.min_size)
+
+
+def test_using_nests_and_restores():
+    np2t.configure(device="cpu", min_size=None)
+    with np2t.using(min_size=0) as outer:
+        assert outer == np2t.current_settings() == np2t.Settings("cpu", 0)
+        with np2t.using(device="numpy"):
+            assert np2t.current_settings() == np2t.Settings("numpy", 0)
+        assert np2t.current_settings() == outer
+    assert np2t.current_settings() == np2t.Settings("cpu", None)
+
+
+def test_using_is_local_to_its_thread():
+    seen = {}
+    inside = threading.Event()
+    release = threading.Event()
+
+    def other() -> None:
+        inside.wait(10)
+        seen["other"] = np2t.current_settings()
+        release.set()
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    with np2t.using(device="numpy", min_size=0):
+        inside.set()
+        release.wait(10)
+    thread.join(10)
+    assert seen["other"] == _config._ProcessSettings.value
+
+
+def test_small_arrays_take_the_numpy_path(torch_calls):
+    np2t.configure(device="cpu", min_size=None)
+    floor = _config.min_size_floor("exp")
+    np2t.exp(np.ones(10))
+    np2t.exp(np.ones(floor - 1))
+    assert not torch_calls
+    threshold = _config.default_min_size("exp", np.dtype(np.float64), "cpu")
+    np2t.exp(np.ones(threshold - 1))
+    assert not torch_calls
+    np2t.exp(np.ones(threshold))
+    assert len(torch_calls) == 1
+
+
+def test_thresholds_are_per_dtype(torch_calls):
+    np2t.configure(device="cpu", min_size=None)
+    f32 = _config.default_min_size("exp", np.dtype(np.float32), "cpu")
+    f64 = _config.default_min_size("exp", np.dtype(np.float64), "cpu")
+    assert f32 > f64  # NumPy's float32 exp is SIMD-fast: torch pays off later
+    np2t.exp(np.ones(f64, dtype=np.float32))
+    assert not torch_calls
+    np2t.exp(np.ones(f32, dtype=np.float32))
+    assert len(torch_calls) == 1
+
+
+def test_min_size_override(torch_calls):
+    np2t.configure(min_size=5)
+    np2t.log(np.ones(4))
+    assert not torch_calls
+    np2t.log(np.ones(5))
+    assert len(torch_calls) == 1
+
+
+def test_device_numpy_turns_torch_off(torch_calls):
+    with np2t.using(device="numpy", min_size=0):
+        np2t.exp(np.ones(100_000))
+    assert not torch_calls
+
+
+def test_auto_without_cuda_uses_the_cpu(torch_calls, monkeypatch):
+    monkeypatch.setattr(_ufunc, "cuda_available", lambda: False)
+    with np2t.using(device="auto", min_size=0):
+        np2t.exp(np.ones(100))
+    assert len(torch_calls) == 1
+
+
+def test_explicit_cuda_without_cuda_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(_ufunc, "cuda_available", lambda: False)
+    with np2t.using(device="cuda", min_size=0):
+        with pytest.raises(RuntimeError, match="no usable CUDA device; use 'auto'"):
+            np2t.exp(np.ones(100))
+
+
+def test_explicit_cuda_serves_unverified_dtypes_on_the_cpu(torch_calls, monkeypatch):
+    # complex exp has no verified CUDA kernel: CUDA never sees it
+    monkeypatch.setattr(_ufunc, "cuda_available", lambda: False)
+    with np2t.using(device="cuda", min_size=0):
+        np2t.exp(np.ones(100, dtype=np.complex128))
+    assert len(torch_calls) == 1
+
+
+def test_importing_the_runtime_loads_neither_torch_nor_scipy():
+    proc = run_python(
+        "import sys, numpy as np, np2torch.runtime as r\n"
+        "r.exp(np.ones(10)); r.log(np.ones(10))\n"
+        "print('torch' in sys.modules, 'scipy' in sys.modules, 'libcst' in sys.modules, 'click' in sys.modules)"
+    )
+    assert proc.stdout.split() == ["False", "False", "False", "False"], proc.stderr
+
+
+def test_torch_loads_on_the_first_large_call_with_a_passive_openmp_wait_policy():
+    code = (
+        "import os, sys, numpy as np, np2torch.runtime as r\n"
+        "r.exp(np.ones(10)); print('torch' in sys.modules)\n"
+        "r.exp(np.ones(10**6)); print('torch' in sys.modules, os.environ.get('OMP_WAIT_POLICY'))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120, cwd=ROOT)
+    assert proc.stdout.split() == ["False", "True", "PASSIVE"], proc.stderr
+    proc = run_python(code, {"OMP_WAIT_POLICY": "ACTIVE"})
+    assert proc.stdout.split() == ["False", "True", "ACTIVE"], proc.stderr
+
+
+def test_read_only_inputs_do_not_warn():
+    # torch.from_numpy warns once per process on a read-only array; the runtime
+    # consumes that warning when it loads torch, so a user never sees it.
+    code = (
+        "import warnings, numpy as np, np2torch.runtime as r\n"
+        "warnings.simplefilter('error')\n"
+        "x = np.broadcast_to(np.linspace(0, 1, 5), (4000, 5))\n"
+        "with r.using(min_size=0):\n"
+        "    assert (r.exp(x) == np.exp(x)).all()\n"
+        "print('ok')\n"
+    )
+    proc = run_python(code)
+    assert proc.stdout.strip() == "ok", proc.stderr
+
+
+def test_without_torch_everything_goes_to_numpy():
+    code = (
+        "import sys\n"
+        "class HideTorch:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'torch' or name.startswith('torch.'):\n"
+        "            raise ImportError('torch hidden for this test')\n"
+        "sys.meta_path.insert(0, HideTorch())\n"
+        "import numpy as np, scipy.special, np2torch.runtime as r\n"
+        "x = np.linspace(-3, 3, 100_000)\n"
+        "with r.using(min_size=0):\n"
+        "    assert r.exp(x).tobytes() == np.exp(x).tobytes()\n"
+        "    assert r.log(x[x > 0]).tobytes() == np.log(x[x > 0]).tobytes()\n"
+        "    assert r.erf(x).tobytes() == scipy.special.erf(x).tobytes()\n"
+        "    assert r.logsumexp(x) == scipy.special.logsumexp(x)\n"
+        "assert 'torch' not in sys.modules\n"
+        "print('ok')\n"
+    )
+    proc = run_python(code)
+    assert proc.stdout.strip() == "ok", proc.stderr
+
+
+def test_without_scipy_the_runtime_imports_and_erf_needs_scipy():
+    code = (
+        "import sys\n"
+        "sys.modules['scipy'] = None\n"
+        "import numpy as np, np2torch.runtime as r\n"
+        "assert r.exp(np.ones(3)).tolist() == np.exp(np.ones(3)).tolist()\n"
+        "try:\n"
+        "    r.erf(np.ones(3))\n"
+        "except ImportError:\n"
+        "    print('ok')\n"
+    )
+    proc = run_python(code)
+    assert proc.stdout.strip() == "ok", proc.stderr
+
+
+def test_helpers_look_like_the_originals():
+    assert np2t.exp.__name__ == "exp" and np2t.log.__name__ == "log" and np2t.erf.__name__ == "erf"
+    assert np2t.exp.__module__ == "np2torch.runtime"
+    assert "numpy.exp" in np2t.exp.__doc__
+
+
+def test_every_rule_has_its_helper():
+    from np2torch.rules import RULES
+
+    for rule in RULES:
+        assert callable(getattr(np2t, rule.helper)), rule.helper
