@@ -29,13 +29,24 @@ FIXTURE_FILES = sorted(p for p in FIXTURES.rglob("*.py"))
 _Span = Tuple[int, int, int, int, str]
 
 
-def resolved(source: str, *, prune: bool = True) -> List[str]:
+TARGETS = frozenset(r.qualname for r in RULES)
+
+
+def resolved(source: str, *, prune: bool = True, focus: frozenset = KNOWN) -> List[str]:  # type: ignore[type-arg]
     """``"line:source text=qualname"`` for every resolved reference, in source order."""
     source = textwrap.dedent(source)
     tree = ast.parse(source)
-    refs = resolve(tree, KNOWN, source if prune else None).refs
+    refs = resolve(tree, KNOWN, source if prune else None, focus=focus).refs
     refs = sorted(refs, key=lambda r: (r.node.lineno, r.node.col_offset))
     return [f"{r.node.lineno}:{ast.get_source_segment(source, r.node)}={r.qualname}" for r in refs]
+
+
+def assert_resolves(source: str, expected: List[str]) -> None:
+    """The same answer walked in full, pruned for every known name, and pruned for the table only."""
+    assert resolved(source, prune=False) == expected
+    assert resolved(source) == expected
+    on_targets = [r for r in expected if r.rpartition("=")[2] in TARGETS]
+    assert [r for r in resolved(source, focus=TARGETS) if r.rpartition("=")[2] in TARGETS] == on_targets
 
 
 # --------------------------------------------------------------------------- LibCST cross-check
@@ -69,10 +80,10 @@ def _libcst_spans(text: str) -> Tuple[Set[_Span], Set[Tuple[int, int, int, int]]
     return sure, unsure
 
 
-def _our_spans(text: str, *, prune: bool = True) -> Set[_Span]:
+def _our_spans(text: str, *, prune: bool = True, focus: frozenset = KNOWN) -> Set[_Span]:  # type: ignore[type-arg]
     lines = _Lines(text)
     spans = set()
-    for ref in resolve(ast.parse(text), KNOWN, text if prune else None).refs:
+    for ref in resolve(ast.parse(text), KNOWN, text if prune else None, focus=focus).refs:
         n = ref.node
         end = n.end_lineno or n.lineno
         spans.add(
@@ -118,9 +129,12 @@ def test_agrees_with_libcst_on_fixtures(path: Path) -> None:
 
 @pytest.mark.parametrize("path", FIXTURE_FILES, ids=lambda p: p.relative_to(FIXTURES).as_posix())
 def test_pruning_by_spelling_is_exact(path: Path) -> None:
-    """Skipping statements that do not spell a candidate name never changes the answer."""
+    """Skipping statements that cannot matter never changes the answer for the focus names."""
     text = path.read_bytes().decode("utf-8").lstrip("\ufeff")
-    assert _our_spans(text, prune=True) == _our_spans(text, prune=False)
+    full = _our_spans(text, prune=False)
+    assert _our_spans(text, prune=True) == full
+    focused = _our_spans(text, prune=True, focus=TARGETS)
+    assert {s for s in focused if s[4] in TARGETS} == {s for s in full if s[4] in TARGETS}
 
 
 # --------------------------------------------------------------------------- import forms
@@ -153,8 +167,7 @@ IMPORT_FORMS = [
 
 @pytest.mark.parametrize(("source", "expected"), IMPORT_FORMS)
 def test_import_forms(source: str, expected: List[str]) -> None:
-    assert resolved(source) == expected
-    assert resolved(source, prune=False) == expected
+    assert_resolves(source, expected)
 
 
 # --------------------------------------------------------------------------- scoping
@@ -476,13 +489,47 @@ SCOPING = [
         [],
         id="store and del contexts are not references",
     ),
+    pytest.param(
+        """
+        import numpy as np
+        def f(x):
+            import np.linalg
+            return np.exp(x)
+        """,
+        [],
+        id="import of a dotted name binds its root even when spelled with a dot",
+    ),
+    pytest.param(
+        """
+        import numpy as np
+        def f(x):
+            y = np.sqrt(x)
+            for np in range(3):
+                pass
+            return np.exp(y)
+        """,
+        [],
+        id="a binding far from the reference, on a line that spells no table name",
+    ),
+    pytest.param(
+        """
+        import numpy as np
+        def f(x):
+            y = (np
+                 .exp)(x)
+            z = np.\\
+                log(x)
+            return y, z
+        """,
+        ["4:np\n         .exp=numpy.exp", "6:np.\\\n        log=numpy.log"],
+        id="references split over lines",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("source", "expected"), SCOPING)
 def test_scoping(source: str, expected: List[str]) -> None:
-    assert resolved(source) == expected
-    assert resolved(source, prune=False) == expected
+    assert_resolves(source, expected)
 
 
 def test_non_ascii_source_is_walked_in_full() -> None:

@@ -33,6 +33,7 @@ suppresses it, for check and fix alike.
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import keyword
 import re
@@ -141,12 +142,34 @@ class FixError(Exception):
 def _may_contain(text: str, rules: Sequence[Rule]) -> bool:
     """False only when no rule can match: a finding needs its module's root and its name spelled.
 
-    The parser NFKC-normalises non-ASCII identifiers (``ｅｘｐ`` is ``exp``), so
+    Every way to reach ``numpy.exp`` spells ``numpy`` (in an import) and ``exp``
+    (as an imported or attribute name), each as a whole identifier; a star
+    import from ``numpy`` is read as spelling the names it provides.  The
+    parser NFKC-normalises non-ASCII identifiers (``ｅｘｐ`` is ``exp``), so
     non-ASCII text is normalised before looking.
     """
     if not text.isascii():
         text = unicodedata.normalize("NFKC", text)
-    return any(rule.qualname.partition(".")[0] in text and rule.name in text for rule in rules)
+    for root, name, root_word, name_word in _prefilter_patterns(tuple(rules)):
+        if root in text and name in text and root_word.search(text) and name_word.search(text):
+            return True
+    return False
+
+
+@functools.lru_cache(maxsize=64)
+def _prefilter_patterns(rules: Tuple[Rule, ...]) -> List[Tuple[str, str, "re.Pattern[str]", "re.Pattern[str]"]]:
+    patterns = []
+    for rule in rules:
+        root = rule.qualname.partition(".")[0]
+        patterns.append((root, rule.name, _whole_word(root), _whole_word(rule.name)))
+    return patterns
+
+
+def _whole_word(word: str) -> "re.Pattern[str]":
+    # The literal comes first so that `re` scans for it quickly; the lookarounds
+    # then reject it inside a longer identifier (`expm1`, `np_exp`).
+    escaped = re.escape(word)
+    return re.compile(rf"{escaped}(?!\w)(?<!\w{escaped})")
 
 
 # --------------------------------------------------------------------------- positions
@@ -324,7 +347,7 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
     if not settings.rules or (prefilter and not _may_contain(text, settings.rules)):
         return analysis
     tree = analysis.tree = _parse(text)
-    res = analysis.resolution = resolve(tree, _KNOWN, text)
+    res = analysis.resolution = resolve(tree, _KNOWN, text, focus=_ALL_TARGETS)
     enabled = {rule.qualname: rule for rule in settings.rules}
     lines = _Lines(text)
     noqa = _Noqa(text, lines)

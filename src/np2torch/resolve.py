@@ -48,7 +48,8 @@ _COMPS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 _TRY = (ast.Try, ast.TryStar) if hasattr(ast, "TryStar") else (ast.Try,)
 _MATCH_NAMED = tuple(getattr(ast, n) for n in ("MatchAs", "MatchStar") if hasattr(ast, n))
 _MATCH_MAPPING = getattr(ast, "MatchMapping", ())
-_SKIP_FIELDS = {"ctx", "type_comment", "kind", "is_async", "level", "conversion"}
+# fields that never hold a name: contexts, operators, flags
+_SKIP_FIELDS = {"ctx", "op", "ops", "type_comment", "kind", "is_async", "level", "conversion"}
 
 
 class Scope:
@@ -155,15 +156,28 @@ def _stmt_first_line(stmt: ast.stmt) -> int:
     return stmt.lineno
 
 
-def _interesting_lines(source: str, names: Collection[str]) -> List[int]:
-    """Sorted line numbers on which any of ``names`` is spelled as a word."""
+def _interesting_lines(source: str, focus_names: Collection[str], candidates: Collection[str]) -> List[int]:
+    """Sorted numbers of the lines a statement must touch to matter.
+
+    Those spelling a focus name (``exp``: every reference to ``numpy.exp`` ends
+    in it) and those spelling a candidate *not* followed by a dot (every
+    binding of ``np``, and every bare use, is spelled so; ``np.sqrt(x)`` is not).
+    """
     if "\r" in source:
         source = source.replace("\r\n", "\n").replace("\r", "\n")
-    pattern = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, names), key=len, reverse=True)) + r")\b")
+    patterns = []
+    for name in focus_names:
+        if name in source:
+            escaped = re.escape(name)  # literal first, so that `re` scans for it quickly
+            patterns.append(rf"{escaped}(?!\w)(?<!\w{escaped})")
+    for name in candidates:
+        if name not in focus_names and name in source:
+            escaped = re.escape(name)
+            patterns.append(rf"{escaped}(?!\w|[ \t]*\.)(?<!\w{escaped})")
+    positions = sorted(m.start() for pattern in patterns for m in re.finditer(pattern, source))
     lines: List[int] = []
     line, last = 1, 0
-    for match in pattern.finditer(source):
-        pos = match.start()
+    for pos in positions:
         line += source.count("\n", last, pos)
         last = pos
         if not lines or lines[-1] != line:
@@ -468,26 +482,37 @@ class _Lookup:
         return meanings.pop(), aliases
 
 
-def resolve(tree: ast.Module, known: Collection[str], source: Optional[str] = None) -> Resolution:
-    """Every ``Name``/``Attribute`` load in ``tree`` whose qualified name is in ``known``.
+def resolve(
+    tree: ast.Module,
+    known: Collection[str],
+    source: Optional[str] = None,
+    *,
+    focus: Optional[Collection[str]] = None,
+) -> Resolution:
+    """``Name``/``Attribute`` loads in ``tree`` whose qualified name is in ``known``.
 
-    ``known`` holds dotted qualified names (``numpy.exp``, ``numpy.pi``).  With
-    ``source`` (the text ``tree`` was parsed from) statements that cannot
-    mention a candidate name are skipped; without it every statement is walked.
+    ``known`` holds dotted qualified names (``numpy.exp``, ``numpy.pi``).
+    Without ``source`` every statement is walked and every such reference is
+    returned.  With ``source`` (the text ``tree`` was parsed from) only the
+    statements that can matter to the ``focus`` names (default: all of
+    ``known``) are walked: every reference to a focus name is still returned,
+    and references to the other known names only inside those statements
+    (enough to see the constants in a focus function's arguments).
     """
     known = frozenset(known)
+    focus = known if focus is None else frozenset(focus)
     roots = {q.partition(".")[0] for q in known}
     last_names = {q.rpartition(".")[2] for q in known}
 
     imports: List[ast.stmt] = []
     _collect_imports(tree.body, imports)
     candidates: Set[str] = set()
-    star_lines: List[int] = []
+    import_lines: List[int] = []
     for stmt in imports:
+        # imports are walked whatever they spell (`import np.linalg` binds np; a star
+        # import binds names it does not spell)
+        import_lines.append(stmt.lineno)
         for name, meaning, _alias in _import_meanings(stmt):
-            if name == "*":
-                # a star import binds names it does not spell: always walk it
-                star_lines.append(stmt.lineno)
             if meaning is None or meaning.partition(".")[0] not in roots:
                 continue
             if name == "*":
@@ -502,7 +527,8 @@ def resolve(tree: ast.Module, known: Collection[str], source: Optional[str] = No
     if source is not None and source.isascii():
         # Non-ASCII identifiers are NFKC-normalised by the parser, so spelling-based
         # pruning is only exact for ASCII text.
-        lines = sorted({*_interesting_lines(source, candidates), *star_lines})
+        focus_names = {q.rpartition(".")[2] for q in focus}
+        lines = sorted({*_interesting_lines(source, focus_names, candidates), *import_lines})
     walker = _Walker(candidates, last_names, lines)
     walker.stmts(tree.body, walker.module, False)
     walker.apply_declarations()
