@@ -12,8 +12,8 @@ Two sources, read in this order on every dispatch decision:
 ``min_size=None`` means "the measured default for this function, dtype and
 device" from :data:`DEFAULT_MIN_SIZE`, the one table of dispatch thresholds.
 
-Internal API used by sibling modules (keep names stable): ``Settings``,
-``current_settings``, ``default_min_size``, ``min_size_floor``,
+Internal API used by sibling modules (keep names stable): ``Settings`` (its
+``gate`` attribute), ``current_settings``, ``SETTINGS_VAR``, ``PROCESS_SETTINGS``, ``default_min_size``, ``min_size_floor``,
 ``DEFAULT_MIN_SIZE``, ``device_kind``, ``parse_device``.
 """
 
@@ -25,7 +25,7 @@ import re
 import sys
 import threading
 from contextvars import ContextVar
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Iterator, Mapping, Optional, Union
 
 import numpy as np
@@ -71,11 +71,12 @@ class Settings:
     """``cpu`` | ``cuda`` | ``cuda:N`` | ``auto`` | ``numpy`` (off)."""
     min_size: Optional[int] = None
     """Dispatch threshold in elements for every helper; ``None``: the measured defaults."""
+    gate: Optional[int] = field(init=False, repr=False, compare=False)
+    """The size gate overriding the per-function defaults, or None to use them (a plain
+    attribute, not a property: the helpers read it on every call)."""
 
-    @property
-    def gate(self) -> Optional[int]:
-        """The size gate overriding the per-function defaults, or None to use them."""
-        return _CFG_GATE_OFF if self.device == "numpy" else self.min_size
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "gate", _CFG_GATE_OFF if self.device == "numpy" else self.min_size)
 
 
 # Larger than any array: the helpers' size test then always routes to NumPy.
@@ -130,6 +131,12 @@ class _ProcessSettings:
 
 
 _CONTEXT_SETTINGS: ContextVar[Optional[Settings]] = ContextVar("np2torch_runtime_settings", default=None)
+
+
+# For the helpers' hot path, which inlines current_settings():
+#   scoped = SETTINGS_VAR.get(); settings = PROCESS_SETTINGS.value if scoped is None else scoped
+SETTINGS_VAR = _CONTEXT_SETTINGS
+PROCESS_SETTINGS = _ProcessSettings
 
 
 def current_settings() -> Settings:

@@ -29,7 +29,7 @@ need the single callback slot twice), the original is called plainly and its
 warnings point at the runtime's line (a documented gap).
 
 Internal API (keep names stable): ``ERR_KINDS``, ``error_modes``, ``quiet``,
-``numpy_call``, ``warn_redirect``, ``call_redirected``, ``extobj_getter``, ``REDIRECT_MISS``, ``register_runtime_file``,
+``numpy_call``, ``warn_redirect``, ``call_redirected``, ``extobj_getter``, ``NP_EXTOBJ_VAR``, ``REDIRECT_MISS``, ``register_runtime_file``,
 ``user_stacklevel``.
 """
 
@@ -130,6 +130,11 @@ def warn_redirect(name: str, cache: Optional[Dict[Any, Any]] = None) -> Tuple[Di
             cache.clear()  # states made by errstate blocks in a loop are never seen again
         cache[current] = redirect
     return cache, current, redirect
+
+
+# NumPy's error-state context variable (None before NumPy 2), for hot paths
+# that switch it inline as call_redirected() does.
+NP_EXTOBJ_VAR = _NP_EXTOBJ_VAR
 
 
 def extobj_getter() -> Callable[[], Any]:
