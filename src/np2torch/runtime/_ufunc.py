@@ -425,11 +425,22 @@ def _uf_widened_pieces(torch: Any, op: Any, wide: Any, src: Any, dst: Any) -> No
 
 
 def _uf_all_finite(t: Any) -> bool:
-    """One multithreaded pass: a sum is finite only if every term is (overflow -> a false alarm only)."""
+    """One multithreaded pass over the result: does it hold only finite values?
+
+    float64: a sum is finite only if every term is (a sum that overflows is a
+    false alarm, settled by the precise pass).  Narrower types: min and max,
+    which propagate NaN (a float32 sum overflows too easily, and summing it in
+    float64 costs ten times more on the CPU).
+    """
     torch = load_torch()
     if t.is_complex():
         t = torch.view_as_real(t)
-    return math.isfinite(float(t.sum(dtype=torch.float64)))
+    if t.numel() == 0:
+        return True
+    if t.dtype == torch.float64:
+        return math.isfinite(float(t.sum()))
+    low, high = torch.aminmax(t)
+    return math.isfinite(float(low)) and math.isfinite(float(high))
 
 
 def _uf_suspects(x: np.ndarray, result: np.ndarray, under: bool) -> np.ndarray:
