@@ -29,6 +29,7 @@ need the single callback slot twice), the original is called plainly and its
 warnings point at the runtime's line (a documented gap).
 
 Internal API (keep names stable): ``ERR_KINDS``, ``error_modes``, ``quiet``,
+``ErrorChecks``, ``error_checks``,
 ``numpy_call``, ``warn_redirect``, ``call_redirected``, ``extobj_getter``, ``NP_EXTOBJ_VAR``, ``REDIRECT_MISS``, ``register_runtime_file``,
 ``user_stacklevel``.
 """
@@ -37,7 +38,7 @@ from __future__ import annotations
 
 import sys
 import warnings
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple
 
 import numpy as np
 
@@ -71,6 +72,40 @@ def error_modes() -> Dict[str, str]:
 def quiet(modes: Dict[str, str]) -> bool:
     """Whether no flag can be reported: then the runtime checks nothing."""
     return all(mode == "ignore" for mode in modes.values())
+
+
+class ErrorChecks(NamedTuple):
+    """What a torch result must be checked for under the current error state."""
+
+    under: bool
+    """``under`` is not ignored: tiny results (and tiny inputs) are suspicious."""
+    others: bool
+    """``divide``/``over``/``invalid`` are not ignored: non-finite results are suspicious."""
+
+
+_CHECKS_CACHE: Dict[Any, Optional[ErrorChecks]] = {}
+
+
+def error_checks() -> Optional[ErrorChecks]:
+    """The checks the current ``np.errstate`` needs; None when every mode is ``ignore``.
+
+    Cached per NumPy error-state object (``np.geterr()`` alone costs ~0.7 us).
+    """
+    key = _NP_EXTOBJ_VAR.get() if _NP_EXTOBJ_VAR is not None else None
+    if key is not None:
+        try:
+            return _CHECKS_CACHE[key]
+        except KeyError:
+            pass
+    modes = np.geterr()
+    checks = None
+    if not quiet(modes):
+        checks = ErrorChecks(modes["under"] != "ignore", any(modes[k] != "ignore" for k in ("divide", "over", "invalid")))
+    if key is not None:
+        if len(_CHECKS_CACHE) >= _REDIRECT_CACHE_LIMIT:
+            _CHECKS_CACHE.clear()
+        _CHECKS_CACHE[key] = checks
+    return checks
 
 
 def user_stacklevel() -> int:

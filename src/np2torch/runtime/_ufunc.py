@@ -43,10 +43,10 @@ from ._errstate import (
     NP_EXTOBJ_VAR,
     REDIRECT_MISS,
     call_redirected,
-    error_modes,
+    ErrorChecks,
+    error_checks,
     extobj_getter,
     numpy_call,
-    quiet,
     register_runtime_file,
     warn_redirect,
 )
@@ -84,10 +84,16 @@ _UF_PIECE = 1 << 18
 @dataclass(frozen=True)
 class _UfuncPlan:
     loop: np.dtype
-    compute: str
-    cuda_compute: Optional[str]
+    wide: Optional[str]
+    """torch dtype to compute in when wider than the loop's (float32 erf: float64), else None."""
+    cuda_ok: bool
+    """The loop is verified on CUDA."""
+    cuda_wide: Optional[str]
     stage: bool
     """The input is cast into the result buffer first (NumPy's own input cast)."""
+    cpu_min: int
+    cuda_min: int
+    """The measured thresholds for this function and loop (``dtype.name`` costs ~2 us: looked up once)."""
 
 
 class _UfuncState:
@@ -146,7 +152,18 @@ def _uf_make_plan(
     # a lossy cast could raise its own floating-point warnings.
     if stage and not np.can_cast(x_dtype, loop_in, "safe"):
         return None
-    return _UfuncPlan(loop_out, spec.compute[loop_out.name], spec.cuda_compute.get(loop_out.name), stage)
+    name = loop_out.name
+    compute = spec.compute[name]
+    cuda = spec.cuda_compute.get(name)
+    return _UfuncPlan(
+        loop=loop_out,
+        wide=None if compute == name else compute,
+        cuda_ok=cuda is not None,
+        cuda_wide=None if cuda in (None, name) else cuda,
+        stage=stage,
+        cpu_min=default_min_size(spec.name, loop_out, "cpu"),
+        cuda_min=default_min_size(spec.name, loop_out, "cuda"),
+    )
 
 
 def make_ufunc_helper(spec: UfuncSpec) -> Callable[..., Any]:
@@ -242,18 +259,18 @@ def _uf_pick_device(spec: UfuncSpec, settings: Any, plan: _UfuncPlan, size: int)
     device = settings.device
     kind = device_kind(device)
     gate = settings.min_size
-    if kind == "cuda" and plan.cuda_compute is not None:
-        if size >= (default_min_size(spec.name, plan.loop, "cuda") if gate is None else gate):
+    if kind == "cuda" and plan.cuda_ok:
+        if size >= (plan.cuda_min if gate is None else gate):
             if not cuda_available():
                 raise RuntimeError(
                     f"np2torch.runtime is configured for device {device!r} (NP2TORCH_DEVICE or "
                     "configure()), but torch reports no usable CUDA device; use 'auto' to fall back"
                 )
             return device
-    elif kind == "auto" and plan.cuda_compute is not None:
-        if size >= default_min_size(spec.name, plan.loop, "cuda") and cuda_available():
+    elif kind == "auto" and plan.cuda_ok:
+        if size >= plan.cuda_min and cuda_available():
             return "cuda"
-    if size >= (default_min_size(spec.name, plan.loop, "cpu") if gate is None else gate):
+    if size >= (plan.cpu_min if gate is None else gate):
         return "cpu"
     return None
 
@@ -281,17 +298,16 @@ def _uf_try_torch(state: _UfuncState, settings: Any, x: np.ndarray, args: tuple,
     device = _uf_pick_device(state.spec, settings, plan, x.size)
     if device is None or load_torch() is None:
         return _UF_DECLINED
-    modes = error_modes()
+    checks = error_checks()
     inplace = False
     if out is not None:
         inplace = _uf_out_relation(x, out, plan)
         if inplace is None:
             return _UF_DECLINED
-    checked = not quiet(modes)
-    if inplace and checked and not _uf_flat_pair(out, out):
+    if inplace and checks is not None and not _uf_flat_pair(out, out):
         return _UF_DECLINED
     result = out if out is not None else _uf_allocate(x, plan, order)
-    _uf_run(state, device, plan, x, result, inplace, modes if checked else None)
+    _uf_run(state, device, plan, x, result, inplace, checks)
     if out is not None:
         return out
     return result[()] if result.ndim == 0 else result
@@ -364,34 +380,30 @@ def _uf_run(
     x: np.ndarray,
     result: np.ndarray,
     inplace: bool,
-    modes: Optional[Dict[str, str]],
+    checks: Optional[ErrorChecks],
 ) -> None:
     spec = state.spec
     src = x
     if inplace:
-        if modes is not None:
+        if checks is not None:
             # The inputs are overwritten as we go: keep each piece's inputs for the check.
-            _uf_inplace_checked(state, plan, result, modes)
+            _uf_inplace_checked(state, plan, result, checks)
             return
     elif plan.stage or not can_view(x):
         np.copyto(result, x, casting="unsafe")  # NumPy's own (exact) input cast / layout copy
         src = result
-    under = modes is not None and modes["under"] != "ignore"
-    others = modes is not None and any(modes[k] != "ignore" for k in ("divide", "over", "invalid"))
+    under = checks is not None and checks.under
+    others = checks is not None and checks.others
     if device != "cpu" and (result.flags.c_contiguous or result.flags.f_contiguous):
         if not _uf_flat_pair(src, result):
             np.copyto(result, src, casting="unsafe")
             src = result
-        suspicious = cuda_unary(spec.torch_op, _uf_flat(src), _uf_flat(result), device, _uf_wider(plan), others)
+        suspicious = cuda_unary(spec.torch_op, _uf_flat(src), _uf_flat(result), device, plan.cuda_wide, others)
     else:
         _uf_compute_cpu(spec.torch_op, plan, src, result)
         suspicious = others and not _uf_all_finite(tensor_view(result))
-    if modes is not None and (under or suspicious):
+    if under or suspicious:
         _uf_report(state, _uf_settle(state, x, result, under))
-
-
-def _uf_wider(plan: _UfuncPlan) -> Optional[str]:
-    return None if plan.compute == plan.loop.name else plan.compute
 
 
 def _uf_compute_cpu(op_name: str, plan: _UfuncPlan, src: np.ndarray, dst: np.ndarray) -> None:
@@ -399,10 +411,10 @@ def _uf_compute_cpu(op_name: str, plan: _UfuncPlan, src: np.ndarray, dst: np.nda
     torch = load_torch()
     note_parallel_use()
     op = getattr(torch, op_name)
-    if plan.compute == plan.loop.name:
+    if plan.wide is None:
         op(tensor_view(src), out=tensor_view(dst))
         return
-    wide = getattr(torch, plan.compute)
+    wide = getattr(torch, plan.wide)
     if _uf_flat_pair(src, dst):
         _uf_widened_pieces(torch, op, wide, tensor_view(_uf_flat(src)), tensor_view(_uf_flat(dst)))
     else:
@@ -480,10 +492,10 @@ def _uf_report(state: _UfuncState, inputs: Optional[np.ndarray]) -> None:
         numpy_call(state.load(), state.spec.attr, inputs)
 
 
-def _uf_inplace_checked(state: _UfuncState, plan: _UfuncPlan, result: np.ndarray, modes: Dict[str, str]) -> None:
+def _uf_inplace_checked(state: _UfuncState, plan: _UfuncPlan, result: np.ndarray, checks: ErrorChecks) -> None:
     """In place under a non-quiet errstate: piecewise, keeping each piece's inputs for the check."""
     torch = load_torch()
-    under = modes["under"] != "ignore"
+    under = checks.under
     flat = _uf_flat(result)
     piece = max(_UF_PIECE, 32768 * torch.get_num_threads())
     saved = np.empty(min(piece, flat.size), dtype=flat.dtype)
