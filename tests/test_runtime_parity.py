@@ -279,17 +279,19 @@ def test_out_zero_d_returns_the_array(forced):
     assert got is out and out == np.exp(1.0)
 
 
-def test_out_strided_and_fortran(forced, torch_calls):
-    x = np.linspace(0.1, 2.0, 24).reshape(4, 6)
-    big = np.zeros((8, 6))
+@pytest.mark.parametrize("helper,original", PAIRS)
+@pytest.mark.parametrize("dtype", ["f", "d"])
+def test_out_strided_and_fortran(forced, torch_calls, helper, original, dtype):
+    x = np.linspace(0.1, 2.0, 24, dtype=dtype).reshape(4, 6)
+    big = np.zeros((8, 6), dtype=dtype)
     out = big[::2]
-    got = np2t.exp(x, out=out)
+    got = helper(x, out=out)
     assert got is out
-    assert_same_values(out, np.exp(x))
+    assert_same_values(out, original(x))
     assert (big[1::2] == 0).all()
-    fout = np.empty((4, 6), order="F")
-    assert np2t.exp(x, out=fout) is fout
-    assert_same_values(fout, np.exp(x))
+    fout = np.empty((4, 6), dtype=dtype, order="F")
+    assert helper(x, out=fout) is fout
+    assert_same_values(fout, original(x))
     assert len(torch_calls) == 2
 
 

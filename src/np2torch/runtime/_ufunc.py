@@ -53,6 +53,9 @@ from ._errstate import (
 
 register_runtime_file(__file__)
 
+# "np2torch.runtime" here; the vendored module's own name when `np2torch vendor` inlines this file.
+_UF_PUBLIC_MODULE = __name__.rsplit("._ufunc", 1)[0]
+
 
 @dataclass(frozen=True)
 class UfuncSpec:
@@ -200,7 +203,7 @@ def make_ufunc_helper(spec: UfuncSpec) -> Callable[..., Any]:
             reset_extobj(token)
 
     helper.__name__ = helper.__qualname__ = spec.name
-    helper.__module__ = "np2torch.runtime"
+    helper.__module__ = _UF_PUBLIC_MODULE
     helper.__doc__ = spec.doc
     helper._np2torch_spec = spec  # type: ignore[attr-defined]
     helper._np2torch_state = state  # type: ignore[attr-defined]
