@@ -19,9 +19,9 @@ from np2torch.engine import (
     Settings,
     SourceError,
     _analyze,
-    _may_contain,
     check_source,
     fix_source,
+    may_contain,
 )
 from np2torch.rules import RULES, RULES_BY_CODE, select_rules
 
@@ -142,20 +142,20 @@ def test_prefilter_is_exact_on_fixtures(path: Path) -> None:
         settings = Settings(rules=rules)
         unfiltered = _analyze(source, str(path), settings, prefilter=False).findings
         assert check_source(source, str(path), settings=settings) == unfiltered
-        if not _may_contain(source, rules):
+        if not may_contain(source, rules):
             assert unfiltered == []
 
 
 def test_prefilter_needs_module_and_name_of_one_rule() -> None:
-    assert _may_contain("import numpy as np\nnp.exp(x)", RULES)
-    assert not _may_contain("import numpy as np\nnp.sqrt(x)", RULES)
-    assert not _may_contain("import numpy as np\nerf(x)", select_rules(["NPT001", "NPT002"]))
-    assert not _may_contain("from math import exp\nexp(x)", RULES)
+    assert may_contain("import numpy as np\nnp.exp(x)", RULES)
+    assert not may_contain("import numpy as np\nnp.sqrt(x)", RULES)
+    assert not may_contain("import numpy as np\nerf(x)", select_rules(["NPT001", "NPT002"]))
+    assert not may_contain("from math import exp\nexp(x)", RULES)
 
 
 def test_prefilter_sees_nfkc_normalised_identifiers() -> None:
     source = "import numpy as np\ny = np.ｅｘｐ(x)\n"
-    assert _may_contain(source, RULES)
+    assert may_contain(source, RULES)
     assert spans(source) == ["2:5-2:11 NPT001"]
     assert fix_source(source) == "import numpy as np\nimport np2torch.runtime as np2t\n\ny = np2t.exp(x)\n"
 
@@ -259,6 +259,11 @@ def test_custom_runtime_module_and_alias() -> None:
 def test_bad_settings_are_value_errors(kwargs, word: str) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ValueError, match=word):
         Settings(**kwargs)
+
+
+def test_alias_spelled_in_fullwidth_is_still_taken() -> None:
+    source = "import numpy as np\nｎｐ２ｔ = 1\ny = np.exp(x)\n"  # NFKC: ｎｐ２ｔ is np2t
+    assert check_source(source)[0].fix_title == "Replace with `np2t_1.exp`"
 
 
 def test_fix_title_names_the_alias_the_fix_will_use() -> None:

@@ -53,6 +53,7 @@ __all__ = [
     "SourceError",
     "check_source",
     "fix_source",
+    "may_contain",
 ]
 
 CONSTANTS: FrozenSet[str] = frozenset(
@@ -139,7 +140,7 @@ class FixError(Exception):
 # --------------------------------------------------------------------------- prefilter
 
 
-def _may_contain(text: str, rules: Sequence[Rule]) -> bool:
+def may_contain(text: str, rules: Sequence[Rule]) -> bool:
     """False only when no rule can match: a finding needs its module's root and its name spelled.
 
     Every way to reach ``numpy.exp`` spells ``numpy`` (in an import) and ``exp``
@@ -154,6 +155,9 @@ def _may_contain(text: str, rules: Sequence[Rule]) -> bool:
         if root in text and name in text and root_word.search(text) and name_word.search(text):
             return True
     return False
+
+
+_may_contain = may_contain  # the name the CLI's runner first used
 
 
 @functools.lru_cache(maxsize=64)
@@ -344,7 +348,7 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
     bom = "\ufeff" if source.startswith("\ufeff") else ""
     text = source[len(bom) :]
     analysis = _Analysis(text=text, bom=bom)
-    if not settings.rules or (prefilter and not _may_contain(text, settings.rules)):
+    if not settings.rules or (prefilter and not may_contain(text, settings.rules)):
         return analysis
     tree = analysis.tree = _parse(text)
     res = analysis.resolution = resolve(tree, _KNOWN, text, focus=_ALL_TARGETS)
@@ -361,7 +365,7 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
             continue
         pending.append((ref, rule, *verdict))
     if any(fixable for _r, _u, fixable, _why in pending):
-        analysis.alias = _choose_alias(tree, settings)
+        analysis.alias = _choose_alias(tree, text, settings)
     for ref, rule, fixable, reason in pending:
         node = ref.node
         end_line = node.end_lineno or node.lineno
@@ -384,8 +388,11 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
     return analysis
 
 
-def _choose_alias(tree: ast.Module, settings: Settings) -> str:
+def _choose_alias(tree: ast.Module, text: str, settings: Settings) -> str:
     """``settings.alias``, or ``<alias>_1``, ``_2``, ... when it is bound to anything but the runtime."""
+    spelled = text if text.isascii() else unicodedata.normalize("NFKC", text)
+    if settings.alias not in spelled:
+        return settings.alias  # a name that is not spelled is bound nowhere
     names = bound_names(tree)
     same_import = f"import {settings.runtime_module}"
     n = 0
