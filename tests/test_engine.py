@@ -132,6 +132,20 @@ def test_fix_error_when_the_rewrite_does_not_parse(monkeypatch: pytest.MonkeyPat
         fix_source("import numpy as np\ny = np.exp(x)\n")
 
 
+def test_fix_error_when_the_rewrite_parses_but_does_not_compile(monkeypatch: pytest.MonkeyPatch) -> None:
+    import np2torch._engine_fix as fixer
+
+    monkeypatch.setattr(fixer, "apply_fixes", lambda *args, **kwargs: "def f():\n    nonlocal x\n")
+    with pytest.raises(FixError, match="does not compile"):
+        fix_source("import numpy as np\ny = np.exp(x)\n")
+
+
+def test_text_that_never_compiled_can_still_be_fixed() -> None:
+    # ast.parse accepts a module-level return; compile() does not, before or after
+    source = "import numpy as np\nreturn np.exp(x)\n"
+    assert fix_source(source).endswith("return np2t.exp(x)\n")
+
+
 # --------------------------------------------------------------------------- prefilter
 
 

@@ -435,9 +435,26 @@ def fix_source(source: str, path: str = "<string>", *, settings: Optional[Settin
         settings,
         path,
     )
-    try:
-        ast.parse(fixed)
-    except (SyntaxError, ValueError) as exc:
-        raise FixError(f"the fixed text does not parse ({exc}); left unchanged") from None
+    _verify(analysis.text, fixed, path)
     return analysis.bom + fixed
+
+
+def _verify(original: str, fixed: str, path: str) -> None:
+    """The fixed text must compile wherever the original did (a failure is a bug in np2torch)."""
+    try:
+        compile(fixed, path, "exec", dont_inherit=True)
+        return
+    except (SyntaxError, ValueError) as exc:
+        problem = exc
+    try:
+        # `return` outside a function and the like pass ast.parse but not compile():
+        # if the original fails compile() too, the fix made nothing worse
+        compile(original, path, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):
+        try:
+            ast.parse(fixed)
+            return
+        except (SyntaxError, ValueError) as exc:
+            problem = exc
+    raise FixError(f"the fixed text does not compile ({' '.join(str(problem).split())}); left unchanged")
 
