@@ -310,20 +310,27 @@ class _Rewriter(cst.CSTTransformer):
         """Drop emptied lines; in the top import block the first becomes the runtime import.
 
         Replacing in place keeps the new import where the old one was (and its
-        blank lines); AddImportsVisitor then finds it and adds nothing.
+        blank lines); AddImportsVisitor then finds it and adds nothing.  A
+        dropped line's comments move to the next statement; its blank lines do
+        too where that statement has none (they separated groups); a block that
+        now starts later loses the blank lines at its new start.
         """
         has_runtime = any(_is_runtime_import(body[i], self.runtime_module, self.alias) for i in top)
         kept: List[cst.BaseStatement] = []
-        carry: List[cst.EmptyLine] = []
+        comments: List[cst.EmptyLine] = []
+        blanks: List[cst.EmptyLine] = []
         first_marker: Optional[cst.SimpleStatementLine] = None
         for i, stmt in enumerate(body):
             if id(stmt) not in self.emptied:
-                if not kept and first_marker is not None and not carry:
-                    # the block now starts here: no blank line right after `def ...:`
-                    stmt = stmt.with_changes(leading_lines=_strip_blank_start(stmt.leading_lines))
-                if carry:
-                    stmt = stmt.with_changes(leading_lines=[*carry, *stmt.leading_lines])
-                    carry = []
+                leading = list(stmt.leading_lines)
+                if not kept and first_marker is not None:
+                    leading = _strip_blank_start(leading)
+                elif not leading:
+                    leading = blanks
+                leading = [*comments, *leading]
+                if leading != list(stmt.leading_lines):
+                    stmt = stmt.with_changes(leading_lines=leading)
+                comments, blanks = [], []
                 kept.append(stmt)
                 continue
             marker = self.emptied[id(stmt)]
@@ -334,10 +341,12 @@ class _Rewriter(cst.CSTTransformer):
                 assert isinstance(statement, cst.SimpleStatementLine)
                 kept.append(marker.with_changes(body=statement.body, trailing_whitespace=cst.TrailingWhitespace()))
             elif _has_comment(marker.leading_lines):
-                carry.extend(marker.leading_lines)
+                comments.extend(marker.leading_lines)
+            elif not blanks:
+                blanks = list(marker.leading_lines)
         if not kept and first_marker is not None:
             return [first_marker], footer  # a block cannot be empty: keep `pass`
-        return kept, [*carry, *footer]
+        return kept, [*comments, *footer]
 
 
 def _strip_blank_start(lines: Sequence[cst.EmptyLine]) -> List[cst.EmptyLine]:
