@@ -13,6 +13,7 @@ import pytest
 import np2torch
 from np2torch import engine
 from np2torch.engine import (
+    REASON_CLASS_ATTRIBUTE,
     REASON_COMPARED,
     Finding,
     FixError,
@@ -74,6 +75,13 @@ def test_finding_fields() -> None:
 def test_unfixable_finding_has_a_reason_and_no_fix_title() -> None:
     [finding] = check_source("import numpy as np\nok = f is np.exp\n")
     assert (finding.fixable, finding.fix_title, finding.reason) == (False, None, REASON_COMPARED)
+
+
+def test_class_attribute_is_reported_not_rewritten() -> None:
+    source = "import numpy as np\nclass K:\n    f = np.exp\n    def m(self):\n        self.g = np.exp\n"
+    first, second = check_source(source)
+    assert (first.line, first.fixable, first.reason) == (3, False, REASON_CLASS_ATTRIBUTE)
+    assert (second.line, second.fixable) == (5, True)
 
 
 def test_findings_are_sorted_by_position() -> None:

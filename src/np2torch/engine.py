@@ -22,7 +22,9 @@ span is what the fix replaces.
   with the reason: compared (``f is np.exp``, ``f in (np.exp, np.log)``, a
   ``match`` value pattern), used as a lookup key (dict key, set member,
   subscript), inspected by a builtin (``isinstance``, ``type``, ``getattr``,
-  ...), or a method called on it (``np.log.reduce(x)``, ``np.exp.at(...)``);
+  ...), a method called on it (``np.log.reduce(x)``, ``np.exp.at(...)``), or
+  made a class attribute in a class body (``f = np.exp``: a plain function
+  there binds as a method, a ufunc does not);
 * reading a plain attribute of the function (``np.exp.__name__``, ``np.exp.nin``)
   does not pass the function on and computes nothing: no finding.
 
@@ -84,6 +86,9 @@ _INSPECTORS = frozenset(
 REASON_COMPARED = "it is compared (identity or equality); the helper is a different object"
 REASON_KEY = "it is used as a lookup key (dict key, set member or subscript); the helper is a different object"
 REASON_INSPECTED = "the function object itself is inspected; the helper is a different object"
+REASON_CLASS_ATTRIBUTE = (
+    "it becomes a class attribute, where the helper (a plain function) binds as a method and a ufunc does not"
+)
 
 
 def _reason_method(attr: str) -> str:
@@ -310,7 +315,20 @@ def _classify(ref: Ref, res: Resolution) -> Optional[Tuple[bool, Optional[str]]]
         return False, REASON_KEY
     if pt is ast.Subscript and parent.slice is node:  # type: ignore[union-attr]
         return False, REASON_KEY
+    if ref.in_class and _becomes_class_attribute(node, parent, grand):
+        return False, REASON_CLASS_ATTRIBUTE
     return True, None
+
+
+def _becomes_class_attribute(node: ast.expr, parent: Optional[ast.AST], grand: Optional[ast.AST]) -> bool:
+    """In a class body: ``f = np.exp``, ``f: Any = np.exp``, ``f = np.exp if c else g``, ``f, g = np.exp, g``."""
+    if isinstance(parent, (ast.Assign, ast.AnnAssign, ast.NamedExpr)):
+        return parent.value is node
+    if isinstance(parent, ast.IfExp) and node is not parent.test:
+        return isinstance(grand, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and grand.value is parent
+    if isinstance(parent, (ast.Tuple, ast.List)) and isinstance(grand, ast.Assign) and grand.value is parent:
+        return any(isinstance(target, (ast.Tuple, ast.List)) for target in grand.targets)
+    return False
 
 
 # --------------------------------------------------------------------------- analysis

@@ -69,10 +69,11 @@ class Ref:
 
     ``parent`` and ``grand`` are its syntactic parent and grandparent (for a
     keyword argument the parent is the ``keyword`` node); ``imports`` are the
-    ``from``-import aliases that bind a bare name (empty for attribute chains).
+    ``from``-import aliases that bind a bare name (empty for attribute chains);
+    ``in_class`` says it is evaluated directly in a class body.
     """
 
-    __slots__ = ("node", "qualname", "parent", "grand", "imports")
+    __slots__ = ("node", "qualname", "parent", "grand", "imports", "in_class")
 
     def __init__(
         self,
@@ -81,12 +82,14 @@ class Ref:
         parent: Optional[ast.AST],
         grand: Optional[ast.AST],
         imports: Tuple[ast.alias, ...],
+        in_class: bool = False,
     ) -> None:
         self.node = node
         self.qualname = qualname
         self.parent = parent
         self.grand = grand
         self.imports = imports
+        self.in_class = in_class
 
     def __repr__(self) -> str:
         return f"Ref({self.qualname!r} at {self.node.lineno}:{self.node.col_offset})"
@@ -550,7 +553,7 @@ def resolve(
         else:
             qualname = meaning
         if qualname in known:
-            refs.append(Ref(node, qualname, parent, grand, aliases))
+            refs.append(Ref(node, qualname, parent, grand, aliases, scope.kind == "class"))
     return Resolution(refs, walker.import_froms)
 
 
