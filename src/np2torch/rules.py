@@ -1,14 +1,40 @@
 """The rule table: the one place that knows which functions np2torch handles.
 
-The linter, the fixer, ``--select``/``--ignore``, the rule docs and the
-fixture-coverage tests all read :data:`RULES`.  Adding a function is one row
-here, its helper in :mod:`np2torch.runtime` and its fixtures.
+The linter, the fixer, ``--select``/``--ignore``, the rule docs
+(``np2torch explain``, ``docs/rules.md``) and the fixture-coverage tests all
+read :data:`RULES`.  Adding a function is one row here, its helper in
+:mod:`np2torch.runtime` and its fixtures; the documentation page's example and
+"use instead" are generated from the row unless it spells them out.
+
+Code ranges (the hundreds digit names the category, see :data:`CODE_RANGES`):
+
+* ``NPT0xx`` exponentials and logarithms
+* ``NPT1xx`` special functions
+* ``NPT2xx`` reductions
+* ``NPT9xx`` patterns (several calls rewritten as one)
+
+``NPT001``-``NPT004`` predate the ranges and keep their codes
+(:data:`LEGACY_CODES`): ``NPT003`` (erf) is a special function and ``NPT004``
+(logsumexp) a reduction.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Mapping
+
+EXP_LOG = "exponentials and logarithms"
+SPECIAL = "special functions"
+REDUCTION = "reductions"
+PATTERN = "patterns"
+
+CODE_RANGES: Mapping[str, str] = {"0": EXP_LOG, "1": SPECIAL, "2": REDUCTION, "9": PATTERN}
+"""The hundreds digit of a code (``NPT1xx`` -> ``"1"``) -> its category."""
+
+LEGACY_CODES = frozenset({"NPT001", "NPT002", "NPT003", "NPT004"})
+"""Codes assigned before the ranges existed; they keep their numbers whatever their category."""
+
+FIX_SAFETIES = ("safe", "unsafe")
 
 
 @dataclass(frozen=True)
@@ -23,8 +49,22 @@ class Rule:
     """What the rule finds, one line."""
     why: str
     """Why the rewrite is worth it."""
+    category: str = EXP_LOG
+    """One of the values of :data:`CODE_RANGES`; the code's range must match it."""
     fix_safety: str = "safe"
-    """``safe``: the helper returns what the original returns for every input."""
+    """``safe``: the helper returns what the original returns for every input.
+    ``unsafe``: the rewrite can change results (e.g. rounding); reported always,
+    applied only with ``--unsafe-fixes``."""
+    args: str = "x"
+    """The arguments of the generated example call, e.g. ``"x, y"`` for a binary function."""
+    example: str | None = None
+    """The docs' "Example" code; generated from ``qualname`` and ``args`` when ``None``."""
+    use_instead: str | None = None
+    """The docs' "Use instead" code; generated from ``helper`` and ``args`` when ``None``."""
+    fix_safety_note: str | None = None
+    """The docs' "Fix safety" text; a standard sentence for ``fix_safety`` when ``None``."""
+    known_problems: str = ""
+    """The docs' "Known problems": where the helper falls back to NumPy/SciPy, measured gaps."""
 
     @property
     def name(self) -> str:
@@ -37,6 +77,54 @@ class Rule:
     def fix_title(self, alias: str) -> str:
         return f"Replace with `{alias}.{self.helper}`"
 
+    @property
+    def fixable(self) -> bool:
+        """Whether findings of this rule can carry a fix (safe or unsafe)."""
+        return True
+
+    def _import_and_prefix(self) -> tuple[str, str]:
+        module, _, _ = self.qualname.rpartition(".")
+        if module == "numpy":
+            return "import numpy as np", "np."
+        if module == "scipy.special":
+            return "from scipy import special", "special."
+        return f"import {module}", f"{module}."
+
+    @property
+    def example_code(self) -> str:
+        if self.example is not None:
+            return self.example
+        import_line, prefix = self._import_and_prefix()
+        return f"{import_line}\n\ny = {prefix}{self.name}({self.args})\n"
+
+    @property
+    def use_instead_code(self) -> str:
+        if self.use_instead is not None:
+            return self.use_instead
+        return f"import np2torch.runtime as np2t\n\ny = np2t.{self.helper}({self.args})\n"
+
+    @property
+    def fix_safety_text(self) -> str:
+        if self.fix_safety_note is not None:
+            return self.fix_safety_note
+        if self.fix_safety == "safe":
+            return (
+                f"The fix is safe: `np2torch.runtime.{self.helper}` returns what `{self.qualname}` "
+                "returns (dtype, shape, special values, warnings and errors) for every input, "
+                "calling the original itself wherever torch cannot match it. It keeps every "
+                "argument as written and adds one `import np2torch.runtime as np2t`."
+            )
+        return (
+            "The fix is unsafe: the rewritten code can round differently from the original. "
+            "It is reported always and applied only with `--unsafe-fixes`."
+        )
+
+
+_COMMON_GAPS = (
+    "Under `np.errstate(all='ignore')` the sign bit of a NaN result can differ from x86 NumPy's "
+    "(IEEE 754 leaves it unspecified). With `torch.set_flush_denormal(True)` enabled by user code, "
+    "subnormal values differ. See docs/runtime.md, \"Known gaps\"."
+)
 
 _UFUNC_WHY = (
     "Over large arrays NumPy computes `{name}` on one core; torch's vectorized, "
@@ -52,6 +140,8 @@ RULES: tuple[Rule, ...] = (
         helper="exp",
         summary="`numpy.exp` call or reference",
         why=_UFUNC_WHY.format(name="exp"),
+        known_problems="float16: 4 of 63,488 inputs differ by 1 ULP (their exact value lies within "
+        "1e-6 ULP of a rounding tie). " + _COMMON_GAPS,
     ),
     Rule(
         code="NPT002",
@@ -59,12 +149,16 @@ RULES: tuple[Rule, ...] = (
         helper="log",
         summary="`numpy.log` call or reference",
         why=_UFUNC_WHY.format(name="log"),
+        known_problems=_COMMON_GAPS,
     ),
     Rule(
         code="NPT003",
         qualname="scipy.special.erf",
         helper="erf",
         summary="`scipy.special.erf` call or reference",
+        category=SPECIAL,
+        known_problems="`erf(..., where=mask)` is handed to SciPy unchanged, so it inherits SciPy 1.17's "
+        "heap corruption there (scipy/xsf#146). " + _COMMON_GAPS,
         why=_UFUNC_WHY.format(name="erf").replace("NumPy computes", "SciPy computes"),
     ),
     Rule(
@@ -72,6 +166,10 @@ RULES: tuple[Rule, ...] = (
         qualname="scipy.special.logsumexp",
         helper="logsumexp",
         summary="`scipy.special.logsumexp` call or reference",
+        category=REDUCTION,
+        known_problems="torch serves SciPy 1.16-1.17 only; other SciPy versions, `b=`, NaN inputs, "
+        "complex/float16 and non-ndarray inputs go to SciPy itself (same result, no speed-up). "
+        "See docs/logsumexp.md.",
         why=(
             "`scipy.special.logsumexp` makes several full passes and temporaries over "
             "its input; torch's fused reduction is several times faster on large arrays. "
@@ -85,7 +183,19 @@ RULES_BY_CODE: Mapping[str, Rule] = {rule.code: rule for rule in RULES}
 RULES_BY_QUALNAME: Mapping[str, Rule] = {rule.qualname: rule for rule in RULES}
 
 
+def code_category(code: str) -> str | None:
+    """The category a code's range stands for (``NPT1xx`` -> special functions); None if unassigned."""
+    return CODE_RANGES.get(code[3:4]) if code.startswith("NPT") and len(code) == 6 else None
+
+
 def _check_table(rules: tuple[Rule, ...]) -> None:
+    for rule in rules:
+        if rule.category not in CODE_RANGES.values():
+            raise AssertionError(f"{rule.code}: unknown category {rule.category!r}")
+        if rule.fix_safety not in FIX_SAFETIES:
+            raise AssertionError(f"{rule.code}: fix_safety must be one of {FIX_SAFETIES}")
+        if rule.code not in LEGACY_CODES and code_category(rule.code) != rule.category:
+            raise AssertionError(f"{rule.code}: code range is {code_category(rule.code)!r}, row says {rule.category!r}")
     codes = [r.code for r in rules]
     names = [r.qualname for r in rules]
     helpers = [r.helper for r in rules]
