@@ -148,6 +148,15 @@ def test_fix_error_when_the_rewrite_parses_but_does_not_compile(monkeypatch: pyt
         fix_source("import numpy as np\ny = np.exp(x)\n")
 
 
+def test_text_libcst_cannot_reproduce_is_a_fix_error() -> None:
+    # LibCST 1.x drops a form feed that starts a module-level statement line; rather
+    # than lose that byte, the fix refuses (the CLI reports it and leaves the file)
+    source = "import numpy as np\n\x0cy = np.exp(x)\n"
+    assert check_source(source)[0].fixable
+    with pytest.raises(FixError, match="byte for byte"):
+        fix_source(source)
+
+
 def test_text_that_never_compiled_can_still_be_fixed() -> None:
     # ast.parse accepts a module-level return; compile() does not, before or after
     source = "import numpy as np\nreturn np.exp(x)\n"
