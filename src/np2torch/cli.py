@@ -174,9 +174,9 @@ def fix(ctx: click.Context, diff: bool, exit_non_zero_on_fix: bool, **options: A
 
 
 @cli.command(name="rules", short_help="List the rules.")
-@click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(("text", "json", "markdown")), default="text", show_default=True)
 def rules_command(fmt: str) -> None:
-    """List the rules: code, function, runtime helper and fix safety."""
+    """List the rules: code, name, function, runtime helper, fixable and fix safety."""
     for line in rules_table(RULES, fmt):
         click.echo(line)
 

@@ -155,16 +155,28 @@ def unified_diff(path: str, before: str, after: str) -> str:
 
 
 def rules_table(rules: Sequence[Rule], fmt: str) -> list[str]:
+    """The table for `np2torch rules`: code, name, function, helper, fixable, fix safety."""
     if fmt == "json":
         rows = [
-            {"code": r.code, "name": r.qualname, "helper": r.helper, "fix_safety": r.fix_safety, "summary": r.summary}
+            {"code": r.code, "name": r.name, "function": r.qualname, "helper": r.helper, "category": r.category,
+             "fixable": r.fixable, "fix_safety": r.fix_safety, "summary": r.summary}
             for r in rules
         ]
         return [json.dumps(rows, indent=2)]
-    header = ("code", "function", "helper", "fix")
-    rows_text = [(r.code, r.qualname, f"np2torch.runtime.{r.helper}", r.fix_safety) for r in rules]
-    widths = [max(len(row[i]) for row in [header, *rows_text]) for i in range(len(header))]
-    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [header, *rows_text]]
+    header = ("code", "name", "function", "helper", "fixable", "safety")
+    body = [
+        (r.code, r.name, r.qualname, f"np2torch.runtime.{r.helper}", "yes" if r.fixable else "no", r.fix_safety)
+        for r in rules
+    ]
+    if fmt == "markdown":
+        return [
+            "| " + " | ".join(header) + " |",
+            "|" + "---|" * len(header),
+            *("| " + " | ".join(f"[{c}](#{c.lower()})" if i == 0 else f"`{c}`" if i in (2, 3) else c
+                                for i, c in enumerate(row)) + " |" for row in body),
+        ]
+    widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [header, *body]]
 
 
 # ---------------------------------------------------------------- progress

@@ -1,0 +1,99 @@
+"""Every row of the rule table is documented, served and in range; docs/rules.md matches the table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from np2torch import check_source, explain, fix_source
+from np2torch.cli import main
+from np2torch.rules import CODE_RANGES, LEGACY_CODES, RULES, Rule, code_category
+
+ROOT = Path(__file__).resolve().parent.parent
+SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "Fix safety", "Known problems")
+
+
+def test_docs_rules_md_is_generated_from_the_table() -> None:
+    on_disk = (ROOT / explain.DOCS_PATH).read_bytes().decode("utf-8")
+    assert on_disk == explain.rules_document(), "docs/rules.md is stale: run `python -m np2torch.explain --write-docs`"
+
+
+def test_stale_docs_are_detected(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert explain.main(["--check"]) == 1
+    assert explain.main(["--write-docs"]) == 0
+    assert explain.main(["--check"]) == 0
+    path = tmp_path / explain.DOCS_PATH
+    path.write_text(path.read_text().replace("NPT001", "NPT00X", 1))
+    assert explain.main(["--check"]) == 1
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.code)
+def test_every_rule_has_a_runtime_helper(rule: Rule) -> None:
+    import np2torch.runtime as runtime
+
+    assert callable(getattr(runtime, rule.helper, None)), f"np2torch.runtime has no helper {rule.helper!r}"
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.code)
+def test_every_rule_has_a_page_with_all_sections(rule: Rule) -> None:
+    text = explain.page(rule)
+    headings = [line[3:] for line in text.splitlines() if line.startswith("## ")]
+    assert headings == list(SECTIONS)
+    assert rule.why.strip() and rule.summary.strip() and rule.fix_safety_text.strip()
+    document = explain.rules_document()
+    assert f'<a id="{rule.code.lower()}"></a>' in document
+    assert f"## {rule.code}: {rule.name}" in document
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.code)
+def test_the_example_is_a_finding_and_its_fix_is_the_use_instead(rule: Rule) -> None:
+    """The generated example really triggers the rule, and fixing it gives the documented call."""
+    findings = [f for f in check_source(rule.example_code) if f.code == rule.code]
+    assert findings, f"{rule.code}'s example is not a finding"
+    if rule.fix_safety != "safe":
+        return
+    assert all(f.fixable for f in findings)
+    last_line = rule.use_instead_code.rstrip("\n").splitlines()[-1]
+    assert last_line in fix_source(rule.example_code)
+    assert not [f for f in check_source(rule.use_instead_code) if f.code == rule.code]
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.code)
+def test_code_range_matches_category(rule: Rule) -> None:
+    if rule.code in LEGACY_CODES:
+        return
+    assert code_category(rule.code) == rule.category
+
+
+def test_ranges_are_the_documented_ones() -> None:
+    assert dict(CODE_RANGES) == {
+        "0": "exponentials and logarithms",
+        "1": "special functions",
+        "2": "reductions",
+        "9": "patterns",
+    }
+    assert code_category("NPT123") == "special functions"
+    assert code_category("NPT301") is None
+    assert LEGACY_CODES == {"NPT001", "NPT002", "NPT003", "NPT004"}
+
+
+def test_explain_prints_the_page(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", "npt001"]) == 0
+    out = capsys.readouterr().out
+    assert out == explain.page(RULES[0])
+    assert out.startswith("# NPT001: exp\n")
+
+
+def test_explain_unknown_code_is_one_line_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", "NPT999"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1 and "NPT999" in captured.err
+
+
+def test_rules_markdown_lists_every_row(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["rules", "--format", "markdown"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| [")]
+    assert [row.split("[")[1].split("]")[0] for row in rows] == [r.code for r in RULES]
