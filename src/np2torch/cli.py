@@ -32,7 +32,19 @@ from np2torch.config import (
     split_codes,
 )
 from np2torch.files import discover
-from np2torch.output import FORMATS, Progress, check_summary, diff_summary, fix_summary, render, rules_table, sort_key
+from np2torch.output import (
+    FORMATS,
+    Progress,
+    check_summary,
+    diff_summary,
+    fix_summary,
+    fixed_report,
+    render,
+    rules_table,
+    show_fixes_check,
+    sort_key,
+    statistics,
+)
 from np2torch.rules import RULES
 from np2torch import runner
 
@@ -141,6 +153,10 @@ _SHARED_OPTIONS = [
     click.option("--force-exclude", is_flag=True,
                  help="Apply exclude settings to files named on the command line too (the pre-commit hooks do)."),
     click.option("--no-cache", is_flag=True, help="Neither read nor write the .np2torch_cache folder."),
+    click.option("--statistics", is_flag=True,
+                 help="Print counts per rule code (with [*] when fixable) instead of each finding."),
+    click.option("--show-fixes", is_flag=True,
+                 help="check: the fix under each fixable finding; fix: the fixes made, per file and code."),
     click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, metavar="N",
                  help="Worker processes (default: all cores)."),
 ]
@@ -191,7 +207,7 @@ def _error(message: str) -> None:
 def _run(mode: str, *, paths: tuple[str, ...], select: tuple[str, ...] | None, ignore: tuple[str, ...] | None,
          fmt: str, exit_zero: bool, quiet: bool, config_path: str | None, runtime_module: str | None,
          alias: str | None, force_exclude: bool, no_cache: bool, jobs: int | None,
-         exit_non_zero_on_fix: bool = False) -> int:
+         statistics: bool = False, show_fixes: bool = False, exit_non_zero_on_fix: bool = False) -> int:
     overrides = Overrides(select=select, ignore=ignore or (), runtime_module=runtime_module, alias=alias)
     try:
         finder = ConfigFinder(load_explicit_config(config_path) if config_path else None)
@@ -214,7 +230,8 @@ def _run(mode: str, *, paths: tuple[str, ...], select: tuple[str, ...] | None, i
 
     if not targets and not missing and not quiet:
         _error("warning: no Python files found under the given paths")
-    code = _report(mode, results, fmt=fmt, quiet=quiet, exit_zero=exit_zero)
+    code = _report(mode, results, fmt=fmt, quiet=quiet, exit_zero=exit_zero, stats=statistics,
+                   show_fixes=show_fixes)
     if code == 0 and exit_non_zero_on_fix and any(r.changed for r in results):
         return 1
     return code
@@ -225,24 +242,41 @@ def _progress_bar(total: int) -> Progress | None:
     return Progress(total, stream) if stream.isatty() else None
 
 
-def _report(mode: str, results: list[runner.FileResult], *, fmt: str, quiet: bool, exit_zero: bool) -> int:
+_RULE_NAMES = {rule.code: rule.name for rule in RULES}
+
+
+def _report(mode: str, results: list[runner.FileResult], *, fmt: str, quiet: bool, exit_zero: bool,
+            stats: bool = False, show_fixes: bool = False) -> int:
     failed = sum(1 for r in results if r.errors)
     for result in results:
         for message in result.errors:
             _error(message)
     changed = [r for r in results if r.changed]
+    fixed = [(r.display, r.fixed_codes) for r in changed]
     if mode == runner.DIFF:
         for result in changed:
             click.echo(result.diff, nl=False)
+        if show_fixes:  # stdout stays a patch that `git apply` accepts
+            for line in fixed_report(fixed, _RULE_NAMES, would=True):
+                _error(line)
         if not quiet:
             _error(diff_summary(sum(r.fixed for r in changed), len(changed)))
         return 2 if failed else (1 if changed else 0)
 
     findings = sorted((f for r in results for f in r.findings), key=sort_key)
-    for line in render(findings, fmt):
+    if stats:
+        lines = statistics(findings, fmt, _RULE_NAMES)
+    elif show_fixes and fmt == "text":
+        lines = [out for f in findings for out in (*render([f], fmt), *show_fixes_check(f))]
+    else:
+        lines = render(findings, fmt)
+    for line in lines:
         click.echo(line)
+    if show_fixes and mode == runner.FIX:
+        for line in fixed_report(fixed, _RULE_NAMES, would=False):
+            click.echo(line)
     fixable = sum(1 for f in findings if f.fixable)
-    if not quiet and fmt == "text":
+    if not quiet and (fmt == "text" or (stats and fmt != "json")):
         if mode == runner.CHECK:
             summary = check_summary(len(findings), fixable, failed)
         else:

@@ -95,6 +95,52 @@ def render(findings: Sequence[FindingLike], fmt: str) -> list[str]:
     return list(text_lines(findings))
 
 
+# ---------------------------------------------------------------- --statistics and --show-fixes
+
+
+def statistics(findings: Sequence[FindingLike], fmt: str, names: dict[str, str]) -> list[str]:
+    """Counts per code, most frequent first, as ruff's ``--statistics``: ``count  code  [*] name``.
+
+    ``[*]``: at least one of them is fixable.  ``fmt == "json"`` gives one JSON array
+    of ``{"code", "name", "count", "fixable"}``; every other format the text table.
+    """
+    rows: dict[str, list[Any]] = {}
+    for finding in findings:
+        row = rows.setdefault(finding.code, [0, False])
+        row[0] += 1
+        row[1] = row[1] or finding.fixable
+    ordered = sorted(rows.items(), key=lambda item: (-item[1][0], item[0]))
+    if fmt == "json":
+        return [json.dumps([{"code": code, "name": names.get(code, ""), "count": count, "fixable": fixable}
+                            for code, (count, fixable) in ordered], indent=2)]
+    if not ordered:
+        return []
+    count_width = max(len(str(count)) for _, (count, _) in ordered)
+    code_width = max(len(code) for code in rows)
+    return [f"{count:>{count_width}}\t{code:<{code_width}}\t{'[*]' if fixable else '[ ]'} {names.get(code, '')}"
+            for code, (count, fixable) in ordered]
+
+
+def show_fixes_check(finding: FindingLike) -> list[str]:
+    """The help line under a text finding with ``--show-fixes``: the fix's title."""
+    title = getattr(finding, "fix_title", None)
+    return [f"  help: {title}"] if finding.fixable and title else []
+
+
+def fixed_report(fixed: Sequence[tuple[str, dict[str, int]]], names: dict[str, str], *, would: bool) -> list[str]:
+    """``fix --show-fixes``: the fixes per file and code, as ruff enumerates them."""
+    files = [(path, codes) for path, codes in fixed if codes]
+    if not files:
+        return []
+    total = sum(n for _, codes in files for n in codes.values())
+    lines = [f"{'Would fix' if would else 'Fixed'} {plural(total, 'error')}:"]
+    for path, codes in files:
+        lines.append(f"- {path}:")
+        width = max(len(str(n)) for n in codes.values())
+        lines.extend(f"    {n:>{width}} \u00d7 {code} ({names.get(code, '')})" for code, n in codes.items())
+    return lines
+
+
 # ---------------------------------------------------------------- summaries
 
 

@@ -34,6 +34,8 @@ class FileResult:
     changed: bool = False
     """``fix``: the file was rewritten; ``--diff``: it would be."""
     diff: str = ""
+    fixed_codes: dict[str, int] = field(default_factory=dict)
+    """``fix``/``--diff``: how many findings of each code were (or would be) fixed."""
     digest: str | None = None
     """SHA-256 of the bytes :attr:`findings` describe (the cache key); ``None``: do not cache."""
 
@@ -131,6 +133,7 @@ def _run_job(job: Job) -> FileResult:
         return result
     result.findings = sorted(remaining, key=sort_key)
     result.fixed = max(0, sum(f.fixable for f in findings) - sum(f.fixable for f in remaining))
+    result.fixed_codes = fixed_by_code(findings, remaining)
     result.changed = True
     if job.mode == DIFF:
         result.diff = unified_diff(job.display, text, fixed)
@@ -143,6 +146,18 @@ def _run_job(job: Job) -> FileResult:
     write_atomic(job.path, data, job.display, expect=job.stamp)
     result.digest = digest(data)
     return result
+
+
+def fixed_by_code(before: Sequence[Any], after: Sequence[Any]) -> dict[str, int]:
+    """Fixable findings per code before a fix minus those left after it."""
+    counts: dict[str, int] = {}
+    for finding in before:
+        if finding.fixable:
+            counts[finding.code] = counts.get(finding.code, 0) + 1
+    for finding in after:
+        if finding.fixable and finding.code in counts:
+            counts[finding.code] -= 1
+    return {code: n for code, n in sorted(counts.items()) if n > 0}
 
 
 # ---------------------------------------------------------------- many files
