@@ -269,7 +269,7 @@ def _report(mode: str, results: list[runner.FileResult], *, fmt: str, quiet: boo
     elif show_fixes and fmt == "text":
         lines = [out for f in findings for out in (*render([f], fmt), *show_fixes_check(f))]
     else:
-        lines = render(findings, fmt)
+        lines = render(findings, fmt, [m for r in results for m in r.errors])
     for line in lines:
         click.echo(line)
     if show_fixes and mode == runner.FIX:

@@ -1,4 +1,4 @@
-"""How findings, diffs and summaries look: text, JSON and GitHub Actions annotations.
+"""How findings, diffs and summaries look: text, JSON, GitHub Actions annotations and SARIF (sarif.py).
 
 Only attributes of findings are read (``path``, ``line``, ``column``, ``end_line``,
 ``end_column``, ``code``, ``message``, ``fixable``, ``reason``), so this module
@@ -14,7 +14,7 @@ from typing import Any, Iterable, Iterator, Protocol, Sequence, TextIO
 
 from np2torch.rules import Rule
 
-FORMATS = ("text", "json", "github")
+FORMATS = ("text", "json", "github", "sarif")
 
 JSON_KEYS = ("code", "message", "path", "line", "column", "end_line", "end_column", "fixable")
 """Exactly the keys of each JSON finding, in this order."""
@@ -86,8 +86,15 @@ def github_lines(findings: Iterable[FindingLike]) -> Iterator[str]:
     return (github_line(f) for f in findings)
 
 
-def render(findings: Sequence[FindingLike], fmt: str) -> list[str]:
-    """The lines (or, for JSON, the one document) that show ``findings`` in format ``fmt``."""
+def render(findings: Sequence[FindingLike], fmt: str, errors: Sequence[str] = ()) -> list[str]:
+    """The lines (or, for JSON and SARIF, the one document) that show ``findings`` in format ``fmt``.
+
+    ``errors`` (files that could not be checked) appear only in SARIF, which has a place for them.
+    """
+    if fmt == "sarif":
+        from np2torch.sarif import sarif_document
+
+        return [sarif_document(findings, errors)]
     if fmt == "json":
         return [json_document(findings)]
     if fmt == "github":

@@ -1,0 +1,116 @@
+"""``--format sarif``: one SARIF 2.1.0 log for code-scanning dashboards (GitHub, Azure DevOps).
+
+The driver's rules come from the rule table; each finding is a result with a
+1-based region (columns count Unicode code points: ``columnKind``).  Files
+that could not be read or parsed become ``toolExecutionNotifications`` of the
+invocation, which then is not ``executionSuccessful``.  A finding in a
+notebook cell has its region relative to the cell (as the text output does)
+and the cell number in the result's ``properties.cell``; its message starts
+with ``cell N:`` for viewers that show no properties.
+
+Fixes are not embedded: a SARIF fix is a set of text replacements, and the
+runtime import a fix adds is decided per file by ``np2torch fix``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import PurePath
+from typing import Any, Sequence
+from urllib.parse import quote
+
+from np2torch import __version__
+from np2torch.rules import RULES, Rule
+
+SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
+LEVEL = "warning"
+"""Findings are speed-ups, not bugs: dashboards show them as warnings."""
+
+
+def _uri(path: str) -> str:
+    if os.path.isabs(path):
+        return PurePath(path).as_uri()
+    return quote(path.replace(os.sep, "/"))
+
+
+def _rule_descriptor(rule: Rule) -> dict[str, Any]:
+    from np2torch.explain import page
+
+    return {
+        "id": rule.code,
+        "name": rule.name,
+        "shortDescription": {"text": rule.summary},
+        "fullDescription": {"text": rule.why},
+        "help": {"text": f"Replace with np2torch.runtime.{rule.helper}", "markdown": page(rule)},
+        "defaultConfiguration": {"level": LEVEL},
+        "properties": {"category": rule.category, "fix_safety": rule.fix_safety, "qualname": rule.qualname},
+    }
+
+
+def _result(finding: Any, index: dict[str, int]) -> dict[str, Any]:
+    cell = getattr(finding, "cell", None)
+    text = finding.message if cell is None else f"cell {cell}: {finding.message}"
+    if finding.fixable:
+        text += " (fixable with `np2torch fix`)"
+    elif getattr(finding, "reason", None):
+        text += f" (no fix: {finding.reason})"
+    result: dict[str, Any] = {
+        "ruleId": finding.code,
+        "level": LEVEL,
+        "message": {"text": text},
+        "locations": [
+            {
+                "physicalLocation": {
+                    "artifactLocation": {"uri": _uri(finding.path)},
+                    "region": {
+                        "startLine": finding.line,
+                        "startColumn": finding.column,
+                        "endLine": finding.end_line,
+                        "endColumn": finding.end_column,
+                    },
+                }
+            }
+        ],
+        "properties": {"fixable": bool(finding.fixable)},
+    }
+    if finding.code in index:
+        result["ruleIndex"] = index[finding.code]
+    if cell is not None:
+        result["properties"]["cell"] = cell
+    return result
+
+
+def sarif_log(findings: Sequence[Any], errors: Sequence[str] = (), rules: Sequence[Rule] = RULES) -> dict[str, Any]:
+    """The SARIF log as a dict: one run, every rule of the table, one result per finding."""
+    index = {rule.code: i for i, rule in enumerate(rules)}
+    return {
+        "$schema": SCHEMA_URI,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "np2torch",
+                        "version": __version__,
+                        "informationUri": "https://github.com/np2torch/np2torch",
+                        "rules": [_rule_descriptor(rule) for rule in rules],
+                    }
+                },
+                "columnKind": "unicodeCodePoints",
+                "invocations": [
+                    {
+                        "executionSuccessful": not errors,
+                        "toolExecutionNotifications": [
+                            {"level": "error", "message": {"text": message}} for message in errors
+                        ],
+                    }
+                ],
+                "results": [_result(finding, index) for finding in findings],
+            }
+        ],
+    }
+
+
+def sarif_document(findings: Sequence[Any], errors: Sequence[str] = ()) -> str:
+    return json.dumps(sarif_log(findings, errors), indent=2, ensure_ascii=False)

@@ -1,0 +1,114 @@
+"""`--format sarif`: a SARIF 2.1.0 log, validated against the OASIS schema (vendored in tests/data)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from np2torch.cli import main
+from np2torch.rules import RULES
+from np2torch.sarif import sarif_log
+
+jsonschema = pytest.importorskip("jsonschema")
+
+SCHEMA = json.loads((Path(__file__).parent / "data" / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
+
+
+def validate(log: dict) -> None:
+    jsonschema.Draft4Validator.check_schema(SCHEMA)
+    jsonschema.Draft4Validator(SCHEMA, format_checker=jsonschema.FormatChecker()).validate(log)
+
+
+@pytest.fixture(autouse=True)
+def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("NP2TORCH_CACHE_DIR", str(tmp_path / ".cache-under-test"))
+    return tmp_path
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    return code, out, err
+
+
+def test_schema_catches_a_broken_log() -> None:
+    """The validation can fail: a result without a message is rejected."""
+    log = sarif_log([])
+    log["runs"][0]["results"] = [{"ruleId": "NPT001"}]
+    with pytest.raises(jsonschema.ValidationError):
+        validate(log)
+    with pytest.raises(jsonschema.ValidationError):
+        validate({"version": "2.1.0"})
+
+
+def test_check_sarif_end_to_end(capsys: pytest.CaptureFixture[str]) -> None:
+    Path("pkg").mkdir()
+    Path("pkg/a b.py").write_text("import numpy as np\n\ny = np.exp(x)\nsame = np.log is f\n")
+    Path("clean.py").write_text("import math\nmath.exp(1)\n")
+    code, out, err = run(capsys, "check", "--format", "sarif", "pkg", "clean.py")
+    assert code == 1 and err == ""
+    log = json.loads(out)
+    validate(log)
+    run_ = log["runs"][0]
+    assert log["version"] == "2.1.0"
+    assert [rule["id"] for rule in run_["tool"]["driver"]["rules"]] == [rule.code for rule in RULES]
+    assert run_["invocations"][0]["executionSuccessful"] is True
+    first, second = run_["results"]
+    assert first["ruleId"] == "NPT001" and first["level"] == "warning"
+    assert run_["tool"]["driver"]["rules"][first["ruleIndex"]]["id"] == "NPT001"
+    location = first["locations"][0]["physicalLocation"]
+    assert location["artifactLocation"]["uri"] == "pkg/a%20b.py"
+    assert location["region"] == {"startLine": 3, "startColumn": 5, "endLine": 3, "endColumn": 11}
+    assert first["properties"]["fixable"] is True
+    assert second["ruleId"] == "NPT002" and second["properties"]["fixable"] is False
+    assert "no fix" in second["message"]["text"]
+
+
+def test_unreadable_files_are_notifications(capsys: pytest.CaptureFixture[str]) -> None:
+    Path("bad.py").write_text("import numpy as np\nnp.exp((x)\n")
+    Path("a.py").write_text("import numpy as np\nnp.exp(x)\n")
+    code, out, err = run(capsys, "check", "--format", "sarif", "a.py", "bad.py")
+    assert code == 2
+    assert "bad.py" in err  # stderr still names it, as in every format
+    log = json.loads(out)
+    validate(log)
+    invocation = log["runs"][0]["invocations"][0]
+    assert invocation["executionSuccessful"] is False
+    assert [n["level"] for n in invocation["toolExecutionNotifications"]] == ["error"]
+    assert "bad.py" in invocation["toolExecutionNotifications"][0]["message"]["text"]
+    assert len(log["runs"][0]["results"]) == 1
+
+
+def test_no_findings_is_a_valid_empty_log(capsys: pytest.CaptureFixture[str]) -> None:
+    Path("clean.py").write_text("import math\nmath.exp(1)\n")
+    code, out, _ = run(capsys, "check", "--format", "sarif", "clean.py")
+    assert code == 0
+    log = json.loads(out)
+    validate(log)
+    assert log["runs"][0]["results"] == []
+
+
+def test_absolute_paths_become_file_uris(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "abs.py"
+    path.write_text("import numpy as np\nnp.exp(x)\n")
+    code, out, _ = run(capsys, "check", "--format", "sarif", str(path))
+    assert code == 1
+    log = json.loads(out)
+    validate(log)
+    uri = log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+    assert uri == path.as_uri()
+
+
+def test_multiline_region_and_non_ascii_columns(capsys: pytest.CaptureFixture[str]) -> None:
+    Path("m.py").write_text("import numpy as np\n\u00e9 = 1; y = (np\n   .exp)(x)\n", encoding="utf-8")
+    code, out, _ = run(capsys, "check", "--format", "sarif", "m.py")
+    assert code == 1
+    log = json.loads(out)
+    validate(log)
+    assert log["runs"][0]["columnKind"] == "unicodeCodePoints"
+    region = log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["region"]
+    assert region == {"startLine": 2, "startColumn": 13, "endLine": 3, "endColumn": 8}
