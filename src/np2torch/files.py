@@ -22,8 +22,15 @@ from typing import Iterable, Sequence
 
 from np2torch.config import Config, ConfigFinder, PathMatcher
 
-SOURCE_SUFFIXES: frozenset[str] = frozenset({".py"})
-"""Suffixes that directory walks collect; files named explicitly are read whatever their suffix."""
+SOURCE_SUFFIXES: frozenset[str] = frozenset({".py", ".ipynb"})
+"""Suffixes that directory walks collect; files named explicitly are read whatever their suffix.
+``.ipynb`` files are Jupyter notebooks (their code cells are checked, see notebook.py)."""
+
+NOTEBOOK_SUFFIX = ".ipynb"
+
+
+def is_notebook(path: str) -> bool:
+    return os.path.splitext(path)[1].lower() == NOTEBOOK_SUFFIX
 
 _BOM = b"\xef\xbb\xbf"
 
@@ -71,6 +78,15 @@ def _undecodable(path: str, raw: bytes, encoding: str, exc: UnicodeDecodeError, 
     line, column = _position(raw, exc.start + shift)
     byte = raw[exc.start + shift : exc.start + shift + 1].hex()
     return FileError(path, f"cannot decode byte 0x{byte} as {encoding}: {exc.reason}", line, column)
+
+
+def decode_notebook(raw: bytes, path: str) -> Source:
+    """A notebook is JSON text: UTF-8 (a BOM is kept on writing)."""
+    encoding = "utf-8-sig" if raw.startswith(_BOM) else "utf-8"
+    try:
+        return Source(text=raw.decode(encoding), encoding=encoding)
+    except UnicodeDecodeError as exc:
+        raise _undecodable(path, raw, "utf-8", exc, len(_BOM) if encoding == "utf-8-sig" else 0) from None
 
 
 def decode_source(raw: bytes, path: str) -> Source:

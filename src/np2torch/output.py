@@ -33,7 +33,20 @@ class FindingLike(Protocol):
 
 
 def sort_key(finding: FindingLike) -> tuple[Any, ...]:
-    return (finding.path, finding.line, finding.column, finding.code, finding.end_line, finding.end_column)
+    return (finding.path, _cell(finding) or 0, finding.line, finding.column, finding.code, finding.end_line,
+            finding.end_column)
+
+
+def _cell(finding: FindingLike) -> int | None:
+    """A notebook finding's cell (1-based); its line and column then count inside that cell."""
+    return getattr(finding, "cell", None)
+
+
+def location(finding: FindingLike) -> str:
+    """``path:line:col``, or ``path:cell N:line:col`` in a notebook."""
+    cell = _cell(finding)
+    where = finding.path if cell is None else f"{finding.path}:cell {cell}"
+    return f"{where}:{finding.line}:{finding.column}"
 
 
 def plural(count: int, word: str) -> str:
@@ -44,7 +57,7 @@ def plural(count: int, word: str) -> str:
 
 
 def text_line(finding: FindingLike) -> str:
-    line = f"{finding.path}:{finding.line}:{finding.column}: {finding.code} {finding.message}"
+    line = f"{location(finding)}: {finding.code} {finding.message}"
     if finding.fixable:
         return line + " [*]"
     if finding.reason:
@@ -56,8 +69,16 @@ def text_lines(findings: Iterable[FindingLike]) -> Iterator[str]:
     return (text_line(f) for f in findings)
 
 
+def json_object(finding: FindingLike) -> dict[str, Any]:
+    """Exactly :data:`JSON_KEYS`; a notebook finding adds ``cell`` (its line and column count inside it)."""
+    entry = {key: getattr(finding, key) for key in JSON_KEYS}
+    if _cell(finding) is not None:
+        entry["cell"] = _cell(finding)
+    return entry
+
+
 def json_document(findings: Iterable[FindingLike]) -> str:
-    return json.dumps([{key: getattr(f, key) for key in JSON_KEYS} for f in findings], indent=2)
+    return json.dumps([json_object(f) for f in findings], indent=2)
 
 
 def _escape_data(value: str) -> str:
@@ -70,8 +91,9 @@ def _escape_property(value: str) -> str:
 
 
 def github_line(finding: FindingLike) -> str:
+    cell = _cell(finding)
     properties = {
-        "title": f"np2torch ({finding.code})",
+        "title": f"np2torch ({finding.code})" + ("" if cell is None else f" cell {cell}"),
         "file": finding.path,
         "line": finding.line,
         "col": finding.column,
@@ -79,7 +101,8 @@ def github_line(finding: FindingLike) -> str:
         "endColumn": finding.end_column,
     }
     joined = ",".join(f"{key}={_escape_property(str(value))}" for key, value in properties.items())
-    return f"::error {joined}::{_escape_data(f'{finding.code} {finding.message}')}"
+    where = "" if cell is None else f"cell {cell}:{finding.line}:{finding.column}: "
+    return f"::error {joined}::{_escape_data(f'{where}{finding.code} {finding.message}')}"
 
 
 def github_lines(findings: Iterable[FindingLike]) -> Iterator[str]:

@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 
 from np2torch.cache import Cache, digest
 from np2torch.config import RunSettings
-from np2torch.files import FileError, Source, Stamp, Target, decode_source, read_bytes, write_atomic
+from np2torch.files import FileError, Source, Stamp, Target, decode_notebook, decode_source, is_notebook, read_bytes, write_atomic
 from np2torch.output import Progress, sort_key, unified_diff
 from np2torch.rules import RULES_BY_CODE, Rule
 
@@ -110,21 +110,31 @@ def run_job(job: Job) -> FileResult:
         return FileResult(job.display, errors=[internal_error(job.display, exc)])
 
 
+def _notebook_api() -> tuple[Any, Any]:
+    from np2torch import notebook
+
+    return notebook.check_notebook, notebook.fix_notebook
+
+
 def _run_job(job: Job) -> FileResult:
     from np2torch import engine
 
     settings = engine_settings(job.settings)
     text = job.source.text
+    if is_notebook(job.path):
+        check_source, fix_source = _notebook_api()
+    else:
+        check_source, fix_source = engine.check_source, engine.fix_source
     try:
-        findings = engine.check_source(text, job.display, settings=settings)
+        findings = check_source(text, job.display, settings=settings)
     except engine.SourceError as exc:
         return FileResult(job.display, errors=[_source_error(job.display, exc)])
-    result = FileResult(job.display, findings=sorted(findings, key=sort_key), digest=job.digest)
+    result = FileResult(job.display, findings=sorted(findings, key=sort_key), digest=job.digest or None)
     if job.mode == CHECK or not any(f.fixable for f in findings):
         return result
     try:
-        fixed = engine.fix_source(text, job.display, settings=settings)
-        remaining = engine.check_source(fixed, job.display, settings=settings) if fixed != text else findings
+        fixed = fix_source(text, job.display, settings=settings)
+        remaining = check_source(fixed, job.display, settings=settings) if fixed != text else findings
     except (engine.FixError, engine.SourceError) as exc:
         result.errors.append(f"{job.display}: error: fix not applied, file left untouched: {exc}")
         result.digest = None
@@ -144,7 +154,7 @@ def _run_job(job: Job) -> FileResult:
     except UnicodeEncodeError as exc:
         raise FileError(job.display, f"fix not applied: the fixed text cannot be encoded as {exc.encoding}") from None
     write_atomic(job.path, data, job.display, expect=job.stamp)
-    result.digest = digest(data)
+    result.digest = digest(data) if job.digest else None
     return result
 
 
@@ -167,16 +177,24 @@ def prepare(target: Target, settings: RunSettings, mode: str) -> Job | FileResul
     """Read and decode one file: a :class:`Job` for the engine, or a finished :class:`FileResult`."""
     try:
         raw, stamp = read_bytes(target.path, target.display)
-        source = decode_source(raw, target.display)
+        source = (decode_notebook if is_notebook(target.path) else decode_source)(raw, target.display)
     except FileError as exc:
         return FileResult(target.display, errors=[str(exc)])
-    if not settings.codes or not might_have_findings(source.text, settings):
+    if not settings.codes:
+        return FileResult(target.display)
+    if is_notebook(target.path):
+        # Names inside the JSON may be escaped, so the text prefilter runs on the cells (in the engine).
+        # No cache key: the cache stores plain findings, a notebook's carry their cell.
+        return Job(target.display, target.path, source, stamp, settings, mode, "")
+    if not might_have_findings(source.text, settings):
         return FileResult(target.display)
     return Job(target.display, target.path, source, stamp, settings, mode, digest(raw))
 
 
 def _from_cache(cache: Cache, job: Job) -> FileResult | None:
     """The cached result when it answers the job whole: ``check`` always, ``fix`` when nothing is fixable."""
+    if not job.digest:
+        return None
     entries = cache.get(job.path, job.settings, job.digest)
     if entries is None or (job.mode != CHECK and any(e.get("fixable") for e in entries)):
         return None

@@ -1,0 +1,307 @@
+"""Jupyter notebooks: check and fix the code cells of an ``.ipynb`` file, text in and text out.
+
+A notebook's code cells share one namespace (``import numpy as np`` in cell 1,
+``np.exp`` in cell 3), so the cells are analysed as ONE module, in cell order:
+their sources are joined, a marker comment (``# np2torch:cell N``) between
+them, and the engine runs on that text.  Findings are mapped back to
+``cell N`` (1-based position among ALL cells, as a reader counts them) and a
+line and column inside the cell.
+
+Cells that are not Python are skipped: markdown and raw cells, a cell whose
+first line is a cell magic (``%%time``, ``%%bash``), and a cell that does not
+parse even after its IPython line magics and shell escapes (lines starting
+with ``%`` or ``!``) are masked as comments.  A notebook whose kernel language
+is not Python has no findings.
+
+A fix rewrites only the ``source`` values of the cells it changed, spliced
+into the original bytes: every other byte of the file (indentation, key order,
+escapes, the final newline, other cells, outputs, metadata) stays as it was,
+and inside a changed cell each unchanged line keeps its original JSON token.
+The runtime import lands in the cell of the last top-level import (where
+LibCST's AddImportsVisitor puts it), so it runs before the cells that use it.
+No import is ever removed from a notebook: a skipped cell (``%timeit exp(x)``)
+may still use it.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+from dataclasses import dataclass
+from json.decoder import scanstring  # type: ignore[attr-defined]
+from typing import List, Optional, Sequence, Tuple
+
+from np2torch import engine
+from np2torch.files import is_notebook
+
+__all__ = ["CellFinding", "check_notebook", "fix_notebook", "is_notebook"]
+
+_MARKER = "# np2torch:cell "
+_MARKER_LINE = re.compile(r"^# np2torch:cell (\d+)\n", re.MULTILINE)
+_MAGIC_PREFIX = "#np2torch-magic:"
+_MAGIC_LINE = re.compile(r"^([ \t]*)(?=[%!])", re.MULTILINE)
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+_WS = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+
+
+@dataclass(frozen=True)
+class CellFinding(engine.Finding):
+    """A finding in a notebook: ``line``/``end_line`` count inside cell number ``cell`` (1-based)."""
+
+    cell: int = 0
+
+
+# ---------------------------------------------------------------- locating the cells' sources in the JSON text
+
+
+def _ws(text: str, i: int) -> int:
+    return _WS.match(text, i).end()  # type: ignore[union-attr]
+
+
+def _members(text: str, i: int) -> List[Tuple[str, int, int]]:
+    """The ``(key, value_start, value_end)`` of the JSON object starting at ``text[i] == "{"``."""
+    members: List[Tuple[str, int, int]] = []
+    i = _ws(text, i + 1)
+    if text[i] == "}":
+        return members
+    while True:
+        key, i = scanstring(text, i + 1)
+        i = _ws(text, _ws(text, i) + 1)  # past ':'
+        _, end = _DECODER.raw_decode(text, i)
+        members.append((key, i, end))
+        i = _ws(text, end)
+        if text[i] == "}":
+            return members
+        i = _ws(text, i + 1)  # past ','
+
+
+def _items(text: str, i: int) -> List[Tuple[int, int]]:
+    """The ``(start, end)`` of each value of the JSON array starting at ``text[i] == "["``."""
+    items: List[Tuple[int, int]] = []
+    i = _ws(text, i + 1)
+    if text[i] == "]":
+        return items
+    while True:
+        _, end = _DECODER.raw_decode(text, i)
+        items.append((i, end))
+        i = _ws(text, end)
+        if text[i] == "]":
+            return items
+        i = _ws(text, i + 1)
+
+
+@dataclass
+class _Cell:
+    number: int
+    value: object
+    """The ``source`` value as stored: a list of lines or one string."""
+    span: Tuple[int, int]
+    """Where that value's JSON text is in the file."""
+    text: str = ""
+    masked: bool = False
+    first_line: int = 0
+    """Line of the joined module where the cell's first line is."""
+    lines: int = 0
+
+
+class NotebookError(engine.SourceError):
+    """The file is not a notebook this module can read (bad JSON, unexpected structure)."""
+
+
+def _load(text: str) -> Tuple[dict, List[_Cell]]:
+    body = text[1:] if text.startswith("\ufeff") else text
+    shift = len(text) - len(body)
+    try:
+        document = json.loads(body)
+    except json.JSONDecodeError as exc:
+        raise NotebookError(f"not a notebook: invalid JSON: {exc.msg}", exc.lineno, exc.colno) from None
+    if not isinstance(document, dict):
+        raise NotebookError("not a notebook: the JSON document is not an object")
+    cells: List[_Cell] = []
+    top = {key: (start, end) for key, start, end in _members(body, _ws(body, 0))}
+    if "cells" not in top or not isinstance(document.get("cells"), list):
+        return document, cells
+    for number, (start, _end) in enumerate(_items(body, top["cells"][0]), 1):
+        if body[start] != "{":
+            continue
+        members = {key: (s, e) for key, s, e in _members(body, start)}
+        cell = document["cells"][number - 1]
+        if cell.get("cell_type") != "code" or "source" not in members:
+            continue
+        value = cell["source"]
+        if isinstance(value, list) and all(isinstance(line, str) for line in value):
+            text_value = "".join(value)
+        elif isinstance(value, str):
+            text_value = value
+        else:
+            continue
+        s, e = members["source"]
+        cells.append(_Cell(number, value, (s + shift, e + shift), text_value))
+    return document, cells
+
+
+def _is_python(document: dict) -> bool:
+    metadata = document.get("metadata") or {}
+    languages = [
+        (metadata.get("language_info") or {}).get("name"),
+        (metadata.get("kernelspec") or {}).get("language"),
+    ]
+    return all(not isinstance(lang, str) or lang.lower() in ("python", "python3") for lang in languages)
+
+
+# ---------------------------------------------------------------- one module from the cells
+
+
+def _parses(text: str) -> bool:
+    try:
+        compile(text, "<cell>", "exec", flags=ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+        return True
+    except (SyntaxError, ValueError):
+        return False
+
+
+def _python_text(cell: _Cell) -> Optional[str]:
+    """The cell's text as the engine sees it, or None when the cell is not Python."""
+    text = cell.text
+    if not text.strip() or _MARKER in text or _MAGIC_PREFIX in text:
+        return None
+    if text.lstrip().startswith("%%"):
+        return None
+    if _parses(text):
+        return text
+    masked = _MAGIC_LINE.sub(lambda m: m.group(1) + _MAGIC_PREFIX, text)
+    if masked != text and _parses(masked):
+        cell.masked = True
+        return masked
+    return None
+
+
+@dataclass
+class _Module:
+    text: str
+    cells: List[_Cell]
+
+    def locate(self, line: int) -> Tuple[_Cell, int]:
+        for cell in reversed(self.cells):
+            if line >= cell.first_line:
+                return cell, line - cell.first_line + 1
+        raise AssertionError(f"line {line} is before the first cell")
+
+
+def _module(cells: Sequence[_Cell]) -> _Module:
+    parts: List[str] = []
+    used: List[_Cell] = []
+    line = 1
+    for cell in cells:
+        text = _python_text(cell)
+        if text is None:
+            continue
+        if used:
+            parts.append(f"{_MARKER}{cell.number}\n")
+            line += 1
+        if not text.endswith(("\n", "\r")):
+            text += "\n"
+        cell.first_line = line
+        cell.lines = len(_NEWLINE.findall(text))
+        line += cell.lines
+        parts.append(text)
+        used.append(cell)
+    return _Module("".join(parts), used)
+
+
+def _analysis(text: str) -> Tuple[_Module, List[_Cell]]:
+    document, cells = _load(text)
+    if not _is_python(document):
+        return _Module("", []), cells
+    return _module(cells), cells
+
+
+def _cell_error(exc: engine.SourceError, module: _Module, path: str) -> engine.SourceError:
+    if exc.line is None or not module.cells:
+        return exc
+    cell, line = module.locate(exc.line)
+    return engine.SourceError(f"cell {cell.number}:{line}: {exc}")
+
+
+# ---------------------------------------------------------------- public API
+
+
+def check_notebook(text: str, path: str = "<notebook>", *, settings: Optional[engine.Settings] = None) -> List[CellFinding]:
+    """The findings in the notebook ``text`` (its JSON), each with its cell and cell-relative position."""
+    module, _cells = _analysis(text)
+    if not module.cells:
+        return []
+    try:
+        findings = engine.check_source(module.text, path, settings=settings)
+    except engine.SourceError as exc:
+        raise _cell_error(exc, module, path) from None
+    result = []
+    for finding in findings:
+        cell, line = module.locate(finding.line)
+        end_line = finding.end_line - cell.first_line + 1
+        fields = {**finding.__dict__, "line": line, "end_line": end_line}
+        result.append(CellFinding(**fields, cell=cell.number))
+    return result
+
+
+def fix_notebook(text: str, path: str = "<notebook>", *, settings: Optional[engine.Settings] = None) -> str:
+    """``text`` with the fixable findings of its code cells rewritten; the same text when there is none."""
+    module, _cells = _analysis(text)
+    if not module.cells:
+        return text
+    try:
+        # An `__init__.py` path keeps every import (see the module docstring).
+        fixed = engine.fix_source(module.text, os.path.join(path, "__init__.py"), settings=settings)
+    except engine.SourceError as exc:
+        raise _cell_error(exc, module, path) from None
+    if fixed == module.text:
+        return text
+    pieces = _split(fixed, module)
+    ascii_only = text.isascii()
+    edits = []
+    for cell, piece in zip(module.cells, pieces):
+        # The cell keeps its own trailing newlines (the fixer may add a blank line after its import).
+        piece = piece.rstrip("\r\n") + cell.text[len(cell.text.rstrip("\r\n")):]
+        if cell.masked:
+            piece = piece.replace(_MAGIC_PREFIX, "")
+        if piece != cell.text:
+            edits.append((cell.span, _source_json(text[cell.span[0]:cell.span[1]], cell.value, piece, ascii_only)))
+    for (start, end), replacement in sorted(edits, reverse=True):
+        text = text[:start] + replacement + text[end:]
+    return text
+
+
+def _split(fixed: str, module: _Module) -> List[str]:
+    """The fixed module cut back into the cells' texts at the markers."""
+    marks = list(_MARKER_LINE.finditer(fixed))
+    wanted = [cell.number for cell in module.cells[1:]]
+    if [int(m.group(1)) for m in marks] != wanted:
+        raise engine.FixError("the fix moved a notebook cell boundary; notebook left unchanged")
+    bounds = [0, *(m.start() for m in marks), len(fixed)]
+    starts = [0, *(m.end() for m in marks)]
+    return [fixed[starts[k]:bounds[k + 1]] for k in range(len(module.cells))]
+
+
+def _source_json(raw: str, value: object, new_text: str, ascii_only: bool) -> str:
+    """The JSON text for a cell's new source, in the style of the original value ``raw``."""
+    if not isinstance(value, list):
+        return json.dumps(new_text, ensure_ascii=ascii_only)
+    lines = new_text.split("\n")
+    new_lines = [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
+    items = _items(raw, 0)
+    tokens = {}
+    for (start, end), line in zip(items, value):
+        tokens.setdefault(line, raw[start:end])
+    if not items:
+        lead, sep, trail = "", ", ", ""
+    else:
+        lead = raw[1:items[0][0]]
+        trail = raw[items[-1][1]:-1]
+        sep = raw[items[0][1]:items[1][0]] if len(items) > 1 else "," + lead
+    body = sep.join(tokens.get(line) or json.dumps(line, ensure_ascii=ascii_only) for line in new_lines)
+    if not new_lines:
+        return "[]"
+    return "[" + lead + body + trail + "]"

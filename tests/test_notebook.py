@@ -1,0 +1,239 @@
+"""Jupyter notebooks: the code cells are one module; findings per cell; a fix touches only changed sources."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from np2torch import engine
+from np2torch.cli import main
+from np2torch.notebook import check_notebook, fix_notebook
+
+
+def code(source: object, n: int = 1) -> dict:
+    return {"cell_type": "code", "execution_count": n, "metadata": {}, "outputs": [], "source": source}
+
+
+def markdown(source: object) -> dict:
+    return {"cell_type": "markdown", "metadata": {}, "source": source}
+
+
+def notebook(*cells: dict, language: str = "python") -> dict:
+    return {
+        "cells": list(cells),
+        "metadata": {"kernelspec": {"display_name": "Python 3", "language": language, "name": "python3"},
+                     "language_info": {"name": language}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+
+
+def nbformat_text(nb: dict) -> str:
+    """As nbformat writes: indent 1, keys sorted, non-ASCII kept, a final newline."""
+    return json.dumps(nb, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+
+
+def located(text: str) -> list[tuple[int, int, int, str, bool]]:
+    return [(f.cell, f.line, f.column, f.code, f.fixable) for f in check_notebook(text, "n.ipynb")]
+
+
+# ---------------------------------------------------------------- findings
+
+
+def test_imports_in_one_cell_resolve_names_in_later_cells() -> None:
+    text = nbformat_text(notebook(
+        code(["import numpy as np\n", "from scipy.special import erf"]),
+        markdown(["np.exp(x) in prose is not code"]),
+        code(["y = 1\n", "z = np.exp(y) + erf(y)\n"]),
+    ))
+    assert located(text) == [(3, 2, 5, "NPT001", True), (3, 2, 17, "NPT003", True)]
+
+
+def test_a_later_rebinding_is_seen_in_cell_order() -> None:
+    text = nbformat_text(notebook(code("import numpy as np"), code("np = object()"), code("np.exp(x)")))
+    assert located(text) == []
+
+
+def test_line_magics_are_masked_and_cell_magics_skipped() -> None:
+    text = nbformat_text(notebook(
+        code(["%matplotlib inline\n", "!pip list\n", "import numpy as np\n", "%timeit np.exp(x)\n", "a = np.log(x)"]),
+        code(["%%time\n", "b = np.exp(x)"]),
+        code(["files = !ls\n", "c = np.exp(files)"]),  # does not parse even masked: skipped
+        code("d = np.exp(x)"),
+    ))
+    assert located(text) == [(1, 5, 5, "NPT002", True), (4, 1, 5, "NPT001", True)]
+
+
+def test_a_cell_that_does_not_parse_is_skipped_not_an_error() -> None:
+    text = nbformat_text(notebook(code("import numpy as np"), code("def broken(:\n"), code("np.exp(x)")))
+    assert located(text) == [(3, 1, 1, "NPT001", True)]
+
+
+def test_non_python_kernel_has_no_findings() -> None:
+    text = nbformat_text(notebook(code("import numpy as np\nnp.exp(x)"), language="R"))
+    assert located(text) == []
+    assert fix_notebook(text) == text
+
+
+def test_noqa_in_a_cell() -> None:
+    text = nbformat_text(notebook(code("import numpy as np\nnp.exp(x)  # noqa: NPT001\nnp.log(x)")))
+    assert located(text) == [(1, 3, 1, "NPT002", True)]
+
+
+def test_invalid_json_is_a_source_error() -> None:
+    with pytest.raises(engine.SourceError):
+        check_notebook('{"cells": [', "n.ipynb")
+
+
+# ---------------------------------------------------------------- fixes
+
+
+def test_fix_changes_only_the_changed_cells_sources_byte_for_byte() -> None:
+    nb = notebook(
+        code(["%matplotlib inline\n", "import numpy as np  # caf\u00e9"]),
+        markdown("np.exp(x)"),
+        code(["y = np.exp(x)\n", "\n", "w = 2  # unchanged line\n", "z = np.log(y)\n"], 2),
+        code("untouched = 1", 3),
+    )
+    nb["cells"][2]["outputs"] = [{"name": "stdout", "output_type": "stream", "text": ["\u00e9\n"]}]
+    before = nbformat_text(nb)
+    after = fix_notebook(before, "n.ipynb")
+    fixed = json.loads(after)
+    assert fixed["cells"][0]["source"] == ["%matplotlib inline\n", "import numpy as np  # caf\u00e9\n",
+                                           "import np2torch.runtime as np2t"]
+    assert fixed["cells"][2]["source"] == ["y = np2t.exp(x)\n", "\n", "w = 2  # unchanged line\n", "z = np2t.log(y)\n"]
+    # everything else is the original document, and the file is laid out exactly as nbformat would
+    expected = json.loads(before)
+    expected["cells"][0]["source"] = fixed["cells"][0]["source"]
+    expected["cells"][2]["source"] = fixed["cells"][2]["source"]
+    assert after == nbformat_text(expected)
+    assert fix_notebook(after, "n.ipynb") == after  # idempotent
+    assert not [f for f in check_notebook(after, "n.ipynb") if f.fixable]
+
+
+@pytest.mark.parametrize("indent", [None, 2, 4], ids=["compact", "indent 2", "indent 4"])
+def test_other_layouts_and_key_orders_are_kept(indent: int | None) -> None:
+    nb = {"nbformat": 4, "metadata": {"z": 1, "a": 2}, "nbformat_minor": 2,
+          "cells": [{"source": ["import numpy as np\n", "np.exp(x)\n"], "outputs": [], "metadata": {},
+                     "cell_type": "code", "execution_count": None}]}
+    before = json.dumps(nb, indent=indent, ensure_ascii=True)  # no final newline, keys unsorted
+    after = fix_notebook(before, "n.ipynb")
+    # the blank line after the added import is the engine's, as in a .py file
+    nb["cells"][0]["source"] = ["import numpy as np\n", "import np2torch.runtime as np2t\n", "\n", "np2t.exp(x)\n"]
+    assert after == json.dumps(nb, indent=indent, ensure_ascii=True)
+
+
+def test_unchanged_lines_keep_their_original_escapes() -> None:
+    before = (
+        '{"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": null,\n'
+        '  "source": ["import numpy as np  # \\u00e9\\/\\n", "np.exp(x)"]}],\n'
+        ' "metadata": {}, "nbformat": 4, "nbformat_minor": 5}\n'
+    )
+    after = fix_notebook(before, "n.ipynb")
+    assert '"import numpy as np  # \\u00e9\\/\\n"' in after
+    assert json.loads(after)["cells"][0]["source"][-1] == "np2t.exp(x)"
+    assert after.replace('"np2t.exp(x)"', '"np.exp(x)"').replace(
+        ', "import np2torch.runtime as np2t\\n", "\\n"', "") == before
+
+
+def test_string_sources_stay_strings() -> None:
+    before = nbformat_text(notebook(code("import numpy as np\n\ny = np.exp(x)")))
+    after = json.loads(fix_notebook(before, "n.ipynb"))
+    assert after["cells"][0]["source"] == "import numpy as np\nimport np2torch.runtime as np2t\n\ny = np2t.exp(x)"
+
+
+def test_imports_are_never_removed_from_a_notebook() -> None:
+    before = nbformat_text(notebook(code("from numpy import exp"), code("%timeit exp(x)\ny = exp(x)")))
+    after = json.loads(fix_notebook(before, "n.ipynb"))
+    assert after["cells"][0]["source"] == "from numpy import exp\nimport np2torch.runtime as np2t"
+    assert after["cells"][1]["source"] == "%timeit exp(x)\ny = np2t.exp(x)"
+
+
+def test_masked_magics_are_restored_after_a_fix() -> None:
+    before = nbformat_text(notebook(code(["import numpy as np\n", "  %time y = 1\n", "y = np.exp(x)"])))
+    after = json.loads(fix_notebook(before, "n.ipynb"))
+    assert after["cells"][0]["source"] == ["import numpy as np\n", "import np2torch.runtime as np2t\n", "\n",
+                                           "  %time y = 1\n", "y = np2t.exp(x)"]
+
+
+# ---------------------------------------------------------------- through the CLI
+
+
+@pytest.fixture
+def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("NP2TORCH_CACHE_DIR", str(tmp_path / ".cache-under-test"))
+    return tmp_path
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code_ = main(list(args))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    return code_, out, err
+
+
+CLI_NOTEBOOK = notebook(
+    code(["%matplotlib inline\n", "import numpy as np"]),
+    markdown("# heading"),
+    code(["y = np.exp(x)\n", "same = np.log is f"], 2),
+)
+
+
+def test_cli_check_walks_notebooks_and_reports_cells(in_tmp: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    Path("sub").mkdir()
+    Path("sub/n.ipynb").write_text(nbformat_text(CLI_NOTEBOOK), encoding="utf-8")
+    code_, out, _ = run(capsys, "check", ".")
+    assert code_ == 1
+    lines = out.splitlines()
+    assert lines[0].startswith("sub/n.ipynb:cell 3:1:5: NPT001 ") and lines[0].endswith("[*]")
+    assert lines[1].startswith("sub/n.ipynb:cell 3:2:8: NPT002 ")
+    code_, out, _ = run(capsys, "check", "--format", "json", ".")
+    assert [(e["cell"], e["line"], e["column"]) for e in json.loads(out)] == [(3, 1, 5), (3, 2, 8)]
+    code_, out, _ = run(capsys, "check", "--format", "github", ".")
+    assert out.splitlines()[0].startswith("::error title=np2torch (NPT001) cell 3,file=sub/n.ipynb,line=1,col=5,")
+    assert "::cell 3:1:5: NPT001 " in out.splitlines()[0]
+
+
+def test_cli_sarif_for_a_notebook(in_tmp: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    Path("n.ipynb").write_text(nbformat_text(CLI_NOTEBOOK), encoding="utf-8")
+    code_, out, _ = run(capsys, "check", "--format", "sarif", "n.ipynb")
+    assert code_ == 1
+    log = json.loads(out)
+    schema = json.loads((Path(__file__).parent / "data" / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
+    jsonschema.Draft4Validator(schema).validate(log)
+    result = log["runs"][0]["results"][0]
+    assert result["properties"]["cell"] == 3
+    assert result["message"]["text"].startswith("cell 3: ")
+    assert result["locations"][0]["physicalLocation"]["region"]["startLine"] == 1
+
+
+def test_cli_fix_rewrites_only_the_sources(in_tmp: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    before = nbformat_text(CLI_NOTEBOOK)
+    path = Path("n.ipynb")
+    path.write_bytes(before.encode("utf-8"))
+    code_, out, err = run(capsys, "fix", "--diff", "n.ipynb")
+    assert code_ == 1 and out.startswith("--- a/n.ipynb\n")
+    assert path.read_bytes() == before.encode("utf-8")
+    code_, out, _ = run(capsys, "fix", "n.ipynb")
+    assert code_ == 1  # the `is` comparison cannot be fixed
+    assert "Fixed 1 error in 1 file." in out
+    expected = json.loads(before)
+    expected["cells"][0]["source"] = ["%matplotlib inline\n", "import numpy as np\n", "import np2torch.runtime as np2t"]
+    expected["cells"][2]["source"] = ["y = np2t.exp(x)\n", "same = np.log is f"]
+    assert path.read_bytes() == nbformat_text(expected).encode("utf-8")
+    code_, out, _ = run(capsys, "fix", "n.ipynb")
+    assert "Fixed" not in out
+    assert path.read_bytes() == nbformat_text(expected).encode("utf-8")
+
+
+def test_cli_bad_notebook_is_one_error_line(in_tmp: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    Path("bad.ipynb").write_text('{"cells": [}', encoding="utf-8")
+    Path("ok.py").write_text("import numpy as np\nnp.exp(x)\n")
+    code_, out, err = run(capsys, "check", ".")
+    assert code_ == 2
+    assert err.count("\n") == 1 and err.startswith("bad.ipynb:1:") and "invalid JSON" in err
+    assert out.startswith("ok.py:2:1: NPT001")
