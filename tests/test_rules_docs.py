@@ -8,6 +8,7 @@ import pytest
 
 from np2torch import check_source, explain, fix_source
 from np2torch.cli import main
+from np2torch.engine import Settings
 from np2torch.rules import CODE_RANGES, LEGACY_CODES, RULES, Rule, code_category
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,10 +53,15 @@ def test_the_example_is_a_finding_and_its_fix_is_the_use_instead(rule: Rule) -> 
     """The generated example really triggers the rule, and fixing it gives the documented call."""
     findings = [f for f in check_source(rule.example_code) if f.code == rule.code]
     assert findings, f"{rule.code}'s example is not a finding"
-    if rule.fix_safety != "safe":
+    last_line = rule.use_instead_code.rstrip("\n").splitlines()[-1]
+    if rule.fix_safety == "unsafe":
+        assert not any(f.fixable for f in findings)
+        assert last_line not in fix_source(rule.example_code)
+        settings = Settings(unsafe_fixes=True)
+        assert all(f.fixable for f in check_source(rule.example_code, settings=settings) if f.code == rule.code)
+        assert last_line in fix_source(rule.example_code, settings=settings)
         return
     assert all(f.fixable for f in findings)
-    last_line = rule.use_instead_code.rstrip("\n").splitlines()[-1]
     assert last_line in fix_source(rule.example_code)
     assert not [f for f in check_source(rule.use_instead_code) if f.code == rule.code]
 

@@ -45,6 +45,13 @@ def apply_fixes(
     replacements: Dict[_Span, str] = {
         (f.finding.line, f.finding.column - 1, f.finding.end_line, f.finding.end_column - 1): f.rule.helper
         for f in fixes
+        if not f.rule.is_pattern
+    }
+    # Pattern rules (NPT9xx) replace a whole call: outer(reduce(inner(x), *rest)) -> alias.helper(x, *rest)
+    calls: Dict[_Span, str] = {
+        (f.finding.line, f.finding.column - 1, f.finding.end_line, f.finding.end_column - 1): f.rule.helper
+        for f in fixes
+        if f.rule.is_pattern
     }
     removals = _unused_imports(tree, fixes, import_froms, path, _Lines(text))
     try:
@@ -54,7 +61,7 @@ def apply_fixes(
     except BaseException as exc:  # noqa: B036 -- LibCST's native parser panics with a BaseException
         raise FixError(f"LibCST cannot parse this file: {' '.join(str(exc).split())}") from None
     try:
-        return _with_deep_stack(_rewrite, text, module, replacements, removals, alias, settings.runtime_module)
+        return _with_deep_stack(_rewrite, text, module, replacements, removals, alias, settings.runtime_module, calls)
     except RecursionError:
         raise FixError("too deeply nested for LibCST's tree walk; left unchanged") from None
 
@@ -66,6 +73,7 @@ def _rewrite(
     removals: _Removals,
     alias: str,
     runtime_module: str,
+    calls: Optional[Dict[_Span, str]] = None,
 ) -> str:
     from np2torch.engine import FixError
 
@@ -79,9 +87,11 @@ def _rewrite(
             raise FixError("LibCST does not reproduce this file byte for byte; left unchanged")
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     rewriter = _Rewriter(wrapper.resolve(PositionProvider), dict(replacements), removals, alias, runtime_module)
+    rewriter.calls = dict(calls or {})
     fixed = wrapper.module.visit(rewriter)
-    if rewriter.replacements:
-        missed = ", ".join(f"{line}:{col + 1}" for line, col, _l, _c in sorted(rewriter.replacements))
+    if rewriter.replacements or rewriter.calls:
+        left = [*rewriter.replacements, *rewriter.calls]
+        missed = ", ".join(f"{line}:{col + 1}" for line, col, _l, _c in sorted(left))
         raise FixError(f"could not find the expressions at {missed} in LibCST's tree; left unchanged")
     context = CodemodContext()
     AddImportsVisitor.add_needed_import(context, runtime_module, asname=alias)
@@ -210,6 +220,22 @@ def _is_docstring(stmt: cst.CSTNode) -> bool:
     )
 
 
+def _collapse(outer: cst.Call, func: cst.Attribute) -> cst.Call:
+    """``outer(reduce(inner(x), *rest))`` or ``outer(inner(x).reduce(*rest))`` -> ``func(x, *rest)``,
+    keeping the spelling of ``x`` and of the reduction's arguments (the engine checked the shape)."""
+    reduction = outer.args[0].value
+    assert isinstance(reduction, cst.Call)
+    if isinstance(reduction.func, cst.Attribute) and isinstance(reduction.func.value, cst.Call):
+        inner, rest = reduction.func.value, list(reduction.args)
+        comma: Union[cst.Comma, cst.MaybeSentinel] = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    else:
+        first = reduction.args[0].value
+        assert isinstance(first, cst.Call)
+        inner, rest, comma = first, list(reduction.args[1:]), reduction.args[0].comma
+    x = inner.args[0].with_changes(comma=comma if rest else cst.MaybeSentinel.DEFAULT)
+    return cst.Call(func=func, args=[x, *rest], lpar=outer.lpar, rpar=outer.rpar)
+
+
 def _has_comment(lines: Union[List[cst.EmptyLine], Tuple[cst.EmptyLine, ...]]) -> bool:
     return any(line.comment is not None for line in lines)
 
@@ -248,6 +274,19 @@ class _Rewriter(cst.CSTTransformer):
             lpar=updated.lpar,
             rpar=updated.rpar,
         )
+
+    calls: Dict[_Span, str] = {}
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        if not self.calls:
+            return updated_node
+        span = self.positions.get(original_node)
+        if span is None:
+            return updated_node
+        helper = self.calls.pop((span.start.line, span.start.column, span.end.line, span.end.column), None)
+        if helper is None:
+            return updated_node
+        return _collapse(updated_node, cst.Attribute(value=cst.Name(self.alias), attr=cst.Name(helper)))
 
     def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.BaseExpression:
         return self._swap(original_node, updated_node)

@@ -39,6 +39,7 @@ from np2torch.output import (
     diff_summary,
     fix_summary,
     fixed_report,
+    plural,
     render,
     rules_table,
     show_fixes_check,
@@ -153,6 +154,8 @@ _SHARED_OPTIONS = [
     click.option("--force-exclude", is_flag=True,
                  help="Apply exclude settings to files named on the command line too (the pre-commit hooks do)."),
     click.option("--no-cache", is_flag=True, help="Neither read nor write the .np2torch_cache folder."),
+    click.option("--unsafe-fixes", is_flag=True,
+                 help="Also apply (fix) or offer (check) the fixes that can change results, e.g. NPT901."),
     click.option("--statistics", is_flag=True,
                  help="Print counts per rule code (with [*] when fixable) instead of each finding."),
     click.option("--show-fixes", is_flag=True,
@@ -207,8 +210,10 @@ def _error(message: str) -> None:
 def _run(mode: str, *, paths: tuple[str, ...], select: tuple[str, ...] | None, ignore: tuple[str, ...] | None,
          fmt: str, exit_zero: bool, quiet: bool, config_path: str | None, runtime_module: str | None,
          alias: str | None, force_exclude: bool, no_cache: bool, jobs: int | None,
-         statistics: bool = False, show_fixes: bool = False, exit_non_zero_on_fix: bool = False) -> int:
-    overrides = Overrides(select=select, ignore=ignore or (), runtime_module=runtime_module, alias=alias)
+         statistics: bool = False, show_fixes: bool = False, unsafe_fixes: bool = False,
+         exit_non_zero_on_fix: bool = False) -> int:
+    overrides = Overrides(select=select, ignore=ignore or (), runtime_module=runtime_module, alias=alias,
+                          unsafe_fixes=unsafe_fixes)
     try:
         finder = ConfigFinder(load_explicit_config(config_path) if config_path else None)
         targets, missing = discover(list(paths) or [os.curdir], finder, force_exclude=force_exclude)
@@ -283,6 +288,9 @@ def _report(mode: str, results: list[runner.FileResult], *, fmt: str, quiet: boo
             summary = fix_summary(sum(r.fixed for r in results), len(changed), len(findings), fixable, failed)
         for line in summary:
             click.echo(line)
+        hidden = sum(1 for f in findings if not f.fixable and f.reason and "--unsafe-fixes" in f.reason)
+        if hidden:
+            click.echo(f"{plural(hidden, 'hidden fix')} can be enabled with the `--unsafe-fixes` option.")
     if failed:
         return 2
     return 1 if findings and not exit_zero else 0

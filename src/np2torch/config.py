@@ -335,6 +335,7 @@ class Overrides:
     ignore: tuple[str, ...] = ()
     runtime_module: str | None = None
     alias: str | None = None
+    unsafe_fixes: bool = False
 
 
 @dataclass(frozen=True)
@@ -347,6 +348,7 @@ class RunSettings:
     codes: tuple[str, ...]
     runtime_module: str | None = None
     alias: str | None = None
+    unsafe_fixes: bool = False
 
 
 def resolve(config: Config, overrides: Overrides) -> RunSettings:
@@ -360,4 +362,5 @@ def resolve(config: Config, overrides: Overrides) -> RunSettings:
         codes=tuple(rule.code for rule in rules),
         runtime_module=overrides.runtime_module or config.runtime_module,
         alias=overrides.alias or config.alias,
+        unsafe_fixes=overrides.unsafe_fixes,
     )

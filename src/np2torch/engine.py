@@ -30,6 +30,11 @@ span is what the fix replaces.
 
 A ``# noqa`` or ``# noqa: NPT001`` comment on the line where a finding starts
 suppresses it, for check and fix alike.
+
+Pattern rules (NPT9xx, a row with ``pattern``) find a nesting of calls
+(``np.log(np.sum(np.exp(x), axis=k))``, :func:`_pattern_matches`); the finding
+spans the whole outer call and its fix replaces that call.  A rule whose
+``fix_safety`` is ``unsafe`` is fixable only with ``Settings.unsafe_fixes``.
 """
 
 from __future__ import annotations
@@ -75,7 +80,9 @@ CONSTANTS: FrozenSet[str] = frozenset(
 """Qualified names of numeric constants: a call whose arguments are built only from
 these and literals is scalar math, not a finding."""
 
-_ALL_TARGETS: FrozenSet[str] = frozenset(rule.qualname for rule in RULES)
+_FUNCTION_TARGETS: FrozenSet[str] = frozenset(rule.qualname for rule in RULES if not rule.is_pattern)
+# Pattern rules (NPT9xx) also need the names of their inner calls resolved (`numpy.sum`).
+_ALL_TARGETS: FrozenSet[str] = _FUNCTION_TARGETS | frozenset(name for rule in RULES for name in rule.pattern)
 _KNOWN: FrozenSet[str] = _ALL_TARGETS | CONSTANTS
 
 # Builtins whose argument is the function object itself, not something it computes.
@@ -86,6 +93,7 @@ _INSPECTORS = frozenset(
 REASON_COMPARED = "it is compared (identity or equality); the helper is a different object"
 REASON_KEY = "it is used as a lookup key (dict key, set member or subscript); the helper is a different object"
 REASON_INSPECTED = "the function object itself is inspected; the helper is a different object"
+REASON_UNSAFE = "unsafe fix (it changes rounding): applied only with --unsafe-fixes"
 REASON_CLASS_ATTRIBUTE = (
     "it becomes a class attribute, where the helper (a plain function) binds as a method and a ufunc does not"
 )
@@ -102,6 +110,8 @@ class Settings:
     rules: Tuple[Rule, ...] = RULES
     runtime_module: str = "np2torch.runtime"
     alias: str = "np2t"
+    unsafe_fixes: bool = False
+    """Also make the findings of rules whose ``fix_safety`` is ``unsafe`` fixable."""
 
     def __post_init__(self) -> None:
         if not all(part.isidentifier() and not keyword.iskeyword(part) for part in self.runtime_module.split(".")):
@@ -169,8 +179,8 @@ _may_contain = may_contain  # the name the CLI's runner first used
 def _prefilter_patterns(rules: Tuple[Rule, ...]) -> List[Tuple[str, str, "re.Pattern[str]", "re.Pattern[str]"]]:
     patterns = []
     for rule in rules:
-        root = rule.qualname.partition(".")[0]
-        patterns.append((root, rule.name, _whole_word(root), _whole_word(rule.name)))
+        root, name = rule.qualname.partition(".")[0], rule.qualname.rpartition(".")[2]
+        patterns.append((root, name, _whole_word(root), _whole_word(name)))
     return patterns
 
 
@@ -275,7 +285,7 @@ def _is_constant(expr: ast.expr, res: Resolution) -> bool:
             if res.qualname(node) not in CONSTANTS:
                 return False
         elif t is ast.Call:
-            if res.qualname(node.func) not in _ALL_TARGETS:  # type: ignore[attr-defined]
+            if res.qualname(node.func) not in _FUNCTION_TARGETS:  # type: ignore[attr-defined]
                 return False
             stack.extend(node.args)  # type: ignore[attr-defined]
             stack.extend(k.value for k in node.keywords)  # type: ignore[attr-defined]
@@ -370,7 +380,7 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
         return analysis
     tree = analysis.tree = _parse(text)
     res = analysis.resolution = resolve(tree, _KNOWN, text, focus=_ALL_TARGETS)
-    enabled = {rule.qualname: rule for rule in settings.rules}
+    enabled = {rule.qualname: rule for rule in settings.rules if not rule.is_pattern}
     lines = _Lines(text)
     noqa = _Noqa(text, lines)
     pending: List[Tuple[Ref, Rule, bool, Optional[str]]] = []
@@ -382,6 +392,12 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
         if verdict is None or noqa.suppresses(ref.node.lineno, rule.code):
             continue
         pending.append((ref, rule, *verdict))
+    for rule in settings.rules:
+        if rule.is_pattern:
+            for ref in _pattern_matches(rule, res):
+                if not noqa.suppresses(ref.node.lineno, rule.code):
+                    unsafe = rule.fix_safety == "unsafe" and not settings.unsafe_fixes
+                    pending.append((ref, rule, not unsafe, REASON_UNSAFE if unsafe else None))
     if any(fixable for _r, _u, fixable, _why in pending):
         analysis.alias = _choose_alias(tree, text, settings)
     for ref, rule, fixable, reason in pending:
@@ -404,6 +420,47 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
             analysis.fixes.append(_Planned(finding, ref, rule))
     analysis.findings.sort(key=lambda f: (f.line, f.column, f.code))
     return analysis
+
+
+# --------------------------------------------------------------------------- pattern rules (NPT9xx)
+
+
+_REDUCTION_KEYWORDS = frozenset({"axis", "keepdims"})
+
+
+def _pattern_matches(rule: Rule, res: Resolution) -> List[Ref]:
+    """The outer calls spelling ``rule.pattern`` (outer(reduce(inner(x), ...))): a :class:`Ref` whose node is
+    the whole outer call, so the finding spans it and the fix replaces it."""
+    outer, reduction, inner = rule.pattern
+    found = []
+    for ref in res.refs:
+        call = ref.parent
+        if ref.qualname != outer or type(call) is not ast.Call or call.func is not ref.node:  # type: ignore[union-attr]
+            continue
+        if len(call.args) == 1 and not call.keywords and _reduces(call.args[0], reduction, inner, res):  # type: ignore[union-attr]
+            found.append(Ref(call, outer, ref.grand, None, (), ref.in_class))
+    return found
+
+
+def _reduces(node: ast.expr, reduction: str, inner: str, res: Resolution) -> bool:
+    """``reduction(inner(x), [axis], axis=, keepdims=)`` or ``inner(x).<reduction's name>(...)``."""
+    if type(node) is not ast.Call:
+        return False
+    call: ast.Call = node  # type: ignore[assignment]
+    if any(k.arg not in _REDUCTION_KEYWORDS for k in call.keywords) or any(type(a) is ast.Starred for a in call.args):
+        return False
+    method = reduction.rpartition(".")[2]
+    if res.qualname(call.func) == reduction:
+        return 1 <= len(call.args) <= 2 and _unary_call(call.args[0], inner, res)
+    func = call.func
+    return (type(func) is ast.Attribute and func.attr == method  # type: ignore[attr-defined]
+            and len(call.args) <= 1 and _unary_call(func.value, inner, res))  # type: ignore[attr-defined]
+
+
+def _unary_call(node: ast.expr, qualname: str, res: Resolution) -> bool:
+    return (type(node) is ast.Call and res.qualname(node.func) == qualname  # type: ignore[attr-defined]
+            and len(node.args) == 1 and not node.keywords  # type: ignore[attr-defined]
+            and type(node.args[0]) is not ast.Starred)  # type: ignore[attr-defined]
 
 
 def _choose_alias(tree: ast.Module, text: str, settings: Settings) -> str:

@@ -65,13 +65,27 @@ class Rule:
     """The docs' "Fix safety" text; a standard sentence for ``fix_safety`` when ``None``."""
     known_problems: str = ""
     """The docs' "Known problems": where the helper falls back to NumPy/SciPy, measured gaps."""
+    pattern: tuple[str, ...] = ()
+    """A pattern rule (NPT9xx): the qualified names of the nested calls, outermost first,
+    e.g. ``("numpy.log", "numpy.sum", "numpy.exp")``; ``qualname`` is then the outermost.
+    Empty for a function rule."""
+    title: str | None = None
+    """The rule's name when it is not the function's short name (pattern rules)."""
+    message_text: str | None = None
+    """The finding's message when it is not the standard "can run on torch" one."""
+
+    @property
+    def is_pattern(self) -> bool:
+        return bool(self.pattern)
 
     @property
     def name(self) -> str:
-        """The original's short name, e.g. ``logsumexp``."""
-        return self.qualname.rpartition(".")[2]
+        """The original's short name, e.g. ``logsumexp`` (or the pattern rule's title)."""
+        return self.title or self.qualname.rpartition(".")[2]
 
     def message(self) -> str:
+        if self.message_text is not None:
+            return self.message_text
         return f"`{self.qualname}` can run on torch via `np2torch.runtime.{self.helper}`"
 
     def fix_title(self, alias: str) -> str:
@@ -177,10 +191,47 @@ RULES: tuple[Rule, ...] = (
             "itself everywhere else."
         ),
     ),
+    Rule(
+        code="NPT901",
+        qualname="numpy.log",
+        pattern=("numpy.log", "numpy.sum", "numpy.exp"),
+        title="hand-written-logsumexp",
+        helper="logsumexp",
+        category=PATTERN,
+        fix_safety="unsafe",
+        summary="a hand-written log-sum-exp, `np.log(np.sum(np.exp(x), axis=k))` or "
+        "`np.log(np.exp(x).sum(axis=k))` (`axis` and `keepdims` by keyword or position)",
+        message_text="`log(sum(exp(x)))` overflows for large `x`; `np2torch.runtime.logsumexp` computes it stably",
+        why=(
+            "`np.exp(x)` overflows to `inf` once `x` exceeds about 709 (float64) or 88 (float32), "
+            "and underflows to 0 for very negative `x`, so the hand-written form returns `inf` or "
+            "`-inf` where the true value is finite. `logsumexp` subtracts the maximum first and "
+            "never overflows; np2torch's helper also computes it in one fused torch pass instead "
+            "of three full-size NumPy temporaries."
+        ),
+        example="import numpy as np\n\ny = np.log(np.sum(np.exp(x), axis=1))\n",
+        use_instead="import np2torch.runtime as np2t\n\ny = np2t.logsumexp(x, axis=1)\n",
+        fix_safety_note=(
+            "The fix is unsafe: `logsumexp` rounds differently from the hand-written form (it "
+            "subtracts the maximum before exponentiating), and returns finite values where the "
+            "original overflowed, so results can change in the last bits or from `inf` to a number. "
+            "It is reported always and applied only with `--unsafe-fixes`."
+        ),
+        known_problems=(
+            "Only the spellings above match: `np.sum` with `axis`/`keepdims` (a `dtype`, `out`, "
+            "`where` or `initial` argument, or Python's built-in `sum`, is left alone), and `np.exp` "
+            "with one argument. A safe fix alone turns the pattern into "
+            "`np2t.log(np.sum(np2t.exp(x)))`, which is no longer reported: run "
+            "`np2torch fix --unsafe-fixes` to get `logsumexp`. For complex input `logsumexp` picks "
+            "a branch of the logarithm that `np.log` may not."
+        ),
+    ),
 )
 
 RULES_BY_CODE: Mapping[str, Rule] = {rule.code: rule for rule in RULES}
-RULES_BY_QUALNAME: Mapping[str, Rule] = {rule.qualname: rule for rule in RULES}
+RULES_BY_QUALNAME: Mapping[str, Rule] = {rule.qualname: rule for rule in RULES if not rule.is_pattern}
+FUNCTION_RULES: tuple[Rule, ...] = tuple(rule for rule in RULES if not rule.is_pattern)
+"""The rows that each name one function (everything but the NPT9xx patterns)."""
 
 
 def code_category(code: str) -> str | None:
@@ -196,9 +247,13 @@ def _check_table(rules: tuple[Rule, ...]) -> None:
             raise AssertionError(f"{rule.code}: fix_safety must be one of {FIX_SAFETIES}")
         if rule.code not in LEGACY_CODES and code_category(rule.code) != rule.category:
             raise AssertionError(f"{rule.code}: code range is {code_category(rule.code)!r}, row says {rule.category!r}")
+    for rule in rules:
+        if rule.is_pattern != (rule.category == PATTERN) or (rule.is_pattern and rule.pattern[0] != rule.qualname):
+            raise AssertionError(f"{rule.code}: a pattern row is in the patterns category and names its outer call")
+    functions = [r for r in rules if not r.is_pattern]
     codes = [r.code for r in rules]
-    names = [r.qualname for r in rules]
-    helpers = [r.helper for r in rules]
+    names = [r.qualname for r in functions]
+    helpers = [r.helper for r in functions]
     for label, values in (("code", codes), ("qualified name", names), ("helper", helpers)):
         dupes = {v for v in values if values.count(v) > 1}
         if dupes:

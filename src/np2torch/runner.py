@@ -70,6 +70,8 @@ def engine_settings(settings: RunSettings) -> Any:
         kwargs["runtime_module"] = settings.runtime_module
     if settings.alias is not None:
         kwargs["alias"] = settings.alias
+    if settings.unsafe_fixes:
+        kwargs["unsafe_fixes"] = True
     return engine.Settings(**kwargs)
 
 
