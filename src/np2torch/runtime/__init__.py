@@ -17,6 +17,6 @@ from __future__ import annotations
 
 from ._config import Settings, configure, current_settings, using
 from ._logsumexp import logsumexp
-from ._ufunc import erf, exp, log
+from ._ufunc import cos, erf, erfinv, exp, log, sin
 
-__all__ = ["Settings", "configure", "current_settings", "erf", "exp", "log", "logsumexp", "using"]
+__all__ = ["Settings", "configure", "cos", "current_settings", "erf", "erfinv", "exp", "log", "logsumexp", "sin", "using"]

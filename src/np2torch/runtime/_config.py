@@ -58,6 +58,11 @@ DEFAULT_MIN_SIZE: Mapping[str, Mapping[str, Mapping[str, int]]] = {
         "cpu": {"float64": 3_000, "float32": 4_000, "*": 3_000},
         "cuda": {"*": 1_000_000},
     },
+    # Catalogue rows (docs/catalogue.md): rough and conservative, from noisy
+    # runs; NumPy's float64 sin/cos and SciPy's erfinv take ~35 ns per element.
+    "sin": {"cpu": {"float64": 10_000, "*": 10_000}, "cuda": {"*": 1_000_000}},
+    "cos": {"cpu": {"float64": 10_000, "*": 10_000}, "cuda": {"*": 1_000_000}},
+    "erfinv": {"cpu": {"float64": 5_000, "float32": 10_000, "*": 10_000}, "cuda": {"*": 1_000_000}},
     "logsumexp": {
         "cpu": {"float64": 10_000, "float32": 20_000, "*": 10_000},
         "cuda": {"*": 1_000_000},

@@ -23,13 +23,14 @@ only for arrays that may take the torch path:
 Anything else goes to the original with the caller's exact arguments.
 
 Internal API (keep names stable): ``UfuncSpec``, ``make_ufunc_helper``,
-``UFUNC_SPECS``, ``exp``, ``log``, ``erf``.
+``UFUNC_SPECS``, ``exp``, ``log``, ``erf``, ``sin``, ``cos``, ``erfinv``.
 """
 
 from __future__ import annotations
 
 import importlib
 import math
+import sys
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
@@ -298,6 +299,8 @@ def _uf_try_torch(state: _UfuncState, settings: Any, x: np.ndarray, args: tuple,
     plan = state.plan(x.dtype, None if out is None else out.dtype, dtype, casting)
     if plan is None:
         return _UF_DECLINED
+    if state.spec.module == "scipy.special" and _uf_scipy_reports():
+        return _UF_DECLINED
     device = _uf_pick_device(state.spec, settings, plan, x.size)
     if device is None or load_torch() is None:
         return _UF_DECLINED
@@ -314,6 +317,17 @@ def _uf_try_torch(state: _UfuncState, settings: Any, x: np.ndarray, args: tuple,
     if out is not None:
         return out
     return result[()] if result.ndim == 0 else result
+
+
+def _uf_scipy_reports() -> bool:
+    """Whether ``scipy.special.errstate``/``seterr`` asks for any report (default: only ``memory``).
+
+    SciPy's special functions report domain, singularity and overflow errors
+    through their own error state, not NumPy's; torch cannot reproduce it, so
+    such calls go to SciPy.
+    """
+    geterr = sys.modules["scipy.special"].geterr  # imported by the spec's original already
+    return any(mode != "ignore" for kind, mode in geterr().items() if kind != "memory")
 
 
 def _uf_out_relation(x: np.ndarray, out: np.ndarray, plan: _UfuncPlan) -> Optional[bool]:
@@ -413,7 +427,7 @@ def _uf_compute_cpu(op_name: str, plan: _UfuncPlan, src: np.ndarray, dst: np.nda
     """``dst[...] = op(src)`` with torch on the host, writing into ``dst``'s memory."""
     torch = load_torch()
     note_parallel_use()
-    op = getattr(torch, op_name)
+    op = _uf_torch_op(torch, op_name)
     if plan.wide is None:
         op(tensor_view(src), out=tensor_view(dst))
         return
@@ -422,6 +436,23 @@ def _uf_compute_cpu(op_name: str, plan: _UfuncPlan, src: np.ndarray, dst: np.nda
         _uf_widened_pieces(torch, op, wide, tensor_view(_uf_flat(src)), tensor_view(_uf_flat(dst)))
     else:
         tensor_view(dst).copy_(op(tensor_view(src).to(wide)))
+
+
+def _uf_torch_op(torch: Any, name: str) -> Callable[..., Any]:
+    """``torch.<name>``, or one of the exact compositions in :data:`_UF_COMPOSED`."""
+    composed = _UF_COMPOSED.get(name)
+    return getattr(torch, name) if composed is None else composed
+
+
+def _uf_erfinv_unsigned_zero(t: Any, out: Any = None) -> Any:
+    # scipy.special.erfinv(-0.0) is +0.0 where torch.erfinv gives -0.0; adding
+    # +0.0 changes only that sign (-0.0 + 0.0 == +0.0; every other value, NaN
+    # included, is unchanged).
+    return load_torch().erfinv(t, out=out).add_(0.0)
+
+
+# torch_op names the runtime composes itself (CPU only: a spec using one lists no CUDA loops).
+_UF_COMPOSED: Mapping[str, Callable[..., Any]] = {"erfinv_unsigned_zero": _uf_erfinv_unsigned_zero}
 
 
 def _uf_widened_pieces(torch: Any, op: Any, wide: Any, src: Any, dst: Any) -> None:
@@ -547,8 +578,42 @@ ERF_SPEC = UfuncSpec(
     cuda_compute={"float32": "float64", "float64": "float64"},
     doc="Drop-in for ``scipy.special.erf``: same signature and results; torch computes large arrays.",
 )
-UFUNC_SPECS: Tuple[UfuncSpec, ...] = (EXP_SPEC, LOG_SPEC, ERF_SPEC)
+# The catalogue (docs/catalogue.md, scripts/catalogue.py): functions measured
+# exact and faster.  Only the loops listed are served; the others go to the original.
+SIN_SPEC = UfuncSpec(
+    name="sin",
+    module="numpy",
+    attr="sin",
+    torch_op="sin",
+    # float64 only: NumPy's float16/float32 SIMD loops were as fast as torch, and
+    # float32 np.sin raises underflow for tiny *normal* inputs, which the
+    # recompute-the-suspects scheme would not reproduce.  Complex: not measured.
+    compute={"float64": "float64"},
+    doc="Drop-in for ``numpy.sin``: same signature and results; torch computes large float64 arrays.",
+)
+COS_SPEC = UfuncSpec(
+    name="cos",
+    module="numpy",
+    attr="cos",
+    torch_op="cos",
+    compute={"float64": "float64"},  # as sin
+    doc="Drop-in for ``numpy.cos``: same signature and results; torch computes large float64 arrays.",
+)
+ERFINV_SPEC = UfuncSpec(
+    name="erfinv",
+    module="scipy.special",
+    attr="erfinv",
+    torch_op="erfinv_unsigned_zero",
+    # float32 computed in float64 and rounded once: within 3 ULP of SciPy's
+    # float32 loop and correctly rounded on the catalogue's sample (SciPy: 1.8 ULP).
+    compute={"float32": "float64", "float64": "float64"},
+    doc="Drop-in for ``scipy.special.erfinv``: same signature and results; torch computes large arrays.",
+)
+UFUNC_SPECS: Tuple[UfuncSpec, ...] = (EXP_SPEC, LOG_SPEC, ERF_SPEC, SIN_SPEC, COS_SPEC, ERFINV_SPEC)
 
 exp = make_ufunc_helper(EXP_SPEC)
 log = make_ufunc_helper(LOG_SPEC)
 erf = make_ufunc_helper(ERF_SPEC)
+sin = make_ufunc_helper(SIN_SPEC)
+cos = make_ufunc_helper(COS_SPEC)
+erfinv = make_ufunc_helper(ERFINV_SPEC)
