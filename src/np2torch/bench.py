@@ -61,11 +61,21 @@ def _positive(rng: np.random.Generator, shape: Shape, dtype: np.dtype) -> np.nda
     return x
 
 
+def _open_unit(rng: np.random.Generator, shape: Shape, dtype: np.dtype) -> np.ndarray:
+    x = rng.random(shape, dtype=dtype)
+    x *= 1.98
+    x -= 0.99
+    return x
+
+
 RECIPES: Mapping[str, Recipe] = {
     "exp": Recipe(_normal, lambda torch, t: torch.exp(t), numexpr="exp(x)"),
     "log": Recipe(_positive, lambda torch, t: torch.log(t), numexpr="log(x)"),
     "erf": Recipe(_normal, lambda torch, t: torch.special.erf(t)),
     "logsumexp": Recipe(_normal, lambda torch, t: torch.logsumexp(t, dim=0), kwargs={"axis": 0}),
+    "sin": Recipe(_normal, lambda torch, t: torch.sin(t), numexpr="sin(x)"),
+    "cos": Recipe(_normal, lambda torch, t: torch.cos(t), numexpr="cos(x)"),
+    "erfinv": Recipe(_open_unit, lambda torch, t: torch.erfinv(t)),
 }
 
 BACKENDS: Tuple[Tuple[str, str], ...] = (
