@@ -1,0 +1,499 @@
+#!/usr/bin/env python
+"""Which NumPy/SciPy functions can np2torch.runtime serve with torch? Measure semantics and speed.
+
+For every candidate (NumPy ufuncs, ``scipy.special`` functions, a few non-ufuncs)
+this measures, against the runtime contract (docs/runtime.md):
+
+* **dtypes**: the original's result dtype for every input dtype (as its own type
+  resolution picks it) next to what torch returns or whether it rejects the dtype;
+* **float16**: all 65,536 inputs, torch (in float16) against the original, bitwise;
+* **special values** (NaN, ±inf, ±0, subnormals, ±max, the function's poles and
+  domain edges): torch against the original, bitwise (a NaN whose sign alone
+  differs is counted apart: the dispatcher recomputes non-finite results with
+  the original under any reporting ``np.errstate``);
+* **ULP**: the largest distance from the original on ``--samples`` inputs over the
+  function's range, and on a subsample the error of both against mpmath (200 bits);
+* **errstate**: whether the original raises the same flags on the elements the
+  dispatcher would recompute (non-finite torch results; with ``under`` on, tiny
+  results and inputs) as on the whole array — the dispatcher's scheme only
+  reproduces NumPy's warnings when that holds;
+* **speed** at ``--size`` (1e7) float64 and float32: the median of the original and
+  of the runtime's torch path (torch writing into ``np.empty_like`` plus the
+  finite check of the default errstate).
+
+Torch's float32 result is also tried computed in float64 and rounded once (what
+SciPy's float32 loops of some functions do), and the closer of the two is kept.
+Timings are medians; on a shared machine they are noisy, say so when quoting them.
+
+    .venv/bin/python scripts/catalogue.py                 # markdown to stdout, ~5 min
+    .venv/bin/python scripts/catalogue.py --only sin,cos --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+import mpmath
+import numpy as np
+import scipy.special as sc
+import torch
+
+mpmath.mp.prec = 200
+_TS = torch.special
+
+
+def _lu(rng: np.random.Generator, n: int, lo: float, hi: float, signed: bool = False) -> np.ndarray:
+    """Log-uniform magnitudes in [10**lo, 10**hi], optionally with random signs."""
+    x = 10.0 ** rng.uniform(lo, hi, n)
+    return x * rng.choice([-1.0, 1.0], n) if signed else x
+
+
+def _u(lo: float, hi: float) -> Callable[[np.random.Generator, int], np.ndarray]:
+    return lambda rng, n: rng.uniform(lo, hi, n)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    name: str
+    qualname: str
+    original: Callable[..., Any]
+    torch_op: Callable[..., Any]
+    """``torch_op(tensor) -> tensor`` (unary) or ``torch_op(a, b)``."""
+    reference: Optional[Callable[..., Any]]
+    """mpmath function of an mpf, or None."""
+    domain: Callable[[np.random.Generator, int], np.ndarray]
+    edges: Sequence[float] = ()
+    """Function-specific special inputs: poles, domain edges."""
+    kind: str = "unary"
+    """``unary`` (a ufunc the generic dispatcher can serve), ``binary`` or ``function`` (not a ufunc)."""
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+
+def _mix(*parts: Callable[[np.random.Generator, int], np.ndarray]) -> Callable[[np.random.Generator, int], np.ndarray]:
+    def draw(rng: np.random.Generator, n: int) -> np.ndarray:
+        k = len(parts)
+        return np.concatenate([p(rng, n // k + (1 if i < n % k else 0)) for i, p in enumerate(parts)])
+
+    return draw
+
+
+_TINY = lambda rng, n: _lu(rng, n, -300, -1, signed=True)  # noqa: E731
+_SQ2 = mpmath.sqrt(2)
+
+
+def _gammaln_ref(v: Any) -> Any:
+    return mpmath.log(abs(mpmath.gamma(v)))
+
+
+CANDIDATES: List[Candidate] = [
+    Candidate("exp2", "numpy.exp2", np.exp2, torch.exp2, lambda v: mpmath.power(2, v), _mix(_u(-1100, 1030), _u(-1, 1), _TINY)),
+    Candidate("expm1", "numpy.expm1", np.expm1, torch.expm1, mpmath.expm1, _mix(_u(-800, 710), _u(-1, 1), _TINY)),
+    Candidate("log2", "numpy.log2", np.log2, torch.log2, lambda v: mpmath.log(v, 2), _mix(lambda r, n: _lu(r, n, -300, 300), _u(0.5, 2))),
+    Candidate("log10", "numpy.log10", np.log10, torch.log10, mpmath.log10, _mix(lambda r, n: _lu(r, n, -300, 300), _u(0.5, 2))),
+    Candidate("log1p", "numpy.log1p", np.log1p, torch.log1p, mpmath.log1p, _mix(_u(-1, 1), _TINY, lambda r, n: _lu(r, n, 0, 300)), edges=(-1.0,)),
+    Candidate("sqrt", "numpy.sqrt", np.sqrt, torch.sqrt, mpmath.sqrt, _mix(lambda r, n: _lu(r, n, -300, 300), _u(0, 4))),
+    Candidate("sin", "numpy.sin", np.sin, torch.sin, mpmath.sin, _mix(_u(-10, 10), lambda r, n: _lu(r, n, 1, 22, True), _TINY)),
+    Candidate("cos", "numpy.cos", np.cos, torch.cos, mpmath.cos, _mix(_u(-10, 10), lambda r, n: _lu(r, n, 1, 22, True), _TINY)),
+    Candidate("tan", "numpy.tan", np.tan, torch.tan, mpmath.tan, _mix(_u(-10, 10), lambda r, n: _lu(r, n, 1, 22, True), _TINY)),
+    Candidate("arcsin", "numpy.arcsin", np.arcsin, torch.asin, mpmath.asin, _mix(_u(-1, 1), _TINY)),
+    Candidate("arccos", "numpy.arccos", np.arccos, torch.acos, mpmath.acos, _mix(_u(-1, 1), _TINY)),
+    Candidate("arctan", "numpy.arctan", np.arctan, torch.atan, mpmath.atan, _mix(lambda r, n: _lu(r, n, -300, 300, True), _u(-4, 4))),
+    Candidate("sinh", "numpy.sinh", np.sinh, torch.sinh, mpmath.sinh, _mix(_u(-720, 720), _u(-2, 2), _TINY)),
+    Candidate("cosh", "numpy.cosh", np.cosh, torch.cosh, mpmath.cosh, _mix(_u(-720, 720), _u(-2, 2), _TINY)),
+    Candidate("tanh", "numpy.tanh", np.tanh, torch.tanh, mpmath.tanh, _mix(_u(-20, 20), _u(-1, 1), _TINY)),
+    Candidate("arcsinh", "numpy.arcsinh", np.arcsinh, torch.asinh, mpmath.asinh, _mix(lambda r, n: _lu(r, n, -300, 300, True), _u(-4, 4))),
+    Candidate("arccosh", "numpy.arccosh", np.arccosh, torch.acosh, mpmath.acosh, _mix(lambda r, n: 1 + _lu(r, n, -15, 300), _u(1, 4))),
+    Candidate("arctanh", "numpy.arctanh", np.arctanh, torch.atanh, mpmath.atanh, _mix(_u(-1, 1), _TINY, lambda r, n: 1 - _lu(r, n, -15, -1)), edges=(1.0, -1.0)),
+    Candidate("erfc", "scipy.special.erfc", sc.erfc, torch.erfc, mpmath.erfc, _mix(_u(-6, 27), _u(-1, 1))),
+    Candidate("erfinv", "scipy.special.erfinv", sc.erfinv, torch.erfinv, mpmath.erfinv, _mix(_u(-1, 1), _TINY, lambda r, n: 1 - _lu(r, n, -15, -1)), edges=(1.0, -1.0)),
+    Candidate("expit", "scipy.special.expit", sc.expit, torch.sigmoid, lambda v: 1 / (1 + mpmath.exp(-v)), _mix(_u(-750, 750), _u(-40, 40), _TINY)),
+    Candidate("logit", "scipy.special.logit", sc.logit, torch.logit, lambda v: mpmath.log(v / (1 - v)), _mix(_u(0, 1), _u(0.4, 0.6), lambda r, n: _lu(r, n, -300, -1)), edges=(1.0,)),
+    Candidate("gammaln", "scipy.special.gammaln", sc.gammaln, torch.lgamma, _gammaln_ref, _mix(_u(-170, 170), _u(0, 5), lambda r, n: _lu(r, n, 2, 300)), edges=(-1.0, -2.0, 1.0, 2.0)),
+    Candidate("digamma", "scipy.special.digamma", sc.digamma, torch.digamma, mpmath.digamma, _mix(_u(-100, 100), _u(0, 5), lambda r, n: _lu(r, n, 2, 300)), edges=(-1.0, -2.0, 1.0)),
+    Candidate("ndtr", "scipy.special.ndtr", sc.ndtr, _TS.ndtr, mpmath.ncdf, _mix(_u(-40, 10), _u(-3, 3))),
+    Candidate("log_ndtr", "scipy.special.log_ndtr", sc.log_ndtr, _TS.log_ndtr, lambda v: mpmath.log(mpmath.ncdf(v)), _mix(_u(-1e5, 40), _u(-5, 5))),
+    Candidate("ndtri", "scipy.special.ndtri", sc.ndtri, _TS.ndtri, lambda v: _SQ2 * mpmath.erfinv(2 * v - 1), _mix(_u(0, 1), lambda r, n: _lu(r, n, -300, -1)), edges=(1.0,)),
+    Candidate("i0", "scipy.special.i0", sc.i0, torch.i0, lambda v: mpmath.besseli(0, v), _mix(_u(-700, 700), _u(-5, 5))),
+    Candidate("i0e", "scipy.special.i0e", sc.i0e, _TS.i0e, lambda v: mpmath.besseli(0, v) * mpmath.exp(-abs(v)), _mix(_u(-1e4, 1e4), _u(-5, 5))),
+    Candidate("i1", "scipy.special.i1", sc.i1, _TS.i1, lambda v: mpmath.besseli(1, v), _mix(_u(-700, 700), _u(-5, 5))),
+    Candidate("i1e", "scipy.special.i1e", sc.i1e, _TS.i1e, lambda v: mpmath.besseli(1, v) * mpmath.exp(-abs(v)), _mix(_u(-1e4, 1e4), _u(-5, 5))),
+    Candidate("xlogy", "scipy.special.xlogy", sc.xlogy, torch.xlogy, None, _u(0, 10), kind="binary"),
+    Candidate("xlog1py", "scipy.special.xlog1py", sc.xlog1py, _TS.xlog1py, None, _u(-0.9, 10), kind="binary"),
+    Candidate("sinc", "numpy.sinc", np.sinc, torch.sinc, lambda v: mpmath.sinc(mpmath.pi * v), _u(-10, 10), kind="function"),
+    Candidate("softmax", "scipy.special.softmax", sc.softmax, lambda t: torch.softmax(t, -1), None, _u(-10, 10), kind="function"),
+    Candidate("log_softmax", "scipy.special.log_softmax", sc.log_softmax, lambda t: torch.log_softmax(t, -1), None, _u(-10, 10), kind="function"),
+]
+
+INPUT_DTYPES = ["?", "b", "B", "h", "H", "i", "I", "l", "L", "e", "f", "d", "g", "F", "D"]
+
+
+# --- helpers ---------------------------------------------------------------------
+
+_UINT = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+_INT = {2: np.int16, 4: np.int32, 8: np.int64}
+
+
+def _ordered(a: np.ndarray) -> np.ndarray:
+    bits = np.ascontiguousarray(a).view(_INT[a.itemsize]).astype(np.int64)
+    low = np.int64(np.iinfo(_INT[a.itemsize]).min)
+    return np.where(bits < 0, low - bits, bits)
+
+
+def ulp_apart(a: np.ndarray, b: np.ndarray) -> int:
+    """Largest ULP distance over the elements finite in both (0 if none)."""
+    ok = np.isfinite(a) & np.isfinite(b)
+    if not ok.any():
+        return 0
+    return int(np.max(np.abs(_ordered(a[ok]) - _ordered(b[ok]))))
+
+
+def differences(got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """Mask of elements not bitwise identical, a NaN of either sign matching a NaN."""
+    same = got.view(_UINT[got.itemsize]) == want.view(_UINT[want.itemsize])
+    return ~(same | (np.isnan(got) & np.isnan(want)))
+
+
+def nan_sign_only(got: np.ndarray, want: np.ndarray) -> int:
+    both = np.isnan(got) & np.isnan(want)
+    return int(np.count_nonzero(both & (np.signbit(got) != np.signbit(want))))
+
+
+def torch_values(cand: Candidate, x: np.ndarray, wide: bool) -> np.ndarray:
+    """torch's values in x's dtype, optionally computed in float64 and rounded once."""
+    t = torch.from_numpy(np.ascontiguousarray(x))
+    if wide:
+        return cand.torch_op(t.double()).to(t.dtype).numpy()
+    return cand.torch_op(t).numpy()
+
+
+def special_inputs(cand: Candidate, dtype: np.dtype) -> np.ndarray:
+    info = np.finfo(dtype)
+    base = [np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, 10.0, -10.0, 30.0, -30.0,
+            float(info.smallest_subnormal), -float(info.smallest_subnormal), float(info.smallest_subnormal) * 1000,
+            float(info.smallest_normal), -float(info.smallest_normal), float(info.max), -float(info.max),
+            float(info.eps), 700.0, 710.0, -740.0, -750.0, 88.0, 89.0, -104.0, 1e10, -1e10, *cand.edges]
+    with np.errstate(all="ignore"):
+        return np.array(base, dtype=np.float64).astype(dtype)
+
+
+class FlagRecorder:
+    def __init__(self) -> None:
+        self.flags: set = set()
+
+    def __call__(self, errtext: str, status: int) -> None:
+        self.flags.update(part.strip() for part in errtext.split(","))
+
+
+def raised_flags(func: Callable[..., Any], x: np.ndarray, kinds: Sequence[str]) -> set:
+    recorder = FlagRecorder()
+    with np.errstate(call=recorder, **{k: ("call" if k in kinds else "ignore") for k in ("divide", "over", "under", "invalid")}):
+        func(x)
+    return recorder.flags
+
+
+def suspects(x: np.ndarray, result: np.ndarray, under: bool) -> np.ndarray:
+    """The dispatcher's rule (runtime/_ufunc.py, _uf_suspects)."""
+    with np.errstate(all="ignore"):
+        mask = ~np.isfinite(result)
+        if under:
+            mask |= np.abs(result) < np.finfo(result.dtype).smallest_normal
+            mask |= np.abs(x) < np.finfo(x.dtype).smallest_normal
+    return mask
+
+
+def median_seconds(func: Callable[[], Any], repeats: int) -> float:
+    func()
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        func()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def runtime_path(cand: Candidate, x: np.ndarray, wide: bool) -> Callable[[], np.ndarray]:
+    """What the runtime's torch path does for one call under the default errstate."""
+    src = torch.from_numpy(x)
+
+    def call() -> np.ndarray:
+        out = np.empty_like(x)
+        dst = torch.from_numpy(out)
+        if wide:
+            dst.copy_(cand.torch_op(src.double()))
+        else:
+            cand.torch_op(src, out=dst)
+        float(dst.sum()) if dst.dtype == torch.float64 else torch.aminmax(dst)
+        return out
+
+    return call
+
+
+# --- measurements ------------------------------------------------------------------
+
+
+def dtype_row(cand: Candidate) -> Dict[str, str]:
+    """Input dtype -> 'numpy result / torch result' ('!' when torch rejects it)."""
+    row = {}
+    for code in INPUT_DTYPES:
+        dt = np.dtype(code)
+        x = np.array([1, 0, 1, 0], dtype=dt) if dt.kind in "biu" else np.array([0.25, 0.5, 0.75, 0.125], dtype=dt)
+        try:
+            with np.errstate(all="ignore"):
+                want = np.asarray(cand.original(x, x) if cand.kind == "binary" else cand.original(x)).dtype.char
+        except Exception:
+            want = "-"
+        try:
+            if dt.char == "g" or dt.kind in "OU":
+                raise TypeError
+            t = torch.from_numpy(x)
+            got = (cand.torch_op(t, t) if cand.kind == "binary" else cand.torch_op(t)).numpy().dtype.char
+        except Exception:
+            got = "!"
+        row[code] = f"{want}/{got}"
+    return row
+
+
+def value_rows(cand: Candidate, samples: int, ref_samples: int, rng: np.random.Generator) -> Dict[str, Any]:
+    out: Dict[str, Any] = {}
+    for code in ("e", "f", "d"):
+        dt = np.dtype(code)
+        if cand.kind != "unary":
+            break
+        if code == "e":
+            x = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
+        else:
+            with np.errstate(all="ignore"):
+                x = np.concatenate([cand.domain(rng, samples), special_inputs(cand, np.dtype("d"))]).astype(dt)
+        with np.errstate(all="ignore"):
+            want = cand.original(x)
+        if want.dtype != dt:
+            out[code] = {"result": want.dtype.name, "note": f"original returns {want.dtype.name}"}
+            x = x.astype(want.dtype)
+            dt = want.dtype
+            if code == "e":
+                continue
+        best = None
+        for wide in ((False, True) if dt == np.float32 else (False,)):
+            try:
+                got = torch_values(cand, x, wide)
+            except RuntimeError as exc:
+                best = {"rejects": str(exc).splitlines()[0][:80]}
+                break
+            diff = differences(got, want)
+            score = (int(np.count_nonzero(diff)), ulp_apart(got, want))
+            if best is None or score < (best["differ"], best["max ulp"]):
+                best = {"differ": score[0], "max ulp": score[1], "of": int(x.size), "wide": wide, "got": got}
+        out[code] = best
+        if "rejects" in best:
+            continue
+        got = best.pop("got")
+        best["nan sign only"] = nan_sign_only(got, want)
+        spec = special_inputs(cand, dt)
+        with np.errstate(all="ignore"):
+            sw = cand.original(spec)
+        sg = torch_values(cand, spec, best["wide"])
+        bad = differences(sg, sw)
+        best["special mismatches"] = [(repr(float(a)), repr(float(b)), repr(float(c))) for a, b, c in zip(spec[bad], sw[bad], sg[bad])]
+        # the worst finite disagreement, as an example input
+        ok = np.isfinite(got) & np.isfinite(want) & (got != want)
+        if ok.any():
+            d = np.abs(_ordered(got[ok]) - _ordered(want[ok]))
+            best["worst input"] = repr(float(x[ok][d.argmax()]))
+        # finite vs non-finite, zero vs nonzero disagreements (e.g. log1p of a subnormal)
+        with np.errstate(all="ignore"):
+            kind_diff = (np.isfinite(got) != np.isfinite(want)) | ((got == 0) != (want == 0))
+        best["class mismatches"] = [repr(float(v)) for v in x[kind_diff][:4]]
+        if code != "e" and cand.reference is not None:
+            pick = slice(None, None, max(1, x.size // ref_samples))
+            best.update(reference_errors(cand, x[pick], want[pick], got[pick]))
+        best["errstate"] = errstate_check(cand, x, got, best["wide"])
+    return out
+
+
+def _ulp_err(y: float, exact: Any, dtype: np.dtype) -> float:
+    info = np.finfo(dtype)
+    if not mpmath.isfinite(exact) or exact == 0:
+        return 0.0 if y == float(exact) or (y != y and exact != exact) else float("inf")
+    top = mpmath.mpf(float(info.max)) + mpmath.ldexp(1, int(np.log2(float(info.max))) - info.nmant - 1)
+    if not np.isfinite(y):
+        return 0.0 if abs(exact) >= top and (y > 0) == (exact > 0) else float("inf")
+    e = max(int(mpmath.floor(mpmath.log(abs(exact), 2))), int(np.log2(float(info.smallest_normal))))
+    return float(abs(mpmath.mpf(y) - exact) / mpmath.ldexp(1, e - info.nmant))
+
+
+def reference_errors(cand: Candidate, x: np.ndarray, want: np.ndarray, got: np.ndarray) -> Dict[str, float]:
+    worst_o = worst_t = 0.0
+    for v, w, g in zip(x.tolist(), want.tolist(), got.tolist()):
+        if not np.isfinite(v):
+            continue
+        try:
+            exact = cand.reference(mpmath.mpf(v))
+            if isinstance(exact, mpmath.mpc):
+                continue
+        except (ValueError, ZeroDivisionError, OverflowError):
+            continue
+        worst_o = max(worst_o, _ulp_err(w, exact, x.dtype))
+        worst_t = max(worst_t, _ulp_err(g, exact, x.dtype))
+    return {"original vs exact": round(worst_o, 3), "torch vs exact": round(worst_t, 3)}
+
+
+def errstate_check(cand: Candidate, x: np.ndarray, got: np.ndarray, wide: bool) -> Dict[str, Any]:
+    """Flags on the whole array vs on the dispatcher's recomputed elements, per mode."""
+    result = {}
+    for label, kinds, under in (("default", ("divide", "over", "invalid"), False), ("all", ("divide", "over", "under", "invalid"), True)):
+        whole = raised_flags(cand.original, x, kinds)
+        part = raised_flags(cand.original, x[suspects(x, got, under)], kinds)
+        result[label] = "ok" if whole == part else f"whole {sorted(whole)} vs recomputed {sorted(part)}"
+    # Elements that raise a flag on their own but are not suspects, even with under on.
+    missed = []
+    sample = np.concatenate([special_inputs(cand, x.dtype), x[:: max(1, x.size // 2000)]])
+    with np.errstate(all="ignore"):
+        gs = torch_values(cand, sample, wide)
+    mask = suspects(sample, gs, True)
+    for v in sample[~mask]:
+        flags = raised_flags(cand.original, np.array([v]), ("divide", "over", "under", "invalid"))
+        if flags:
+            missed.append((repr(float(v)), sorted(flags)))
+    result["unflagged elements"] = missed[:4]
+    return result
+
+
+def speed_row(cand: Candidate, size: int, repeats: int, rng: np.random.Generator, wide32: bool) -> Dict[str, Any]:
+    row = {}
+    for code in ("d", "f"):
+        dt = np.dtype(code)
+        with np.errstate(all="ignore"):
+            x = cand.domain(rng, size).astype(dt)
+            # values that raise no flag: the common case
+            y = cand.original(x, x) if cand.kind == "binary" else cand.original(x)
+            x = np.where(np.isfinite(y), x, dt.type(0.5))
+        if cand.kind == "binary":
+            y = np.abs(x) + dt.type(0.5)
+            t_orig = median_seconds(lambda: cand.original(x, y), repeats)
+            tx, ty = torch.from_numpy(x), torch.from_numpy(y)
+            t_torch = median_seconds(lambda: cand.torch_op(tx, ty, out=torch.from_numpy(np.empty_like(x))), repeats)
+        elif cand.kind == "function":
+            x2 = x.reshape(-1, 1000)
+            t_orig = median_seconds(lambda: cand.original(x2, axis=-1) if cand.name != "sinc" else cand.original(x2), repeats)
+            tx = torch.from_numpy(x2)
+            t_torch = median_seconds(lambda: cand.torch_op(tx).numpy(), repeats)
+        else:
+            wide = wide32 and code == "f"
+            try:
+                t_torch = median_seconds(runtime_path(cand, x, wide), repeats)
+            except RuntimeError:
+                row[code] = "torch rejects"
+                continue
+            t_orig = median_seconds(lambda: cand.original(x), repeats)
+        row[code] = {"original ms": round(t_orig * 1e3, 1), "torch ms": round(t_torch * 1e3, 1), "speed-up": round(t_orig / t_torch, 2)}
+    return row
+
+
+def measure(names: Optional[List[str]], samples: int, ref_samples: int, size: int, repeats: int, speed: bool, values: bool = True) -> List[dict]:
+    rows = []
+    for cand in CANDIDATES:
+        if names and cand.name not in names:
+            continue
+        rng = np.random.default_rng(0)
+        t0 = time.perf_counter()
+        row: Dict[str, Any] = {"name": cand.name, "qualname": cand.qualname, "kind": cand.kind, "dtypes": dtype_row(cand)}
+        row["values"] = value_rows(cand, samples, ref_samples, rng) if values else {}
+        wide32 = bool(row["values"].get("f", {}).get("wide"))
+        if speed:
+            row["speed"] = speed_row(cand, size, repeats, rng, wide32)
+        rows.append(row)
+        print(f"{cand.name}: {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    return rows
+
+
+# --- report ------------------------------------------------------------------------
+
+
+def _cell_values(v: Dict[str, Any]) -> str:
+    if v is None:
+        return "-"
+    if "rejects" in v:
+        return "torch rejects"
+    if "differ" not in v:
+        return v.get("note", "-")
+    text = f"{v['differ']}/{v['of']} differ, ≤{v['max ulp']} ULP"
+    if v.get("wide"):
+        text += " (in f64)"
+    if v.get("original vs exact") is not None:
+        text += f"; exact: orig {v['original vs exact']}, torch {v['torch vs exact']}"
+    return text
+
+
+def markdown(rows: List[dict]) -> str:
+    lines = ["## Dtypes (input: original's result / torch's result; `!` torch rejects, `-` original rejects)", ""]
+    lines.append("| function | " + " | ".join(INPUT_DTYPES) + " |")
+    lines.append("|---|" + "---|" * len(INPUT_DTYPES))
+    for r in rows:
+        lines.append(f"| {r['name']} | " + " | ".join(r["dtypes"][c] for c in INPUT_DTYPES) + " |")
+    lines += ["", "## Values (torch vs the original; float16: all 65,536 inputs)", ""]
+    lines.append("| function | float16 | float32 | float64 | special-value mismatches (x, original, torch) | finite/zero class mismatches | errstate (default / all / unflagged) |")
+    lines.append("|---|---|---|---|---|---|---|")
+    for r in rows:
+        v = r["values"]
+        if not v:
+            lines.append(f"| {r['name']} | not a unary ufunc | | | | | |")
+            continue
+        specials, classes, errs = [], [], []
+        for code in ("e", "f", "d"):
+            cell = v.get(code) or {}
+            if cell.get("special mismatches"):
+                specials.append(f"{code}: " + "; ".join(f"{a}→{b} vs {c}" for a, b, c in cell["special mismatches"][:3]))
+            if cell.get("class mismatches"):
+                classes.append(f"{code}: " + ", ".join(cell["class mismatches"]))
+            if cell.get("errstate"):
+                e = cell["errstate"]
+                errs.append(f"{code}: {e['default']} / {e['all']} / {e['unflagged elements'] or 'none'}")
+        lines.append(f"| {r['name']} | {_cell_values(v.get('e'))} | {_cell_values(v.get('f'))} | {_cell_values(v.get('d'))} | "
+                     f"{'<br>'.join(specials) or 'none'} | {'<br>'.join(classes) or 'none'} | {'<br>'.join(errs) or '-'} |")
+    if rows and "speed" in rows[0]:
+        lines += ["", "## Speed (median ms per call, original / torch path, noisy)", ""]
+        lines.append("| function | float64 | speed-up | float32 | speed-up |")
+        lines.append("|---|---|---|---|---|")
+        for r in rows:
+            cells = []
+            for code in ("d", "f"):
+                s = r["speed"].get(code)
+                if isinstance(s, dict):
+                    cells += [f"{s['original ms']} / {s['torch ms']}", f"{s['speed-up']}×"]
+                else:
+                    cells += [str(s), "-"]
+            lines.append(f"| {r['name']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", help="comma-separated candidate names")
+    parser.add_argument("--samples", type=int, default=100_000)
+    parser.add_argument("--ref-samples", type=int, default=1000, help="inputs per dtype checked against mpmath")
+    parser.add_argument("--size", type=int, default=10_000_000)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--no-speed", action="store_true")
+    parser.add_argument("--speed-only", action="store_true", help="skip the value and errstate checks")
+    parser.add_argument("--threads", type=int, help="torch.set_num_threads (default: torch's own)")
+    parser.add_argument("--json", help="also write the raw results here")
+    args = parser.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    names = args.only.split(",") if args.only else None
+    rows = measure(names, args.samples, args.ref_samples, args.size, args.repeats, not args.no_speed, not args.speed_only)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(rows, fh, indent=1, default=str)
+    print(markdown(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
