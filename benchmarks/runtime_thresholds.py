@@ -39,18 +39,23 @@ _DTYPES = {
     "log": ["float64", "float32", "float16", "complex128", "complex64"],
     "erf": ["float64", "float32"],
     "logsumexp": ["float64", "float32"],
+    "sin": ["float64"],
+    "cos": ["float64"],
+    "erfinv": ["float64", "float32"],
 }
 
 
 def _originals() -> Dict[str, Callable]:
     import scipy.special
 
-    return {"exp": np.exp, "log": np.log, "erf": scipy.special.erf, "logsumexp": scipy.special.logsumexp}
+    return {"exp": np.exp, "log": np.log, "erf": scipy.special.erf, "logsumexp": scipy.special.logsumexp,
+            "sin": np.sin, "cos": np.cos, "erfinv": scipy.special.erfinv}
 
 
 def _inputs(name: str, dtype: str, n: int, rng: np.random.Generator) -> np.ndarray:
     # Values that raise no floating-point flag: the common case being timed.
-    low, high = {"exp": (-5.0, 5.0), "log": (0.1, 10.0), "erf": (-3.0, 3.0), "logsumexp": (-5.0, 5.0)}[name]
+    low, high = {"exp": (-5.0, 5.0), "log": (0.1, 10.0), "erf": (-3.0, 3.0), "logsumexp": (-5.0, 5.0),
+                 "sin": (-10.0, 10.0), "cos": (-10.0, 10.0), "erfinv": (-0.99, 0.99)}[name]
     x = rng.uniform(low, high, n)
     if dtype.startswith("complex"):
         x = x + 1j * rng.uniform(-3.0, 3.0, n)
