@@ -8,7 +8,7 @@ read :data:`RULES`.  Adding a function is one row here, its helper in
 
 Code ranges (the hundreds digit names the category, see :data:`CODE_RANGES`):
 
-* ``NPT0xx`` exponentials and logarithms
+* ``NPT0xx`` elementary functions (exponentials, logarithms, trigonometry)
 * ``NPT1xx`` special functions
 * ``NPT2xx`` reductions
 * ``NPT9xx`` patterns (several calls rewritten as one)
@@ -23,12 +23,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
-EXP_LOG = "exponentials and logarithms"
+ELEMENTARY = "elementary functions"
 SPECIAL = "special functions"
 REDUCTION = "reductions"
 PATTERN = "patterns"
 
-CODE_RANGES: Mapping[str, str] = {"0": EXP_LOG, "1": SPECIAL, "2": REDUCTION, "9": PATTERN}
+CODE_RANGES: Mapping[str, str] = {"0": ELEMENTARY, "1": SPECIAL, "2": REDUCTION, "9": PATTERN}
 """The hundreds digit of a code (``NPT1xx`` -> ``"1"``) -> its category."""
 
 LEGACY_CODES = frozenset({"NPT001", "NPT002", "NPT003", "NPT004"})
@@ -49,7 +49,7 @@ class Rule:
     """What the rule finds, one line."""
     why: str
     """Why the rewrite is worth it."""
-    category: str = EXP_LOG
+    category: str = ELEMENTARY
     """One of the values of :data:`CODE_RANGES`; the code's range must match it."""
     fix_safety: str = "safe"
     """``safe``: the helper returns what the original returns for every input.
@@ -152,7 +152,7 @@ _UFUNC_WHY = (
     "Over large arrays NumPy computes `{name}` on one core; torch's vectorized, "
     "multithreaded kernel (or CUDA) is several times faster. The helper calls "
     "torch only where it returns NumPy's dtype, shape, memory order, special values "
-    "and floating-point warnings, and calls NumPy itself everywhere else."
+    "and floating-point warnings, and calls the original everywhere else."
 )
 
 RULES: tuple[Rule, ...] = (
