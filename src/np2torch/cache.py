@@ -23,12 +23,12 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
 from np2torch import __version__
 from np2torch.config import RunSettings
+from np2torch.files import replace_file
 
 CACHE_DIR_NAME = ".np2torch_cache"
 CACHE_DIR_ENV = "NP2TORCH_CACHE_DIR"
@@ -112,17 +112,8 @@ class Cache:
 
 
 def _write_atomic(target: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    # A cache entry need not survive a crash: no fsync.
+    replace_file(target, data, durable=False)
 
 
 def finding_to_dict(finding: Any) -> dict[str, Any]:

@@ -18,7 +18,7 @@ import subprocess
 import tempfile
 import tokenize
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from np2torch.config import Config, ConfigFinder, PathMatcher
 
@@ -142,30 +142,62 @@ def write_atomic(path: str, data: bytes, display: str, expect: Stamp | None = No
     it is left alone (someone else's edit wins) and :class:`FileError` is raised.
     """
     target = os.path.realpath(path)  # write through a symlink, never over it
-    folder, name = os.path.split(target)
     try:
         before = os.stat(target)
-        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".np2torch.tmp", dir=folder)
     except OSError as exc:
         raise os_error(display, exc) from None
+
+    def unchanged_since_read() -> None:
+        if expect is not None and Stamp.of(os.stat(target)) != expect:
+            raise FileError(display, "file changed while np2torch was fixing it; left it untouched")
+
+    try:
+        replace_file(target, data, mode=stat.S_IMODE(before.st_mode), before_replace=unchanged_since_read)
+    except OSError as exc:
+        raise os_error(display, exc) from None
+
+
+def replace_file(
+    target: str | os.PathLike[str],
+    data: bytes,
+    *,
+    mode: int | None = None,
+    durable: bool = True,
+    before_replace: Callable[[], None] | None = None,
+) -> None:
+    """Write ``data`` to a temporary file beside ``target``, then ``os.replace`` it: never half-written.
+
+    ``mode``: the new file's permission bits (default: a new file's, after the
+    umask).  ``durable``: fsync the data and the folder (a cache need not).
+    ``before_replace`` may raise to abandon the write; the temporary file is removed.
+    """
+    folder, name = os.path.split(os.fspath(target))
+    folder = folder or "."
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".np2torch.tmp", dir=folder)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, stat.S_IMODE(before.st_mode))
-        if expect is not None and Stamp.of(os.stat(target)) != expect:
-            raise FileError(display, "file changed while np2torch was fixing it; left it untouched")
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
+        os.chmod(tmp, _new_file_mode() if mode is None else mode)
+        if before_replace is not None:
+            before_replace()
         os.replace(tmp, target)
-    except BaseException as exc:
+    except BaseException:
         try:
             os.unlink(tmp)
         except OSError:
             pass
-        if isinstance(exc, OSError):
-            raise os_error(display, exc) from None
         raise
-    _fsync_folder(folder)
+    if durable:
+        _fsync_folder(folder)
+
+
+def _new_file_mode() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
 
 
 def _fsync_folder(folder: str) -> None:
