@@ -62,6 +62,9 @@ class Project:
     test_requires: Tuple[str, ...] = ("pytest",)
     extras: str = ""
     pytest_args: Tuple[str, ...] = ()
+    installed: bool = False
+    """A compiled project: its wheel is installed in the venv and the installed package folder
+    (extension modules included) is copied twice, instead of unpacking an sdist."""
 
 
 PROJECTS: Tuple[Project, ...] = (
@@ -99,6 +102,63 @@ PROJECTS: Tuple[Project, ...] = (
         package="filterpy",
         tests=("filterpy",),
         test_requires=("pytest", "scipy", "matplotlib"),
+    ),
+    # Compiled projects, as installed from their wheels, and a subset of their tests: those of the modules
+    # with rewritten call sites (the whole suites take hours on 2 cores).
+    Project(
+        name="scikit-learn",
+        requirement="scikit-learn==1.9.1",
+        import_root=".",
+        package="sklearn",
+        tests=(
+            "sklearn/tests/test_naive_bayes.py",
+            "sklearn/tests/test_kernel_approximation.py",
+            "sklearn/tests/test_discriminant_analysis.py",
+            "sklearn/tests/test_dummy.py",
+            "sklearn/tests/test_random_projection.py",
+            "sklearn/tests/test_multioutput.py",
+            "sklearn/gaussian_process/tests",
+            "sklearn/mixture/tests",
+            "sklearn/decomposition/tests/test_online_lda.py",
+            "sklearn/decomposition/tests/test_nmf.py",
+            "sklearn/decomposition/tests/test_factor_analysis.py",
+            "sklearn/decomposition/tests/test_fastica.py",
+            "sklearn/ensemble/tests/test_weight_boosting.py",
+            "sklearn/ensemble/tests/test_iforest.py",
+            "sklearn/ensemble/tests/test_bagging.py",
+            "sklearn/datasets/tests/test_samples_generator.py",
+            "sklearn/linear_model/tests/test_bayes.py",
+            "sklearn/linear_model/tests/test_ransac.py",
+            "sklearn/linear_model/tests/test_least_angle.py",
+            "sklearn/linear_model/tests/test_sgd.py",
+            "sklearn/neural_network/tests",
+            "sklearn/manifold/tests/test_t_sne.py",
+            "sklearn/neighbors/tests/test_kde.py",
+            "sklearn/neighbors/tests/test_nearest_centroid.py",
+            "sklearn/metrics/tests/test_pairwise.py",
+            "sklearn/metrics/tests/test_ranking.py",
+            "sklearn/metrics/cluster/tests/test_supervised.py",
+            "sklearn/cluster/tests/test_k_means.py",
+            "sklearn/cluster/tests/test_bicluster.py",
+            "sklearn/preprocessing/tests/test_data.py",
+            "sklearn/feature_extraction/tests/test_text.py",
+            "sklearn/_loss/tests",
+            "sklearn/utils/tests/test_extmath.py",
+            "sklearn/svm/tests/test_svm.py",
+            "sklearn/tree/tests/test_tree.py",
+        ),
+        test_requires=("pytest",),
+        installed=True,
+    ),
+    Project(
+        name="scipy",
+        requirement="scipy==1.17.1",
+        import_root=".",
+        package="scipy",
+        tests=("scipy/special/tests", "scipy/stats/tests", "scipy/signal/tests", "scipy/linalg/tests/test_matfuncs.py",
+               "scipy/integrate/tests", "scipy/optimize/tests/test__dual_annealing.py"),
+        test_requires=("pytest", "hypothesis", "mpmath"),
+        installed=True,
     ),
 )
 PROJECTS_BY_NAME = {p.name: p for p in PROJECTS}
@@ -171,6 +231,19 @@ def unpack(sdist: Path, target: Path) -> Path:
     return target
 
 
+def copy_installed(project: Project, python: Path, target: Path) -> Path:
+    """Copy the venv's installed package folder to ``target/<package>``; ``target`` is the import root."""
+    probe = "import importlib.util, sys; print(list(importlib.util.find_spec(sys.argv[1]).submodule_search_locations)[0])"
+    folder = Path(checked([str(python), "-c", probe, project.package], env=clean_env(python.parent.parent)).stdout.strip())
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(folder, target / project.package, ignore=shutil.ignore_patterns("__pycache__"))
+    # auditwheel's vendored shared libraries (scipy.libs, scikit_learn.libs): the extension modules find
+    # them through an $ORIGIN-relative RPATH, so they must sit beside the copy as beside the original.
+    for libs in folder.parent.glob("*.libs"):
+        shutil.copytree(libs, target / libs.name)
+    return target
+
+
 def np2torch_source(workdir: Path, worktree: bool) -> Tuple[Path, str]:
     """This checkout's committed HEAD exported to ``workdir`` (or the working tree itself), and a description."""
     head = run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"])
@@ -186,17 +259,19 @@ def np2torch_source(workdir: Path, worktree: bool) -> Tuple[Path, str]:
     return target, f"commit {head.stdout.strip()} of {REPO} (git archive HEAD)"
 
 
-def make_venv(project: Project, venv: Path, source: Path, np2torch: Path, log: Path, reuse: bool) -> Path:
+def make_venv(project: Project, venv: Path, source: Optional[Path], np2torch: Path, log: Path, reuse: bool) -> Path:
     python = venv / "bin" / "python"
     constraints = REPO / "constraints.txt"
     if not (reuse and python.exists()):
         shutil.rmtree(venv, ignore_errors=True)
         checked([sys.executable, "-m", "venv", str(venv)], log=log)
         pip = [str(python), "-m", "pip", "install", "-q", "-c", str(constraints)]
-        checked([*pip, str(source) + (f"[{project.extras}]" if project.extras else ""), *project.test_requires],
+        what = project.requirement if source is None else str(source)
+        checked([*pip, what + (f"[{project.extras}]" if project.extras else ""), *project.test_requires],
                 log=log, env=clean_env(venv))
-        checked([str(python), "-m", "pip", "uninstall", "-y", project.requirement.partition("==")[0]],
-                log=log, env=clean_env(venv))
+        if source is not None:
+            checked([str(python), "-m", "pip", "uninstall", "-y", project.requirement.partition("==")[0]],
+                    log=log, env=clean_env(venv))
     # np2torch with its torch extra pinned as in CI; then reinstalled, so that a reused venv gets this source too.
     checked([str(python), "-m", "pip", "install", "-q", "-c", str(constraints), f"{np2torch}[torch]"],
             log=log, env=clean_env(venv))
@@ -374,10 +449,15 @@ def run_project(project: Project, workdir: Path, sdists: Path, np2torch: Path, r
     here.mkdir(parents=True, exist_ok=True)
     log = here / "log.txt"
     log.write_text("")
-    sdist = fetch_sdist(project, sdists, log)
-    baseline_copy = unpack(sdist, here / "baseline")
-    fixed_copy = unpack(sdist, here / "fixed")
-    python = make_venv(project, here / "venv", baseline_copy, np2torch, log, reuse)
+    if project.installed:
+        python = make_venv(project, here / "venv", None, np2torch, log, reuse)
+        baseline_copy = copy_installed(project, python, here / "baseline")
+        fixed_copy = copy_installed(project, python, here / "fixed")
+    else:
+        sdist = fetch_sdist(project, sdists, log)
+        baseline_copy = unpack(sdist, here / "baseline")
+        fixed_copy = unpack(sdist, here / "fixed")
+        python = make_venv(project, here / "venv", baseline_copy, np2torch, log, reuse)
 
     report.baseline = run_tests(project, python, baseline_copy, "baseline", here, log)
     check_imports(report, report.baseline, baseline_copy, rewritten=False)
