@@ -15,6 +15,7 @@ from np2torch import engine
 from np2torch.engine import (
     REASON_CLASS_ATTRIBUTE,
     REASON_COMPARED,
+    REASON_REFERENCE,
     Finding,
     FixError,
     Settings,
@@ -79,9 +80,21 @@ def test_unfixable_finding_has_a_reason_and_no_fix_title() -> None:
 
 def test_class_attribute_is_reported_not_rewritten() -> None:
     source = "import numpy as np\nclass K:\n    f = np.exp\n    def m(self):\n        self.g = np.exp\n"
-    first, second = check_source(source)
+    first, second = check_source(source, settings=Settings(unsafe_fixes=True))
     assert (first.line, first.fixable, first.reason) == (3, False, REASON_CLASS_ATTRIBUTE)
     assert (second.line, second.fixable) == (5, True)
+
+
+def test_a_reference_is_an_unsafe_fix() -> None:
+    source = "import numpy as np\nact = np.exp\ny = np.exp(x)\n"
+    reference, call = check_source(source)
+    assert (reference.fixable, reference.fix_title, reference.reason) == (False, None, REASON_REFERENCE)
+    assert "--unsafe-fixes" in REASON_REFERENCE  # what the CLI counts as a hidden fix
+    assert (call.fixable, call.fix_title) == (True, "Replace with `np2t.exp`")
+    unsafe = Settings(unsafe_fixes=True)
+    assert [f.fixable for f in check_source(source, settings=unsafe)] == [True, True]
+    assert "act = np2t.exp\n" in fix_source(source, settings=unsafe)
+    assert "act = np.exp\n" in fix_source(source)
 
 
 def test_findings_are_sorted_by_position() -> None:

@@ -7,6 +7,8 @@ Layout (ids are the file names, relative to ``fixtures/``):
   line as ``line:col-end_line:end_col CODE fix|nofix`` (1-based, characters).
 * ``fixtures/noop/<name>.py``: ``fix`` leaves it byte-identical; findings (all
   unfixable) in ``<name>.findings``, no such file meaning no finding at all.
+* a fixture anywhere below a folder named ``unsafe/`` runs with ``--unsafe-fixes``
+  (``Settings(unsafe_fixes=True)``), for check and fix alike.
 
 Files are read as bytes and decoded without newline translation, so CRLF, a
 lone CR, a BOM and a missing final newline are exercised as they are on disk.
@@ -23,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from np2torch import check_source, fix_source
-from np2torch.engine import Finding
+from np2torch.engine import Finding, Settings
 from np2torch.rules import RULES
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -43,6 +45,10 @@ def _engine_path(path: Path) -> str:
     return str(path).replace(".in.py", ".py")
 
 
+def _settings(path: Path) -> Settings:
+    return Settings(unsafe_fixes="unsafe" in path.relative_to(FIXTURES).parts[:-1])
+
+
 def _format(findings: list[Finding]) -> list[str]:
     return [
         f"{f.line}:{f.column}-{f.end_line}:{f.end_column} {f.code} {'fix' if f.fixable else 'nofix'}"
@@ -57,11 +63,11 @@ def _expected(sidecar: Path) -> list[str]:
     return [line for line in lines if line]
 
 
-def _assert_settled(text: str, path: str) -> None:
+def _assert_settled(text: str, path: str, settings: Settings) -> None:
     """What every fixed (or untouched) text must satisfy."""
     compile(text.lstrip("\ufeff"), path, "exec", dont_inherit=True)
-    assert fix_source(text, path) == text, "fix is not idempotent"
-    leftover = [f for f in check_source(text, path) if f.fixable]
+    assert fix_source(text, path, settings=settings) == text, "fix is not idempotent"
+    leftover = [f for f in check_source(text, path, settings=settings) if f.fixable]
     assert not leftover, f"fixable findings remain after fix: {_format(leftover)}"
 
 
@@ -70,11 +76,12 @@ def test_fix(before_path: Path) -> None:
     before = _read(before_path)
     after = _read(Path(str(before_path).replace(".in.py", ".out.py")))
     path = _engine_path(before_path)
+    settings = _settings(before_path)
     assert before != after, "a fix fixture must change something (put no-change cases in noop/)"
-    assert fix_source(before, path) == after
-    _assert_settled(after, path)
+    assert fix_source(before, path, settings=settings) == after
+    _assert_settled(after, path, settings)
     # check and fix agree: exactly the fixable findings became `<alias>.<helper>`
-    fixable = [f for f in check_source(before, path) if f.fixable]
+    fixable = [f for f in check_source(before, path, settings=settings) if f.fixable]
     for title in {f.fix_title for f in fixable}:
         assert title is not None
         spelled = title.split("`")[1]
@@ -87,15 +94,17 @@ def test_fix(before_path: Path) -> None:
 def test_fix_findings(before_path: Path) -> None:
     sidecar = Path(str(before_path).replace(".in.py", ".findings"))
     assert sidecar.exists(), "every fix fixture states its findings"
-    assert _format(check_source(_read(before_path), _engine_path(before_path))) == _expected(sidecar)
+    findings = check_source(_read(before_path), _engine_path(before_path), settings=_settings(before_path))
+    assert _format(findings) == _expected(sidecar)
 
 
 @pytest.mark.parametrize("source_path", NOOP_CASES, ids=_id)
 def test_noop(source_path: Path) -> None:
     source = _read(source_path)
-    assert fix_source(source, str(source_path)) == source
-    _assert_settled(source, str(source_path))
-    findings = check_source(source, str(source_path))
+    settings = _settings(source_path)
+    assert fix_source(source, str(source_path), settings=settings) == source
+    _assert_settled(source, str(source_path), settings)
+    findings = check_source(source, str(source_path), settings=settings)
     assert _format(findings) == _expected(source_path.with_suffix(".findings"))
 
 

@@ -17,7 +17,10 @@ span is what the fix replaces.
   binary operators, the constants in :data:`CONSTANTS`, and calls of table
   functions with such arguments), which is no finding at all;
 * a reference that passes the function on (``map(np.exp, xs)``, ``fn=np.log``,
-  ``[np.exp, erf]``, a dict value, an assignment): fixable;
+  ``[np.exp, erf]``, a dict value, an assignment): an unsafe fix, applied only
+  with ``Settings.unsafe_fixes``: the helper is a different object than the
+  ufunc, and wherever the reference flows (``act = np.exp; act is np.exp``,
+  ``INV[t]``, ``isinstance(f, np.ufunc)``, ``f.nin``) no static check follows it;
 * a reference whose rewrite could change behaviour: reported, not fixable,
   with the reason: compared (``f is np.exp``, ``f in (np.exp, np.log)``, a
   ``match`` value pattern), used as a lookup key (dict key, set member,
@@ -94,6 +97,11 @@ REASON_COMPARED = "it is compared (identity or equality); the helper is a differ
 REASON_KEY = "it is used as a lookup key (dict key, set member or subscript); the helper is a different object"
 REASON_INSPECTED = "the function object itself is inspected; the helper is a different object"
 REASON_UNSAFE = "unsafe fix (it changes rounding): applied only with --unsafe-fixes"
+REASON_REFERENCE = (
+    "unsafe fix (it passes the function object on, and the helper is a plain function, not the ufunc: "
+    "`is`, dict lookups, `isinstance(f, np.ufunc)` and ufunc attributes such as `.nin` or `.reduce` "
+    "can change where it ends up): applied only with --unsafe-fixes"
+)
 REASON_CLASS_ATTRIBUTE = (
     "it becomes a class attribute, where the helper (a plain function) binds as a method and a ufunc does not"
 )
@@ -295,7 +303,12 @@ def _is_constant(expr: ast.expr, res: Resolution) -> bool:
 
 
 def _classify(ref: Ref, res: Resolution) -> Optional[Tuple[bool, Optional[str]]]:
-    """None: no finding; else (fixable, reason when not fixable)."""
+    """None: no finding; else (fixable, reason when not fixable).
+
+    Only a callee is a safe fix.  A reference that passes the function on is
+    :data:`REASON_REFERENCE`, fixable with ``--unsafe-fixes``: where it flows no
+    static check follows it (``t = np.exp; t is np.exp``, ``INV[t]``).
+    """
     node, parent, grand = ref.node, ref.parent, ref.grand
     pt = type(parent)
     if pt is ast.Call:
@@ -306,11 +319,11 @@ def _classify(ref: Ref, res: Resolution) -> Optional[Tuple[bool, Optional[str]]]
             return True, None
         if _is_inspector(parent.func):  # type: ignore[union-attr]
             return False, REASON_INSPECTED
-        return True, None
+        return False, REASON_REFERENCE
     if pt is ast.keyword:
         if type(grand) is ast.Call and _is_inspector(grand.func):  # type: ignore[union-attr]
             return False, REASON_INSPECTED
-        return True, None
+        return False, REASON_REFERENCE
     if pt is ast.Attribute:  # the function is the value of an attribute access
         if type(grand) is ast.Call and grand.func is parent:  # type: ignore[union-attr]
             return False, _reason_method(parent.attr)  # type: ignore[union-attr]
@@ -327,7 +340,7 @@ def _classify(ref: Ref, res: Resolution) -> Optional[Tuple[bool, Optional[str]]]
         return False, REASON_KEY
     if ref.in_class and _becomes_class_attribute(node, parent, grand):
         return False, REASON_CLASS_ATTRIBUTE
-    return True, None
+    return False, REASON_REFERENCE
 
 
 def _becomes_class_attribute(node: ast.expr, parent: Optional[ast.AST], grand: Optional[ast.AST]) -> bool:
@@ -391,6 +404,8 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
         verdict = _classify(ref, res)
         if verdict is None or noqa.suppresses(ref.node.lineno, rule.code):
             continue
+        if verdict[1] is REASON_REFERENCE and settings.unsafe_fixes:
+            verdict = (True, None)
         pending.append((ref, rule, *verdict))
     for rule in settings.rules:
         if rule.is_pattern:

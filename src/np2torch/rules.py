@@ -126,7 +126,12 @@ class Rule:
                 f"The fix is safe: `np2torch.runtime.{self.helper}` returns what `{self.qualname}` "
                 "returns (dtype, shape, special values, warnings and errors) for every input, "
                 "calling the original itself wherever torch cannot match it. It keeps every "
-                "argument as written and adds one `import np2torch.runtime as np2t`."
+                "argument as written and adds one `import np2torch.runtime as np2t`. "
+                "That holds for calls. A reference that passes the function on (`act = np.exp`, "
+                "`map(np.exp, xs)`, `fn=np.log`) is an unsafe fix, applied only with `--unsafe-fixes`: "
+                "the helper is a plain function, not the ufunc, so wherever the reference flows "
+                "`act is np.exp`, dict lookups keyed by the ufunc, `isinstance(act, np.ufunc)`, "
+                "ufunc attributes (`.nin`, `.reduce`) and libraries' ufunc fast paths (pandas) can change."
             )
         return (
             "The fix is unsafe: the rewritten code can round differently from the original. "
