@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import time
 import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -237,6 +238,50 @@ def _pool_context() -> Any:
     return multiprocessing.get_context("spawn")
 
 
+# prctl(2) option: the signal a process gets when its parent dies (linux/prctl.h).
+PR_SET_PDEATHSIG = 1
+# How often a worker without PR_SET_PDEATHSIG checks that its parent is still alive.
+WATCHDOG_INTERVAL_S = 0.5
+
+
+def _die_with_parent(parent: int) -> None:
+    """Worker initializer: a worker never outlives the process that started it.
+
+    A worker killed parent (SIGKILL, or SIGTERM from a supervisor or ``subprocess.run(timeout=)``)
+    runs no cleanup, and forked workers hold their own copy of the call queue's write end, so they
+    would wait on it for ever, keeping stdout open (``np2torch fix . | cat`` never ends).
+    """
+    if not _parent_death_signal():
+        _start_watchdog(parent)
+    if os.getppid() != parent:  # the parent died before the signal was armed
+        os._exit(1)
+
+
+def _parent_death_signal() -> bool:
+    """Ask Linux to SIGKILL this process when its parent dies; False where that is not available."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+    import signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _start_watchdog(parent: int) -> None:
+    import threading
+
+    def watch() -> None:
+        while os.getppid() == parent:  # an orphan is adopted: its parent pid changes
+            time.sleep(WATCHDOG_INTERVAL_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="np2torch-parent-watchdog", daemon=True).start()
+
+
 def _run_pool(jobs: Sequence[Job], workers: int, progress: Progress | None) -> list[FileResult]:
     from concurrent.futures import ProcessPoolExecutor, as_completed
     from concurrent.futures.process import BrokenProcessPool
@@ -247,7 +292,8 @@ def _run_pool(jobs: Sequence[Job], workers: int, progress: Progress | None) -> l
     results: list[FileResult] = []
     # Longest files first so that no worker is left with a big one at the end.
     ordered = sorted(jobs, key=lambda job: len(job.source.text), reverse=True)
-    with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context(),
+                             initializer=_die_with_parent, initargs=(os.getpid(),)) as pool:
         futures = {pool.submit(run_job, job): job for job in ordered}
         try:
             for future in as_completed(futures):
