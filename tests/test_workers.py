@@ -110,3 +110,80 @@ def test_the_watchdog_ends_an_orphan(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(runner.os, "_exit", exits.append)
     runner._start_watchdog(os.getppid() + 1)
     assert wait_for(lambda: exits, 5) == [1]
+
+
+def small_tree(root: Path, count: int) -> None:
+    root.mkdir()
+    for i in range(count):
+        (root / f"m{i:02}.py").write_text(f"import numpy as np\n\ndef f(x):\n    return np.exp(x) + {i}\n")
+
+
+def run_with_patched_worker(tmp_path: Path, patch: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``np2torch fix -j 2 src`` in a fresh interpreter whose (forked) workers inherit ``patch``."""
+    code = f"""
+import os, signal, sys
+from np2torch import engine, runner
+from np2torch.cli import main
+PARENT = os.getpid()
+{patch}
+sys.exit(main(["fix", "--no-cache", "-j", "2", *{list(args)!r}, "src"]))
+"""
+    return subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=120)
+
+
+KILL_WORKER_ON_M05 = """
+real_fix = engine.fix_source
+def dying(source, path="<string>", **kwargs):
+    if path.endswith("m05.py") and {condition}:
+        open("killed", "a").write("x")
+        os.kill(os.getpid(), signal.SIGKILL)  # as the OOM killer does
+    return real_fix(source, path, **kwargs)
+engine.fix_source = dying
+"""
+
+
+def stray_temporary_files(root: Path) -> list[Path]:
+    return [p for p in root.rglob("*") if p.name.endswith(".np2torch.tmp")]
+
+
+def test_a_killed_worker_costs_no_file(tmp_path: Path) -> None:
+    small_tree(tmp_path / "src", 12)
+    done = run_with_patched_worker(tmp_path, KILL_WORKER_ON_M05.format(condition='not os.path.exists("killed")'))
+    assert (tmp_path / "killed").read_text() == "x"  # it did die, once
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    assert all("np2t.exp(x)" in p.read_text() for p in (tmp_path / "src").glob("*.py"))
+    assert stray_temporary_files(tmp_path) == []
+
+
+def test_a_file_that_kills_every_worker_is_one_error_and_the_run_ends(tmp_path: Path) -> None:
+    small_tree(tmp_path / "src", 12)
+    done = run_with_patched_worker(tmp_path, KILL_WORKER_ON_M05.format(condition="True"))
+    assert (tmp_path / "killed").read_text() == "xx"  # first pool, then the retry
+    assert done.returncode == 2
+    assert "src/m05.py: internal error: a worker process died twice while checking it" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert "np2t.exp(x)" not in (tmp_path / "src" / "m05.py").read_text()
+    assert stray_temporary_files(tmp_path) == []
+
+
+def test_only_the_parent_writes_files(tmp_path: Path) -> None:
+    # A worker that never writes cannot leave a temporary file behind when it is killed.
+    small_tree(tmp_path / "src", 12)
+    patch = """
+real_write = runner.write_atomic
+def recording(path, data, display, expect=None):
+    open("writers", "a").write(f"{os.getpid() == PARENT}\\n")
+    return real_write(path, data, display, expect=expect)
+runner.write_atomic = recording
+real_run_job = runner.run_job
+def in_worker(job):
+    open("workers", "a").write(f"{os.getpid() != PARENT}\\n")
+    return real_run_job(job)
+runner.run_job = in_worker
+"""
+    done = run_with_patched_worker(tmp_path, patch)
+    assert done.returncode == 0, done.stderr
+    assert set((tmp_path / "workers").read_text().split()) == {"True"}  # the pool did the work
+    assert (tmp_path / "writers").read_text().split() == ["True"] * 12

@@ -4,6 +4,11 @@ The CLI (``cli.py``) parses options and prints; this module reads each file,
 hands its text to the engine and writes the result back.  Every per-file
 failure becomes a one-line message in :attr:`FileResult.errors`; nothing here
 lets an exception escape for a single bad file.
+
+Worker processes (``--jobs``) only compute: they return the fixed bytes and the
+parent writes them, so killing a worker never leaves a temporary file, and the
+files a dead worker took down with it are retried once in a fresh pool.  Workers
+die with the parent (see :func:`_die_with_parent`).
 """
 
 from __future__ import annotations
@@ -39,6 +44,9 @@ class FileResult:
     """``fix``/``--diff``: how many findings of each code were (or would be) fixed."""
     digest: str | None = None
     """SHA-256 of the bytes :attr:`findings` describe (the cache key); ``None``: do not cache."""
+    new_bytes: bytes | None = None
+    """``fix``: the bytes to write, written by the parent process (:func:`write_back`): a worker never
+    writes, so a worker killed mid-run (the OOM killer) cannot leave a half-done write behind."""
 
 
 @dataclass(frozen=True)
@@ -153,10 +161,23 @@ def _run_job(job: Job) -> FileResult:
         result.findings = sorted(findings, key=sort_key)
         return result
     try:
-        data = job.source.encode(fixed)
+        result.new_bytes = job.source.encode(fixed)
     except UnicodeEncodeError as exc:
         raise FileError(job.display, f"fix not applied: the fixed text cannot be encoded as {exc.encoding}") from None
-    write_atomic(job.path, data, job.display, expect=job.stamp)
+    return result
+
+
+def write_back(job: Job, result: FileResult) -> FileResult:
+    """Write a fix's bytes (in the parent process); a failed write is the file's error."""
+    data, result.new_bytes = result.new_bytes, None
+    if data is None:
+        return result
+    try:
+        write_atomic(job.path, data, job.display, expect=job.stamp)
+    except FileError as exc:
+        return FileResult(job.display, errors=[str(exc)])
+    except Exception as exc:  # a bug in np2torch: name it, keep going with the other files
+        return FileResult(job.display, errors=[internal_error(job.display, exc)])
     result.digest = digest(data) if job.digest else None
     return result
 
@@ -247,7 +268,7 @@ WATCHDOG_INTERVAL_S = 0.5
 def _die_with_parent(parent: int) -> None:
     """Worker initializer: a worker never outlives the process that started it.
 
-    A worker killed parent (SIGKILL, or SIGTERM from a supervisor or ``subprocess.run(timeout=)``)
+    A killed parent (SIGKILL, or SIGTERM from a supervisor or ``subprocess.run(timeout=)``)
     runs no cleanup, and forked workers hold their own copy of the call queue's write end, so they
     would wait on it for ever, keeping stdout open (``np2torch fix . | cat`` never ends).
     """
@@ -283,6 +304,21 @@ def _start_watchdog(parent: int) -> None:
 
 
 def _run_pool(jobs: Sequence[Job], workers: int, progress: Progress | None) -> list[FileResult]:
+    """Every job's result; the files a dead worker took down with it are retried once in a fresh pool."""
+    results, lost = _pool_round(jobs, workers, progress)
+    if lost:  # the OOM killer, or a crash in native code: a second pool, before giving up on a file
+        retried, lost = _pool_round(lost, min(workers, len(lost)), progress)
+        results += retried
+    for job in lost:
+        results.append(FileResult(job.display, errors=[
+            f"{job.display}: internal error: a worker process died twice while checking it"]))
+        if progress is not None:
+            progress.advance()
+    return results
+
+
+def _pool_round(jobs: Sequence[Job], workers: int, progress: Progress | None) -> tuple[list[FileResult], list[Job]]:
+    """The results of one pool, and the jobs it lost when a worker died."""
     from concurrent.futures import ProcessPoolExecutor, as_completed
     from concurrent.futures.process import BrokenProcessPool
 
@@ -290,6 +326,7 @@ def _run_pool(jobs: Sequence[Job], workers: int, progress: Progress | None) -> l
         import libcst  # noqa: F401  imported once here rather than once per worker
 
     results: list[FileResult] = []
+    lost: list[Job] = []
     # Longest files first so that no worker is left with a big one at the end.
     ordered = sorted(jobs, key=lambda job: len(job.source.text), reverse=True)
     with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context(),
@@ -297,19 +334,18 @@ def _run_pool(jobs: Sequence[Job], workers: int, progress: Progress | None) -> l
         futures = {pool.submit(run_job, job): job for job in ordered}
         try:
             for future in as_completed(futures):
-                job = futures[future]
                 try:
-                    results.append(future.result())
-                except BrokenProcessPool as exc:
-                    results.append(FileResult(job.display, errors=[
-                        f"{job.display}: internal error: a worker process died ({type(exc).__name__})"]))
+                    results.append(write_back(futures[future], future.result()))
+                except BrokenProcessPool:
+                    lost.append(futures[future])
+                    continue
                 if progress is not None:
                     progress.advance()
         except BaseException:
             for future in futures:
                 future.cancel()
             raise
-    return results
+    return results, lost
 
 
 def run(
@@ -343,7 +379,7 @@ def run(
         else:
             done = []
             for job in pending:
-                done.append(run_job(job))
+                done.append(write_back(job, run_job(job)))
                 if progress is not None:
                     progress.advance()
     finally:
