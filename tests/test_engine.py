@@ -358,3 +358,28 @@ def test_check_never_loads_libcst_or_torch() -> None:
 def test_engine_module_exports() -> None:
     for name in engine.__all__:
         assert hasattr(engine, name)
+
+
+# --------------------------------------------------------------------------- compiled functions
+
+
+def test_a_call_inside_a_numba_function_is_reported_with_the_reason() -> None:
+    source = "import numpy as np\nfrom numba import njit\n@njit\ndef sp(x):\n    return np.log(1.0 + np.exp(x))\n"
+    findings = check_source(source)
+    assert [(f.fixable, f.fix_title) for f in findings] == [(False, None), (False, None)]
+    assert {f.reason for f in findings} == {
+        "inside a numba-compiled function: np2torch.runtime helpers cannot be compiled by numba"
+    }
+    assert fix_source(source) == source
+
+
+def test_a_decorator_named_jit_from_elsewhere_compiles_nothing() -> None:
+    source = "import numpy as np\nfrom mylib import jit\n@jit\ndef f(x):\n    return np.exp(x)\n"
+    assert [f.fixable for f in check_source(source)] == [True]
+
+
+def test_the_unsafe_pattern_inside_a_compiled_function_stays_unfixed() -> None:
+    source = "import numpy as np\nimport jax\n@jax.jit\ndef f(x):\n    return np.log(np.sum(np.exp(x)))\n"
+    findings = check_source(source, settings=Settings(unsafe_fixes=True))
+    assert [(f.code, f.fixable) for f in findings] == [("NPT002", False), ("NPT901", False), ("NPT001", False)]
+    assert all("JAX" in (f.reason or "") for f in findings)

@@ -72,3 +72,22 @@ def test_references_keep_their_identity(tmp_path: Path) -> None:
     fixed = assert_same_behaviour(tmp_path, {"main.py": program}, ["main.py"])
     assert "np2t.exp(np.zeros(2))" in fixed["main.py"]  # the call is still fixed
     assert "act = np.exp\n" in fixed["main.py"]
+
+
+# --------------------------------------------------------------------------- compiled functions (item 2)
+
+
+def test_a_numba_function_still_compiles(tmp_path: Path) -> None:
+    pytest.importorskip("numba")
+    program = """
+        import numba
+        import numpy as np
+
+        @numba.njit
+        def sp(x):
+            return np.log(1.0 + np.exp(x))
+
+        print(sp(np.zeros(3)), np.exp(0.5 * np.ones(2)))
+    """
+    fixed = assert_same_behaviour(tmp_path, {"main.py": program}, ["main.py"])
+    assert "np2t.exp(0.5" in fixed["main.py"]

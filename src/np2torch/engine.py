@@ -29,7 +29,10 @@ span is what the fix replaces.
   made a class attribute in a class body (``f = np.exp``: a plain function
   there binds as a method, a ufunc does not);
 * reading a plain attribute of the function (``np.exp.__name__``, ``np.exp.nin``)
-  does not pass the function on and computes nothing: no finding.
+  does not pass the function on and computes nothing: no finding;
+* anything inside a function that numba, JAX, TorchScript/``torch.compile`` or
+  ``cupy.fuse`` compiles (:mod:`np2torch.compiled`): reported, not fixable (they
+  compile the NumPy call, not a call of a helper).
 
 A ``# noqa`` or ``# noqa: NPT001`` comment on the line where a finding starts
 suppresses it, for check and fix alike.
@@ -52,6 +55,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
+from np2torch import compiled
 from np2torch.resolve import Ref, Resolution, bound_names, resolve
 from np2torch.rules import RULES, Rule
 
@@ -86,7 +90,9 @@ these and literals is scalar math, not a finding."""
 _FUNCTION_TARGETS: FrozenSet[str] = frozenset(rule.qualname for rule in RULES if not rule.is_pattern)
 # Pattern rules (NPT9xx) also need the names of their inner calls resolved (`numpy.sum`).
 _ALL_TARGETS: FrozenSet[str] = _FUNCTION_TARGETS | frozenset(name for rule in RULES for name in rule.pattern)
-_KNOWN: FrozenSet[str] = _ALL_TARGETS | CONSTANTS
+_KNOWN: FrozenSet[str] = _ALL_TARGETS | CONSTANTS | compiled.RESOLVED_NAMES
+# Compilers are focus names too: `g = numba.jit(f)` spells no target, yet must be resolved.
+_FOCUS: FrozenSet[str] = _ALL_TARGETS | compiled.RESOLVED_NAMES
 
 # Builtins whose argument is the function object itself, not something it computes.
 _INSPECTORS = frozenset(
@@ -392,7 +398,8 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
     if not settings.rules or (prefilter and not may_contain(text, settings.rules)):
         return analysis
     tree = analysis.tree = _parse(text)
-    res = analysis.resolution = resolve(tree, _KNOWN, text, focus=_ALL_TARGETS)
+    res = analysis.resolution = resolve(tree, _KNOWN, text, focus=_FOCUS)
+    regions = compiled.compiled_regions(tree, res)
     enabled = {rule.qualname: rule for rule in settings.rules if not rule.is_pattern}
     lines = _Lines(text)
     noqa = _Noqa(text, lines)
@@ -406,13 +413,14 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
             continue
         if verdict[1] is REASON_REFERENCE and settings.unsafe_fixes:
             verdict = (True, None)
-        pending.append((ref, rule, *verdict))
+        pending.append((ref, rule, *_unless_compiled(ref, regions, verdict)))
     for rule in settings.rules:
         if rule.is_pattern:
             for ref in _pattern_matches(rule, res):
                 if not noqa.suppresses(ref.node.lineno, rule.code):
                     unsafe = rule.fix_safety == "unsafe" and not settings.unsafe_fixes
-                    pending.append((ref, rule, not unsafe, REASON_UNSAFE if unsafe else None))
+                    verdict = (not unsafe, REASON_UNSAFE if unsafe else None)
+                    pending.append((ref, rule, *_unless_compiled(ref, regions, verdict)))
     if any(fixable for _r, _u, fixable, _why in pending):
         analysis.alias = _choose_alias(tree, text, settings)
     for ref, rule, fixable, reason in pending:
@@ -435,6 +443,16 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
             analysis.fixes.append(_Planned(finding, ref, rule))
     analysis.findings.sort(key=lambda f: (f.line, f.column, f.code))
     return analysis
+
+
+def _unless_compiled(
+    ref: Ref, regions: List[compiled.Region], verdict: Tuple[bool, Optional[str]]
+) -> Tuple[bool, Optional[str]]:
+    """No fix inside a function numba/JAX/torch/CuPy compiles: they cannot compile the helpers."""
+    if not verdict[0] and verdict[1] not in (REASON_REFERENCE, REASON_UNSAFE):
+        return verdict  # unfixable whatever the compiler: keep the reason that applies everywhere
+    family = compiled.inside(ref.node, regions) if regions else None
+    return verdict if family is None else (False, compiled.reason(family))
 
 
 # --------------------------------------------------------------------------- pattern rules (NPT9xx)
