@@ -58,6 +58,7 @@ from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 from np2torch import compiled
 from np2torch.resolve import Ref, Resolution, bound_names, resolve
 from np2torch.rules import RULES, Rule
+from np2torch.suppress import file_rules, in_runtime_module, no_fix_reason
 
 __all__ = [
     "CONSTANTS",
@@ -397,10 +398,13 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
     analysis = _Analysis(text=text, bom=bom)
     if not settings.rules or (prefilter and not may_contain(text, settings.rules)):
         return analysis
+    rules = file_rules(text, settings.rules)  # np2torch's own files, `# np2torch: noqa` (np2torch.suppress)
+    if not rules:
+        return analysis
     tree = analysis.tree = _parse(text)
     res = analysis.resolution = resolve(tree, _KNOWN, text, focus=_FOCUS)
     regions = compiled.compiled_regions(tree, res)
-    enabled = {rule.qualname: rule for rule in settings.rules if not rule.is_pattern}
+    enabled = {rule.qualname: rule for rule in rules if not rule.is_pattern}
     lines = _Lines(text)
     noqa = _Noqa(text, lines)
     pending: List[Tuple[Ref, Rule, bool, Optional[str]]] = []
@@ -414,13 +418,16 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
         if verdict[1] is REASON_REFERENCE and settings.unsafe_fixes:
             verdict = (True, None)
         pending.append((ref, rule, *_unless_compiled(ref, regions, verdict)))
-    for rule in settings.rules:
+    for rule in rules:
         if rule.is_pattern:
             for ref in _pattern_matches(rule, res):
                 if not noqa.suppresses(ref.node.lineno, rule.code):
                     unsafe = rule.fix_safety == "unsafe" and not settings.unsafe_fixes
                     verdict = (not unsafe, REASON_UNSAFE if unsafe else None)
                     pending.append((ref, rule, *_unless_compiled(ref, regions, verdict)))
+    if any(fixable for _r, _u, fixable, _why in pending) and in_runtime_module(path, settings.runtime_module):
+        itself = no_fix_reason(settings.runtime_module)  # the fix would make the runtime import itself
+        pending = [(ref, rule, False, why if not fixable else itself) for ref, rule, fixable, why in pending]
     if any(fixable for _r, _u, fixable, _why in pending):
         analysis.alias = _choose_alias(tree, text, settings)
     for ref, rule, fixable, reason in pending:

@@ -1,0 +1,123 @@
+"""Whole-file suppression: files np2torch generated, file-level pragmas, and the runtime module itself."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from np2torch.engine import Settings, check_source, fix_source
+from np2torch.suppress import MARKER, in_runtime_module
+
+CODE = "import numpy as np\nimport scipy.special\n\ny = np.exp(x)\nz = np.log(x)\nw = scipy.special.erf(x)\n"
+ALL = ["NPT001", "NPT002", "NPT003"]
+
+
+def codes(text: str, path: str = "<string>", settings: Settings | None = None) -> list:
+    return [finding.code for finding in check_source(text, path, settings=settings)]
+
+
+@pytest.mark.parametrize(
+    "text, left",
+    [
+        pytest.param(CODE, ALL, id="no pragma"),
+        pytest.param("# np2torch: noqa\n" + CODE, [], id="np2torch noqa at the top"),
+        pytest.param(CODE + "# np2torch: noqa\n", [], id="np2torch noqa at the end"),
+        pytest.param("def f():\n    # np2torch: noqa\n    pass\n" + CODE, [], id="indented comment line"),
+        pytest.param("#NP2TORCH:NOQA\n" + CODE, [], id="any case, no spaces"),
+        pytest.param("# np2torch: noqa  (vendored numerics)\n" + CODE, [], id="text after the pragma"),
+        pytest.param("# flake8: noqa\n" + CODE, [], id="flake8 noqa applies to every plugin"),
+        pytest.param("# np2torch: noqa: NPT001\n" + CODE, ["NPT002", "NPT003"], id="one code"),
+        pytest.param("# np2torch: noqa: NPT001,NPT002\n" + CODE, ["NPT003"], id="two codes"),
+        pytest.param("# np2torch: noqa: npt001 NPT003\n" + CODE, ["NPT002"], id="codes in any case, space separated"),
+        pytest.param("# np2torch: noqa: NPT001\n# np2torch: noqa: NPT003\n" + CODE, ["NPT002"], id="two pragma lines add up"),
+        pytest.param("# flake8: noqa: NPT002\n" + CODE, ["NPT001", "NPT003"], id="flake8 codes read as ruff reads them"),
+        pytest.param("# np2torch: noqa: E501\n" + CODE, ALL, id="another tool's code"),
+        pytest.param("# np2torch: noqa:\n" + CODE, ALL, id="colon without codes suppresses nothing"),
+        pytest.param("# ruff: noqa\n" + CODE, ALL, id="ruff's pragma is ruff's"),
+        pytest.param("# np2torch: noqa-ish\n" + CODE, ALL, id="not the word noqa"),
+        pytest.param("x = 1  # np2torch: noqa\n" + CODE, ALL, id="trailing comment is not file level"),
+        pytest.param('s = """\n# np2torch: noqa\n"""\n' + CODE, ALL, id="inside a string"),
+        pytest.param("# np2torch: noqa\n" + CODE.replace("np.log(x)", "np.log(np.sum(np.exp(x)))"), [], id="pattern rules too"),
+    ],
+)
+def test_file_level_pragma(text: str, left: list) -> None:
+    assert codes(text) == left
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param(f"{MARKER} from np2torch 0.1.0 -- generated, do not edit.\n" + CODE, id="package module"),
+        pytest.param(f"\ufeff{MARKER} from np2torch 0.0.9 -- generated, do not edit.\n" + CODE, id="with a BOM"),
+        pytest.param(f"{MARKER} from np2torch 0.1.0\n" + CODE + "def f(:\n", id="even unparsable"),
+    ],
+)
+def test_a_file_np2torch_generated_is_never_a_finding(text: str) -> None:
+    assert codes(text) == []
+    assert fix_source(text) == text
+
+
+def test_the_marker_counts_only_on_the_first_line() -> None:
+    assert codes(f"import os\n{MARKER} from np2torch 0.1.0\n" + CODE) == ALL
+
+
+def test_fix_honours_the_file_pragma() -> None:
+    text = "# np2torch: noqa: NPT001\n" + CODE
+    fixed = fix_source(text)
+    assert "np.exp(x)" in fixed and "np2t.log(x)" in fixed and "np2t.erf(x)" in fixed
+
+
+# ---------------------------------------------------------------- the runtime module itself
+
+
+def package(root: Path, *folders: str) -> Path:
+    """``root/a/b/...`` with an ``__init__.py`` in each named folder."""
+    folder = root
+    for name in folders:
+        folder = folder / name
+        folder.mkdir(exist_ok=True)
+        (folder / "__init__.py").touch()
+    return folder
+
+
+@pytest.mark.parametrize(
+    "layout, file, runtime, inside",
+    [
+        pytest.param(("proj", "_np2torch"), "_ufunc.py", "proj._np2torch", True, id="module of the vendored package"),
+        pytest.param(("proj", "_np2torch"), "__init__.py", "proj._np2torch", True, id="the package's __init__"),
+        pytest.param(("proj",), "fast.py", "proj.fast", True, id="the runtime module is this file"),
+        pytest.param(("proj",), "model.py", "proj._np2torch", False, id="a sibling of the runtime"),
+        pytest.param(("proj",), "__init__.py", "proj._np2torch", False, id="the parent package"),
+        pytest.param(("_np2torch",), "_ufunc.py", "proj._np2torch", True, id="namespace package above"),
+        pytest.param((), "fast.py", "proj.fast", True, id="top-level module under a folder named like the package"),
+        pytest.param(("np2torch", "runtime"), "_ufunc.py", "np2torch.runtime", True, id="np2torch's own runtime, default setting"),
+        pytest.param(("src",), "app.py", "proj", False, id="a checkout folder named like the runtime"),
+        pytest.param(("proj", "_np2torch"), "_ufunc.ipynb", "proj._np2torch", False, id="a notebook is never imported"),
+    ],
+)
+def test_in_runtime_module(tmp_path: Path, layout: tuple, file: str, runtime: str, inside: bool) -> None:
+    root = tmp_path / "proj"  # the checkout folder is called like the package in every case
+    root.mkdir()
+    folder = package(root, *layout)
+    (folder / file).write_text(CODE, encoding="utf-8")
+    assert in_runtime_module(str(folder / file), runtime) is inside
+
+
+def test_no_fix_makes_the_runtime_module_import_itself(tmp_path: Path) -> None:
+    folder = package(tmp_path, "proj")
+    helpers = folder / "fast.py"
+    settings = Settings(runtime_module="proj.fast")
+    findings = check_source(CODE, str(helpers), settings=settings)
+    assert [f.code for f in findings] == ALL
+    assert not any(f.fixable for f in findings)
+    assert all("import itself" in f.reason and "proj.fast" in f.reason for f in findings)
+    assert fix_source(CODE, str(helpers), settings=settings) == CODE
+    assert "import proj.fast as np2t" in fix_source(CODE, str(folder / "model.py"), settings=settings)
+
+
+def test_a_finding_without_fix_keeps_its_own_reason_in_the_runtime(tmp_path: Path) -> None:
+    folder = package(tmp_path, "proj")
+    text = "import numpy as np\nif f is np.exp:\n    y = np.log(x)\n"
+    findings = check_source(text, str(folder / "fast.py"), settings=Settings(runtime_module="proj.fast"))
+    assert "compared" in findings[0].reason and "import itself" in findings[1].reason
