@@ -300,6 +300,39 @@ def test_unreadable_source(capsys: pytest.CaptureFixture[str], raw: bytes, prefi
     assert "good.py:3:5" in out
 
 
+def _limit_memory() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))  # a regression fails, not the machine
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo") or not os.path.exists("/dev/zero"), reason="POSIX only")
+@pytest.mark.parametrize("command", ["check", "fix"])
+def test_non_regular_files_are_refused_and_others_go_on(in_tmp: Path, command: str) -> None:
+    os.mkfifo("f.py")
+    write("good.py", EXP)
+    done = subprocess.run([sys.executable, "-m", "np2torch", command, "--no-cache", "f.py", "/dev/zero", "good.py"],
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60,
+                          preexec_fn=_limit_memory)
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == ["/dev/zero: error: not a regular file (a character device)",
+                                        "f.py: error: not a regular file (a FIFO)"]
+    assert ("good.py:3:5: NPT001" in done.stdout) if command == "check" else (EXP_FIXED_LINE in Path("good.py").read_text())
+
+
+def test_a_file_above_the_size_limit_is_one_error(capsys: pytest.CaptureFixture[str],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from np2torch import files
+
+    monkeypatch.setattr(files, "MAX_FILE_BYTES", len(EXP))
+    write("big.py", EXP + "\n")
+    write("good.py", EXP)
+    code, out, err = run(capsys, "check", "big.py", "good.py")
+    assert code == 2
+    assert err == f"big.py: error: file larger than {len(EXP)} bytes, not read\n"
+    assert "good.py:3:5: NPT001" in out
+
+
 def test_missing_path(capsys: pytest.CaptureFixture[str]) -> None:
     write("good.py", CLEAN)
     code, out, err = run(capsys, "check", "missing.py", "good.py")

@@ -112,6 +112,28 @@ def test_invalid_toml_is_an_error(tmp_path: Path) -> None:
         load_config(write_pyproject(tmp_path, "[tool.np2torch\nselect = ["))
 
 
+@pytest.mark.parametrize("nested", ["x = " + "[" * 5000 + "]" * 5000, "x = " + "{a = " * 5000 + "1" + "}" * 5000],
+                         ids=["arrays", "inline tables"])
+def test_toml_nested_thousands_deep_is_one_line(tmp_path: Path, nested: str) -> None:
+    with pytest.raises(ConfigError, match=r"^pyproject.toml: invalid TOML: nested too deeply$"):
+        load_config(write_pyproject(tmp_path, f"[tool.np2torch]\n{nested}\n"))
+
+
+def test_oversized_config_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from np2torch import files
+
+    monkeypatch.setattr(files, "MAX_FILE_BYTES", 20)
+    with pytest.raises(ConfigError, match=r"^pyproject.toml: file larger than 20 bytes, not read$"):
+        load_config(write_pyproject(tmp_path, "[tool.np2torch]\nalias = 'fast'\n"))
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_explicit_config_that_is_a_fifo_is_refused_unread(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "fifo.toml")
+    with pytest.raises(ConfigError, match=r"^fifo.toml: not a regular file$"):
+        load_explicit_config("fifo.toml")
+
+
 def test_error_names_the_file_relative_to_cwd(tmp_path: Path) -> None:
     write_pyproject(tmp_path / "sub", "[tool.np2torch]\nbogus = true\n")
     with pytest.raises(ConfigError) as info:

@@ -82,6 +82,29 @@ def test_unreadable_file(tmp_path: Path) -> None:
         read_bytes(str(path), "secret.py")
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "f.py")  # opening it for reading would wait for ever
+    with pytest.raises(FileError, match=r"^f.py: error: not a regular file \(a FIFO\)$"):
+        read_bytes(str(tmp_path / "f.py"), "f.py")
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="no /dev/zero here")
+def test_a_device_is_refused_unread() -> None:
+    with pytest.raises(FileError, match=r"^/dev/zero: error: not a regular file \(a character device\)$"):
+        read_bytes("/dev/zero", "/dev/zero")  # reading it would never end
+
+
+def test_a_file_above_the_size_limit_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(files, "MAX_FILE_BYTES", 10)
+    (tmp_path / "ok.py").write_bytes(b"x = 12345\n")
+    (tmp_path / "big.py").write_bytes(b"x = 123456\n")
+    assert read_bytes(str(tmp_path / "ok.py"), "ok.py")[0] == b"x = 12345\n"
+    with pytest.raises(FileError, match=r"^big.py: error: file larger than 10 bytes, not read$"):
+        read_bytes(str(tmp_path / "big.py"), "big.py")
+    assert files._size(128 * 1024 * 1024) == "128 MiB"
+
+
 # ---------------------------------------------------------------- writing
 
 
@@ -234,6 +257,13 @@ def test_nested_config_governs_its_subtree(in_tmp: Path) -> None:
     targets, _ = discover(["."], ConfigFinder())
     assert [t.display.replace(os.sep, "/") for t in targets] == ["other.py", "sub/skip_b.py"]
     assert targets[1].config.root == in_tmp / "sub"
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_walks_skip_fifos(in_tmp: Path) -> None:
+    make_tree(in_tmp, ["pkg/a.py"])
+    os.mkfifo(in_tmp / "pkg" / "pipe.py")
+    assert displays(["pkg"]) == (["pkg/a.py"], [])
 
 
 def test_symlinks_are_not_followed_in_walks(in_tmp: Path) -> None:

@@ -128,16 +128,20 @@ def split_codes(values: Iterable[str]) -> tuple[str, ...]:
 
 def _read_toml(path: Path) -> dict[str, Any] | None:
     """The parsed file, or ``None`` when it cannot mention np2torch (skips parsing unrelated files)."""
+    from np2torch.files import FileError, read_regular  # files.py imports this module
+
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"{display_path(path)}: {exc.strerror or exc}") from None
+        raw, _ = read_regular(str(path), display_path(path))
+    except FileError as exc:
+        raise ConfigError(f"{exc.path}: {exc.message}") from None
     if b"np2torch" not in raw:
         return None
     try:
         return tomllib.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{display_path(path)}: invalid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses once per nested array or table
+        raise ConfigError(f"{display_path(path)}: invalid TOML: nested too deeply") from None
 
 
 def _string_list(where: str, key: str, value: Any) -> tuple[str, ...]:
@@ -198,7 +202,7 @@ def load_explicit_config(path: str) -> Config:
     """``--config PATH``: the file must exist and hold a ``[tool.np2torch]`` table."""
     file = Path(os.path.abspath(path))
     if not file.is_file():
-        raise ConfigError(f"{path}: no such configuration file")
+        raise ConfigError(f"{path}: " + ("not a regular file" if file.exists() else "no such configuration file"))
     config = load_config(file)
     if config is None:
         raise ConfigError(f"{path}: no {SECTION} table")

@@ -124,15 +124,66 @@ class Stamp:
         return cls(st.st_mtime_ns, st.st_size)
 
 
-def read_bytes(path: str, display: str) -> tuple[bytes, Stamp]:
+MAX_FILE_BYTES = 128 * 1024 * 1024
+"""Larger files are refused unread: no Python source is this big, and a notebook this big is its outputs."""
+
+# Opening a FIFO for reading waits for a writer; O_NONBLOCK returns at once, so fstat can refuse it.
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
+
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISSOCK, "a socket"))
+
+
+def _not_regular(mode: int) -> str:
+    kind = next((name for test, name in _KINDS if test(mode)), "")
+    return "not a regular file" + (f" ({kind})" if kind else "")
+
+
+def _size(count: int) -> str:
+    return f"{count // (1024 * 1024)} MiB" if count >= 1024 * 1024 else f"{count} bytes"
+
+
+def read_regular(path: str, display: str, limit: int | None = None) -> tuple[bytes, os.stat_result]:
+    """The bytes of the regular file ``path`` and its ``stat``; :class:`FileError` for anything else.
+
+    A FIFO, a device (``/dev/zero``) or a socket would be read for ever or until memory runs out,
+    so they are refused before reading, and so is a file larger than ``limit`` (:data:`MAX_FILE_BYTES`).
+    """
+    limit = MAX_FILE_BYTES if limit is None else limit
     try:
-        with open(path, "rb") as handle:
-            stamp = Stamp.of(os.fstat(handle.fileno()))
-            return handle.read(), stamp
-    except IsADirectoryError:
-        raise FileError(display, "is a directory") from None
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError as exc:
+        raise (FileError(display, "is a directory") if isinstance(exc, IsADirectoryError) else os_error(display, exc)) from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise FileError(display, "is a directory")
+        if not stat.S_ISREG(st.st_mode):
+            raise FileError(display, _not_regular(st.st_mode))
+        data = b"" if st.st_size > limit else _read_at_most(fd, limit + 1)
     except OSError as exc:
         raise os_error(display, exc) from None
+    finally:
+        os.close(fd)
+    if st.st_size > limit or len(data) > limit:
+        raise FileError(display, f"file larger than {_size(limit)}, not read")
+    return data, st
+
+
+def _read_at_most(fd: int, size: int) -> bytes:
+    chunks = []
+    while size > 0:
+        chunk = os.read(fd, min(size, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_bytes(path: str, display: str) -> tuple[bytes, Stamp]:
+    data, st = read_regular(path, display)
+    return data, Stamp.of(st)
 
 
 def write_atomic(path: str, data: bytes, display: str, expect: Stamp | None = None) -> None:
