@@ -215,6 +215,34 @@ def test_fix_keeps_mode_bits(capsys: pytest.CaptureFixture[str]) -> None:
     assert stat.S_IMODE(path.stat().st_mode) == 0o751
 
 
+def test_fix_refuses_read_only_and_hard_linked_files_and_fixes_the_rest(capsys: pytest.CaptureFixture[str]) -> None:
+    write("ro.py", EXP).chmod(0o444)
+    write("linked.py", EXP)
+    os.link("linked.py", "other-name.py")
+    write("good.py", EXP)
+    code, out, err = run(capsys, "fix", "ro.py", "linked.py", "good.py")
+    assert code == 2
+    assert err.splitlines() == [
+        "linked.py: error: fix not applied: the file has 2 hard links, which would keep the old code "
+        "(fix a copy, or each link's own file)",
+        "ro.py: error: fix not applied: the file is read-only",
+    ]
+    assert Path("ro.py").read_text() == Path("linked.py").read_text() == Path("other-name.py").read_text() == EXP
+    assert stat.S_IMODE(Path("ro.py").stat().st_mode) == 0o444
+    assert EXP_FIXED_LINE in Path("good.py").read_text()
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root")
+def test_fix_as_root_keeps_owner_and_group(capsys: pytest.CaptureFixture[str]) -> None:
+    path = write("theirs.py", EXP)
+    os.chown(path, 65534, 65534)  # nobody:nogroup
+    path.chmod(0o640)
+    assert run(capsys, "fix", "theirs.py")[0] == 0
+    st = path.stat()
+    assert EXP_FIXED_LINE in path.read_text()
+    assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (65534, 65534, 0o640)
+
+
 def test_fix_diff_writes_nothing_and_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
     path = write("pkg/a.py", EXP)
     code, out, err = run(capsys, "fix", "--diff", "pkg/a.py")

@@ -169,6 +169,83 @@ def test_failed_replace_leaves_original_and_no_temp_file(tmp_path: Path, monkeyp
     assert leftovers(tmp_path) == []
 
 
+root_only = pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root")
+NOBODY = 65534  # nobody:nogroup on Linux
+
+
+@pytest.mark.parametrize("mode", [0o444, 0o400, 0o000])
+def test_write_refuses_a_read_only_file(tmp_path: Path, mode: int) -> None:
+    # Replacing by rename needs only the folder's permission: the file's own must be asked (root too).
+    path = tmp_path / "a.py"
+    path.write_bytes(b"old\n")
+    path.chmod(mode)
+    with pytest.raises(FileError, match=r"^a.py: error: fix not applied: the file is read-only$"):
+        write_atomic(str(path), b"new\n", "a.py")
+    path.chmod(0o600)
+    assert path.read_bytes() == b"old\n"
+    assert leftovers(tmp_path) == []
+
+
+def test_write_asks_access_when_not_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "a.py"
+    path.write_bytes(b"old\n")
+    asked: list[str] = []
+    monkeypatch.setattr(files.os, "geteuid", lambda: 1000, raising=False)
+    monkeypatch.setattr(files.os, "access", lambda p, m, **kw: asked.append(p) or False)
+    with pytest.raises(FileError, match=r"^a.py: error: fix not applied: the file is read-only$"):
+        write_atomic(str(path), b"new\n", "a.py")
+    assert asked == [os.path.realpath(path)] and path.read_bytes() == b"old\n"
+
+
+def test_write_refuses_a_hard_linked_file(tmp_path: Path) -> None:
+    # A rename would give a.py a new inode: b.py would silently keep the old code.
+    path = tmp_path / "a.py"
+    path.write_bytes(b"old\n")
+    os.link(path, tmp_path / "b.py")
+    with pytest.raises(FileError, match=r"^a.py: error: fix not applied: the file has 2 hard links"):
+        write_atomic(str(path), b"new\n", "a.py")
+    assert path.read_bytes() == (tmp_path / "b.py").read_bytes() == b"old\n"
+    assert leftovers(tmp_path) == []
+
+
+@root_only
+def test_write_as_root_keeps_owner_group_and_mode(tmp_path: Path) -> None:
+    path = tmp_path / "a.py"
+    path.write_bytes(b"old\n")
+    os.chown(path, NOBODY, NOBODY)
+    path.chmod(0o640)
+    write_atomic(str(path), b"new\n", "a.py")
+    st = path.stat()
+    assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (NOBODY, NOBODY, 0o640)
+    assert path.read_bytes() == b"new\n"
+
+
+@pytest.mark.skipif(not hasattr(os, "chown"), reason="no owners here")
+def test_replace_refuses_when_the_owner_cannot_be_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Not root, writing someone else's group-writable file: the new inode would be ours.
+    path = tmp_path / "a.py"
+    path.write_bytes(b"old\n")
+    st = path.stat()
+
+    def refused(*args: object) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(files.os, "chown", refused)
+    with pytest.raises(PermissionError, match=r"np2torch could not keep the file's owner and group"):
+        files.replace_file(path, b"new\n", owner=(st.st_uid + 1, st.st_gid))
+    assert path.read_bytes() == b"old\n"
+    assert leftovers(tmp_path) == []
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_replace_file_never_replaces_a_special_file(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe")  # as /dev/null would be: `np2torch vendor --force /dev/null` run as root
+    with pytest.raises(OSError, match=r"not a regular file \(a FIFO\)"):
+        files.replace_file(tmp_path / "pipe", b"x")
+    assert stat.S_ISFIFO(os.stat(tmp_path / "pipe").st_mode)
+    assert leftovers(tmp_path) == []
+
+
 def test_stamp_matches_what_was_read(tmp_path: Path) -> None:
     path = tmp_path / "a.py"
     path.write_bytes(b"abc")

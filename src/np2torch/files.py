@@ -11,6 +11,7 @@ change is never written.
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import stat
@@ -187,25 +188,54 @@ def read_bytes(path: str, display: str) -> tuple[bytes, Stamp]:
 
 
 def write_atomic(path: str, data: bytes, display: str, expect: Stamp | None = None) -> None:
-    """Replace ``path``'s content with ``data`` in one step, keeping its mode bits.
+    """Replace ``path``'s content with ``data`` in one step, keeping its mode bits, owner and group.
 
     ``expect`` is the file's stamp when it was read: if the file changed since,
     it is left alone (someone else's edit wins) and :class:`FileError` is raised.
+    A file the user could not write, or one with several hard links, is refused
+    (see :func:`refuse_to_replace`).
     """
     target = os.path.realpath(path)  # write through a symlink, never over it
     try:
         before = os.stat(target)
     except OSError as exc:
         raise os_error(display, exc) from None
+    refuse_to_replace(target, before, display)
 
     def unchanged_since_read() -> None:
         if expect is not None and Stamp.of(os.stat(target)) != expect:
             raise FileError(display, "file changed while np2torch was fixing it; left it untouched")
 
     try:
-        replace_file(target, data, mode=stat.S_IMODE(before.st_mode), before_replace=unchanged_since_read)
+        replace_file(target, data, mode=stat.S_IMODE(before.st_mode), owner=(before.st_uid, before.st_gid),
+                     before_replace=unchanged_since_read)
     except OSError as exc:
         raise os_error(display, exc) from None
+
+
+def refuse_to_replace(target: str, st: os.stat_result, display: str) -> None:
+    """Raise :class:`FileError` when replacing ``target`` by rename would do what writing it could not.
+
+    A rename needs only the folder's permission, so a read-only file would be rewritten (even by a
+    user who is not root, and by root whatever the mode); and it makes a new inode, so the other
+    names of a hard-linked file would silently keep the old code.  Writing such a file in place
+    instead could leave it half-written, so np2torch does neither and says why.
+    """
+    if not stat.S_ISREG(st.st_mode):
+        raise FileError(display, f"fix not applied: {_not_regular(st.st_mode)}")
+    if st.st_nlink > 1:
+        raise FileError(display, f"fix not applied: the file has {st.st_nlink} hard links, which would keep the "
+                                 "old code (fix a copy, or each link's own file)")
+    if not _writable(target, st):
+        raise FileError(display, "fix not applied: the file is read-only")
+
+
+def _writable(target: str, st: os.stat_result) -> bool:
+    if hasattr(os, "geteuid") and os.geteuid() == 0:  # access(2) says yes to root: the mode bits say no
+        return bool(st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+    if os.access in os.supports_effective_ids:
+        return os.access(target, os.W_OK, effective_ids=True)
+    return os.access(target, os.W_OK)
 
 
 def replace_file(
@@ -213,15 +243,20 @@ def replace_file(
     data: bytes,
     *,
     mode: int | None = None,
+    owner: tuple[int, int] | None = None,
     durable: bool = True,
     before_replace: Callable[[], None] | None = None,
 ) -> None:
     """Write ``data`` to a temporary file beside ``target``, then ``os.replace`` it: never half-written.
 
     ``mode``: the new file's permission bits (default: a new file's, after the
-    umask).  ``durable``: fsync the data and the folder (a cache need not).
+    umask).  ``owner``: the new file's ``(uid, gid)`` (default: the caller's); a
+    ``PermissionError`` when they cannot be kept (the target is left alone).
+    ``durable``: fsync the data and the folder (a cache need not).
     ``before_replace`` may raise to abandon the write; the temporary file is removed.
+    An existing ``target`` that is not a regular file (``/dev/null``) is never replaced.
     """
+    _refuse_special(target)
     folder, name = os.path.split(os.fspath(target))
     folder = folder or "."
     fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".np2torch.tmp", dir=folder)
@@ -231,6 +266,8 @@ def replace_file(
             if durable:
                 handle.flush()
                 os.fsync(handle.fileno())
+        if owner is not None:
+            _chown(tmp, owner)  # before chmod: chown may clear set-user-ID and set-group-ID bits
         os.chmod(tmp, _new_file_mode() if mode is None else mode)
         if before_replace is not None:
             before_replace()
@@ -243,6 +280,27 @@ def replace_file(
         raise
     if durable:
         _fsync_folder(folder)
+
+
+def _refuse_special(target: str | os.PathLike[str]) -> None:
+    try:
+        st = os.stat(target)
+    except OSError:
+        return  # a new file; anything else fails in mkstemp or os.replace with its own error
+    if not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
+        raise OSError(errno.EINVAL, _not_regular(st.st_mode), os.fspath(target))
+
+
+def _chown(tmp: str, owner: tuple[int, int]) -> None:
+    """Give the temporary file the replaced file's owner and group, or refuse the replacement."""
+    st = os.stat(tmp)
+    if (st.st_uid, st.st_gid) == owner or not hasattr(os, "chown"):
+        return
+    try:
+        os.chown(tmp, *owner)
+    except PermissionError:
+        raise PermissionError(errno.EPERM, f"fix not applied: np2torch could not keep the file's owner and group "
+                                           f"({owner[0]}:{owner[1]})") from None
 
 
 def _new_file_mode() -> int:
