@@ -254,6 +254,37 @@ def test_fix_diff_writes_nothing_and_exits_1(capsys: pytest.CaptureFixture[str])
     assert path.read_text() == EXP
 
 
+@pytest.mark.parametrize(
+    "raw",
+    [
+        pytest.param("# -*- coding: latin-1 -*-\nimport numpy as np\n# caf\u00e9\ny = np.exp(x)  # \u00b5s\n".encode("latin-1"),
+                     id="PEP 263 latin-1"),
+        pytest.param(b"\xef\xbb\xbfimport numpy as np\ny = np.exp(x)\n", id="UTF-8 BOM in a context line"),
+        pytest.param("# coding: cp1252\nimport numpy as np\ns = '\u20ac'\ny = np.exp(x)".encode("cp1252"),
+                     id="cp1252, no final newline"),
+    ],
+)
+@pytest.mark.parametrize("tool", ["patch", "git"])
+def test_fix_diff_applies_to_the_files_own_bytes(in_tmp: Path, raw: bytes, tool: str) -> None:
+    import shutil
+
+    if shutil.which(tool) is None:
+        pytest.skip(f"needs {tool}")
+    write("pkg/a.py", raw)
+    done = subprocess.run([sys.executable, "-m", "np2torch", "fix", "--no-cache", "--diff", "pkg/a.py"],
+                          capture_output=True, stdin=subprocess.DEVNULL, timeout=60)
+    assert done.returncode == 1, done.stderr
+    assert Path("pkg/a.py").read_bytes() == raw  # --diff writes nothing
+    command = ["patch", "-p1", "--quiet"] if tool == "patch" else ["git", "apply", "--whitespace=nowarn", "-"]
+    if tool == "git":
+        subprocess.run(["git", "init", "-q", "."], check=True)
+    subprocess.run(command, input=done.stdout, check=True, timeout=60)
+    applied = Path("pkg/a.py").read_bytes()
+    write("pkg/a.py", raw)
+    assert main(["fix", "--no-cache", "pkg/a.py"]) == 0
+    assert applied == Path("pkg/a.py").read_bytes() != raw
+
+
 def test_fix_diff_clean_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
     write("a.py", CLEAN)
     assert run(capsys, "fix", "--diff", "-q", "a.py") == (0, "", "")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import time
 from typing import Any, Iterable, Iterator, Protocol, Sequence, TextIO
 
@@ -209,22 +210,32 @@ def diff_summary(fixable: int, files: int) -> str:
 # ---------------------------------------------------------------- diffs
 
 
-def _lines(text: str) -> list[str]:
+def _lines(data: bytes) -> list[bytes]:
     # Split on "\n" only, as git does: str.splitlines would also split on \x0c, \x1d, \u2028...
-    parts = text.split("\n")
-    lines = [part + "\n" for part in parts[:-1]]
+    parts = data.split(b"\n")
+    lines = [part + b"\n" for part in parts[:-1]]
     if parts[-1]:
         lines.append(parts[-1])
     return lines
 
 
-def unified_diff(path: str, before: str, after: str) -> str:
-    """A ``git diff``-style patch (``a/``, ``b/`` prefixes) that ``patch -p1``/``git apply`` accept."""
-    name = path.replace("\\", "/")
+def diff_bytes(path: str, before: bytes, after: bytes) -> bytes:
+    """A ``git diff``-style patch (``a/``, ``b/`` prefixes) of a file's bytes that ``patch -p1``/``git apply`` accept.
+
+    Its lines are the file's own bytes (a latin-1 file's patch is latin-1, a BOM stays in the first
+    line) and the name is the file system's bytes, so the patch applies whatever the encodings.
+    """
+    name = os.fsencode(path.replace(os.sep, "/"))
     out = []
-    for line in difflib.unified_diff(_lines(before), _lines(after), f"a/{name}", f"b/{name}"):
-        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
-    return "".join(out)
+    for line in difflib.diff_bytes(difflib.unified_diff, _lines(before), _lines(after), b"a/" + name, b"b/" + name):
+        out.append(line if line.endswith(b"\n") else line + b"\n\\ No newline at end of file\n")
+    return b"".join(out)
+
+
+def unified_diff(path: str, before: str, after: str) -> str:
+    """:func:`diff_bytes` of two texts, as text."""
+    return diff_bytes(path, before.encode("utf-8", "surrogatepass"), after.encode("utf-8", "surrogatepass")).decode(
+        "utf-8", "surrogatepass")
 
 
 # ---------------------------------------------------------------- the rule table

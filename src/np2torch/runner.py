@@ -24,7 +24,7 @@ from typing import Any, Callable, Sequence
 from np2torch.cache import Cache, digest
 from np2torch.config import RunSettings
 from np2torch.files import FileError, Source, Stamp, Target, decode_notebook, decode_source, is_notebook, read_bytes, write_atomic
-from np2torch.output import Progress, sort_key, unified_diff
+from np2torch.output import Progress, diff_bytes, sort_key
 from np2torch.rules import RULES_BY_CODE, Rule
 
 CHECK, FIX, DIFF = "check", "fix", "diff"
@@ -39,7 +39,8 @@ class FileResult:
     fixed: int = 0
     changed: bool = False
     """``fix``: the file was rewritten; ``--diff``: it would be."""
-    diff: str = ""
+    diff: bytes = b""
+    """``--diff``: the patch, in the file's own encoding (see :func:`np2torch.output.diff_bytes`)."""
     fixed_codes: dict[str, int] = field(default_factory=dict)
     """``fix``/``--diff``: how many findings of each code were (or would be) fixed."""
     digest: str | None = None
@@ -156,14 +157,15 @@ def _run_job(job: Job) -> FileResult:
     result.fixed = max(0, sum(f.fixable for f in findings) - sum(f.fixable for f in remaining))
     result.fixed_codes = fixed_by_code(findings, remaining)
     result.changed = True
-    if job.mode == DIFF:
-        result.diff = unified_diff(job.display, text, fixed)
-        result.findings = sorted(findings, key=sort_key)
-        return result
     try:
-        result.new_bytes = job.source.encode(fixed)
+        new_bytes = job.source.encode(fixed)
     except UnicodeEncodeError as exc:
         raise FileError(job.display, f"fix not applied: the fixed text cannot be encoded as {exc.encoding}") from None
+    if job.mode == DIFF:
+        result.diff = diff_bytes(job.display, job.source.encode(text), new_bytes)
+        result.findings = sorted(findings, key=sort_key)
+        return result
+    result.new_bytes = new_bytes
     return result
 
 
