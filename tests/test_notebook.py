@@ -237,3 +237,38 @@ def test_cli_bad_notebook_is_one_error_line(in_tmp: Path, capsys: pytest.Capture
     assert code_ == 2
     assert err.count("\n") == 1 and err.startswith("bad.ipynb:1:") and "invalid JSON" in err
     assert out.startswith("ok.py:2:1: NPT001")
+
+
+def _with_metadata(metadata: object) -> str:
+    nb = notebook(code("import numpy as np\nnp.exp(x)"))
+    nb["metadata"] = metadata
+    return json.dumps(nb)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        pytest.param(_with_metadata([1, 2]), "metadata is an array, not an object", id="metadata array"),
+        pytest.param(_with_metadata({"language_info": "python"}), "metadata.language_info is a string, not an object",
+                     id="language_info string"),
+        pytest.param(_with_metadata({"kernelspec": 3}), "metadata.kernelspec is a number, not an object",
+                     id="kernelspec number"),
+        pytest.param('{"cells": ' + "[" * 100_000 + "]" * 100_000 + "}", "the JSON is nested too deeply",
+                     id="nested 100000 deep"),
+    ],
+)
+def test_a_malformed_notebook_is_one_error_line_and_others_go_on(in_tmp: Path, capsys: pytest.CaptureFixture[str],
+                                                                 text: str, message: str) -> None:
+    Path("bad.ipynb").write_text(text, encoding="utf-8")
+    Path("ok.py").write_text("import numpy as np\nnp.exp(x)\n")
+    for command in ("check", "fix"):
+        code_, out, err = run(capsys, command, "--no-cache", ".")
+        assert code_ == 2
+        assert err == f"bad.ipynb: error: not a notebook: {message}\n"
+    assert "np2t.exp(x)" in Path("ok.py").read_text()
+    assert Path("bad.ipynb").read_text(encoding="utf-8") == text
+
+
+def test_null_metadata_is_an_empty_object() -> None:
+    assert located(_with_metadata(None)) == [(1, 2, 1, "NPT001", True)]
+    assert located(_with_metadata({"language_info": None, "kernelspec": None})) == [(1, 2, 1, "NPT001", True)]

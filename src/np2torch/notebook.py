@@ -112,6 +112,13 @@ class NotebookError(engine.SourceError):
 
 
 def _load(text: str) -> Tuple[dict, List[_Cell]]:
+    try:
+        return _load_nested(text)
+    except RecursionError:  # json recurses once per nested array or object
+        raise NotebookError("not a notebook: the JSON is nested too deeply") from None
+
+
+def _load_nested(text: str) -> Tuple[dict, List[_Cell]]:
     body = text[1:] if text.startswith("\ufeff") else text
     shift = len(text) - len(body)
     try:
@@ -144,12 +151,26 @@ def _load(text: str) -> Tuple[dict, List[_Cell]]:
 
 
 def _is_python(document: dict) -> bool:
-    metadata = document.get("metadata") or {}
+    metadata = _object(document, "metadata", "metadata")
     languages = [
-        (metadata.get("language_info") or {}).get("name"),
-        (metadata.get("kernelspec") or {}).get("language"),
+        _object(metadata, "language_info", "metadata.language_info").get("name"),
+        _object(metadata, "kernelspec", "metadata.kernelspec").get("language"),
     ]
     return all(not isinstance(lang, str) or lang.lower() in ("python", "python3") for lang in languages)
+
+
+_JSON_TYPES = ((bool, "a boolean"), (str, "a string"), (list, "an array"), ((int, float), "a number"))
+
+
+def _object(parent: dict, key: str, where: str) -> dict:
+    """``parent[key]``, which nbformat says is an object; absent or null: an empty one."""
+    value = parent.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        kind = next((name for types, name in _JSON_TYPES if isinstance(value, types)), type(value).__name__)
+        raise NotebookError(f"not a notebook: {where} is {kind}, not an object")
+    return value
 
 
 # ---------------------------------------------------------------- one module from the cells
