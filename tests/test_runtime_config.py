@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 
 import np2torch.runtime as np2t
-from np2torch.runtime import _config, _ufunc
+from np2torch.runtime import _backend, _config, _decide, _profile, _ufunc
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def run_python(code: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("NP2TORCH_")}
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("NP2TORCH_") or k in ("NP2TORCH_PROFILE", "NP2TORCH_CACHE_DIR")}
     full_env.update(env or {})
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full_env, timeout=timeout, cwd=ROOT)
 
@@ -80,7 +80,12 @@ def test_bad_environment_value_names_the_variable(variable, value, message):
 
 def test_environment_is_read_at_import():
     proc = run_python("import np2torch.runtime as r; print(r.current_settings())", {"NP2TORCH_DEVICE": "numpy", "NP2TORCH_MIN_SIZE": "5"})
-    assert proc.stdout.strip() == "Settings(device='numpy', min_size=5)", proc.stderr
+    assert proc.stdout.strip() == "RuntimeSettings(device='numpy', min_size=5)", proc.stderr
+
+
+def test_the_default_device_is_auto():
+    proc = run_python("import np2torch.runtime as r; print(r.current_settings().device)")
+    assert proc.stdout.strip() == "auto", proc.stderr
 
 
 def test_configure_returns_previous_and_keeps_unnamed_fields():
@@ -120,32 +125,46 @@ def test_using_is_local_to_its_thread():
     assert seen["other"] == _config._ProcessSettings.value
 
 
-def test_small_arrays_take_the_numpy_path(torch_calls):
+@pytest.fixture
+def torch_loaded():
+    # With torch imported there is nothing to rent (test_runtime_profile.py covers the ski rental).
+    assert _backend.load_torch() is not None
+    _decide.reload()
+    yield
+    _decide.reload()
+
+
+def _first_torch_size(name: str, dtype: str) -> int | None:
+    bands = _decide.describe_bands(name, dtype, "cpu")
+    return next((start for start, path in bands if path != "numpy"), None)
+
+
+def test_small_arrays_take_the_numpy_path(torch_calls, torch_loaded):
     np2t.configure(device="cpu", min_size=None)
-    floor = _config.min_size_floor("exp")
-    np2t.exp(np.ones(10, dtype=np.float32))
-    np2t.exp(np.ones(floor - 1, dtype=np.float32))
+    pairs = [(row.name, d) for row in _ufunc.ELEMENTWISE_FUNCTIONS for d in row.loops if d.startswith("float")]
+    name, dtype, threshold = next((n, d, t) for n, d in pairs if (t := _first_torch_size(n, d)) is not None)
+    helper = getattr(np2t, name)
+    low = _ufunc.FUNCTIONS_BY_NAME[name].domain[0]
+    helper(np.full(10, low, dtype=dtype))
+    helper(np.full(threshold - 1, low, dtype=dtype))
     assert not torch_calls
-    threshold = _config.default_min_size("exp", np.dtype(np.float32), "cpu")
-    np2t.exp(np.ones(threshold - 1, dtype=np.float32))
-    assert not torch_calls
-    np2t.exp(np.ones(threshold, dtype=np.float32))
+    helper(np.full(threshold, low, dtype=dtype))
     assert len(torch_calls) == 1
 
 
-def test_thresholds_are_per_dtype(torch_calls):
+def test_decisions_follow_the_profile_per_dtype(torch_calls, torch_loaded):
     np2t.configure(device="cpu", min_size=None)
-    f32 = _config.default_min_size("exp", np.dtype(np.float32), "cpu")
-    f64 = _config.default_min_size("exp", np.dtype(np.float64), "cpu")
-    # NumPy 2's float64 exp is as fast as torch on the reference machine: never by default.
-    assert f64 == _config.NEVER > f32
-    np2t.exp(np.ones(f32, dtype=np.float64))
-    assert not torch_calls
-    np2t.exp(np.ones(f32, dtype=np.float32))
-    assert len(torch_calls) == 1
-    with np2t.using(min_size=0):  # an explicit threshold still opts in
-        np2t.exp(np.ones(4, dtype=np.float64))
-    assert len(torch_calls) == 2
+    never = [(row.name, d) for row in _ufunc.ELEMENTWISE_FUNCTIONS for d in row.loops if _first_torch_size(row.name, d) is None]
+    some = [(row.name, d) for row in _ufunc.ELEMENTWISE_FUNCTIONS for d in row.loops if _first_torch_size(row.name, d) is not None]
+    assert some, "the built-in profile sends nothing to torch"
+    for name, dtype in never:
+        x = np.full(10**6, 0.5, dtype=dtype)
+        getattr(np2t, name)(x)
+        assert not torch_calls, (name, dtype)
+        with np2t.using(min_size=0):  # an explicit threshold still opts in
+            getattr(np2t, name)(x[:4])
+        assert len(torch_calls) == 1, (name, dtype)
+        torch_calls.clear()
 
 
 def test_min_size_override(torch_calls):
@@ -193,11 +212,12 @@ def test_importing_the_runtime_loads_neither_torch_nor_scipy():
     assert proc.stdout.split() == ["False", "False", "False", "False"], proc.stderr
 
 
-def test_torch_loads_on_the_first_large_call_with_a_passive_openmp_wait_policy():
+def test_torch_loads_on_the_first_torch_call_with_a_passive_openmp_wait_policy():
     code = (
         "import os, sys, numpy as np, np2torch.runtime as r\n"
         "r.exp(np.ones(10)); print('torch' in sys.modules)\n"
-        "r.exp(np.ones(10**6, dtype=np.float32)); print('torch' in sys.modules, os.environ.get('OMP_WAIT_POLICY'))\n"
+        "with r.using(min_size=0):\n"
+        "    r.exp(np.ones(10**6, dtype=np.float32)); print('torch' in sys.modules, os.environ.get('OMP_WAIT_POLICY'))\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120, cwd=ROOT)

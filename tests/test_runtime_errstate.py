@@ -245,7 +245,8 @@ def test_output_values_are_written_before_raising():
     for func, out in ((np2t.log, got), (np.log, want)):
         with np2t.using(min_size=0), np.errstate(divide="raise"), pytest.raises(FloatingPointError):
             func(x, out=out)
-    assert got.tobytes() == want.tobytes()
+    assert not (got == 7.0).any()
+    assert_same_values(got, want)  # torch's values, within the contract's ULP bound of NumPy's
 
 
 def test_print_mode_writes_where_numpy_does(capfd):

@@ -53,6 +53,7 @@ from np2torch import runner
 # module exists, imported only when run, so `import np2torch.cli` never loads them.
 LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
     "bench": ("np2torch.bench", "command", "Time NumPy/SciPy against np2torch.runtime on this machine."),
+    "tune": ("np2torch.tune", "command", "Measure this machine's profile: which path is fastest, per function and size."),
     "vendor": ("np2torch.vendor", "command", "Copy the runtime into a project as a package."),
     "explain": ("np2torch.explain", "command", "Explain a rule, e.g. `np2torch explain NPT001`."),
 }

@@ -8,24 +8,29 @@ hazards measured on the issue's VM:
   contention: ``OMP_WAIT_POLICY=PASSIVE`` is set *before* torch loads, unless
   the user set it (or torch was already imported, when it is too late);
 * GNU OpenMP's thread pool does not survive ``fork``: a child's first parallel
-  op hangs.  After our first parallel op, a forked child sets torch to one
-  thread (``os.register_at_fork``);
+  op hangs.  Whoever ran the parent's first parallel op (the runtime or the
+  user's own torch code), a child forked while torch is imported sets torch
+  to one thread (``os.register_at_fork``, registered when the runtime is
+  imported, so it also covers torch imported before or without the runtime);
 * ``torch.from_numpy`` warns once per process on a read-only array (a tensor
   cannot be marked read-only; we never write to inputs), so that one warning is
   consumed at load time instead of surfacing at a user's first read-only call.
 
-Internal API used by sibling modules (keep names stable): ``load_torch``,
-``torch_if_loaded``, ``cuda_available``, ``note_parallel_use``,
-``TORCH_DTYPE_NAMES``, ``torch_dtype``, ``can_view``, ``tensor_view``.
+Threads: a route runs on one thread (``cpu1``) or on torch's pool shrunk to the
+cores no other process is using right now (:func:`free_cores`, from the
+kernel's count of runnable tasks); the thread count never changes a value
+(torch's elementwise kernels give the same bits on any number of threads).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
+import time
 import warnings
-from typing import Any, Mapping, Optional
+from typing import Any, Iterator, Mapping, Optional
 
 import numpy as np
 
@@ -54,6 +59,8 @@ class _TorchState:
     cuda: Optional[bool] = None
     parallel_used = False
     fork_hook = False
+    forked_child = False
+    """This process was forked from one where torch was imported: one thread only."""
 
 
 def torch_if_loaded() -> Any:
@@ -80,10 +87,16 @@ def _import_torch() -> Any:
     except ImportError:
         return None
     _consume_readonly_warning(torch)
+    if _TorchState.forked_child:
+        torch.set_num_threads(1)
+    return torch
+
+
+def install_fork_hook() -> None:
+    """Protect forked children from the parent's OpenMP pool (called when the runtime is imported)."""
     if hasattr(os, "register_at_fork") and not _TorchState.fork_hook:
         os.register_at_fork(after_in_child=_after_fork_in_child)
         _TorchState.fork_hook = True
-    return torch
 
 
 def _consume_readonly_warning(torch: Any) -> None:
@@ -103,12 +116,78 @@ def note_parallel_use() -> None:
 
 def _after_fork_in_child() -> None:
     # GNU OpenMP's worker threads do not exist in the child, but its pool state
-    # says they do: the first parallel region would wait for them forever.
-    torch = _TorchState.module
+    # says they do: the first parallel region would wait for them forever.  The
+    # parent's pool may have been started by the user's own torch code, which
+    # the runtime cannot see: any parent with torch imported counts.
     _TorchState.cuda = None  # CUDA cannot be re-initialized in a forked child
-    if torch is not None and _TorchState.parallel_used:
-        torch.set_num_threads(1)
-        _TorchState.parallel_used = False
+    torch = sys.modules.get("torch")
+    if torch is None and _TorchState.module is None:
+        return
+    _TorchState.forked_child = True
+    _TorchState.parallel_used = False
+    setter = getattr(torch, "set_num_threads", None)
+    if setter is not None:
+        setter(1)
+
+
+def free_cores(threads: int) -> int:
+    """How many of ``threads`` pool threads can run now without waiting for a time slice.
+
+    A parallel op finishes when its slowest thread does; a thread placed on a
+    core another process keeps busy waits for a time slice (milliseconds),
+    which on a shared machine made a 66 us call take 7 ms.  Linux's
+    ``/proc/loadavg`` counts the runnable tasks (this thread among them);
+    elsewhere the pool is used whole.  Cached for :data:`_LOAD_TTL` seconds.
+    """
+    now = time.monotonic()
+    if now - _Load.when > _LOAD_TTL:
+        _Load.busy = _busy_elsewhere()
+        _Load.when = now
+    return max(1, min(threads, _Load.cores - _Load.busy))
+
+
+class _Load:
+    when = -1.0
+    busy = 0
+    cores = 0
+
+
+_LOAD_TTL = 0.05
+
+
+def _busy_elsewhere() -> int:
+    if not _Load.cores:
+        try:
+            _Load.cores = len(os.sched_getaffinity(0))  # type: ignore[attr-defined]
+        except (AttributeError, OSError):
+            _Load.cores = os.cpu_count() or 1
+    try:
+        with open("/proc/loadavg", "rb") as handle:
+            running = int(handle.read().split()[3].split(b"/")[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+    return max(0, running - 1)
+
+
+@contextlib.contextmanager
+def threads(count: int, adapt: bool = True) -> Iterator[None]:
+    """Run the body on ``count`` torch threads (0: the pool; with ``adapt``, shrunk to the free cores)."""
+    torch = _TorchState.module
+    before = torch.get_num_threads()
+    if _TorchState.forked_child:
+        wanted = 1
+    elif count:
+        wanted = count
+    else:
+        wanted = free_cores(before) if adapt else before
+    if wanted == before:
+        yield
+        return
+    torch.set_num_threads(wanted)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def cuda_available() -> bool:

@@ -9,12 +9,8 @@ Two sources, read in this order on every dispatch decision:
 2. the process-wide settings, set from ``NP2TORCH_DEVICE`` / ``NP2TORCH_MIN_SIZE``
    at import and changed by :func:`configure`.
 
-``min_size=None`` means "the measured default for this function, dtype and
-device" from :data:`DEFAULT_MIN_SIZE`, the one table of dispatch thresholds.
-
-Internal API used by sibling modules (keep names stable): ``Settings`` (its
-``gate`` attribute), ``current_settings``, ``SETTINGS_VAR``, ``PROCESS_SETTINGS``, ``default_min_size``, ``min_size_floor``,
-``DEFAULT_MIN_SIZE``, ``device_kind``, ``parse_device``.
+``min_size=None`` means "the machine profile decides" (:mod:`._decide`); a
+number replaces the profile: torch from that size on.
 """
 
 from __future__ import annotations
@@ -35,66 +31,25 @@ MIN_SIZE_ENV = "NP2TORCH_MIN_SIZE"
 
 _CFG_CUDA_RE = re.compile(r"cuda(?::(\d+))?\Z")
 
-# Dispatch thresholds in elements: below them the original (NumPy/SciPy) is
-# faster than torch, including torch's per-call overhead (~7 us on the CPU).
-# Keyed by helper name, then device kind ("cpu": torch on the host; "cuda":
-# host -> device -> host), then the dtype torch computes in ("*": any other).
-# Rough values: exp/log float32/float64 from the issue's quiet-machine
-# crossovers, the rest from noisy runs on a loaded 2-core VM (NumPy's float16
-# SIMD loops were faster than torch at 1e6 there, and torch's complex exp/log
-# run the same scalar libm code as NumPy, gaining only from threads).
-# `python benchmarks/runtime_thresholds.py` measures them on a quiet machine
-# and prints a replacement for this table.
-# NEVER: torch is not faster on this kind of machine at any size, so by default
-# the original runs; NP2TORCH_MIN_SIZE / using(min_size=...) still opt in.
-# Measured 2026-11-21 on the 2-core reference VM (one core busy, medians of 9),
-# NumPy 2.4's SIMD loops against the whole torch path (allocation + op + error
-# check): float64 exp 0.72x and log 0.83x at 1e7 (NumPy's exp into a reused
-# buffer: 11.5 ms, torch's on 2 threads: 16 ms), complex128 exp 0.98x and log
-# 0.88x at 1e6; float32 exp 1.43x and log 1.30x at 1e7 (kept).
-NEVER = sys.maxsize
-
-DEFAULT_MIN_SIZE: Mapping[str, Mapping[str, Mapping[str, int]]] = {
-    "exp": {
-        "cpu": {"float32": 50_000, "*": NEVER},
-        "cuda": {"*": 1_000_000},
-    },
-    "log": {
-        "cpu": {"float32": 50_000, "*": NEVER},
-        "cuda": {"*": 1_000_000},
-    },
-    "erf": {
-        "cpu": {"float64": 3_000, "float32": 4_000, "*": 3_000},
-        "cuda": {"*": 1_000_000},
-    },
-    # Catalogue rows (docs/catalogue.md): rough and conservative, from noisy
-    # runs; NumPy's float64 sin/cos and SciPy's erfinv take ~35 ns per element.
-    "sin": {"cpu": {"float64": 10_000, "*": 10_000}, "cuda": {"*": 1_000_000}},
-    "cos": {"cpu": {"float64": 10_000, "*": 10_000}, "cuda": {"*": 1_000_000}},
-    "erfinv": {"cpu": {"float64": 5_000, "float32": 10_000, "*": 10_000}, "cuda": {"*": 1_000_000}},
-    "logsumexp": {
-        "cpu": {"float64": 10_000, "float32": 20_000, "*": 10_000},
-        "cuda": {"*": 1_000_000},
-    },
-}
-# A helper without a row uses this.
-FALLBACK_MIN_SIZE: Mapping[str, int] = {"cpu": 10_000, "cuda": 1_000_000}
-
 DEVICES_HELP = "cpu, cuda, cuda:N, auto or numpy"
 
 
 @dataclass(frozen=True)
-class Settings:
-    device: str = "cpu"
-    """``cpu`` | ``cuda`` | ``cuda:N`` | ``auto`` | ``numpy`` (off)."""
+class RuntimeSettings:
+    device: str = "auto"
+    """``auto`` (the fastest measured path) | ``cpu`` | ``cuda`` | ``cuda:N`` | ``numpy`` (off)."""
     min_size: Optional[int] = None
-    """Dispatch threshold in elements for every helper; ``None``: the measured defaults."""
+    """Dispatch threshold in elements for every helper; ``None``: the machine profile decides."""
     gate: Optional[int] = field(init=False, repr=False, compare=False)
     """The size gate overriding the per-function defaults, or None to use them (a plain
     attribute, not a property: the helpers read it on every call)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "gate", _CFG_GATE_OFF if self.device == "numpy" else self.min_size)
+
+
+Settings = RuntimeSettings
+"""The name before 0.2 (kept: user code may name it)."""
 
 
 # Larger than any array: the helpers' size test then always routes to NumPy.
@@ -136,7 +91,7 @@ def _settings_from_env(environ: Mapping[str, str]) -> Settings:
     device = environ.get(DEVICE_ENV, "").strip()
     min_size = environ.get(MIN_SIZE_ENV, "").strip()
     return Settings(
-        device=parse_device(device, DEVICE_ENV) if device else "cpu",
+        device=parse_device(device, DEVICE_ENV) if device else "auto",
         min_size=parse_min_size(min_size, MIN_SIZE_ENV) if min_size else None,
     )
 
@@ -210,22 +165,6 @@ def using(device: Union[str, object] = _CFG_KEEP, min_size: Union[int, None, obj
         yield settings
     finally:
         _CONTEXT_SETTINGS.reset(token)
-
-
-def _cfg_row(name: str, kind: str) -> Mapping[str, int]:
-    return DEFAULT_MIN_SIZE.get(name, {}).get(kind) or {"*": FALLBACK_MIN_SIZE[kind]}
-
-
-def default_min_size(name: str, dtype: np.dtype, kind: str) -> int:
-    """The measured threshold for helper ``name`` computing in ``dtype`` on ``kind`` (cpu|cuda)."""
-    row = _cfg_row(name, kind)
-    found = row.get(np.dtype(dtype).name)
-    return row["*"] if found is None else found
-
-
-def min_size_floor(name: str) -> int:
-    """The smallest default threshold of ``name`` over dtypes and devices: the cheap first size test."""
-    return min(min(_cfg_row(name, kind).values()) for kind in FALLBACK_MIN_SIZE)
 
 
 def device_kind(device: str) -> str:

@@ -32,8 +32,10 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ._backend import can_view, cuda_available, load_torch, note_parallel_use
-from ._config import Settings, current_settings, default_min_size, min_size_floor
+from . import _calibrate, _decide
+from ._backend import can_view, cuda_available, load_torch, note_parallel_use, threads
+from ._config import RuntimeSettings, Settings, current_settings
+from ._decide import Route
 
 _LSE_NAME = "logsumexp"
 
@@ -89,22 +91,34 @@ def _lse_version_tuple(text: str) -> Optional[Tuple[int, int]]:
 # log(sum(exp(a - a_max))) + a_max.  Later versions are unverified.
 _LSE_VERIFIED = {(1, 16): False, (1, 17): True}
 
-_LSE_FLOOR = min_size_floor(_LSE_NAME)
+class _LseGate:
+    """Below ``floor`` elements only SciPy is possible (0 until the profile is read)."""
+
+    floor = 0
+    known = False
+
+    @classmethod
+    def refresh(cls) -> None:
+        cls.floor = _decide.torch_floor(_LSE_NAME, ("float64", "float32"))
+        cls.known = True
+
+
+_decide.on_change(_LseGate.refresh)
 
 
 def logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: Any = False, return_sign: Any = False) -> Any:
     """``scipy.special.logsumexp(a, axis, b, keepdims, return_sign)``: same result, faster on large arrays."""
     settings = current_settings()
     gate = settings.gate
-    if type(a) is np.ndarray and a.size >= (_LSE_FLOOR if gate is None else gate) and b is None:
+    if type(a) is np.ndarray and a.size >= (_LseGate.floor if gate is None else gate) and b is None:
         result = _lse_try_torch(a, axis, keepdims, return_sign, settings)
         if result is not None:
             return result
     return _lse_original()(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign)
 
 
-def _lse_try_torch(a: np.ndarray, axis: Any, keepdims: Any, return_sign: Any, settings: Settings) -> Optional[Any]:
-    """The result computed with torch, or None where only SciPy can give it."""
+def _lse_try_torch(a: np.ndarray, axis: Any, keepdims: Any, return_sign: Any, settings: Settings, path: Optional[str] = None) -> Optional[Any]:
+    """The result computed with torch, or None where only SciPy can give it (``path``: forced, for calibration)."""
     if a.size == 0 or a.ndim == 0:
         return None
     if a.dtype in _LSE_FLOATS:
@@ -117,9 +131,12 @@ def _lse_try_torch(a: np.ndarray, axis: Any, keepdims: Any, return_sign: Any, se
     flags = _lse_flag(keepdims), _lse_flag(return_sign)
     if dims is None or None in flags:
         return None
-    device = _lse_device_for(a, work, settings)
-    if device is None:
+    if not _LseGate.known and path is None:
+        _LseGate.refresh()
+    route = _lse_device_for(a, work, settings) if path is None else Route(path, "cuda" if path == "cuda" else "cpu", "forced")
+    if route is None:
         return None
+    device = route.device
     _lse_original()
     handles_nonfinite = _LSE_VERIFIED.get(_LseScipy.version)
     if handles_nonfinite is None:
@@ -135,7 +152,13 @@ def _lse_try_torch(a: np.ndarray, axis: Any, keepdims: Any, return_sign: Any, se
     torch = load_torch()
     if torch is None:
         return None
-    reduced = _lse_reduce(torch, view, dims, work, device)
+    if device == "cpu":
+        # The pool as configured, never shrunk under load: a reduction's bits
+        # depend on how it is split between threads.
+        with threads(route.threads, adapt=False):
+            reduced = _lse_reduce(torch, view, dims, work, device)
+    else:
+        reduced = _lse_reduce(torch, view, dims, work, device)
     if reduced is None:
         return None
     a_max = reduced[0]
@@ -177,21 +200,42 @@ def _lse_reduced_dims(axis: Any, ndim: int) -> Optional[Tuple[int, ...]]:
     return tuple(sorted(dims))
 
 
-def _lse_device_for(a: np.ndarray, work: np.dtype, settings: Settings) -> Optional[str]:
-    """``"cpu"``/``"cuda[:N]"`` when the settings send this call to torch, else None."""
-    device = settings.device
-    if device == "numpy":
+def _lse_device_for(a: np.ndarray, work: np.dtype, settings: Settings, dry_run: bool = False) -> Optional[Route]:
+    """Where the settings and the machine profile send this call (None: SciPy)."""
+    if settings.device == "numpy":
         return None
-    if device == "auto":
-        big = a.size >= default_min_size(_LSE_NAME, work, "cuda")
-        device = "cuda" if big and cuda_available() else "cpu"
-    elif device.startswith("cuda") and not cuda_available():
+    found = _decide.route(_LSE_NAME, work.name, a.size, settings.device, settings.min_size, True, dry_run=dry_run)
+    if found is not None and found.path == "cuda" and not dry_run and not cuda_available():
         return None
-    kind = "cuda" if device.startswith("cuda") else "cpu"
-    threshold = settings.min_size
-    if threshold is None:
-        threshold = default_min_size(_LSE_NAME, work, kind)
-    return device if a.size >= threshold else None
+    return found
+
+
+def _lse_run_path(path: str, x: np.ndarray) -> Any:
+    """One call through ``path`` on the scratch input ``x`` (calibration and tune): ``axis=0``, as bench times it."""
+    if path == "numpy":
+        return _lse_original()(x, axis=0)
+    device = "cuda" if path == "cuda" else "cpu"
+    result = _lse_try_torch(x, 0, False, False, RuntimeSettings(device=device, min_size=0), path=path)
+    if result is None:
+        raise ValueError("the torch path declined the calibration input")
+    return result
+
+
+def _lse_which(a: Any, axis: Any = None, b: Any = None, keepdims: Any = False, return_sign: Any = False) -> Tuple[str, str]:
+    settings = current_settings()
+    if type(a) is not np.ndarray or b is not None:
+        return "numpy", f"{_LSE_NAME}: not a plain ndarray call without b=: SciPy"
+    work = a.dtype if a.dtype in _LSE_FLOATS else np.dtype(np.float64)
+    route = _lse_device_for(a, work, settings, dry_run=True)
+    if route is None:
+        return "numpy", f"{_LSE_NAME} over {a.size:,} elements of {work}: " + _decide.original_reason(
+            _LSE_NAME, work.name, a.size, settings.device, settings.min_size)
+    kind = "cuda" if route.path == "cuda" else "cpu"
+    return kind, f"{_LSE_NAME} over {a.size:,} elements of {work}: {route.why} (SciPy's behaviour is checked at the call)"
+
+
+_calibrate.register(_LSE_NAME, _lse_run_path)
+logsumexp._np2torch_which = _lse_which  # type: ignore[attr-defined]
 
 
 def _lse_positive_strides(a: np.ndarray) -> Tuple[np.ndarray, Tuple[int, ...]]:

@@ -11,7 +11,8 @@ only for arrays that may take the torch path:
    listed dtype (e.g. float32 ``erf`` in float64, rounded once, as SciPy does);
    integer/bool inputs are cast into the result buffer first, exactly as NumPy
    casts them to the loop's dtype;
-3. the device, from the settings and the measured thresholds;
+3. the route (the original, torch on one thread or the pool, CUDA), from the
+   settings and the machine profile (:mod:`._decide`);
 4. the layout: the result is allocated as NumPy allocates it and torch writes
    into it through ``out=``; inputs torch cannot view (negative strides,
    unaligned) are copied into the result buffer and computed in place;
@@ -22,8 +23,8 @@ only for arrays that may take the torch path:
 
 Anything else goes to the original with the caller's exact arguments.
 
-Internal API (keep names stable): ``UfuncSpec``, ``make_ufunc_helper``,
-``UFUNC_SPECS``, ``exp``, ``log``, ``erf``, ``sin``, ``cos``, ``erfinv``.
+The helpers are made from the elementwise rows of the one table
+(:mod:`._table`): :data:`UFUNC_SPECS` and :data:`HELPERS` derive from it.
 """
 
 from __future__ import annotations
@@ -37,9 +38,12 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
-from ._backend import can_view, cuda_available, load_torch, note_parallel_use, tensor_view
-from ._config import PROCESS_SETTINGS, SETTINGS_VAR, default_min_size, device_kind, min_size_floor
+from . import _calibrate, _decide
+from ._backend import can_view, cuda_available, load_torch, note_parallel_use, tensor_view, threads
+from ._config import PROCESS_SETTINGS, SETTINGS_VAR, device_kind
 from ._cuda import cuda_unary
+from ._decide import Route
+from ._table import ELEMENTWISE_FUNCTIONS, FUNCTIONS_BY_NAME, Function
 from ._errstate import (
     NP_EXTOBJ_VAR,
     REDIRECT_MISS,
@@ -95,9 +99,8 @@ class _UfuncPlan:
     cuda_wide: Optional[str]
     stage: bool
     """The input is cast into the result buffer first (NumPy's own input cast)."""
-    cpu_min: int
-    cuda_min: int
-    """The measured thresholds for this function and loop (``dtype.name`` costs ~2 us: looked up once)."""
+    name: str
+    """The loop's dtype name (``dtype.name`` costs ~2 us: looked up once)."""
 
 
 class _UfuncState:
@@ -105,7 +108,9 @@ class _UfuncState:
 
     def __init__(self, spec: UfuncSpec) -> None:
         self.spec = spec
-        self.floor = min_size_floor(spec.name)
+        self.floor = 0
+        """Below this size no route but the original is possible (0 until the profile is read)."""
+        self.floor_known = False
         self.plans: Dict[tuple, Optional[_UfuncPlan]] = {}
         self.lock = threading.Lock()
         self.loaded: Any = getattr(np, spec.attr) if spec.module == "numpy" else None
@@ -121,6 +126,10 @@ class _UfuncState:
 
     def _load_and_call(self, *args: Any, **kwargs: Any) -> Any:
         return self.load()(*args, **kwargs)
+
+    def refresh_floor(self) -> None:
+        self.floor = _decide.torch_floor(self.spec.name, tuple(self.spec.compute))
+        self.floor_known = True
 
     def plan(self, x_dtype: np.dtype, out_dtype: Optional[np.dtype], dtype: Any, casting: str) -> Optional[_UfuncPlan]:
         key = (x_dtype, out_dtype, dtype, casting)
@@ -165,8 +174,7 @@ def _uf_make_plan(
         cuda_ok=cuda is not None,
         cuda_wide=None if cuda in (None, name) else cuda,
         stage=stage,
-        cpu_min=default_min_size(spec.name, loop_out, "cpu"),
-        cuda_min=default_min_size(spec.name, loop_out, "cuda"),
+        name=name,
     )
 
 
@@ -208,6 +216,9 @@ def make_ufunc_helper(spec: UfuncSpec) -> Callable[..., Any]:
     helper.__doc__ = spec.doc
     helper._np2torch_spec = spec  # type: ignore[attr-defined]
     helper._np2torch_state = state  # type: ignore[attr-defined]
+    helper._np2torch_which = lambda x, *args, **kwargs: _uf_which(state, x, args, kwargs)  # type: ignore[attr-defined]
+    _decide.on_change(state.refresh_floor)
+    _calibrate.register(spec.name, lambda path, x: _uf_run_path(state, path, x))
     return helper
 
 
@@ -258,25 +269,16 @@ def _uf_parse_call(args: tuple, kwargs: Dict[str, Any]) -> Optional[Tuple[Any, s
     return out, casting, order, dtype
 
 
-def _uf_pick_device(spec: UfuncSpec, settings: Any, plan: _UfuncPlan, size: int) -> Optional[str]:
-    """``"cpu"``, a CUDA device string, or None for the original."""
+def _uf_route(state: _UfuncState, settings: Any, plan: _UfuncPlan, size: int, dry_run: bool = False) -> Optional[Route]:
+    """Where this call runs (None: the original); a clear error for an explicit CUDA device without CUDA."""
     device = settings.device
-    kind = device_kind(device)
-    gate = settings.min_size
-    if kind == "cuda" and plan.cuda_ok:
-        if size >= (plan.cuda_min if gate is None else gate):
-            if not cuda_available():
-                raise RuntimeError(
-                    f"np2torch.runtime is configured for device {device!r} (NP2TORCH_DEVICE or "
-                    "configure()), but torch reports no usable CUDA device; use 'auto' to fall back"
-                )
-            return device
-    elif kind == "auto" and plan.cuda_ok:
-        if size >= plan.cuda_min and cuda_available():
-            return "cuda"
-    if size >= (plan.cpu_min if gate is None else gate):
-        return "cpu"
-    return None
+    found = _decide.route(state.spec.name, plan.name, size, device, settings.min_size, plan.cuda_ok, dry_run=dry_run)
+    if found is not None and found.path == "cuda" and not dry_run and not cuda_available():
+        raise RuntimeError(
+            f"np2torch.runtime is configured for device {device!r} (NP2TORCH_DEVICE or "
+            "configure()), but torch reports no usable CUDA device; use 'auto' to fall back"
+        )
+    return found
 
 
 def _uf_dispatch(
@@ -292,31 +294,83 @@ _UF_DECLINED = object()
 
 
 def _uf_try_torch(state: _UfuncState, settings: Any, x: np.ndarray, args: tuple, kwargs: Dict[str, Any]) -> Any:
+    if not state.floor_known:
+        state.refresh_floor()
+    prepared = _uf_prepare(state, settings, x, args, kwargs, dry_run=False)
+    if type(prepared) is str:
+        return _UF_DECLINED
+    route, plan, out, order, inplace, checks = prepared
+    result = out if out is not None else _uf_allocate(x, plan, order)
+    if route.device == "cpu":
+        with threads(route.threads):
+            _uf_run(state, route.device, plan, x, result, inplace, checks)
+    else:
+        _uf_run(state, route.device, plan, x, result, inplace, checks)
+    if out is not None:
+        return out
+    return result[()] if result.ndim == 0 else result
+
+
+def _uf_prepare(state: _UfuncState, settings: Any, x: np.ndarray, args: tuple, kwargs: Dict[str, Any], dry_run: bool) -> Any:
+    """``(route, plan, out, order, inplace, checks)`` for a call torch serves, else why not (a string)."""
     call = _uf_parse_call(args, kwargs)
     if call is None:
-        return _UF_DECLINED
+        return "an argument or keyword the runtime does not reproduce exactly (where=, a tuple of outputs, a subclass, ...)"
     out, casting, order, dtype = call
     plan = state.plan(x.dtype, None if out is None else out.dtype, dtype, casting)
     if plan is None:
-        return _UF_DECLINED
+        return f"no loop verified on torch for {x.dtype} input (the original's type resolution picks another)"
     if state.spec.module == "scipy.special" and _uf_scipy_reports():
-        return _UF_DECLINED
-    device = _uf_pick_device(state.spec, settings, plan, x.size)
-    if device is None or load_torch() is None:
-        return _UF_DECLINED
+        return "scipy.special.errstate asks for reports, which only SciPy gives"
+    if settings.device == "numpy":
+        return _decide.original_reason(state.spec.name, plan.name, x.size, "numpy", None)
+    route = _uf_route(state, settings, plan, x.size, dry_run)
+    if route is None:
+        return _decide.original_reason(state.spec.name, plan.name, x.size, settings.device, settings.min_size)
+    if not dry_run and load_torch() is None:
+        return "torch is not installed"
     checks = error_checks()
     inplace = False
     if out is not None:
         inplace = _uf_out_relation(x, out, plan)
         if inplace is None:
-            return _UF_DECLINED
+            return "an out= array torch cannot write exactly (overlapping, broadcast, read-only or another layout)"
     if inplace and checks is not None and not _uf_flat_pair(out, out):
-        return _UF_DECLINED
-    result = out if out is not None else _uf_allocate(x, plan, order)
-    _uf_run(state, device, plan, x, result, inplace, checks)
-    if out is not None:
-        return out
-    return result[()] if result.ndim == 0 else result
+        return "in place under a reporting np.errstate on a non-contiguous array"
+    return route, plan, out, order, inplace, checks
+
+
+def _uf_which(state: _UfuncState, x: Any, args: tuple, kwargs: Dict[str, Any]) -> Tuple[str, str]:
+    """``(path, why)`` for a call, without running it (no ski-rental count, no measurement)."""
+    name = state.spec.name
+    if type(x) is not np.ndarray:
+        return "numpy", f"{name}: not exactly a numpy.ndarray ({type(x).__name__}): the original"
+    settings = SETTINGS_VAR.get() or PROCESS_SETTINGS.value
+    prepared = _uf_prepare(state, settings, x, args, kwargs, dry_run=True)
+    if type(prepared) is str:
+        return "numpy", f"{name} over {x.size:,} elements of {x.dtype}: {prepared}"
+    route = prepared[0]
+    kind = "cuda" if route.path == "cuda" else ("numpy" if route.path == "numpy" else "cpu")
+    threads_text = " (one thread)" if route.path == "cpu1" else ""
+    return kind, f"{name} over {x.size:,} elements of {prepared[1].name}{threads_text}: {route.why}"
+
+
+def _uf_run_path(state: _UfuncState, path: str, x: np.ndarray) -> Any:
+    """One call of the helper through ``path`` on the scratch input ``x`` (calibration and tune)."""
+    if path == "numpy":
+        return state.load()(x)
+    plan = state.plan(x.dtype, None, None, "same_kind")
+    if plan is None:
+        raise ValueError(f"{state.spec.name} has no torch loop for {x.dtype}")
+    device = "cuda" if path == "cuda" else "cpu"
+    result = _uf_allocate(x, plan, "K")
+    checks = error_checks()
+    if device == "cpu":
+        with threads(1 if path == "cpu1" else 0):
+            _uf_run(state, device, plan, x, result, False, checks)
+    else:
+        _uf_run(state, device, plan, x, result, False, checks)
+    return result
 
 
 def _uf_scipy_reports() -> bool:
@@ -336,6 +390,11 @@ def _uf_out_relation(x: np.ndarray, out: np.ndarray, plan: _UfuncPlan) -> Option
         # NumPy raises for a read-only out (torch would write into it) and
         # broadcasts into a larger one: let it.
         return None
+    if not _uf_no_self_overlap(out):
+        # An output whose elements share memory (a zero stride, as_strided
+        # windows): NumPy writes it element by element in its own order; torch
+        # refuses it or writes in another order.  The original decides.
+        return None
     if not np.may_share_memory(x, out):
         return False
     # Two from_numpy views do not share a storage, so torch cannot see a
@@ -346,6 +405,19 @@ def _uf_out_relation(x: np.ndarray, out: np.ndarray, plan: _UfuncPlan) -> Option
         and x.__array_interface__["data"][0] == out.__array_interface__["data"][0]
     )
     return True if same else None
+
+
+def _uf_no_self_overlap(a: np.ndarray) -> bool:
+    """Whether no two elements of ``a`` share memory (proved from the strides; False when unsure).
+
+    Sorted by stride, each axis must step past everything the smaller axes span.
+    """
+    extent = a.itemsize
+    for stride, length in sorted((abs(st), n) for st, n in zip(a.strides, a.shape) if n > 1):
+        if stride < extent:
+            return False
+        extent = stride * (length - 1) + extent
+    return True
 
 
 def _uf_allocate(x: np.ndarray, plan: _UfuncPlan, order: str) -> np.ndarray:
@@ -547,73 +619,17 @@ def _uf_inplace_checked(state: _UfuncState, plan: _UfuncPlan, result: np.ndarray
         _uf_report(state, np.concatenate(suspects))
 
 
-_REAL_AND_COMPLEX = {"float16": "float16", "float32": "float32", "float64": "float64", "complex64": "complex64", "complex128": "complex128"}
+def _spec(row: Function) -> UfuncSpec:
+    return UfuncSpec(
+        name=row.name,
+        module=row.module,
+        attr=row.name,
+        torch_op=row.torch_op,
+        compute=row.loops,
+        cuda_compute=row.cuda_loops,
+        doc=f"Drop-in for ``{row.qualname}``: same signature and results; torch computes large arrays where that is faster here.",
+    )
 
-EXP_SPEC = UfuncSpec(
-    name="exp",
-    module="numpy",
-    attr="exp",
-    torch_op="exp",
-    compute=_REAL_AND_COMPLEX,
-    cuda_compute={"float32": "float32", "float64": "float64"},
-    doc="Drop-in for ``numpy.exp``: same signature and results; torch computes large arrays.",
-)
-LOG_SPEC = UfuncSpec(
-    name="log",
-    module="numpy",
-    attr="log",
-    torch_op="log",
-    compute=_REAL_AND_COMPLEX,
-    cuda_compute={"float32": "float32", "float64": "float64"},
-    doc="Drop-in for ``numpy.log``: same signature and results; torch computes large arrays.",
-)
-ERF_SPEC = UfuncSpec(
-    name="erf",
-    module="scipy.special",
-    attr="erf",
-    torch_op="erf",
-    # SciPy's float32 loop computes in double and rounds once: so do we (bitwise
-    # identical).  Complex erf has no torch kernel.
-    compute={"float32": "float64", "float64": "float64"},
-    cuda_compute={"float32": "float64", "float64": "float64"},
-    doc="Drop-in for ``scipy.special.erf``: same signature and results; torch computes large arrays.",
-)
-# The catalogue (docs/catalogue.md, scripts/catalogue.py): functions measured
-# exact and faster.  Only the loops listed are served; the others go to the original.
-SIN_SPEC = UfuncSpec(
-    name="sin",
-    module="numpy",
-    attr="sin",
-    torch_op="sin",
-    # float64 only: NumPy's float16/float32 SIMD loops were as fast as torch, and
-    # float32 np.sin raises underflow for tiny *normal* inputs, which the
-    # recompute-the-suspects scheme would not reproduce.  Complex: not measured.
-    compute={"float64": "float64"},
-    doc="Drop-in for ``numpy.sin``: same signature and results; torch computes large float64 arrays.",
-)
-COS_SPEC = UfuncSpec(
-    name="cos",
-    module="numpy",
-    attr="cos",
-    torch_op="cos",
-    compute={"float64": "float64"},  # as sin
-    doc="Drop-in for ``numpy.cos``: same signature and results; torch computes large float64 arrays.",
-)
-ERFINV_SPEC = UfuncSpec(
-    name="erfinv",
-    module="scipy.special",
-    attr="erfinv",
-    torch_op="erfinv_unsigned_zero",
-    # float32 computed in float64 and rounded once: within 3 ULP of SciPy's
-    # float32 loop and correctly rounded on the catalogue's sample (SciPy: 1.8 ULP).
-    compute={"float32": "float64", "float64": "float64"},
-    doc="Drop-in for ``scipy.special.erfinv``: same signature and results; torch computes large arrays.",
-)
-UFUNC_SPECS: Tuple[UfuncSpec, ...] = (EXP_SPEC, LOG_SPEC, ERF_SPEC, SIN_SPEC, COS_SPEC, ERFINV_SPEC)
 
-exp = make_ufunc_helper(EXP_SPEC)
-log = make_ufunc_helper(LOG_SPEC)
-erf = make_ufunc_helper(ERF_SPEC)
-sin = make_ufunc_helper(SIN_SPEC)
-cos = make_ufunc_helper(COS_SPEC)
-erfinv = make_ufunc_helper(ERFINV_SPEC)
+UFUNC_SPECS: Tuple[UfuncSpec, ...] = tuple(_spec(row) for row in ELEMENTWISE_FUNCTIONS)
+HELPERS: Mapping[str, Callable[..., Any]] = {spec.name: make_ufunc_helper(spec) for spec in UFUNC_SPECS}

@@ -1,0 +1,441 @@
+"""The machine profile: how long each path takes for each function, dtype and size, *here*.
+
+Which path is fastest (the original, torch on one thread, torch on its thread
+pool, CUDA) is a fact about the machine -- cores, SIMD level, GPU, memory,
+library versions -- not about the function, so it is measured where the code
+runs (as FFTW's wisdom or cuDNN's benchmark mode) and stored:
+
+* ``np2torch tune`` measures every served (function, dtype) and writes the
+  profile atomically to the user's cache directory, named by a fingerprint of
+  what decides the answer (:func:`fingerprint`);
+* a helper meeting a (function, dtype) the profile lacks measures that pair on
+  the spot and records it (:mod:`._decide`);
+* the built-in profile (``builtin_profile.json`` beside this file), measured by
+  ``np2torch tune`` on the 2-core reference VM, is the prior until then, and
+  the whole truth under ``NP2TORCH_PROFILE=builtin`` (deterministic CI).
+
+``NP2TORCH_PROFILE`` names a profile file, or ``builtin``.  A missing, corrupt
+or foreign profile falls back to the built-in one with one warning, never an
+error.  Reading a profile never imports torch: the fingerprint reads the
+versions from the packages' files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import json
+import math
+import os
+import platform
+import re
+import sys
+import tempfile
+import threading
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
+
+import numpy as np
+
+PROFILE_ENV = "NP2TORCH_PROFILE"
+CACHE_ENV = "NP2TORCH_CACHE_DIR"
+BUILTIN = "builtin"
+FORMAT = 1
+PATHS = ("numpy", "cpu1", "cpu", "cuda")
+"""The paths a call can take: the original; torch on the CPU with one thread; with its pool; CUDA end to end."""
+TORCH_PATHS = PATHS[1:]
+_BUILTIN_FILE = Path(__file__).with_name("builtin_profile.json")
+
+
+class ProfileError(ValueError):
+    """A profile file that cannot be used (unreadable, malformed, another format)."""
+
+
+# ---------------------------------------------------------------- the cost model
+
+
+@dataclass(frozen=True)
+class Curve:
+    """Seconds per call of each measured path at each size, for one (function, dtype)."""
+
+    sizes: Tuple[int, ...]
+    seconds: Mapping[str, Tuple[float, ...]]
+
+    def predict(self, path: str, n: int) -> Optional[float]:
+        """Predicted seconds for one call of ``n`` elements (None: the path was not measured).
+
+        Between measured sizes: linear in log-log.  Below the smallest: its time
+        (per-call overheads dominate there).  Above the largest: the affine
+        model through the two largest sizes (overhead + per-element cost).
+        """
+        times = self.seconds.get(path)
+        if times is None:
+            return None
+        sizes = self.sizes
+        if n <= sizes[0]:
+            return times[0]
+        if n >= sizes[-1]:
+            if len(sizes) == 1:
+                return times[-1] * n / sizes[-1]
+            slope = max(0.0, (times[-1] - times[-2]) / (sizes[-1] - sizes[-2]))
+            return times[-1] + slope * (n - sizes[-1])
+        i = next(k for k in range(1, len(sizes)) if sizes[k] >= n)
+        f = (math.log(n) - math.log(sizes[i - 1])) / (math.log(sizes[i]) - math.log(sizes[i - 1]))
+        return math.exp(math.log(times[i - 1]) * (1 - f) + math.log(times[i]) * f)
+
+    def to_json(self) -> Dict[str, Any]:
+        return {"sizes": list(self.sizes), **{path: list(times) for path, times in self.seconds.items()}}
+
+    @classmethod
+    def from_json(cls, data: Any, where: str) -> "Curve":
+        if not isinstance(data, dict) or not isinstance(data.get("sizes"), list) or not data["sizes"]:
+            raise ProfileError(f"{where}: needs a non-empty 'sizes' list")
+        sizes = data["sizes"]
+        if not all(type(n) is int and n > 0 for n in sizes) or sorted(set(sizes)) != sizes:
+            raise ProfileError(f"{where}: 'sizes' must be increasing positive whole numbers")
+        seconds = {}
+        for path in PATHS:
+            times = data.get(path)
+            if times is None:
+                continue
+            if not isinstance(times, list) or len(times) != len(sizes) or not all(_positive_number(t) for t in times):
+                raise ProfileError(f"{where}: {path!r} must list one positive time per size")
+            seconds[path] = tuple(float(t) for t in times)
+        if "numpy" not in seconds:
+            raise ProfileError(f"{where}: the original ('numpy') must be measured")
+        unknown = set(data) - {"sizes", *PATHS}
+        if unknown:
+            raise ProfileError(f"{where}: unknown keys {sorted(unknown)}")
+        return cls(tuple(sizes), seconds)
+
+
+def _positive_number(value: Any) -> bool:
+    return type(value) in (int, float) and math.isfinite(value) and value > 0
+
+
+def curve_key(name: str, dtype: str) -> str:
+    return f"{name}/{dtype}"
+
+
+@dataclass
+class Profile:
+    """A machine profile (or the built-in one)."""
+
+    source: str
+    """``builtin`` or the file it was read from."""
+    fingerprint: Mapping[str, Any]
+    import_seconds: float
+    """What ``import torch`` costs in a fresh process on that machine."""
+    threads: int
+    """torch's CPU threads when the ``cpu`` path was measured."""
+    curves: Dict[str, Curve] = field(default_factory=dict)
+    notes: Dict[str, Any] = field(default_factory=dict)
+    """Other measured facts (e.g. the behavioural check of the installed SciPy), keyed by name."""
+
+    def to_json(self) -> Dict[str, Any]:
+        return {
+            "np2torch_profile": FORMAT,
+            "fingerprint": dict(self.fingerprint),
+            "import_seconds": self.import_seconds,
+            "threads": self.threads,
+            "curves": {key: curve.to_json() for key, curve in sorted(self.curves.items())},
+            "notes": self.notes,
+        }
+
+    @classmethod
+    def from_json(cls, data: Any, source: str) -> "Profile":
+        if not isinstance(data, dict) or data.get("np2torch_profile") != FORMAT:
+            raise ProfileError(f"{source}: not an np2torch profile of format {FORMAT}")
+        fingerprint = data.get("fingerprint")
+        curves = data.get("curves")
+        notes = data.get("notes", {})
+        if not isinstance(fingerprint, dict) or not isinstance(curves, dict) or not isinstance(notes, dict):
+            raise ProfileError(f"{source}: 'fingerprint', 'curves' and 'notes' must be objects")
+        if not _positive_number(data.get("import_seconds")):
+            raise ProfileError(f"{source}: 'import_seconds' must be a positive number")
+        threads = data.get("threads")
+        if type(threads) is not int or threads < 1:
+            raise ProfileError(f"{source}: 'threads' must be a whole number >= 1")
+        parsed = {key: Curve.from_json(value, f"{source}: curve {key!r}") for key, value in curves.items() if isinstance(key, str)}
+        return cls(source, fingerprint, float(data["import_seconds"]), threads, parsed, dict(notes))
+
+
+# ---------------------------------------------------------------- the fingerprint
+
+
+def fingerprint() -> Dict[str, Any]:
+    """What decides which path is fastest here; computed without importing torch or SciPy."""
+    return {
+        "cpu": _cpu_model(),
+        "machine": platform.machine(),
+        "system": platform.system(),
+        "cores": usable_cores(),
+        "threads_env": {k: os.environ[k] for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "ATEN_CPU_CAPABILITY") if k in os.environ},
+        "python": "%d.%d" % sys.version_info[:2],
+        "numpy": np.__version__,
+        "scipy": package_version("scipy"),
+        "torch": package_version("torch"),
+        "gpus": _gpu_models(),
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+    }
+
+
+def fingerprint_key(print_: Mapping[str, Any]) -> str:
+    text = json.dumps(print_, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity mask), not the machine's total."""
+    try:
+        return len(os.sched_getaffinity(0))  # type: ignore[attr-defined]
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                if line.startswith(("model name", "Model", "cpu model")):
+                    return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _gpu_models() -> List[str]:
+    # The NVIDIA driver's own files: no CUDA initialization, no torch.
+    root = Path("/proc/driver/nvidia/gpus")
+    models = []
+    try:
+        for folder in sorted(root.iterdir()):
+            for line in (folder / "information").read_text(errors="replace").splitlines():
+                if line.startswith("Model:"):
+                    models.append(line.partition(":")[2].strip())
+    except OSError:
+        pass
+    return models
+
+
+_VERSION_RE = re.compile(r"""^(?:__version__|version)\s*(?::\s*str\s*)?=\s*['"]([^'"]+)['"]""", re.M)
+
+
+def package_version(name: str) -> Optional[str]:
+    """An installed package's version without importing it (importlib.metadata costs ~0.2 s)."""
+    module = sys.modules.get(name)
+    if module is not None and isinstance(getattr(module, "__version__", None), str):
+        return module.__version__
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for folder in spec.submodule_search_locations:
+        for candidate in ("version.py", "_version.py"):
+            try:
+                match = _VERSION_RE.search((Path(folder) / candidate).read_text(encoding="utf-8", errors="replace"))
+            except OSError:
+                continue
+            if match:
+                return match.group(1)
+    return "unknown"
+
+
+# ---------------------------------------------------------------- where profiles live
+
+
+def cache_dir() -> Path:
+    """np2torch's folder in the user's cache directory (``NP2TORCH_CACHE_DIR`` overrides)."""
+    explicit = os.environ.get(CACHE_ENV)
+    if explicit:
+        return Path(explicit)
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
+        return Path(base) / "np2torch" / "Cache"
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches" / "np2torch"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "np2torch"
+
+
+def default_path(print_: Optional[Mapping[str, Any]] = None) -> Path:
+    """This machine's profile file."""
+    return cache_dir() / f"profile-{fingerprint_key(print_ or fingerprint())}.json"
+
+
+def read_profile(path: Path) -> Profile:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise ProfileError(f"{path}: {exc}") from None
+    return Profile.from_json(data, str(path))
+
+
+def load_builtin() -> Profile:
+    """The reference VM's profile shipped with np2torch (an empty one, with a warning, if it is damaged)."""
+    try:
+        profile = read_profile(_BUILTIN_FILE)
+    except ProfileError as exc:
+        _warn(f"np2torch: the built-in profile is unusable ({exc}); every call goes to NumPy/SciPy until `np2torch tune` runs")
+        return Profile(BUILTIN, {}, 3.0, 1)
+    profile.source = BUILTIN
+    return profile
+
+
+def write_profile(path: Path, profile: Profile) -> None:
+    """Write atomically (a temporary file renamed over the old one): readers see the old or the new file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(profile.to_json(), indent=1, sort_keys=True) + "\n"
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=str(path.parent))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """An advisory lock beside ``path`` for read-modify-write (POSIX ``flock``; elsewhere none: the
+    write stays atomic, and a lost update only means one measurement is repeated later)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    with open(str(path) + ".lock", "a") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def merge_into_file(path: Path, base: Profile, curves: Mapping[str, Curve], notes: Mapping[str, Any] = {}) -> Profile:
+    """Add ``curves``/``notes`` to the profile at ``path`` (re-read under a lock, so concurrent writers' curves survive)."""
+    with locked(Path(path)):
+        return _merge(Path(path), base, curves, notes)
+
+
+def _merge(path: Path, base: Profile, curves: Mapping[str, Curve], notes: Mapping[str, Any]) -> Profile:
+    try:
+        current = read_profile(path)
+        if current.fingerprint != base.fingerprint:
+            current = base
+    except ProfileError:
+        current = base
+    merged = Profile(str(path), base.fingerprint, base.import_seconds, base.threads, dict(current.curves), dict(current.notes))
+    merged.curves.update(curves)
+    merged.notes.update(notes)
+    write_profile(path, merged)
+    return merged
+
+
+# ---------------------------------------------------------------- the profile in force
+
+
+@dataclass
+class Active:
+    """The profile the runtime decides from, resolved once per process."""
+
+    machine: Optional[Profile]
+    """This machine's measurements (None: none yet)."""
+    builtin: Profile
+    write_to: Optional[Path]
+    """Where on-the-spot measurements are recorded (None: nowhere, e.g. ``NP2TORCH_PROFILE=builtin``)."""
+    print_: Mapping[str, Any]
+    generation: int = 0
+    """Bumped whenever ``machine`` changes, so cached decisions are recomputed."""
+
+
+class _State:
+    lock = threading.RLock()
+    active: Optional[Active] = None
+    warned: bool = False
+
+
+def active() -> Active:
+    """The profile in force, loaded on first use (never imports torch)."""
+    found = _State.active
+    if found is None:
+        with _State.lock:
+            if _State.active is None:
+                _State.active = _resolve(os.environ.get(PROFILE_ENV, "").strip())
+            found = _State.active
+    return found
+
+
+def reset() -> None:
+    """Forget the loaded profile (tests; after changing ``NP2TORCH_PROFILE``)."""
+    with _State.lock:
+        _State.active = None
+        _State.warned = False
+
+
+def _resolve(choice: str) -> Active:
+    builtin = load_builtin()
+    print_ = fingerprint()
+    if choice == BUILTIN:
+        return Active(None, builtin, None, print_)
+    path = Path(choice).expanduser() if choice else default_path(print_)
+    if choice or path.exists():
+        try:
+            machine = read_profile(path)
+        except ProfileError as exc:
+            _warn(f"np2torch: ignoring the profile {exc}; using the built-in one (run `np2torch tune`)")
+            return Active(None, builtin, path if not choice else None, print_)
+        if machine.fingerprint != print_:
+            _warn(
+                f"np2torch: the profile {path} was measured on another machine or software stack "
+                f"({_difference(machine.fingerprint, print_)}); using the built-in one (run `np2torch tune`)"
+            )
+            return Active(None, builtin, None, print_)
+        return Active(machine, builtin, path, print_)
+    return Active(None, builtin, path, print_)
+
+
+def _difference(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
+    keys = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+    return ", ".join(f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in keys[:3]) or "fingerprint differs"
+
+
+def _warn(message: str) -> None:
+    if not _State.warned:
+        _State.warned = True
+        warnings.warn(message, RuntimeWarning, stacklevel=2)
+
+
+def record(curves: Mapping[str, Curve], notes: Mapping[str, Any] = {}, import_seconds: Optional[float] = None, threads: Optional[int] = None) -> None:
+    """Add on-the-spot measurements to the profile in force (and to its file, when it has one)."""
+    with _State.lock:
+        current = active()
+        base = current.machine or Profile(
+            str(current.write_to or ""),
+            current.print_,
+            import_seconds or current.builtin.import_seconds,
+            threads or current.builtin.threads,
+        )
+        merged = Profile(base.source, base.fingerprint, base.import_seconds, threads or base.threads, dict(base.curves), dict(base.notes))
+        merged.curves.update(curves)
+        merged.notes.update(notes)
+        if current.write_to is not None:
+            try:
+                merged = merge_into_file(current.write_to, merged, curves, notes)
+            except OSError:
+                pass  # a read-only cache costs speed in later processes, nothing else
+        current.machine = merged
+        current.generation += 1
+

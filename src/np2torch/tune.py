@@ -1,0 +1,223 @@
+"""``np2torch tune``: measure this machine's profile, the data np2torch.runtime decides from.
+
+For every function of the table and every loop torch serves, the original,
+torch on one thread, torch on its pool and (with a GPU) CUDA are timed over a
+range of sizes; ``import torch`` is timed in a fresh interpreter.  The profile
+is written atomically to the user's cache directory under a fingerprint of
+the machine and its software (:mod:`np2torch.runtime._profile`), where every
+later process finds it.  ``--show`` prints the profile in force and the path
+each function takes per size band.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+import click
+import numpy as np
+
+SIZES = tuple(4**k for k in range(5, 13))
+"""1,024 to 16,777,216 elements, a factor 4 apart."""
+QUICK_SIZES = (1 << 12, 1 << 15, 1 << 18, 1 << 21)
+MAX_CALL = 0.05
+QUICK_MAX_CALL = 0.004
+"""A size is the last measured once the original's call takes longer than this (the model extrapolates)."""
+BAND_SIZES = (10**3, 10**4, 10**5, 10**6, 10**7, 10**8)
+
+
+def pairs(names: Optional[Sequence[str]] = None) -> List[Tuple[str, str]]:
+    """(function, loop dtype) pairs of the table, in table order."""
+    from np2torch.runtime._table import FUNCTIONS
+
+    known = [row.name for row in FUNCTIONS]
+    if names is not None:
+        unknown = [name for name in names if name not in known]
+        if unknown:
+            raise click.BadParameter(f"unknown function(s) {', '.join(unknown)}; choose from {', '.join(known)}", param_hint="--functions")
+    return [(row.name, dtype) for row in FUNCTIONS if names is None or row.name in names for dtype in row.loops]
+
+
+def measure_import_seconds(repeat: int = 3) -> float:
+    """Seconds ``import torch`` takes in a fresh interpreter (median), less the interpreter's own start."""
+    code = "import time, os; os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE'); t = time.perf_counter(); import torch; print(time.perf_counter() - t)"
+    runs = []
+    for _ in range(repeat):
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+        if proc.returncode != 0:
+            raise click.ClickException("`import torch` failed in a fresh interpreter: " + proc.stderr.strip().splitlines()[-1:][0] if proc.stderr.strip() else "")
+        runs.append(float(proc.stdout.strip().splitlines()[-1]))
+    return sorted(runs)[len(runs) // 2]
+
+
+def run_tune(names: Optional[Sequence[str]], quick: bool, cuda: bool, progress: Any = None) -> Any:
+    """Measure and return a :class:`Profile` (not written)."""
+    from np2torch.runtime import _calibrate, _profile
+    from np2torch.runtime._backend import cuda_available, load_torch
+    from np2torch.runtime._table import FUNCTIONS_BY_NAME
+
+    torch = load_torch()
+    if torch is None:
+        raise click.ClickException("torch is not installed: np2torch.runtime calls NumPy/SciPy for everything, there is nothing to tune")
+    use_cuda = cuda and cuda_available()
+    sizes = QUICK_SIZES if quick else SIZES
+    curves = {}
+    for name, dtype in pairs(names):
+        paths = ["numpy", "cpu1", "cpu"]
+        if use_cuda and dtype in FUNCTIONS_BY_NAME[name].cuda_loops:
+            paths.append("cuda")
+        step = (lambda: progress.update(1)) if progress is not None else None
+        curve = _calibrate.measure(name, np.dtype(dtype), paths, sizes, QUICK_MAX_CALL if quick else MAX_CALL, progress=step)
+        if progress is not None:
+            progress.update(len(sizes) - len(curve.sizes))
+        curves[_profile.curve_key(name, dtype)] = curve
+    import_seconds = measure_import_seconds(1 if quick else 3)
+    if progress is not None:
+        progress.update(1)
+    return _profile.Profile("", _profile.fingerprint(), import_seconds, torch.get_num_threads(), curves)
+
+
+def bands_report(profile: Any, device: str = "auto") -> List[Dict[str, Any]]:
+    """Per (function, dtype): the chosen path per size band and the predicted speed-up at round sizes."""
+    from np2torch.runtime import _decide
+
+    rows = []
+    for key, curve in sorted(profile.curves.items()):
+        name, _, dtype = key.partition("/")
+        allowed = _decide.ALL_PATHS if device != "cpu" and "cuda" in curve.seconds else _decide.CPU_PATHS
+        bands = _decide.bands_of(curve, allowed)
+        speedups = {}
+        for n in BAND_SIZES:
+            path = bands.at(n)
+            original, chosen = curve.predict("numpy", n), curve.predict(path, n)
+            speedups[str(n)] = {"path": path, "speedup": (original / chosen) if original and chosen else None}
+        rows.append({"function": name, "dtype": dtype, "bands": [{"from": s, "path": p} for s, p in zip(bands.starts, bands.paths)], "at": speedups})
+    return rows
+
+
+_LABELS = {"numpy": "original", "cpu1": "torch 1 thread", "cpu": "torch pool", "cuda": "CUDA"}
+
+
+def format_report(rows: Sequence[Mapping[str, Any]]) -> str:
+    header = ["function", "dtype", "path by size"] + [f"{n:.0e}".replace("e+0", "e") for n in BAND_SIZES]
+    body = []
+    for row in rows:
+        bands = ", ".join(f"{_LABELS[b['path']]} from {b['from']:,}" for b in row["bands"])
+        cells = [row["function"], row["dtype"], bands]
+        for n in BAND_SIZES:
+            item = row["at"][str(n)]
+            speedup = item["speedup"]
+            cells.append("1.00x" if item["path"] == "numpy" else f"{speedup:.2f}x")
+        body.append(cells)
+    widths = [max(len(line[i]) for line in [header] + body) for i in range(len(header))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in [header] + body)
+
+
+def _target(output: Optional[str]) -> Path:
+    from np2torch.runtime import _profile
+
+    if output:
+        return Path(output)
+    named = os.environ.get(_profile.PROFILE_ENV, "").strip()
+    if named and named != _profile.BUILTIN:
+        return Path(named).expanduser()
+    return _profile.default_path()
+
+
+def _show(as_json: bool) -> None:
+    from np2torch.runtime import _decide, _profile
+
+    active = _profile.active()
+    profile = active.machine or active.builtin
+    rows = bands_report(profile)
+    info = {
+        "source": profile.source,
+        "machine_profile": active.machine is not None,
+        "fingerprint": dict(active.print_),
+        "import_seconds": profile.import_seconds,
+        "threads": profile.threads,
+        "functions": rows,
+    }
+    if as_json:
+        click.echo(json.dumps(info, indent=2))
+        return
+    if active.machine is None:
+        where = "none yet" if active.write_to is None else f"none yet (would be {active.write_to})"
+        click.echo(f"machine profile: {where}; deciding from the built-in profile (the 2-core reference VM), "
+                   "scaled to this machine until a pair is measured")
+    else:
+        click.echo(f"machine profile: {profile.source}")
+    click.echo(f"import torch: {profile.import_seconds:.2f} s; torch threads when measured: {profile.threads}; "
+               f"margins: torch {_decide.MARGIN:.1f}x faster, one thread within {_decide.CONTENDED_LIMIT:.1f}x of the original")
+    click.echo(format_report(rows))
+
+
+@click.command("tune")
+@click.option("--quick", is_flag=True, help="Fewer and smaller sizes (~15 s on 2 cores).")
+@click.option("--functions", "function_text", metavar="NAMES", help="Comma-separated helpers (default: all).")
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write the profile here (default: this machine's file in the cache directory, or NP2TORCH_PROFILE).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.option("--show", is_flag=True, help="Print the profile in force and the path per size band; measure nothing.")
+@click.option("--no-cuda", is_flag=True, help="Do not measure CUDA even when a GPU is present.")
+def command(quick: bool, function_text: Optional[str], output: Optional[str], as_json: bool, show: bool, no_cuda: bool) -> None:
+    """Measure which path is fastest on this machine and store it for np2torch.runtime.
+
+    Run it once per machine (and after upgrading NumPy, SciPy or torch), on a
+    quiet machine: the runtime reads the profile in every later process.
+    Without it the runtime measures each function on the spot the first time
+    it could pay off.
+    """
+    from np2torch.runtime import _profile
+
+    if show:
+        _show(as_json)
+        return
+    names = None if function_text is None else [n.strip() for n in function_text.split(",") if n.strip()]
+    chosen = pairs(names)
+    sizes = QUICK_SIZES if quick else SIZES
+    _warn_if_busy()
+    started = time.perf_counter()
+    with click.progressbar(length=len(chosen) * len(sizes) + 1, label="np2torch tune", file=sys.stderr) as bar:
+        profile = run_tune(names, quick, not no_cuda, bar)
+    target = _target(output)
+    with _profile.locked(target):
+        if names is not None:
+            profile = _merged_with_existing(target, profile)
+        _profile.write_profile(target, profile)
+    rows = bands_report(profile)
+    if as_json:
+        click.echo(json.dumps({"written": str(target), "seconds": time.perf_counter() - started, "profile": profile.to_json(), "functions": rows}, indent=2))
+        return
+    click.echo(format_report(rows))
+    click.echo(f"import torch: {profile.import_seconds:.2f} s; torch threads: {profile.threads}")
+    click.echo(f"wrote {target} in {time.perf_counter() - started:.1f} s")
+
+
+def _merged_with_existing(target: Path, profile: Any) -> Any:
+    from np2torch.runtime import _profile
+
+    try:
+        existing = _profile.read_profile(target)
+    except _profile.ProfileError:
+        return profile
+    if existing.fingerprint != profile.fingerprint:
+        return profile
+    existing.curves.update(profile.curves)
+    existing.import_seconds, existing.threads = profile.import_seconds, profile.threads
+    return existing
+
+
+def _warn_if_busy() -> None:
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return
+    cores = os.cpu_count() or 1
+    if load > 0.5 * cores:
+        click.echo(f"warning: the load average is {load:.1f} on {cores} cores: other programs are running; "
+                   "the profile will be pessimistic about torch's thread pool. Run it again on a quiet machine.", err=True)
