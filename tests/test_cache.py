@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -149,6 +150,45 @@ def test_corrupt_entries_are_misses(in_tmp: Path, garbage: bytes) -> None:
     cache.put("a.py", settings, "d", [])
     [entry] = (in_tmp / "c").glob("*/*.json")
     entry.write_bytes(garbage)
+    assert cache.get("a.py", settings, "d") is None
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        pytest.param(lambda f: {**f, "line": "3"}, id="line as a string"),
+        pytest.param(lambda f: {**f, "line": True}, id="line as a boolean"),
+        pytest.param(lambda f: {**f, "column": -1}, id="negative column"),
+        pytest.param(lambda f: {**f, "line": 3.0}, id="line as a float"),
+        pytest.param(lambda f: {**f, "fixable": "no"}, id="fixable as a string"),
+        pytest.param(lambda f: {**f, "code": 1}, id="code as a number"),
+        pytest.param(lambda f: {**f, "reason": ["x"]}, id="reason as an array"),
+        pytest.param(lambda f: {**f, "extra": 1}, id="unknown field"),
+        pytest.param(lambda f: {k: v for k, v in f.items() if k != "message"}, id="missing field"),
+        pytest.param(lambda f: [f], id="finding as an array"),
+        pytest.param(lambda f: None, id="finding as null"),
+    ],
+)
+@pytest.mark.parametrize("command", ["check", "fix"])
+def test_malformed_cached_findings_are_misses(capsys: pytest.CaptureFixture[str], engine_calls: list[str],
+                                              spoil: Any, command: str) -> None:
+    Path("a.py").write_text("import numpy as np\nt = f is np.exp\n")  # an unfixable finding: fix uses the cache too
+    fresh = run(capsys, command, "a.py")
+    [entry_path] = Path(".np2torch_cache").glob("*/*.json")
+    entry = json.loads(entry_path.read_bytes())
+    entry["findings"] = [spoil(f) for f in entry["findings"]]
+    entry_path.write_text(json.dumps(entry))
+    assert run(capsys, command, "a.py") == fresh and fresh[0] == 1
+    assert engine_calls == ["a.py", "a.py"]  # the spoiled entry was a miss, and was rewritten
+    assert run(capsys, command, "a.py") == fresh and engine_calls == ["a.py", "a.py"]
+
+
+def test_deeply_nested_entry_is_a_miss(in_tmp: Path) -> None:
+    settings = RunSettings(codes=("NPT001",))
+    cache = Cache(in_tmp / "c", fingerprint="f")
+    cache.put("a.py", settings, "d", [])
+    [entry] = (in_tmp / "c").glob("*/*.json")
+    entry.write_text("[" * 100_000 + "]" * 100_000)
     assert cache.get("a.py", settings, "d") is None
 
 

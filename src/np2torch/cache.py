@@ -79,7 +79,7 @@ class Cache:
         try:
             with open(self._entry(path, settings), "rb") as handle:
                 entry = json.loads(handle.read())
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             return None
         if not isinstance(entry, dict) or entry.get("fingerprint") != self.fingerprint:
             return None

@@ -13,6 +13,7 @@ die with the parent (see :func:`_die_with_parent`).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import sys
@@ -222,15 +223,53 @@ def _from_cache(cache: Cache, job: Job) -> FileResult | None:
     if not job.digest:
         return None
     entries = cache.get(job.path, job.settings, job.digest)
-    if entries is None or (job.mode != CHECK and any(e.get("fixable") for e in entries)):
-        return None
-    from np2torch import engine
-
-    try:
-        findings = [engine.Finding(path=job.display, **entry) for entry in entries]
-    except TypeError:  # an entry from an engine with other fields; the fingerprint should prevent this
+    findings = None if entries is None else cached_findings(entries, job.display)
+    if findings is None or (job.mode != CHECK and any(f.fixable for f in findings)):
         return None
     return FileResult(job.display, findings=sorted(findings, key=sort_key), digest=job.digest)
+
+
+def cached_findings(entries: Sequence[Any], display: str) -> list[Any] | None:
+    """The findings a cache entry describes, or ``None`` (a miss) unless every field has its type.
+
+    The cache may only ever cost speed: an entry written by another tool, edited, or torn on a
+    disk that lies about fsync must not reach the output as a wrong position or a crash.
+    """
+    from np2torch import engine
+
+    hints = _finding_fields()
+    findings = []
+    for entry in entries:
+        if not isinstance(entry, dict) or set(entry) != set(hints):
+            return None
+        if not all(_has_type(entry[name], hint) for name, hint in hints.items()):
+            return None
+        findings.append(engine.Finding(path=display, **entry))
+    return findings
+
+
+@functools.lru_cache(maxsize=None)
+def _finding_fields() -> dict[str, Any]:
+    """The cached fields of a finding (all but ``path``) and their types."""
+    import typing
+
+    from np2torch import engine
+
+    hints = typing.get_type_hints(engine.Finding)
+    return {f.name: hints[f.name] for f in dataclasses.fields(engine.Finding) if f.name != "path"}
+
+
+def _has_type(value: Any, hint: Any) -> bool:
+    import typing
+
+    if hint is bool or hint is int:  # True is an int to isinstance, and never a line number
+        return type(value) is hint and (hint is bool or value >= 0)
+    if hint is str:
+        return isinstance(value, str)
+    options = typing.get_args(hint)
+    if type(None) in options:
+        return value is None or any(_has_type(value, option) for option in options if option is not type(None))
+    return False  # a field type this check does not know: rather a miss than a guess
 
 
 def default_jobs() -> int:
