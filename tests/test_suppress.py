@@ -39,6 +39,10 @@ def codes(text: str, path: str = "<string>", settings: Settings | None = None) -
         pytest.param("x = 1  # np2torch: noqa\n" + CODE, ALL, id="trailing comment is not file level"),
         pytest.param('s = """\n# np2torch: noqa\n"""\n' + CODE, ALL, id="inside a string"),
         pytest.param("# np2torch: noqa\n" + CODE.replace("np.log(x)", "np.log(np.sum(np.exp(x)))"), [], id="pattern rules too"),
+        pytest.param("#  Np2Torch : NoQa\n" + CODE, [], id="mixed case"),
+        pytest.param("s = 'İstanbul'\n# NP2TORCH: NOQA: NPT002\n" + CODE, ["NPT001", "NPT003"], id="letters that grow when lowered"),
+        pytest.param(("# np2torch: noqa\n" + CODE).replace("\n", "\r\n"), [], id="CRLF"),
+        pytest.param(("# np2torch: noqa: NPT003\n" + CODE).replace("\n", "\r"), ["NPT001", "NPT002"], id="CR only"),
     ],
 )
 def test_file_level_pragma(text: str, left: list) -> None:
