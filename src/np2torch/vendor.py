@@ -258,11 +258,6 @@ def _data_files(init: Path) -> Set[str]:
     return set()
 
 
-def is_vendored(path: Path) -> bool:
-    """Whether ``path`` is a package folder (or an older single file) that ``np2torch vendor`` wrote."""
-    return _starts_with_marker(path / "__init__.py" if path.is_dir() else path)
-
-
 _LEFTOVER = ".np2torch-"
 
 
