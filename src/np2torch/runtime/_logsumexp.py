@@ -1,6 +1,6 @@
 """``scipy.special.logsumexp``, computed with torch where that returns SciPy's result.
 
-SciPy (1.15 to 1.17) computes, per reduced slice with maximum ``a_max`` reached
+SciPy (1.16 on; see the check below) computes, per reduced slice with maximum ``a_max`` reached
 by ``m`` elements, ``log1p(s / m) + log(m) + a_max`` where ``s`` sums
 ``exp(a - a_max)`` over the *other* elements.  Keeping the maxima out of ``s``
 is what makes the result accurate when one term dominates (``[0, -40]`` gives
@@ -16,7 +16,12 @@ then per block ``sub, eq, exp, sub, sum, sum`` in two reused buffers.
 Touching fresh full-size temporaries (page faults) cost more than the
 arithmetic on the issue's VM.
 
-Everything else goes to SciPy: other SciPy versions, ``b=``, complex, float16
+Whether the installed SciPy computes exactly this is checked once per process,
+on the first call that could take the torch path (``_logsumexp_check``: a few
+ms of small probes, no torch); a SciPy that fails it is called instead, for
+all inputs or only for slices with an infinite maximum.
+
+Everything else goes to SciPy: ``b=``, complex, float16
 and longdouble, subclasses and array-likes, empty inputs and broadcast views,
 unusual ``axis`` or flag values, ``np.errstate(under=...)`` not ``ignore``,
 inputs with a NaN (the torch pass is then wasted: the sign of SciPy's NaN
@@ -28,6 +33,7 @@ SciPy is imported only when first needed.
 from __future__ import annotations
 
 import operator
+import threading
 from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -58,38 +64,33 @@ _LSE_OVERFLOW_FROM = {np.dtype(np.float64): 2.0**970, np.dtype(np.float32): 2.0*
 
 
 class _LseScipy:
-    """The original function and what its version does, loaded on first use."""
+    """The original function, and what the check made of it; both loaded on first use."""
 
     function: Any = None
-    version: Optional[Tuple[int, int]] = None
+    verdict: Any = None  # _logsumexp_check.LseVerdict
+    lock = threading.Lock()
 
 
 def _lse_original() -> Any:
     if _LseScipy.function is None:
-        import scipy
         from scipy.special import logsumexp
 
-        _LseScipy.version = _lse_version_tuple(scipy.__version__)
         _LseScipy.function = logsumexp
     return _LseScipy.function
 
 
-def _lse_version_tuple(text: str) -> Optional[Tuple[int, int]]:
-    parts = text.split(".")
-    try:
-        return int(parts[0]), int(parts[1])
-    except (ValueError, IndexError):
-        return None
+def _lse_verdict() -> Any:
+    """Which slices the torch path serves for the installed SciPy (checked once per process)."""
+    verdict = _LseScipy.verdict
+    if verdict is None:
+        with _LseScipy.lock:
+            if _LseScipy.verdict is None:
+                from ._logsumexp_check import check
 
+                _LseScipy.verdict = check(_lse_original())
+            verdict = _LseScipy.verdict
+    return verdict
 
-# SciPy versions whose real, unweighted logsumexp the torch path reproduces ->
-# whether it also reproduces their slices with an infinite maximum.  1.16 has
-# 1.17's finite-slice formula and result layout (the parity tests pass against
-# 1.16.3 for finite inputs) but its ``_sign(inf)`` is NaN where 1.17's
-# ``sign(inf)`` is 1: its infinite slices go to SciPy.  1.15 lays results out
-# differently and raises on bool input; before 1.15 the formula was
-# log(sum(exp(a - a_max))) + a_max.  Later versions are unverified.
-_LSE_VERIFIED = {(1, 16): False, (1, 17): True}
 
 class _LseGate:
     """Below ``floor`` elements only SciPy is possible (0 until the profile is read)."""
@@ -137,9 +138,8 @@ def _lse_try_torch(a: np.ndarray, axis: Any, keepdims: Any, return_sign: Any, se
     if route is None:
         return None
     device = route.device
-    _lse_original()
-    handles_nonfinite = _LSE_VERIFIED.get(_LseScipy.version)
-    if handles_nonfinite is None:
+    verdict = _lse_verdict()
+    if not verdict.finite:
         return None
     modes = np.geterr()
     if modes["under"] != "ignore":
@@ -163,7 +163,7 @@ def _lse_try_torch(a: np.ndarray, axis: Any, keepdims: Any, return_sign: Any, se
         return None
     a_max = reduced[0]
     with np.errstate(all="ignore"):  # NaN comparisons, garbage in non-finite slices
-        if not handles_nonfinite and not np.isfinite(a_max).all():
+        if not verdict.infinite and not np.isfinite(a_max).all():
             return None
         if modes["over"] != "ignore" and _lse_subtraction_may_overflow(a_max):
             return None
