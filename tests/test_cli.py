@@ -470,6 +470,12 @@ def test_bad_config_value(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 2 and "'select'" in err and "'NPT999'" in err
 
 
+def test_config_nested_thousands_deep_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    write("pyproject.toml", "[tool.np2torch]\nx = " + "[" * 5000 + "]" * 5000 + "\n")
+    write("a.py", EXP)
+    assert run(capsys, "check", "a.py") == (2, "", "error: pyproject.toml: invalid TOML: nested too deeply\n")
+
+
 def test_explicit_config_file(capsys: pytest.CaptureFixture[str]) -> None:
     write("pyproject.toml", "[tool.np2torch]\nignore = ['NPT001']\n")
     write("strict.toml", "[tool.np2torch]\nselect = ['ALL']\n")
@@ -608,6 +614,49 @@ def test_errors_win_over_findings_and_exit_zero(capsys: pytest.CaptureFixture[st
     assert code == 2 and "good.py:3:5" in out
     code, _, _ = run(capsys, "fix", "--diff", "good.py", "missing.py")
     assert code == 2
+
+
+not_utf8_names = pytest.mark.skipif(sys.platform != "linux", reason="Linux file names are bytes; others' are text")
+
+
+@not_utf8_names
+@pytest.mark.parametrize("fmt", ["text", "json", "github", "sarif"])
+def test_file_names_that_are_not_utf8(capsysbinary: pytest.CaptureFixture[bytes], fmt: str) -> None:
+    # Python decodes b"\xff" in a name as "\udcff", which a strict UTF-8 stdout refuses.
+    write(os.fsdecode(b"bad\xff.py"), EXP)
+    write(os.fsdecode(b"broken\xfe.py"), "import numpy as np\ny = np.exp(x\n")
+    code = main(["check", "--no-cache", "--format", fmt, "."])
+    out, err = capsysbinary.readouterr()
+    assert code == 2
+    [error] = err.splitlines()
+    assert error.startswith(b"broken\xfe.py:2:") and b"Traceback" not in out + err
+    if fmt == "text":
+        assert out.splitlines()[0].startswith(b"bad\xff.py:3:5: NPT001 ")
+    elif fmt == "github":
+        assert b",file=bad\xff.py,line=3," in out
+    elif fmt == "json":  # ASCII JSON; "\udcff" turns back into the name's bytes with os.fsencode
+        [finding] = json.loads(out)
+        assert os.fsencode(finding["path"]) == b"bad\xff.py"
+    else:  # SARIF must be valid UTF-8: the URI percent-encodes the bytes, messages show an escape
+        run_ = json.loads(out.decode("utf-8"))["runs"][0]
+        assert run_["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "bad%FF.py"
+        [note] = run_["invocations"][0]["toolExecutionNotifications"]
+        assert note["message"]["text"].startswith("broken\\xfe.py:2:")
+
+
+@not_utf8_names
+def test_fix_diff_of_a_file_name_that_is_not_utf8_applies(in_tmp: Path, capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+    import shutil
+
+    if shutil.which("patch") is None:
+        pytest.skip("needs patch")
+    name = os.fsdecode(b"bad\xff.py")
+    write(name, EXP)
+    assert main(["fix", "--no-cache", "--diff", name]) == 1
+    patch = capsysbinary.readouterr().out
+    assert patch.startswith(b"--- a/bad\xff.py\n+++ b/bad\xff.py\n")
+    subprocess.run(["patch", "-p1", "--quiet"], input=patch, check=True, timeout=60)
+    assert EXP_FIXED_LINE in Path(name).read_text()
 
 
 def test_json_stays_valid_when_a_file_fails(capsys: pytest.CaptureFixture[str]) -> None:

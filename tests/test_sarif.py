@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -112,3 +114,14 @@ def test_multiline_region_and_non_ascii_columns(capsys: pytest.CaptureFixture[st
     assert log["runs"][0]["columnKind"] == "unicodeCodePoints"
     region = log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["region"]
     assert region == {"startLine": 2, "startColumn": 13, "endLine": 3, "endColumn": 8}
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="Linux file names are bytes")
+def test_names_that_are_not_utf8_stay_exact_in_uris_and_readable_in_messages() -> None:
+    from np2torch import sarif
+
+    name = os.fsdecode(b"d\xe9j\xe0 vu/caf\xe9.py")  # latin-1 bytes: invalid UTF-8
+    assert sarif._uri(name) == "d%E9j%E0%20vu/caf%E9.py"
+    assert sarif._uri("/" + name) == "file:///d%E9j%E0%20vu/caf%E9.py"
+    assert sarif._text(f"{name}: error: x") == "d\\xe9j\\xe0 vu/caf\\xe9.py: error: x"
+    assert sarif._text("caf\u00e9 \u2603") == "caf\u00e9 \u2603"  # valid text is left alone

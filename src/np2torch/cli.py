@@ -198,14 +198,39 @@ def fix(ctx: click.Context, diff: bool, exit_non_zero_on_fix: bool, **options: A
 def rules_command(fmt: str) -> None:
     """List the rules: code, name, function, runtime helper, fixable and fix safety."""
     for line in rules_table(RULES, fmt):
-        click.echo(line)
+        _echo(line)
 
 
 # ---------------------------------------------------------------- running
 
 
 def _error(message: str) -> None:
-    click.echo(message, err=True)
+    _echo(message, err=True)
+
+
+def _echo(line: str, err: bool = False) -> None:
+    """Print one line; a file name that is not valid UTF-8 goes out as its own bytes.
+
+    Python decodes such a name with surrogate escapes (``b"\\xff"`` becomes ``"\\udcff"``), which a
+    UTF-8 stream refuses: printed as is, the first such name would end the run with no output.
+    """
+    stream = sys.stderr if err else sys.stdout
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    try:
+        line.encode(encoding)
+    except UnicodeEncodeError:
+        click.echo(_as_bytes(line, encoding), err=err)
+        return
+    except LookupError:  # a stream whose codec Python does not know: let click cope
+        pass
+    click.echo(line, err=err)
+
+
+def _as_bytes(line: str, encoding: str) -> bytes:
+    try:
+        return line.encode(encoding, "surrogateescape")
+    except UnicodeEncodeError:  # a character the stream's codec lacks: a readable escape
+        return line.encode(encoding, "backslashreplace")
 
 
 def _run(mode: str, *, paths: tuple[str, ...], select: tuple[str, ...] | None, ignore: tuple[str, ...] | None,
@@ -277,10 +302,10 @@ def _report(mode: str, results: list[runner.FileResult], *, fmt: str, quiet: boo
     else:
         lines = render(findings, fmt, [m for r in results for m in r.errors])
     for line in lines:
-        click.echo(line)
+        _echo(line)
     if show_fixes and mode == runner.FIX:
         for line in fixed_report(fixed, _RULE_NAMES, would=False):
-            click.echo(line)
+            _echo(line)
     fixable = sum(1 for f in findings if f.fixable)
     if not quiet and (fmt == "text" or (stats and fmt != "json")):
         if mode == runner.CHECK:
@@ -288,10 +313,10 @@ def _report(mode: str, results: list[runner.FileResult], *, fmt: str, quiet: boo
         else:
             summary = fix_summary(sum(r.fixed for r in results), len(changed), len(findings), fixable, failed)
         for line in summary:
-            click.echo(line)
+            _echo(line)
         hidden = sum(1 for f in findings if not f.fixable and f.reason and "--unsafe-fixes" in f.reason)
         if hidden:
-            click.echo(f"{plural(hidden, 'hidden fix')} can be enabled with the `--unsafe-fixes` option.")
+            _echo(f"{plural(hidden, 'hidden fix')} can be enabled with the `--unsafe-fixes` option.")
     if failed:
         return 2
     return 1 if findings and not exit_zero else 0

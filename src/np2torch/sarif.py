@@ -29,9 +29,21 @@ LEVEL = "warning"
 
 
 def _uri(path: str) -> str:
+    """The path's own bytes, percent-encoded: a name that is not valid UTF-8 stays exact."""
     if os.path.isabs(path):
         return PurePath(path).as_uri()
-    return quote(path.replace(os.sep, "/"))
+    return quote(os.fsencode(path.replace(os.sep, "/")))
+
+
+def _text(text: str) -> str:
+    """``text`` as valid Unicode: the bytes of a name that is not UTF-8 shown as ``\\xff`` escapes.
+
+    Python decodes such a name with lone surrogates, which no UTF-8 SARIF file can hold.
+    """
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a lone surrogate that no file name decodes to
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _rule_descriptor(rule: Rule) -> dict[str, Any]:
@@ -58,7 +70,7 @@ def _result(finding: Any, index: dict[str, int]) -> dict[str, Any]:
     result: dict[str, Any] = {
         "ruleId": finding.code,
         "level": LEVEL,
-        "message": {"text": text},
+        "message": {"text": _text(text)},
         "locations": [
             {
                 "physicalLocation": {
@@ -102,7 +114,7 @@ def sarif_log(findings: Sequence[Any], errors: Sequence[str] = (), rules: Sequen
                     {
                         "executionSuccessful": not errors,
                         "toolExecutionNotifications": [
-                            {"level": "error", "message": {"text": message}} for message in errors
+                            {"level": "error", "message": {"text": _text(message)}} for message in errors
                         ],
                     }
                 ],
