@@ -223,8 +223,8 @@ def test_fix_refuses_read_only_and_hard_linked_files_and_fixes_the_rest(capsys: 
     code, out, err = run(capsys, "fix", "ro.py", "linked.py", "good.py")
     assert code == 2
     assert err.splitlines() == [
-        "linked.py: error: fix not applied: the file has 2 hard links, which would keep the old code "
-        "(fix a copy, or each link's own file)",
+        "linked.py: error: fix not applied: the file has 2 hard links, and replacing it would leave the other "
+        "links with the old code",
         "ro.py: error: fix not applied: the file is read-only",
     ]
     assert Path("ro.py").read_text() == Path("linked.py").read_text() == Path("other-name.py").read_text() == EXP

@@ -5,8 +5,10 @@ way Python itself decodes source (a BOM, else a PEP 263 coding cookie, else
 UTF-8) with newline translation off, so CRLF and a missing final newline reach
 the engine untouched, and the fixed text is encoded back with the same codec
 and BOM.  Writes are atomic (a temporary file in the same folder, fsync,
-``os.replace``) and keep the file's mode bits; a file whose bytes would not
-change is never written.
+``os.replace``) and keep the file's mode bits, owner and group; a file whose
+bytes would not change is never written.  Only regular files are read (a FIFO
+or ``/dev/zero`` would never end), up to :data:`MAX_FILE_BYTES`, and a file the
+user could not write, or one with several hard links, is never replaced.
 """
 
 from __future__ import annotations
@@ -224,8 +226,8 @@ def refuse_to_replace(target: str, st: os.stat_result, display: str) -> None:
     if not stat.S_ISREG(st.st_mode):
         raise FileError(display, f"fix not applied: {_not_regular(st.st_mode)}")
     if st.st_nlink > 1:
-        raise FileError(display, f"fix not applied: the file has {st.st_nlink} hard links, which would keep the "
-                                 "old code (fix a copy, or each link's own file)")
+        raise FileError(display, f"fix not applied: the file has {st.st_nlink} hard links, and replacing it would "
+                                 "leave the other links with the old code")
     if not _writable(target, st):
         raise FileError(display, "fix not applied: the file is read-only")
 
