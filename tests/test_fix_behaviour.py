@@ -91,3 +91,41 @@ def test_a_numba_function_still_compiles(tmp_path: Path) -> None:
     """
     fixed = assert_same_behaviour(tmp_path, {"main.py": program}, ["main.py"])
     assert "np2t.exp(0.5" in fixed["main.py"]
+
+
+# --------------------------------------------------------------------------- imports (items 3 and 4)
+
+
+def test_an_importer_of_a_fixed_module_still_finds_its_name(tmp_path: Path) -> None:
+    files = {
+        "mu.py": "from numpy import exp  # keep me\n\ndef f(x):\n    return exp(x)\n",
+        "main.py": "from mu import exp, f\nprint(exp(1.0), f(0.0))\n",
+    }
+    fixed = assert_same_behaviour(tmp_path, files, ["mu.py"])
+    assert "from numpy import exp  # keep me\n" in fixed["mu.py"] and "np2t.exp(x)" in fixed["mu.py"]
+
+
+def test_eval_of_a_name_the_fix_replaced_still_works(tmp_path: Path) -> None:
+    program = "from numpy import exp\n\ndef f(x):\n    return exp(x)\n\nprint(f(0.0), eval('exp(1.0)'))\n"
+    for settings in (None, Settings(unsafe_fixes=True)):
+        fixed = assert_same_behaviour(tmp_path, {"main.py": program}, ["main.py"], settings=settings)
+        assert "np2t.exp(x)" in fixed["main.py"]
+
+
+def test_a_vendored_runtime_made_importable_by_sys_path_is_imported_after_it(tmp_path: Path) -> None:
+    files = {
+        "vendor/fastmath.py": "import numpy as np\n\ndef exp(x):\n    return np.exp(x)\n",
+        "main.py": """
+            import os
+            import sys
+
+            sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "vendor"))
+
+            import numpy as np
+
+            print(np.exp(np.zeros(2)))
+        """,
+    }
+    settings = Settings(runtime_module="fastmath", alias="fm")
+    fixed = assert_same_behaviour(tmp_path, files, ["main.py"], settings=settings)
+    assert "import numpy as np\nimport fastmath as fm\n" in fixed["main.py"]

@@ -3,26 +3,31 @@
 The analysis (``ast`` + :mod:`np2torch.resolve`) has already decided which
 expressions to replace; here they are found again by position
 (``PositionProvider``, 0-based character columns, like the findings) and
-replaced by ``<alias>.<helper>``.  A ``from``-import the rewrite leaves unused
-is removed, one ``import <runtime> as <alias>`` is added (LibCST's
-``AddImportsVisitor``), and every other byte stays as it was.
+replaced by ``<alias>.<helper>``.  Only the top-level statements that hold a
+fix are parsed by LibCST; the rest of the text is spliced through unchanged.
+A function-local ``from``-import the rewrite leaves unused is removed (a
+module-level one only with ``--unsafe-fixes``: it may be someone else's
+import), comments always stay, and one ``import <runtime> as <alias>`` line
+goes right after the import the findings resolve through.
 """
 
 from __future__ import annotations
 
 import ast
 import os
+import re
 import sys
 import threading
-from typing import TYPE_CHECKING, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple, TypeVar, Union
+from bisect import bisect_right
+from typing import (
+    TYPE_CHECKING, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Set, Tuple, TypeVar, Union,
+)
 
 import libcst as cst
-from libcst.codemod import CodemodContext
-from libcst.codemod.visitors import AddImportsVisitor
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
-from np2torch.resolve import bound_names
+from np2torch.resolve import _is_type_checking, bound_names
 
 if TYPE_CHECKING:
     from np2torch.engine import Settings, _Planned
@@ -40,30 +45,137 @@ def apply_fixes(
     settings: "Settings",
     path: str,
 ) -> str:
-    from np2torch.engine import FixError, _Lines
+    """``text`` with ``fixes`` applied: only the top-level statements holding a fix go through LibCST.
 
-    replacements: Dict[_Span, str] = {
+    Every other byte is spliced through as it was, so a one-finding fix of a
+    50,000-line file costs one small LibCST parse, not a transform of the
+    whole module.  The runtime import is a line of text put where
+    :func:`_import_position` says.
+    """
+    from np2torch.engine import _Lines
+
+    lines = _Lines(text)
+    replacements = _spans(fixes, pattern=False)
+    calls = _spans(fixes, pattern=True)  # NPT9xx: outer(reduce(inner(x), *rest)) -> alias.helper(x, *rest)
+    removals = _unused_imports(tree, fixes, import_froms, path, lines, settings.unsafe_fixes)
+    units = _units(tree)
+    chunks = _split_lines(text)
+    touched = _touched_units(units, [*replacements, *calls], removals)
+    pieces: Dict[int, str] = {}
+    for index in touched:
+        first, last = units[index].first, units[index].last
+        segment = "".join(chunks[first - 1 : last])
+        pieces[index] = _rewrite_segment(segment, first - 1, last, replacements, calls, removals, alias)
+    position = _import_position(tree, units, fixes, settings.runtime_module, alias)
+    return _assemble(chunks, units, pieces, position, f"import {settings.runtime_module} as {alias}")
+
+
+class _Unit:
+    """Top-level statements sharing lines (``import os; y = 1`` is one unit): lines ``first``..``last``."""
+
+    __slots__ = ("first", "last", "stmts")
+
+    def __init__(self, stmt: ast.stmt) -> None:
+        self.first = _first_line(stmt)
+        self.last = stmt.end_lineno or stmt.lineno
+        self.stmts = [stmt]
+
+
+def _first_line(stmt: ast.stmt) -> int:
+    decorators = getattr(stmt, "decorator_list", None)
+    return min([stmt.lineno, *(d.lineno for d in decorators)]) if decorators else stmt.lineno
+
+
+class _Units(List[_Unit]):
+    """The units of a module, in order, with their first lines for bisection."""
+
+    def __init__(self, units: List[_Unit]) -> None:
+        super().__init__(units)
+        self.firsts = [unit.first for unit in units]
+
+
+def _units(tree: ast.Module) -> _Units:
+    units: List[_Unit] = []
+    for stmt in tree.body:
+        if units and _first_line(stmt) <= units[-1].last:
+            units[-1].last = max(units[-1].last, stmt.end_lineno or stmt.lineno)
+            units[-1].stmts.append(stmt)
+        else:
+            units.append(_Unit(stmt))
+    return _Units(units)
+
+
+def _unit_of(units: _Units, line: int) -> int:
+    """The index of the unit holding ``line`` (every finding and import lies inside one)."""
+    index = bisect_right(units.firsts, line) - 1
+    if index < 0 or line > units[index].last:
+        from np2torch.engine import FixError
+
+        raise FixError(f"line {line} lies outside every top-level statement; left unchanged")
+    return index
+
+
+def _touched_units(units: _Units, spans: Sequence[_Span], removals: _Removals) -> List[int]:
+    lines = [span[0] for span in spans] + [line for line, _col in removals]
+    return sorted({_unit_of(units, line) for line in lines})
+
+
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+
+
+def _split_lines(text: str) -> List[str]:
+    """Lines with their endings, split where the tokenizer splits them (not at form feeds, as splitlines does)."""
+    return _LINE.findall(text)
+
+
+def _spans(fixes: List["_Planned"], *, pattern: bool) -> Dict[_Span, str]:
+    return {
         (f.finding.line, f.finding.column - 1, f.finding.end_line, f.finding.end_column - 1): f.rule.helper
         for f in fixes
-        if not f.rule.is_pattern
+        if f.rule.is_pattern == pattern
     }
-    # Pattern rules (NPT9xx) replace a whole call: outer(reduce(inner(x), *rest)) -> alias.helper(x, *rest)
-    calls: Dict[_Span, str] = {
-        (f.finding.line, f.finding.column - 1, f.finding.end_line, f.finding.end_column - 1): f.rule.helper
-        for f in fixes
-        if f.rule.is_pattern
+
+
+def _shift(spans: Mapping[_Span, str], offset: int, last: int) -> Dict[_Span, str]:
+    """The spans on lines ``offset + 1``..``last``, renumbered from 1."""
+    return {
+        (line - offset, col, end_line - offset, end_col): helper
+        for (line, col, end_line, end_col), helper in spans.items()
+        if offset < line <= last
     }
-    removals = _unused_imports(tree, fixes, import_froms, path, _Lines(text))
+
+
+def _rewrite_segment(
+    segment: str,
+    offset: int,
+    last: int,
+    replacements: Mapping[_Span, str],
+    calls: Mapping[_Span, str],
+    removals: _Removals,
+    alias: str,
+) -> str:
+    """One unit's text rewritten by LibCST; every failure is a one-line :class:`FixError` naming the lines."""
+    from np2torch.engine import FixError
+
+    where = f"lines {offset + 1}-{last}"
+    local_removals = {(line - offset, col): names for (line, col), names in removals.items() if offset < line <= last}
     try:
-        module = cst.parse_module(text)
+        module = cst.parse_module(segment)
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as exc:  # noqa: B036 -- LibCST's native parser panics with a BaseException
-        raise FixError(f"LibCST cannot parse this file: {' '.join(str(exc).split())}") from None
+        raise FixError(f"LibCST cannot parse {where}: {' '.join(str(exc).split())}") from None
+    args = (segment, module, _shift(replacements, offset, last), local_removals, alias, _shift(calls, offset, last))
     try:
-        return _with_deep_stack(_rewrite, text, module, replacements, removals, alias, settings.runtime_module, calls)
+        return _with_deep_stack(_rewrite, *args)
+    except FixError as exc:
+        raise FixError(f"{where}: {exc}") from None
     except RecursionError:
-        raise FixError("too deeply nested for LibCST's tree walk; left unchanged") from None
+        raise FixError(f"{where} are too deeply nested for LibCST's tree walk; left unchanged") from None
+    except (ValueError, TypeError, AttributeError, AssertionError) as exc:
+        # LibCST rejects some valid text late, e.g. a form feed inside indentation
+        # ("invalid value for default_indent"): one line for the file, never a traceback.
+        raise FixError(f"LibCST cannot rewrite {where} ({type(exc).__name__}: {' '.join(str(exc).split())}); left unchanged") from None
 
 
 def _rewrite(
@@ -72,7 +184,6 @@ def _rewrite(
     replacements: Dict[_Span, str],
     removals: _Removals,
     alias: str,
-    runtime_module: str,
     calls: Optional[Dict[_Span, str]] = None,
 ) -> str:
     from np2torch.engine import FixError
@@ -84,18 +195,178 @@ def _rewrite(
         if text.endswith("\r") and module.code + "\r" == text:
             suffix = "\r"
         else:
-            raise FixError("LibCST does not reproduce this file byte for byte; left unchanged")
+            raise FixError("LibCST does not reproduce this text byte for byte; left unchanged")
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    rewriter = _Rewriter(wrapper.resolve(PositionProvider), dict(replacements), removals, alias, runtime_module)
+    rewriter = _Rewriter(wrapper.resolve(PositionProvider), dict(replacements), removals, alias)
     rewriter.calls = dict(calls or {})
     fixed = wrapper.module.visit(rewriter)
     if rewriter.replacements or rewriter.calls:
         left = [*rewriter.replacements, *rewriter.calls]
         missed = ", ".join(f"{line}:{col + 1}" for line, col, _l, _c in sorted(left))
-        raise FixError(f"could not find the expressions at {missed} in LibCST's tree; left unchanged")
-    context = CodemodContext()
-    AddImportsVisitor.add_needed_import(context, runtime_module, asname=alias)
-    return fixed.visit(AddImportsVisitor(context)).code + suffix
+        raise FixError(f"could not find the expressions at {missed} (relative lines) in LibCST's tree; left unchanged")
+    if not fixed.body and not fixed.header and not fixed.footer:
+        return ""  # every statement of the unit was removed (LibCST would print an empty module as "\n")
+    return fixed.code + suffix
+
+
+# --------------------------------------------------------------------------- where the import goes
+
+
+def _import_position(
+    tree: ast.Module, units: _Units, fixes: List["_Planned"], runtime_module: str, alias: str
+) -> Optional[Tuple[int, bool]]:
+    """(unit index, after?) for the runtime import; None when the module imports it already.
+
+    Right after the module-level import that the findings resolve through (the
+    last of them, if several), so that whatever has to run before that import
+    (``sys.path.insert`` making a vendored runtime importable) runs before this
+    one too; but never after a fix that runs at import time: then after the
+    last such import before it, or right before the statement that holds it.
+    With no module-level import to follow, where LibCST's AddImportsVisitor
+    puts it: after the docstring, ``__future__`` imports and the first block of imports.
+    """
+    if any(_is_runtime_import_stmt(stmt, runtime_module, alias) for stmt in tree.body):
+        return None
+    owners = _module_level_import_units(units)
+    anchors = {a for f in fixes for a in _binding_units(f, owners, units)}
+    first_run = min((_unit_of(units, f.finding.line) for f in fixes if _runs_at_import(f, units)), default=len(units))
+    before = [a for a in anchors if a < first_run]
+    if before:
+        return max(before), True
+    if first_run in anchors:
+        return first_run, False
+    return _default_position(units)
+
+
+def _module_level_import_units(units: _Units) -> Dict[int, int]:
+    """id(alias) of every run-time import outside functions and classes -> the index of its unit.
+
+    Imports under ``if TYPE_CHECKING:`` do not run: they are nothing to follow.
+    """
+    owners: Dict[int, int] = {}
+    for index, unit in enumerate(units):
+        for stmt in _statements(unit.stmts, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef), run_time=True):
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                owners.update((id(alias), index) for alias in stmt.names)
+    return owners
+
+
+def _statements(stmts: Sequence[ast.stmt], stop: Tuple[type, ...], run_time: bool = False) -> Iterator[ast.stmt]:
+    """``stmts`` and the statements nested in their blocks, not looking inside the ``stop`` kinds
+    (nor, with ``run_time``, inside ``if TYPE_CHECKING:``)."""
+    stack = list(stmts)
+    while stack:
+        stmt = stack.pop()
+        yield stmt
+        if isinstance(stmt, stop):
+            continue
+        if not (run_time and isinstance(stmt, ast.If) and _is_type_checking(stmt.test)):
+            stack.extend(getattr(stmt, "body", None) or ())
+        for field in ("orelse", "finalbody"):
+            stack.extend(getattr(stmt, field, None) or ())
+        for holder in (*getattr(stmt, "handlers", ()), *getattr(stmt, "cases", ())):
+            stack.extend(holder.body)
+
+
+def _binding_units(fix: "_Planned", owners: Mapping[int, int], units: _Units) -> List[int]:
+    """The units of the module-level imports binding the name the fix resolves through (star imports too)."""
+    found = [owners[id(alias)] for alias in fix.ref.bindings if id(alias) in owners]
+    if found or fix.ref.bindings:
+        return found
+    module = fix.ref.qualname.rpartition(".")[0]
+    for index, unit in enumerate(units):
+        for stmt in unit.stmts:
+            if isinstance(stmt, ast.ImportFrom) and not stmt.level and stmt.module == module:
+                if any(alias.name == "*" for alias in stmt.names):
+                    found.append(index)
+    return found
+
+
+def _runs_at_import(fix: "_Planned", units: _Units) -> bool:
+    """Whether the fixed expression is evaluated when the module is imported (not inside a def or lambda body)."""
+    node = fix.ref.node
+    pos = (node.lineno, node.col_offset)
+    unit = units[_unit_of(units, node.lineno)]
+    for stmt in unit.stmts:
+        for inner in ast.walk(stmt):
+            if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                first = inner.body[0]
+                if (first.lineno, first.col_offset) <= pos <= (inner.end_lineno, inner.end_col_offset):
+                    return False
+            elif isinstance(inner, ast.Lambda):
+                body = inner.body
+                if (body.lineno, body.col_offset) <= pos <= (body.end_lineno, body.end_col_offset):
+                    return False
+    return True
+
+
+def _default_position(units: _Units) -> Tuple[int, bool]:
+    index = 1 if units and len(units[0].stmts) == 1 and _is_docstring_stmt(units[0].stmts[0]) else 0
+    while index < len(units) and all(_is_future(stmt) for stmt in units[index].stmts):
+        index += 1
+    while index < len(units) and _all_imports(units[index]):
+        index += 1
+    return (index - 1, True) if index > 0 else (0, False)
+
+
+def _all_imports(unit: _Unit) -> bool:
+    return all(isinstance(stmt, (ast.Import, ast.ImportFrom)) for stmt in unit.stmts)
+
+
+def _is_docstring_stmt(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
+
+
+def _is_future(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__"
+
+
+def _is_runtime_import_stmt(stmt: ast.stmt, runtime_module: str, alias: str) -> bool:
+    return isinstance(stmt, ast.Import) and any(a.name == runtime_module and a.asname == alias for a in stmt.names)
+
+
+def _assemble(
+    chunks: List[str], units: _Units, pieces: Mapping[int, str], position: Optional[Tuple[int, bool]], line: str
+) -> str:
+    """The unchanged lines, the rewritten units and the import line, in order."""
+    events: List[Tuple[int, int, Optional[str]]] = [(units[i].first - 1, units[i].last, p) for i, p in pieces.items()]
+    blank = False
+    if position is not None and units:
+        index, after = position
+        at = units[index].last if after else units[index].first - 1
+        events.append((at, at, None))  # sorts before a rewritten unit starting there
+        following = index + 1 if after else index
+        # LibCST's rule, kept: a blank line unless one (or an import) follows already
+        blank = following < len(units) and not _all_imports(units[following]) and bool(chunks[at].strip())
+    out: List[str] = []
+    cursor = 0  # the next chunk not yet copied
+    for start, end, piece in sorted(events, key=lambda event: (event[0], event[1])):
+        out.extend(chunks[cursor:start])
+        out.append(_import_text(out, chunks, line, blank) if piece is None else piece)
+        cursor = end
+    out.extend(chunks[cursor:])
+    return "".join(out)
+
+
+def _import_text(before: List[str], chunks: List[str], line: str, blank: bool) -> str:
+    """The import line ended like the line before it; after a last line without a newline, it starts one.
+
+    ``blank``: code or a comment follows on the very next line, so a blank line separates them
+    (as LibCST's AddImportsVisitor, which np2torch used before, and isort do).
+    """
+    previous = next((chunk for chunk in reversed(before) if chunk), "")
+    newline = _ending(previous) or next((_ending(c) for c in chunks if _ending(c)), "\n")
+    if previous and not _ending(previous):
+        return newline + line
+    return line + newline * (2 if blank else 1)
+
+
+def _ending(chunk: str) -> str:
+    if chunk.endswith("\r\n"):
+        return "\r\n"
+    if chunk.endswith(("\r", "\n")):
+        return chunk[-1]
+    return ""
 
 
 _T = TypeVar("_T")
@@ -139,18 +410,29 @@ def _with_deep_stack(fn: Callable[..., _T], *args: object) -> _T:
     return box["value"]  # type: ignore[return-value]
 
 
+# Builtins that reach names through strings or namespaces: a module using one may use any import.
+_DYNAMIC_LOOKUPS = ("eval", "exec", "globals", "locals", "vars")
+
+
 def _unused_imports(
     tree: ast.Module,
     fixes: List["_Planned"],
     import_froms: Mapping[int, ast.ImportFrom],
     path: str,
     lines,  # type: ignore[no-untyped-def]
+    unsafe: bool = False,
 ) -> _Removals:
     """``from``-import aliases that bound only the replaced names and nothing else uses.
 
-    Kept: everything in an ``__init__.py`` (re-exports), names listed as strings
-    where the module has ``__all__``, names used or bound anywhere else (any
-    scope; conservative), and ``import x`` statements (never removed).
+    Only imports inside a function are removed by default: no one else can
+    import a function's local.  A module-level (or class-level) name may be
+    someone else's import (``from mu import exp``), so those are removed only
+    with ``unsafe`` (``--unsafe-fixes``).  Kept always: everything in an
+    ``__init__.py`` (re-exports), names listed as strings where the module has
+    ``__all__``, names used or bound anywhere else (any scope; conservative),
+    every import of a module that calls ``eval``/``exec``/``globals``/...
+    (a string may name it), a multi-line import holding a comment, and
+    ``import x`` statements (never removed).
     """
     if os.path.basename(path.replace("\\", "/")) == "__init__.py":
         return {}
@@ -169,6 +451,10 @@ def _unused_imports(
     if not replaced:
         return {}
     names = bound_names(tree)
+    if any("use" in names.get(builtin, ()) for builtin in _DYNAMIC_LOOKUPS):
+        return {}
+    # the statements of the module and of its classes, at any block depth, that no function holds
+    visible = set() if unsafe else {id(stmt) for stmt in _statements(tree.body, (ast.FunctionDef, ast.AsyncFunctionDef))}
     exported: Set[str] = set()
     if "__all__" in names:
         exported = {
@@ -183,41 +469,17 @@ def _unused_imports(
         if not next(iter(qualnames)).startswith("from "):
             continue
         for alias, stmt in aliases.get(name, []):
+            if id(stmt) in visible or _holds_a_comment(stmt, lines):
+                continue
             key = (stmt.lineno, lines.char_col(stmt.lineno, stmt.col_offset))
             removals.setdefault(key, set()).add((alias.name, alias.asname))
     return removals
 
 
-def _is_runtime_import(stmt: cst.CSTNode, module: str, alias: str) -> bool:
-    if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
-        return False
-    small = stmt.body[0]
-    if not isinstance(small, cst.Import) or len(small.names) != 1:
-        return False
-    name = small.names[0]
-    return (
-        get_full_name_for_node(name.name) == module
-        and name.asname is not None
-        and isinstance(name.asname.name, cst.Name)
-        and name.asname.name.value == alias
-    )
-
-
-def _is_single_import(stmt: cst.CSTNode) -> bool:
-    return (
-        isinstance(stmt, cst.SimpleStatementLine)
-        and len(stmt.body) == 1
-        and isinstance(stmt.body[0], (cst.Import, cst.ImportFrom))
-    )
-
-
-def _is_docstring(stmt: cst.CSTNode) -> bool:
-    return (
-        isinstance(stmt, cst.SimpleStatementLine)
-        and len(stmt.body) == 1
-        and isinstance(stmt.body[0], cst.Expr)
-        and isinstance(stmt.body[0].value, cst.SimpleString)
-    )
+def _holds_a_comment(stmt: ast.stmt, lines) -> bool:  # type: ignore[no-untyped-def]
+    """A multi-line import with a comment: removing names from it could drop the comment."""
+    last = stmt.end_lineno or stmt.lineno
+    return last > stmt.lineno and any("#" in lines[n] for n in range(stmt.lineno, last + 1))
 
 
 def _collapse(outer: cst.Call, func: cst.Attribute) -> cst.Call:
@@ -247,14 +509,12 @@ class _Rewriter(cst.CSTTransformer):
         replacements: Dict[_Span, str],
         removals: _Removals,
         alias: str,
-        runtime_module: str,
     ) -> None:
         super().__init__()
         self.positions = positions
         self.replacements = replacements
         self.removals = removals
         self.alias = alias
-        self.runtime_module = runtime_module
         # lines whose every statement was removed, kept as `pass` until their block decides
         self.emptied: Dict[int, cst.SimpleStatementLine] = {}
 
@@ -331,35 +591,29 @@ class _Rewriter(cst.CSTTransformer):
     def leave_IndentedBlock(self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock) -> cst.IndentedBlock:
         if not self.emptied:
             return updated_node
-        body, footer = self._settle(list(updated_node.body), list(updated_node.footer), top=())
+        body, footer = self._settle(list(updated_node.body), list(updated_node.footer), may_empty=False)
         return updated_node.with_changes(body=body, footer=footer)
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
         if not self.emptied:
             return updated_node
-        start = 1 if original_node.body and _is_docstring(original_node.body[0]) else 0
-        end = start
-        while end < len(original_node.body) and _is_single_import(original_node.body[end]):
-            end += 1
-        top = range(start, end)
-        body, footer = self._settle(list(updated_node.body), list(updated_node.footer), top=top)
+        # a unit of the module (see apply_fixes): it may end up holding no statement at all
+        body, footer = self._settle(list(updated_node.body), list(updated_node.footer), may_empty=True)
         return updated_node.with_changes(body=body, footer=footer)
 
-    def _settle(self, body: List[cst.BaseStatement], footer: List[cst.EmptyLine], top) -> Tuple[list, list]:  # type: ignore[no-untyped-def]
-        """Drop emptied lines; in the top import block the first becomes the runtime import.
+    def _settle(self, body: List[cst.BaseStatement], footer: List[cst.EmptyLine], may_empty: bool) -> Tuple[list, list]:
+        """Drop emptied lines, keeping every comment they had.
 
-        Replacing in place keeps the new import where the old one was (and its
-        blank lines); AddImportsVisitor then finds it and adds nothing.  A
-        dropped line's comments move to the next statement; its blank lines do
-        too where that statement has none (they separated groups); a block that
-        now starts later loses the blank lines at its new start.
+        A dropped line's comments (the lines above it, and its own trailing
+        comment as a line of its own) move to the next statement; its blank
+        lines do too where that statement has none (they separated groups); a
+        block that now starts later loses the blank lines at its new start.
         """
-        has_runtime = any(_is_runtime_import(body[i], self.runtime_module, self.alias) for i in top)
         kept: List[cst.BaseStatement] = []
         comments: List[cst.EmptyLine] = []
         blanks: List[cst.EmptyLine] = []
         first_marker: Optional[cst.SimpleStatementLine] = None
-        for i, stmt in enumerate(body):
+        for stmt in body:
             if id(stmt) not in self.emptied:
                 leading = list(stmt.leading_lines)
                 if not kept and first_marker is not None:
@@ -374,18 +628,19 @@ class _Rewriter(cst.CSTTransformer):
                 continue
             marker = self.emptied[id(stmt)]
             first_marker = first_marker or marker
-            if i in top and not has_runtime:
-                has_runtime = True
-                statement = cst.parse_statement(f"import {self.runtime_module} as {self.alias}")
-                assert isinstance(statement, cst.SimpleStatementLine)
-                kept.append(marker.with_changes(body=statement.body, trailing_whitespace=cst.TrailingWhitespace()))
-            elif _has_comment(marker.leading_lines):
-                comments.extend(marker.leading_lines)
+            own = _trailing_comment(marker)
+            if _has_comment(marker.leading_lines) or own:
+                comments.extend([*marker.leading_lines, *own])
             elif not blanks:
                 blanks = list(marker.leading_lines)
-        if not kept and first_marker is not None:
-            return [first_marker], footer  # a block cannot be empty: keep `pass`
+        if not kept and first_marker is not None and not may_empty:
+            return [first_marker], footer  # a block cannot be empty: keep `pass` (and its comment)
         return kept, [*comments, *footer]
+
+
+def _trailing_comment(line: cst.SimpleStatementLine) -> List[cst.EmptyLine]:
+    comment = line.trailing_whitespace.comment
+    return [] if comment is None else [cst.EmptyLine(indent=True, whitespace=cst.SimpleWhitespace(""), comment=comment)]
 
 
 def _strip_blank_start(lines: Sequence[cst.EmptyLine]) -> List[cst.EmptyLine]:

@@ -478,7 +478,7 @@ def _pattern_matches(rule: Rule, res: Resolution) -> List[Ref]:
         if ref.qualname != outer or type(call) is not ast.Call or call.func is not ref.node:  # type: ignore[union-attr]
             continue
         if len(call.args) == 1 and not call.keywords and _reduces(call.args[0], reduction, inner, res):  # type: ignore[union-attr]
-            found.append(Ref(call, outer, ref.grand, None, (), ref.in_class))
+            found.append(Ref(call, outer, ref.grand, None, (), ref.in_class, ref.bindings))
     return found
 
 

@@ -70,10 +70,12 @@ class Ref:
     ``parent`` and ``grand`` are its syntactic parent and grandparent (for a
     keyword argument the parent is the ``keyword`` node); ``imports`` are the
     ``from``-import aliases that bind a bare name (empty for attribute chains);
-    ``in_class`` says it is evaluated directly in a class body.
+    ``in_class`` says it is evaluated directly in a class body; ``bindings``
+    are the import aliases that bind its first name, attribute chains included
+    (``import numpy as np`` for ``np.exp``).
     """
 
-    __slots__ = ("node", "qualname", "parent", "grand", "imports", "in_class")
+    __slots__ = ("node", "qualname", "parent", "grand", "imports", "in_class", "bindings")
 
     def __init__(
         self,
@@ -83,6 +85,7 @@ class Ref:
         grand: Optional[ast.AST],
         imports: Tuple[ast.alias, ...],
         in_class: bool = False,
+        bindings: Tuple[ast.alias, ...] = (),
     ) -> None:
         self.node = node
         self.qualname = qualname
@@ -90,6 +93,7 @@ class Ref:
         self.grand = grand
         self.imports = imports
         self.in_class = in_class
+        self.bindings = bindings
 
     def __repr__(self) -> str:
         return f"Ref({self.qualname!r} at {self.node.lineno}:{self.node.col_offset})"
@@ -547,13 +551,10 @@ def resolve(
         meaning, aliases = lookup.meaning(scope, value.id)  # type: ignore[attr-defined]
         if meaning is None:
             continue
-        if attrs:
-            qualname = meaning + "." + ".".join(reversed(attrs))
-            aliases = ()
-        else:
-            qualname = meaning
+        qualname = meaning + "." + ".".join(reversed(attrs)) if attrs else meaning
         if qualname in known:
-            refs.append(Ref(node, qualname, parent, grand, aliases, scope.kind == "class"))
+            imports = () if attrs else aliases
+            refs.append(Ref(node, qualname, parent, grand, imports, scope.kind == "class", aliases))
     return Resolution(refs, walker.import_froms)
 
 
