@@ -129,3 +129,20 @@ def test_a_vendored_runtime_made_importable_by_sys_path_is_imported_after_it(tmp
     settings = Settings(runtime_module="fastmath", alias="fm")
     fixed = assert_same_behaviour(tmp_path, files, ["main.py"], settings=settings)
     assert "import numpy as np\nimport fastmath as fm\n" in fixed["main.py"]
+
+
+# --------------------------------------------------------------------------- the alias (item 5)
+
+
+def test_an_alias_bound_by_exec_is_not_reused(tmp_path: Path) -> None:
+    program = """
+        import numpy as np
+        exec("np2t = 'mine'")
+
+        def f(x):
+            return np.exp(x)
+
+        print(f(0.0), globals()["np2t"])
+    """
+    fixed = assert_same_behaviour(tmp_path, {"main.py": program}, ["main.py"])
+    assert "np2t_1.exp(x)" in fixed["main.py"]

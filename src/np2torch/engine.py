@@ -510,13 +510,28 @@ def _choose_alias(tree: ast.Module, text: str, settings: Settings) -> str:
         return settings.alias  # a name that is not spelled is bound nowhere
     names = bound_names(tree)
     same_import = f"import {settings.runtime_module}"
+    in_strings = _words_in_strings(tree) if _runs_strings(names) else frozenset()
     n = 0
     while True:
         candidate = settings.alias if n == 0 else f"{settings.alias}_{n}"
         kinds = set(names.get(candidate, ()))
-        if not kinds or (same_import in kinds and kinds <= {same_import, "use"}):
+        free = not kinds or (same_import in kinds and kinds <= {same_import, "use"})
+        if free and candidate not in in_strings:
             return candidate
         n += 1
+
+
+def _runs_strings(names: Dict[str, List[str]]) -> bool:
+    """The module calls (or passes on) ``exec``/``eval``: a string may bind any name (``exec("np2t = 1")``)."""
+    return any("use" in names.get(builtin, ()) for builtin in ("exec", "eval"))
+
+
+def _words_in_strings(tree: ast.Module) -> FrozenSet[str]:
+    words = set()
+    for node in ast.walk(tree):
+        if type(node) is ast.Constant and isinstance(node.value, str):  # type: ignore[attr-defined]
+            words.update(re.findall(r"\w+", node.value))  # type: ignore[attr-defined]
+    return frozenset(words)
 
 
 # --------------------------------------------------------------------------- public API

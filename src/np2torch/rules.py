@@ -276,7 +276,10 @@ RULES: tuple[Rule, ...] = (
             "with one argument. A safe fix alone turns the pattern into "
             "`np2t.log(np.sum(np2t.exp(x)))`, which is no longer reported: run "
             "`np2torch fix --unsafe-fixes` to get `logsumexp`. For complex input `logsumexp` picks "
-            "a branch of the logarithm that `np.log` may not."
+            "a branch of the logarithm that `np.log` may not. On a pandas DataFrame or Series the "
+            "hand-written form returns a Series (pandas dispatches the ufuncs and `np.sum`), "
+            "`logsumexp` a bare ndarray or float without the index; np2torch cannot tell the "
+            "operand's type from the source, so review such call sites before `--unsafe-fixes`."
         ),
     ),
 )
