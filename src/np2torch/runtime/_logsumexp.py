@@ -103,8 +103,13 @@ class _LseGate:
         cls.floor = _decide.torch_floor(_LSE_NAME, ("float64", "float32"))
         cls.known = True
 
+    @classmethod
+    def forget(cls) -> None:
+        cls.known = False
+        cls.floor = 0
 
-_decide.on_change(_LseGate.refresh)
+
+_decide.on_change(_LseGate.forget)
 
 
 def logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: Any = False, return_sign: Any = False) -> Any:

@@ -131,6 +131,11 @@ class _UfuncState:
         self.floor = _decide.torch_floor(self.spec.name, tuple(self.spec.compute))
         self.floor_known = True
 
+    def forget_floor(self) -> None:
+        """The profile changed: the next call at any size re-reads it."""
+        self.floor_known = False
+        self.floor = 0
+
     def plan(self, x_dtype: np.dtype, out_dtype: Optional[np.dtype], dtype: Any, casting: str) -> Optional[_UfuncPlan]:
         key = (x_dtype, out_dtype, dtype, casting)
         try:
@@ -217,7 +222,7 @@ def make_ufunc_helper(spec: UfuncSpec) -> Callable[..., Any]:
     helper._np2torch_spec = spec  # type: ignore[attr-defined]
     helper._np2torch_state = state  # type: ignore[attr-defined]
     helper._np2torch_which = lambda x, *args, **kwargs: _uf_which(state, x, args, kwargs)  # type: ignore[attr-defined]
-    _decide.on_change(state.refresh_floor)
+    _decide.on_change(state.forget_floor)
     _calibrate.register(spec.name, lambda path, x: _uf_run_path(state, path, x))
     return helper
 

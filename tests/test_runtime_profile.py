@@ -1,0 +1,393 @@
+"""The machine profile and the decisions made from it (runtime/_profile.py, _decide.py, _calibrate.py).
+
+Decisions are checked on synthetic profiles (whose answer is known), the ski
+rental and on-the-spot calibration in fresh interpreters (whose torch import
+state is known), and the file handling with corrupt, foreign and concurrent
+writers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+from pathlib import Path
+from typing import Dict, Optional
+
+import numpy as np
+import pytest
+
+import np2torch.runtime as np2t
+from np2torch.runtime import _backend, _calibrate, _decide, _profile
+from np2torch.runtime._profile import Curve, Profile
+
+ROOT = Path(__file__).resolve().parent.parent
+SIZES = (1_000, 10_000, 100_000, 1_000_000, 10_000_000)
+
+
+def synthetic(numpy_ns: float, cpu1: Optional[tuple] = None, cpu: Optional[tuple] = None, cuda: Optional[tuple] = None) -> Curve:
+    """A curve from affine models: ``(overhead seconds, ns per element)`` per torch path; the original at 0.2 us + numpy_ns."""
+    seconds: Dict[str, tuple] = {"numpy": tuple(2e-7 + numpy_ns * 1e-9 * n for n in SIZES)}
+    for path, model in (("cpu1", cpu1), ("cpu", cpu), ("cuda", cuda)):
+        if model is not None:
+            seconds[path] = tuple(model[0] + model[1] * 1e-9 * n for n in SIZES)
+    return Curve(SIZES, seconds)
+
+
+def write_profile(path: Path, curves: Dict[str, Curve], import_seconds: float = 2.0, fingerprint: Optional[dict] = None) -> Path:
+    profile = Profile(str(path), fingerprint if fingerprint is not None else _profile.fingerprint(), import_seconds, 2, curves)
+    _profile.write_profile(path, profile)
+    return path
+
+
+def run_python(code: str, env: Dict[str, str], timeout: float = 180) -> subprocess.CompletedProcess:
+    full = {k: v for k, v in os.environ.items() if not k.startswith("NP2TORCH_")}
+    full.update(env)
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=full, timeout=timeout, cwd=ROOT)
+
+
+@pytest.fixture
+def profile_env(tmp_path, monkeypatch):
+    """Point the runtime at a profile file of the test's own (and a private cache folder)."""
+
+    def use(path: Optional[Path] = None) -> None:
+        monkeypatch.setenv("NP2TORCH_CACHE_DIR", str(tmp_path / "cache"))
+        if path is None:
+            monkeypatch.delenv("NP2TORCH_PROFILE", raising=False)
+        else:
+            monkeypatch.setenv("NP2TORCH_PROFILE", str(path))
+        _decide.reload()
+
+    yield use
+    monkeypatch.setenv("NP2TORCH_PROFILE", "builtin")
+    _decide.reload()
+
+
+# ---------------------------------------------------------------- the cost model
+
+
+def test_prediction_interpolates_and_extrapolates():
+    curve = Curve((1000, 100_000), {"numpy": (1e-6, 1e-4)})
+    assert curve.predict("numpy", 1000) == pytest.approx(1e-6)
+    assert curve.predict("numpy", 10_000) == pytest.approx(1e-5)  # log-log between the points
+    assert curve.predict("numpy", 10) == pytest.approx(1e-6)  # below: the smallest size's time
+    # above: the affine model through the two largest sizes
+    assert curve.predict("numpy", 1_000_000) == pytest.approx(1e-4 + (1e-4 - 1e-6) / 99_000 * 900_000)
+    assert curve.predict("cpu", 1000) is None
+
+
+@pytest.mark.parametrize("n", [1_500, 20_000, 300_000, 3_000_000, 30_000_000, 10**9])
+def test_the_fastest_path_is_chosen_at_every_size(n):
+    # original 1 ns/element; one torch thread 5 us + 0.5 ns; the pool 30 us + 0.1 ns
+    curve = synthetic(1.0, cpu1=(5e-6, 0.5), cpu=(3e-5, 0.1))
+    bands = _decide.bands_of(curve, _decide.CPU_PATHS)
+    predicted = {path: curve.predict(path, n) for path in _decide.CPU_PATHS}
+    fastest = min(predicted, key=predicted.get)
+    chosen = bands.at(n)
+    if chosen == "numpy":
+        assert all(predicted[p] * _decide.MARGIN >= predicted["numpy"] for p in ("cpu1", "cpu"))
+    else:
+        assert chosen == fastest
+
+
+def test_bands_go_original_then_one_thread_then_the_pool():
+    curve = synthetic(1.0, cpu1=(5e-6, 0.5), cpu=(3e-5, 0.1))
+    bands = _decide.bands_of(curve, _decide.CPU_PATHS)
+    assert bands.paths == ("numpy", "cpu1", "cpu")
+    assert 10_000 < bands.starts[1] < 20_000  # 5 us + 0.5 ns n < (1 ns n) / 1.1 from ~12,900
+    assert bands.at(999) == "numpy"  # nothing measured below the smallest size: the original
+
+
+def test_a_path_must_be_ten_percent_faster():
+    curve = synthetic(1.0, cpu1=(2e-7, 0.95))  # only 5 % faster: not worth the risk
+    assert _decide.bands_of(curve, _decide.CPU_PATHS).paths == ("numpy",)
+
+
+def test_torch_is_chosen_only_where_one_thread_stays_within_the_contention_bound():
+    # The pool is 4x faster, but one thread is 2x slower than the original: under
+    # full contention the pool shrinks to one thread, so the original keeps it.
+    curve = synthetic(1.0, cpu1=(0.0, 2.0), cpu=(0.0, 0.25))
+    assert _decide.bands_of(curve, _decide.CPU_PATHS).paths == ("numpy",)
+    curve = synthetic(1.0, cpu1=(0.0, 1.4), cpu=(0.0, 0.25))
+    assert _decide.bands_of(curve, _decide.CPU_PATHS).paths[-1] == "cpu"
+
+
+def test_cuda_is_chosen_only_when_allowed_and_fastest():
+    curve = synthetic(1.0, cpu1=(5e-6, 0.8), cpu=(3e-5, 0.4), cuda=(1e-4, 0.05))
+    with_cuda = _decide.bands_of(curve, _decide.ALL_PATHS)
+    assert with_cuda.paths[-1] == "cuda"
+    assert "cuda" not in _decide.bands_of(curve, _decide.CPU_PATHS).paths
+
+
+def test_decisions_are_deterministic():
+    curve = synthetic(1.0, cpu1=(5e-6, 0.5), cpu=(3e-5, 0.1))
+    first = _decide.bands_of(curve, _decide.CPU_PATHS)
+    assert all(_decide.bands_of(curve, _decide.CPU_PATHS) == first for _ in range(3))
+
+
+def test_the_prior_scales_the_pool_to_this_machines_threads():
+    curve = synthetic(1.0, cpu1=(5e-6, 0.5), cpu=(3e-5, 0.4))
+    scaled = _decide.scaled_prior(curve, 2, 16)
+    assert scaled.predict("cpu", SIZES[-1]) < curve.predict("cpu", SIZES[-1]) / 4
+    assert _decide.scaled_prior(curve, 2, 2) is curve
+
+
+# ---------------------------------------------------------------- files
+
+
+def test_profile_round_trip(tmp_path):
+    curve = synthetic(1.0, cpu1=(5e-6, 0.5))
+    path = write_profile(tmp_path / "p.json", {"exp/float64": curve}, 1.5)
+    loaded = _profile.read_profile(path)
+    assert loaded.curves["exp/float64"] == curve and loaded.import_seconds == 1.5
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "{", "[]", '{"np2torch_profile": 99}', '{"np2torch_profile": 1, "fingerprint": {}, "curves": {"a": {"sizes": [3, 1], "numpy": [1, 1]}}, "import_seconds": 1, "threads": 1}',
+     '{"np2torch_profile": 1, "fingerprint": {}, "curves": {"a": {"sizes": [1], "numpy": ["x"]}}, "import_seconds": 1, "threads": 1}',
+     '{"np2torch_profile": 1, "fingerprint": {}, "curves": {}, "import_seconds": -1, "threads": 1}', "[" * 100_000],
+    ids=["empty", "truncated", "a list", "another format", "sizes not increasing", "a time not a number", "negative import cost", "nested deep"],
+)
+def test_a_corrupt_profile_is_one_warning_and_the_builtin(tmp_path, profile_env, text):
+    path = tmp_path / "p.json"
+    path.write_text(text)
+    profile_env(path)
+    with pytest.warns(RuntimeWarning, match="ignoring the profile") as record:
+        active = _profile.active()
+        _profile.active()
+    assert len(record) == 1
+    assert active.machine is None and active.builtin.source == "builtin"
+    np2t.exp(np.ones(10))  # and the helpers still work
+
+
+def test_a_missing_named_profile_is_one_warning(tmp_path, profile_env):
+    profile_env(tmp_path / "absent.json")
+    with pytest.warns(RuntimeWarning, match="ignoring the profile"):
+        assert _profile.active().machine is None
+
+
+def test_a_foreign_profile_is_one_warning(tmp_path, profile_env):
+    path = write_profile(tmp_path / "p.json", {}, fingerprint={**_profile.fingerprint(), "cpu": "another CPU"})
+    profile_env(path)
+    with pytest.warns(RuntimeWarning, match="another machine.*cpu: 'another CPU'"):
+        assert _profile.active().machine is None
+
+
+def test_a_matching_profile_is_used_and_no_warning(tmp_path, profile_env):
+    path = write_profile(tmp_path / "p.json", {"exp/float64": synthetic(1.0, cpu1=(5e-6, 0.5))})
+    profile_env(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        active = _profile.active()
+    assert active.machine is not None and "exp/float64" in active.machine.curves
+
+
+def test_without_any_profile_file_there_is_no_warning(profile_env):
+    profile_env(None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        active = _profile.active()
+    assert active.machine is None and active.write_to == _profile.default_path()
+
+
+def test_the_fingerprint_needs_no_torch_and_names_what_decides():
+    proc = run_python(
+        """
+        import sys, json
+        from np2torch.runtime import _profile
+        print(json.dumps(_profile.fingerprint()), 'torch' in sys.modules, 'scipy' in sys.modules)
+        """,
+        {},
+    )
+    text, torch_loaded, scipy_loaded = proc.stdout.rsplit(" ", 2)
+    assert (torch_loaded, scipy_loaded.strip()) == ("False", "False"), proc.stderr
+    found = json.loads(text)
+    assert {"cpu", "cores", "numpy", "scipy", "torch", "gpus", "python"} <= set(found)
+    import scipy
+    import torch
+
+    assert found["scipy"] == scipy.__version__ and found["torch"] == torch.__version__
+    assert found["cores"] == _profile.usable_cores()
+
+
+def test_concurrent_writers_keep_every_curve(tmp_path):
+    path = tmp_path / "shared.json"
+    code = """
+        import sys
+        from pathlib import Path
+        from np2torch.runtime import _profile
+        from np2torch.runtime._profile import Curve, Profile
+        base = Profile("", _profile.fingerprint(), 1.0, 1)
+        for i in range(25):
+            _profile.merge_into_file(Path(sys.argv[1]), base, {f"{sys.argv[2]}{i}/float64": Curve((1,), {"numpy": (1.0,)})})
+    """
+    procs = [subprocess.Popen([sys.executable, "-c", textwrap.dedent(code), str(path), tag], cwd=ROOT) for tag in "ab"]
+    assert all(proc.wait(120) == 0 for proc in procs)
+    keys = set(_profile.read_profile(path).curves)
+    assert keys == {f"{tag}{i}/float64" for tag in "ab" for i in range(25)}
+
+
+def test_two_processes_tuning_at_once_leave_a_valid_profile(tmp_path):
+    target = tmp_path / "tuned.json"
+    cmd = [sys.executable, "-m", "np2torch", "tune", "--quick", "--functions", "sin", "--output", str(target)]
+    env = {k: v for k, v in os.environ.items() if k != "NP2TORCH_PROFILE"}
+    procs = [subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [proc.communicate(timeout=300) for proc in procs]
+    assert [proc.returncode for proc in procs] == [0, 0], outs
+    profile = _profile.read_profile(target)
+    assert set(profile.curves) == {"sin/float64"}
+    assert set(profile.curves["sin/float64"].seconds) >= {"numpy", "cpu1", "cpu"}
+    assert "np2torch tune" in outs[0][1]  # the progress bar, on stderr
+
+
+# ---------------------------------------------------------------- in a fresh process
+
+
+def _synthetic_profile_for_rental(tmp_path: Path, saving: float, import_seconds: float) -> Path:
+    # exp/float32 at 100,000 elements: the original 2 ms, the pool 2 ms - saving (exactly, at a measured size)
+    sizes = (10_000, 100_000, 1_000_000)
+    curve = Curve(sizes, {"numpy": (2e-4, 2e-3, 2e-2), "cpu1": (1e-4, 2e-3 - saving, 1e-2), "cpu": (1e-4, 2e-3 - saving, 1e-2)})
+    return write_profile(tmp_path / "rental.json", {"exp/float32": curve}, import_seconds)
+
+
+def test_ski_rental_imports_torch_when_the_savings_reach_its_cost(tmp_path):
+    path = _synthetic_profile_for_rental(tmp_path, saving=1e-3, import_seconds=0.0095)  # the 10th call pays
+    proc = run_python(
+        """
+        import sys, numpy as np, np2torch.runtime as r
+        x = np.full(100_000, 0.5, dtype=np.float32)
+        seen = []
+        for _ in range(12):
+            r.exp(x)
+            seen.append('torch' in sys.modules)
+        print(seen.index(True) + 1, r.which('exp', x)[0])
+        """,
+        {"NP2TORCH_PROFILE": str(path), "NP2TORCH_CACHE_DIR": str(tmp_path)},
+    )
+    assert proc.stdout.split() == ["10", "cpu"], proc.stderr
+
+
+def test_torch_already_imported_is_used_at_once(tmp_path):
+    path = _synthetic_profile_for_rental(tmp_path, saving=1e-3, import_seconds=100.0)
+    proc = run_python(
+        """
+        import torch, numpy as np, np2torch.runtime as r
+        from np2torch.runtime import _ufunc
+        calls = []
+        real = _ufunc._uf_compute_cpu
+        _ufunc._uf_compute_cpu = lambda *a: calls.append(a) or real(*a)
+        r.exp(np.full(100_000, 0.5, dtype=np.float32))
+        print(len(calls))
+        """,
+        {"NP2TORCH_PROFILE": str(path), "NP2TORCH_CACHE_DIR": str(tmp_path)},
+    )
+    assert proc.stdout.split() == ["1"], proc.stderr
+
+
+def test_one_call_does_not_import_torch():
+    # The issue's script: one 1e5-element call, default settings, no profile.
+    proc = run_python(
+        """
+        import sys, numpy as np, np2torch.runtime as r
+        r.exp(np.linspace(-3, 3, 100_000)); r.exp(np.linspace(-3, 3, 100_000).astype(np.float32))
+        print('torch' in sys.modules)
+        """,
+        {},
+    )
+    assert proc.stdout.split() == ["False"], proc.stderr
+
+
+def test_a_pair_missing_from_the_profile_is_measured_on_the_spot_and_recorded(tmp_path):
+    env = {"NP2TORCH_CACHE_DIR": str(tmp_path)}
+    code = """
+        import torch, numpy as np, np2torch.runtime as r
+        from np2torch.runtime import _profile
+        x = np.linspace(-2, 2, 300_000)
+        r.erf(x)
+        print(_profile.active().write_to)
+        print(r.which('erf', x)[1])
+    """
+    proc = run_python(code, env)
+    assert proc.returncode == 0, proc.stderr
+    written, why = proc.stdout.strip().splitlines()
+    profile = _profile.read_profile(Path(written))
+    assert set(profile.curves) == {"erf/float64"}
+    assert set(profile.curves["erf/float64"].seconds) == {"numpy", "cpu1", "cpu"}
+    assert "this machine's profile" in why
+    # The next process reads it and measures nothing.
+    again = run_python(code, env)
+    assert again.stdout.strip().splitlines()[0] == written
+    assert _profile.read_profile(Path(written)) .curves == profile.curves
+
+
+# ---------------------------------------------------------------- which() and threads
+
+
+def test_which_says_where_and_why():
+    _backend.load_torch()
+    assert np2t.which("exp", np.ones(3)) == ("numpy", np2t.which("exp", np.ones(3))[1])
+    path, why = np2t.which("exp", np.ones(3))
+    assert path == "numpy" and "exp over 3 elements of float64" in why
+    with np2t.using(min_size=0):
+        assert np2t.which("erf", np.ones(3)) == ("cpu", "erf over 3 elements of float64: min_size=0 set explicitly: torch from that size on")
+    with np2t.using(device="numpy"):
+        assert np2t.which("erf", np.ones(10**6))[0] == "numpy"
+    assert np2t.which("exp", [1.0, 2.0])[0] == "numpy"
+    assert "not exactly a numpy.ndarray" in np2t.which("exp", np.ma.ones(3))[1]
+    with np2t.using(min_size=0):
+        assert np2t.which("logsumexp", np.ones((3, 3)), axis=0)[0] == "cpu"
+    with pytest.raises(ValueError, match="no helper 'expm1'"):
+        np2t.which("expm1", np.ones(3))
+
+
+def test_which_changes_nothing(tmp_path):
+    path = _synthetic_profile_for_rental(tmp_path, saving=1e-3, import_seconds=0.0005)
+    proc = run_python(
+        """
+        import sys, numpy as np, np2torch.runtime as r
+        x = np.full(100_000, 0.5, dtype=np.float32)
+        for _ in range(5):
+            path, why = r.which('exp', x)
+        print(path, 'torch' in sys.modules, 'import cost' in why)
+        """,
+        {"NP2TORCH_PROFILE": str(path), "NP2TORCH_CACHE_DIR": str(tmp_path)},
+    )
+    assert proc.stdout.split() == ["numpy", "False", "True"], proc.stderr
+
+
+def test_threads_follow_the_route_and_are_restored(monkeypatch):
+    torch = _backend.load_torch()
+    before = torch.get_num_threads()
+    seen = []
+    with _backend.threads(1):
+        seen.append(torch.get_num_threads())
+    monkeypatch.setattr(_backend, "_busy_elsewhere", lambda: 10**6)  # every core busy elsewhere
+    monkeypatch.setattr(_backend._Load, "when", -1.0)
+    with _backend.threads(0):
+        seen.append(torch.get_num_threads())
+    with _backend.threads(0, adapt=False):
+        seen.append(torch.get_num_threads())
+    assert seen == [1, 1, before] and torch.get_num_threads() == before
+
+
+def test_thread_count_never_changes_values():
+    torch = _backend.load_torch()
+    x = np.random.default_rng(3).standard_normal(200_003) * 5
+    results = []
+    for count in (1, 2):
+        with np2t.using(min_size=0), _backend.threads(count):
+            results.append(np2t.exp(x).tobytes() + np2t.erf(x).tobytes())
+    assert results[0] == results[1]
+    assert torch.get_num_threads() >= 1
+
+
+def test_calibration_times_each_path(monkeypatch):
+    _backend.load_torch()
+    curve = _calibrate.measure("sin", np.dtype(np.float64), ("numpy", "cpu1", "cpu"), sizes=(4096, 32768), max_call=None, repeat=1)
+    assert curve.sizes == (4096, 32768) and set(curve.seconds) == {"numpy", "cpu1", "cpu"}
+    assert all(t > 0 for times in curve.seconds.values() for t in times)
