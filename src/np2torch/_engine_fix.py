@@ -228,8 +228,9 @@ def _import_position(
     if any(_is_runtime_import_stmt(stmt, runtime_module, alias) for stmt in tree.body):
         return None
     owners = _module_level_import_units(units)
-    anchors = {a for f in fixes for a in _binding_units(f, owners, units)}
-    first_run = min((_unit_of(units, f.finding.line) for f in fixes if _runs_at_import(f, units)), default=len(units))
+    stars = _star_import_units(units)
+    anchors = {a for f in fixes for a in _binding_units(f, owners, stars)}
+    first_run = _first_unit_running_a_fix(units, fixes)
     before = [a for a in anchors if a < first_run]
     if before:
         return max(before), True
@@ -268,36 +269,49 @@ def _statements(stmts: Sequence[ast.stmt], stop: Tuple[type, ...], run_time: boo
             stack.extend(holder.body)
 
 
-def _binding_units(fix: "_Planned", owners: Mapping[int, int], units: _Units) -> List[int]:
+def _star_import_units(units: _Units) -> Dict[str, List[int]]:
+    """Module -> the units that star-import it at top level."""
+    stars: Dict[str, List[int]] = {}
+    for index, unit in enumerate(units):
+        for stmt in unit.stmts:
+            if isinstance(stmt, ast.ImportFrom) and not stmt.level and any(a.name == "*" for a in stmt.names):
+                stars.setdefault(stmt.module or "", []).append(index)
+    return stars
+
+
+def _binding_units(fix: "_Planned", owners: Mapping[int, int], stars: Mapping[str, List[int]]) -> List[int]:
     """The units of the module-level imports binding the name the fix resolves through (star imports too)."""
     found = [owners[id(alias)] for alias in fix.ref.bindings if id(alias) in owners]
     if found or fix.ref.bindings:
         return found
-    module = fix.ref.qualname.rpartition(".")[0]
-    for index, unit in enumerate(units):
-        for stmt in unit.stmts:
-            if isinstance(stmt, ast.ImportFrom) and not stmt.level and stmt.module == module:
-                if any(alias.name == "*" for alias in stmt.names):
-                    found.append(index)
-    return found
+    return list(stars.get(fix.ref.qualname.rpartition(".")[0], ()))
 
 
-def _runs_at_import(fix: "_Planned", units: _Units) -> bool:
-    """Whether the fixed expression is evaluated when the module is imported (not inside a def or lambda body)."""
-    node = fix.ref.node
-    pos = (node.lineno, node.col_offset)
-    unit = units[_unit_of(units, node.lineno)]
-    for stmt in unit.stmts:
+def _first_unit_running_a_fix(units: _Units, fixes: List["_Planned"]) -> int:
+    """The first unit holding a fix evaluated when the module is imported (not inside a def or lambda
+    body: decorators and defaults do run); ``len(units)`` when there is none."""
+    by_unit: Dict[int, List[Tuple[int, int]]] = {}
+    for fix in fixes:
+        node = fix.ref.node
+        by_unit.setdefault(_unit_of(units, node.lineno), []).append((node.lineno, node.col_offset))
+    for index in sorted(by_unit):
+        bodies = _function_bodies(units[index].stmts)
+        if any(not any(start <= pos <= end for start, end in bodies) for pos in by_unit[index]):
+            return index
+    return len(units)
+
+
+def _function_bodies(stmts: Sequence[ast.stmt]) -> List[Tuple[Tuple[int, int], Tuple[int, int]]]:
+    bodies = []
+    for stmt in stmts:
         for inner in ast.walk(stmt):
             if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 first = inner.body[0]
-                if (first.lineno, first.col_offset) <= pos <= (inner.end_lineno, inner.end_col_offset):
-                    return False
+                bodies.append(((first.lineno, first.col_offset), (inner.end_lineno or 0, inner.end_col_offset or 0)))
             elif isinstance(inner, ast.Lambda):
                 body = inner.body
-                if (body.lineno, body.col_offset) <= pos <= (body.end_lineno, body.end_col_offset):
-                    return False
-    return True
+                bodies.append(((body.lineno, body.col_offset), (body.end_lineno or 0, body.end_col_offset or 0)))
+    return bodies
 
 
 def _default_position(units: _Units) -> Tuple[int, bool]:

@@ -131,7 +131,9 @@ class Rule:
                 "`map(np.exp, xs)`, `fn=np.log`) is an unsafe fix, applied only with `--unsafe-fixes`: "
                 "the helper is a plain function, not the ufunc, so wherever the reference flows "
                 "`act is np.exp`, dict lookups keyed by the ufunc, `isinstance(act, np.ufunc)`, "
-                "ufunc attributes (`.nin`, `.reduce`) and libraries' ufunc fast paths (pandas) can change."
+                "ufunc attributes (`.nin`, `.reduce`) and libraries' ufunc fast paths (pandas) can change. "
+                "Calls inside a function that numba, `jax.jit`, TorchScript/`torch.compile` or "
+                "`cupy.fuse` compiles are reported without a fix: those compilers cannot compile the helper."
             )
         return (
             "The fix is unsafe: the rewritten code can round differently from the original. "
