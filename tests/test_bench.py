@@ -24,8 +24,10 @@ def run(*args: str) -> "click.testing.Result":
 
 
 def test_every_rule_has_a_recipe_and_the_list_comes_from_the_rules() -> None:
+    from np2torch.runtime._table import FUNCTIONS
+
     assert [rule.helper for rule in bench.benchmarked_rules()] == [rule.helper for rule in RULES if not rule.is_pattern]
-    assert set(bench.RECIPES) == {rule.helper for rule in RULES}
+    assert set(bench.RECIPES) == {rule.helper for rule in RULES} == {row.name for row in FUNCTIONS}
 
 
 def test_originals_resolve_from_qualified_names() -> None:
@@ -55,13 +57,18 @@ def test_json_rows_for_every_function_and_backend() -> None:
     for row in rows:
         assert set(row["seconds"]) == {key for key, _ in bench.BACKENDS}
         assert row["elements"] == 1200 and row["mismatch"] == []
-        available = {"original", "torch", "np2torch", "copy"}
+        available = {"original", "torch", "np2torch", "forced", "copy"}
         if bench.RECIPES[row["function"]].numexpr is not None:
             available.add("numexpr")  # installed in the test environment
         else:
             assert row["seconds"]["numexpr"] is None  # numexpr has no erf or logsumexp
         positive_numbers(row, available)
     assert {row["function"]: row["call"] for row in rows}["logsumexp"] == "scipy.special.logsumexp(x, axis=0)"
+    for row in rows:
+        assert row["path"] in ("numpy", "cpu", "cuda")
+        assert row["best"] in bench.BEST_OF and row["seconds"][row["best"]] == min(
+            row["seconds"][key] for key in bench.BEST_OF if row["seconds"][key] is not None)
+        assert row["slow"] == (row["seconds"]["np2torch"] > 1.1 * row["seconds"][row["best"]] + 1e-6)
 
 
 def test_table_has_a_column_per_backend_and_speedups() -> None:
@@ -70,7 +77,7 @@ def test_table_has_a_column_per_backend_and_speedups() -> None:
     lines = result.stdout.splitlines()
     assert lines[0].startswith("np2torch bench: 1000, float32, median of 1 runs")
     header = lines[1]
-    for title in ("NumPy/SciPy", "numexpr", "torch (naive)", "np2torch", "copy (floor)"):
+    for title in ("NumPy/SciPy", "numexpr", "torch (naive)", "np2torch", "torch path", "copy (floor)", "best"):
         assert title in header
     rows = {line.split()[0]: line for line in lines[2:]}
     assert set(rows) == {"exp", "logsumexp"}
@@ -85,7 +92,7 @@ def test_sweep_covers_sizes_up_to_the_cap() -> None:
     rows = report["sweep"]
     assert [row["elements"] for row in rows] == [1, 3, 10, 30, 100]
     for row in rows:
-        positive_numbers(row, {"original", "torch", "np2torch", "copy", "numexpr"})
+        positive_numbers(row, {"original", "torch", "np2torch", "forced", "copy", "numexpr"})
     (summary,) = report["summary"]
     assert summary["function"] == "log"
     assert summary["crossover_elements"] in (None, 1, 3, 10, 30, 100)
@@ -107,8 +114,10 @@ def test_sweep_table() -> None:
     result = run("--sweep", "--max-size", "30", "--functions", "erf")
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    assert "sizes 1 to 30" in lines[0] and len(lines) == 2 + 4 + 1
-    assert lines[-1].startswith("erf: np2torch faster from ")
+    assert "sizes 1 to 30" in lines[0]
+    assert [line.split()[:2] for line in lines[2:6]] == [["erf", n] for n in ("1", "3", "10", "30")]
+    assert lines[6].startswith("erf: np2torch faster from ")
+    assert lines[7:] in ([], [line for line in lines[7:] if line.startswith("!: np2torch's default was more than")])
 
 
 def test_plot_writes_a_png(tmp_path: Path) -> None:

@@ -1,18 +1,21 @@
 """``np2torch bench``: NumPy/SciPy vs numexpr vs torch vs np2torch.runtime, on this machine.
 
 The functions come from the rule table (:data:`np2torch.rules.RULES`): each
-rule's original (its qualified name) against its runtime helper.  What this
-module adds per helper is only how to *benchmark* it -- an input, the call's
-keywords, the numexpr expression and the naive torch call -- in
-:data:`RECIPES`, keyed by helper name.  torch, numexpr and matplotlib are
-imported inside the command, never at import.
+rule's original (its qualified name) against its runtime helper.  How to
+benchmark each -- its input domain, keywords, numexpr name and naive torch
+call -- is derived from the function table (``np2torch/runtime/_table.py``)
+in :data:`RECIPES`.  torch, numexpr and matplotlib are imported inside the
+command, never at import.
 
 Columns: the original (NumPy/SciPy), numexpr (when installed and it has the
 function), the naive torch wrapper (``torch.exp(torch.as_tensor(x)).numpy()``),
-np2torch.runtime on the CPU, np2torch.runtime on CUDA (when available), and a
-plain copy into a preallocated buffer: the memory-bandwidth floor.  Each number
-is the median over ``--repeat`` runs; small sizes loop each call enough times
-to be measurable.
+np2torch.runtime with its default settings (the path it took beside the
+time), np2torch's CPU torch path forced, its CUDA path forced (when
+available), and a plain copy into a preallocated buffer: the memory-bandwidth
+floor.  "best" names the fastest of the paths np2torch can take (the original,
+CPU torch, CUDA); a default cell more than 1 µs + 10 % slower than it is
+marked ``!``.  Each number is the median over ``--repeat`` runs; small sizes
+loop each call enough times to be measurable.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import numpy as np
 
 from np2torch import __version__
 from np2torch.rules import RULES, Rule
+from np2torch.runtime._table import FUNCTIONS, Function
 
 Shape = Tuple[int, ...]
 
@@ -50,42 +54,40 @@ class Recipe:
     """Keywords for the original and the helper, e.g. ``axis=0``."""
 
 
-def _normal(rng: np.random.Generator, shape: Shape, dtype: np.dtype) -> np.ndarray:
-    return rng.standard_normal(shape, dtype=dtype)
+def _recipe(row: Function) -> Recipe:
+    low, high = row.domain
+    naive = row.naive or row.torch_op
+    kwargs = dict(row.bench_kwargs)
+
+    def make_input(rng: np.random.Generator, shape: Shape, dtype: np.dtype) -> np.ndarray:
+        x = rng.random(shape, dtype=dtype)
+        x *= high - low
+        x += low
+        return x
+
+    def torch_call(torch: Any, t: Any) -> Any:
+        function = getattr(torch, naive)
+        if "axis" in kwargs:
+            return function(t, dim=kwargs["axis"])
+        return function(t)
+
+    return Recipe(make_input, torch_call, numexpr=None if row.numexpr is None else f"{row.numexpr}(x)", kwargs=kwargs)
 
 
-def _positive(rng: np.random.Generator, shape: Shape, dtype: np.dtype) -> np.ndarray:
-    x = rng.random(shape, dtype=dtype)
-    x *= 10
-    x += 0.1
-    return x
-
-
-def _open_unit(rng: np.random.Generator, shape: Shape, dtype: np.dtype) -> np.ndarray:
-    x = rng.random(shape, dtype=dtype)
-    x *= 1.98
-    x -= 0.99
-    return x
-
-
-RECIPES: Mapping[str, Recipe] = {
-    "exp": Recipe(_normal, lambda torch, t: torch.exp(t), numexpr="exp(x)"),
-    "log": Recipe(_positive, lambda torch, t: torch.log(t), numexpr="log(x)"),
-    "erf": Recipe(_normal, lambda torch, t: torch.special.erf(t)),
-    "logsumexp": Recipe(_normal, lambda torch, t: torch.logsumexp(t, dim=0), kwargs={"axis": 0}),
-    "sin": Recipe(_normal, lambda torch, t: torch.sin(t), numexpr="sin(x)"),
-    "cos": Recipe(_normal, lambda torch, t: torch.cos(t), numexpr="cos(x)"),
-    "erfinv": Recipe(_open_unit, lambda torch, t: torch.erfinv(t)),
-}
+RECIPES: Mapping[str, Recipe] = {row.name: _recipe(row) for row in FUNCTIONS}
+"""Derived from the function table: nothing to add here for a new function."""
 
 BACKENDS: Tuple[Tuple[str, str], ...] = (
     ("original", "NumPy/SciPy"),
     ("numexpr", "numexpr"),
     ("torch", "torch (naive)"),
     ("np2torch", "np2torch"),
+    ("forced", "torch path"),
     ("cuda", "np2torch CUDA"),
     ("copy", "copy (floor)"),
 )
+BEST_OF = ("original", "forced", "cuda")
+"""The paths np2torch.runtime can choose between: "best" is the fastest of them."""
 """Column keys (JSON) and titles (table), in order."""
 
 QUIET_MACHINE_NOTE = (
@@ -228,19 +230,21 @@ def backend_calls(rule: Rule, recipe: Recipe, x: np.ndarray, env: Environment) -
         torch = env.torch
         calls["torch"] = lambda: recipe.torch_call(torch, torch.as_tensor(x)).numpy()
         calls["np2torch"] = lambda: helper(x, **kwargs)
+        calls["forced"] = calls["np2torch"]  # run under using(device="cpu", min_size=0): see DEVICES
         if env.cuda:
-            calls["cuda"] = calls["np2torch"]  # run under using(device="cuda"): see DEVICES
+            calls["cuda"] = calls["np2torch"]  # run under using(device="cuda", min_size=0)
     floor = np.empty_like(x)
     calls["copy"] = lambda: np.copyto(floor, x)
     return calls
 
 
-DEVICES: Mapping[str, str] = {"np2torch": "cpu", "cuda": "cuda"}
-"""The runtime's device for its columns, set around the timing loop (a ``using`` block per call would cost µs)."""
+DEVICES: Mapping[str, str] = {"forced": "cpu", "cuda": "cuda"}
+"""The forced columns' device, set around the timing loop (a ``using`` block per call would cost µs);
+the np2torch column runs with the user's settings."""
 
 
 def _in_device(env: Environment, key: str) -> Any:
-    return env.runtime.using(device=DEVICES[key]) if key in DEVICES else contextlib.nullcontext()
+    return env.runtime.using(device=DEVICES[key], min_size=0) if key in DEVICES else contextlib.nullcontext()
 
 
 def _agrees(got: Any, want: Any) -> bool:
@@ -260,11 +264,16 @@ def measure(rule: Rule, shape: Shape, dtype: np.dtype, env: Environment, repeat:
             times[key] = None
             continue
         with _in_device(env, key):
-            if key in DEVICES and not _agrees(call(), want):
-                mismatches.append(key)
+            if key in DEVICES or key == "np2torch":
+                if not _agrees(call(), want):
+                    mismatches.append(key)
             times[key] = time_call(call, repeat, min_run_time)
     base = times["original"]
     speedups = {key: (None if t is None or key == "original" else base / t) for key, t in times.items()}
+    candidates = {key: times[key] for key in BEST_OF if times.get(key) is not None}
+    best = min(candidates, key=lambda key: candidates[key])
+    mine = times.get("np2torch")
+    path = env.runtime.which(rule.helper, x, **recipe.kwargs)[0] if env.runtime is not None else "numpy"
     del x, calls, want
     call_text = f"{rule.qualname}(x{''.join(f', {k}={v!r}' for k, v in recipe.kwargs.items())})"
     return {
@@ -275,6 +284,9 @@ def measure(rule: Rule, shape: Shape, dtype: np.dtype, env: Environment, repeat:
         "seconds": times,
         "speedup": speedups,
         "mismatch": mismatches,
+        "path": path,
+        "best": best,
+        "slow": mine is not None and mine > 1.1 * candidates[best] + 1e-6,
     }
 
 
@@ -318,16 +330,22 @@ def _cell(row: Mapping[str, Any], key: str) -> str:
     value = row["seconds"][key]
     text = _seconds(value)
     speedup = row["speedup"].get(key)
-    return text if speedup is None else f"{text} ({speedup:.2f}x)"
+    text = text if speedup is None else f"{text} ({speedup:.2f}x)"
+    if key == "np2torch" and value is not None:
+        text += f" {row.get('path', '')}" + (" !" if row.get("slow") else "")
+    return text
+
+
+_BEST_TITLES = dict(BACKENDS)
 
 
 def format_table(rows: Sequence[Mapping[str, Any]], first: str = "function") -> str:
     shown = [(key, title) for key, title in BACKENDS if any(row["seconds"][key] is not None for row in rows)]
-    header = [first] + [title for _, title in shown]
+    header = [first] + [title for _, title in shown] + ["best"]
     body = []
     for row in rows:
         label = row["function"] if first == "function" else f"{row['function']} {row['elements']:>9}"
-        cells = [label] + [_cell(row, key) for key, _ in shown]
+        cells = [label] + [_cell(row, key) for key, _ in shown] + [_BEST_TITLES.get(row.get("best", ""), "—")]
         if row["mismatch"]:
             cells[-1] += "  MISMATCH: " + ",".join(row["mismatch"])
         body.append(cells)
@@ -418,17 +436,16 @@ def command(
     numpy_dtype = np.dtype(dtype)
     report: Dict[str, Any] = {"machine": env.describe(), "dtype": dtype, "repeat": repeat}
     if sweep:
-        rows = [
-            measure(rule, square_shape(n), numpy_dtype, env, repeat, min_run_time)
-            for n in sweep_sizes(max_size)
-            for rule in rules
-        ]
+        plan = [(rule, n) for n in sweep_sizes(max_size) for rule in rules]
+        with click.progressbar(plan, label="np2torch bench", file=sys.stderr) as items:
+            rows = [measure(rule, square_shape(n), numpy_dtype, env, repeat, min_run_time) for rule, n in items]
         report["sweep"] = rows
         report["summary"] = summarize_sweep(rows)
         if plot_path is not None:
             plot_sweep(rows, plot_path)
     else:
-        rows = [measure(rule, shape, numpy_dtype, env, repeat, min_run_time) for rule in rules]
+        with click.progressbar(rules, label="np2torch bench", file=sys.stderr) as items:
+            rows = [measure(rule, shape, numpy_dtype, env, repeat, min_run_time) for rule in items]
         report["shape"] = list(shape)
         report["results"] = rows
     if as_json:
@@ -461,6 +478,9 @@ def _echo_report(report: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], s
             f" elements on; overhead at the smallest size {item['overhead_seconds_at_smallest'] * 1e6:+.2f} µs;"
             + (f" more than 1 µs + 10% slower at {', '.join(map(str, over))}" if over else " within 1 µs + 10% of the original everywhere")
         )
+    if any(row.get("slow") for row in rows):
+        click.echo("!: np2torch's default was more than 1 µs + 10 % slower than the best path here; "
+                   "run `np2torch tune` on a quiet machine (or report it with `np2torch tune --show`).")
     if any(row["mismatch"] for row in rows):
         click.echo("MISMATCH: np2torch.runtime disagreed with the original beyond 1e-5 relative: please report it.", err=True)
     if plot_path is not None:
