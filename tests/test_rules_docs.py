@@ -103,3 +103,34 @@ def test_rules_markdown_lists_every_row(capsys: pytest.CaptureFixture[str]) -> N
     assert main(["rules", "--format", "markdown"]) == 0
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| [")]
     assert [row.split("[")[1].split("]")[0] for row in rows] == [r.code for r in RULES]
+
+
+def test_the_rules_the_runtime_and_bench_derive_from_one_function_table() -> None:
+    # A function is described once (np2torch/runtime/_table.py); everything else follows from it.
+    import np2torch.runtime as np2t
+    from np2torch import bench
+    from np2torch.runtime import _table, _ufunc
+
+    rows = {row.code: row for row in _table.FUNCTIONS}
+    functions = {rule.code: rule for rule in RULES if not rule.is_pattern}
+    assert set(rows) == set(functions)
+    for code, row in rows.items():
+        rule = functions[code]
+        assert (rule.qualname, rule.helper) == (row.qualname, row.name)
+        assert row.name in np2t.__all__ and callable(getattr(np2t, row.name))
+        assert row.name in bench.RECIPES
+    specs = {spec.name: spec for spec in _ufunc.UFUNC_SPECS}
+    assert set(specs) == {row.name for row in _table.ELEMENTWISE_FUNCTIONS}
+    for row in _table.ELEMENTWISE_FUNCTIONS:
+        spec = specs[row.name]
+        assert (spec.module, spec.torch_op, dict(spec.compute), dict(spec.cuda_compute)) == (row.module, row.torch_op, dict(row.loops), dict(row.cuda_loops))
+        assert set(row.cuda_loops) <= set(row.loops)
+
+
+def test_reading_the_rules_imports_no_numpy() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, np2torch.rules as r; assert len(r.RULES) > 1; print('numpy' in sys.modules, 'torch' in sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.stdout.split() == ["False", "False"], proc.stderr

@@ -2,9 +2,11 @@
 
 The linter, the fixer, ``--select``/``--ignore``, the rule docs
 (``np2torch explain``, ``docs/rules.md``) and the fixture-coverage tests all
-read :data:`RULES`.  Adding a function is one row here, its helper in
-:mod:`np2torch.runtime` and its fixtures; the documentation page's example and
-"use instead" are generated from the row unless it spells them out.
+read :data:`RULES`.  A function's rule is derived from its row in the function
+table (``np2torch/runtime/_table.py``, read here without importing NumPy):
+adding a function is that row and its fixtures (CONTRIBUTING.md); its page
+text is generated unless :data:`_DOCS` spells it out.  Pattern rules are
+written here.
 
 Code ranges (the hundreds digit names the category, see :data:`CODE_RANGES`):
 
@@ -20,8 +22,12 @@ Code ranges (the hundreds digit names the category, see :data:`CODE_RANGES`):
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from dataclasses import dataclass
-from typing import Mapping
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Mapping
 
 ELEMENTARY = "elementary functions"
 SPECIAL = "special functions"
@@ -155,88 +161,47 @@ _FLOAT64_TRIG_GAPS = (
     "inputs, arguments up to 1e22 included); torch was as close to the exact value as NumPy. "
 )
 
-_NUMPY_SIMD_GAP = (
-    "On the 2-core reference machine NumPy 2's SIMD float64 (and float16, complex) loops were as "
-    "fast as torch, so those dtypes stay with NumPy by default on the CPU (no speed-up, no "
-    "slow-down); float32 runs on torch. `NP2TORCH_MIN_SIZE` opts in where `np2torch bench` shows a gain. "
+_MEASURED_PER_MACHINE = (
+    "Which dtypes and sizes run on torch is measured on each machine (`np2torch tune`, or on the "
+    "spot the first time a call could pay off): where torch is not faster -- NumPy 2's SIMD "
+    "float64 loops on a 2-core AVX2 machine, for instance -- the original runs, so there is no "
+    "slow-down. "
 )
 
 _UFUNC_WHY = (
-    "Over large arrays NumPy computes `{name}` on one core; torch's vectorized, "
-    "multithreaded kernel (or CUDA) is several times faster. The helper calls "
-    "torch only where it returns NumPy's dtype, shape, memory order, special values "
-    "and floating-point warnings, and calls the original everywhere else."
+    "Over large arrays {library} computes `{name}` on one core; torch's vectorized, "
+    "multithreaded kernel (or CUDA) is several times faster on many machines. The helper calls "
+    "torch only where it returns the original's dtype, shape, memory order, special values "
+    "and floating-point warnings, and only where this machine's profile measured it faster; "
+    "it calls the original everywhere else."
 )
 
-RULES: tuple[Rule, ...] = (
-    Rule(
-        code="NPT001",
-        qualname="numpy.exp",
-        helper="exp",
-        summary="`numpy.exp` call or reference",
-        why=_UFUNC_WHY.format(name="exp"),
-        known_problems=_NUMPY_SIMD_GAP + "float16: 4 of 63,488 inputs differ by 1 ULP (their exact "
+_DOCS: Mapping[str, Mapping[str, str]] = {
+    # What a function's page says beyond the generated defaults: measured gaps, caveats.
+    "NPT001": {
+        "known_problems": _MEASURED_PER_MACHINE + "float16: 4 of 63,488 inputs differ by 1 ULP (their exact "
         "value lies within 1e-6 ULP of a rounding tie). " + _COMMON_GAPS,
-    ),
-    Rule(
-        code="NPT002",
-        qualname="numpy.log",
-        helper="log",
-        summary="`numpy.log` call or reference",
-        why=_UFUNC_WHY.format(name="log"),
-        known_problems=_NUMPY_SIMD_GAP + _COMMON_GAPS,
-    ),
-    Rule(
-        code="NPT003",
-        qualname="scipy.special.erf",
-        helper="erf",
-        summary="`scipy.special.erf` call or reference",
-        category=SPECIAL,
-        known_problems="`erf(..., where=mask)` is handed to SciPy unchanged, so it inherits SciPy 1.17's "
-        "heap corruption there (scipy/xsf#146). " + _COMMON_GAPS,
-        why=_UFUNC_WHY.format(name="erf").replace("NumPy computes", "SciPy computes"),
-    ),
-    Rule(
-        code="NPT004",
-        qualname="scipy.special.logsumexp",
-        helper="logsumexp",
-        summary="`scipy.special.logsumexp` call or reference",
-        category=REDUCTION,
-        known_problems="torch serves SciPy 1.16-1.17 only; other SciPy versions, `b=`, NaN inputs, "
-        "complex/float16 and non-ndarray inputs go to SciPy itself (same result, no speed-up). "
+    },
+    "NPT003": {
+        "known_problems": "`erf(..., where=mask)` is handed to SciPy unchanged, so it inherits SciPy 1.17's "
+        "heap corruption there (scipy/xsf#146). " + _MEASURED_PER_MACHINE + _COMMON_GAPS,
+    },
+    "NPT004": {
+        "known_problems": "torch serves the installed SciPy when a behavioural check at first use shows that "
+        "the torch path reproduces it (special values, a dominant term, layouts); otherwise, and for `b=`, "
+        "NaN inputs, complex/float16 and non-ndarray inputs, SciPy itself runs (same result, no speed-up). "
         "See docs/logsumexp.md.",
-        why=(
+        "why": (
             "`scipy.special.logsumexp` makes several full passes and temporaries over "
             "its input; torch's fused reduction is several times faster on large arrays. "
             "The helper calls torch only where it reproduces SciPy's result, and SciPy "
             "itself everywhere else."
         ),
-    ),
-    # The catalogue (docs/catalogue.md, `python scripts/catalogue.py`): measured exact and faster.
-    Rule(
-        code="NPT005",
-        qualname="numpy.sin",
-        helper="sin",
-        summary="`numpy.sin` call or reference",
-        why=_UFUNC_WHY.format(name="sin"),
-        known_problems=_FLOAT64_TRIG_GAPS.format(name="sin", differ="90") + _COMMON_GAPS,
-    ),
-    Rule(
-        code="NPT006",
-        qualname="numpy.cos",
-        helper="cos",
-        summary="`numpy.cos` call or reference",
-        why=_UFUNC_WHY.format(name="cos"),
-        known_problems=_FLOAT64_TRIG_GAPS.format(name="cos", differ="102") + _COMMON_GAPS,
-    ),
-    Rule(
-        code="NPT101",
-        qualname="scipy.special.erfinv",
-        helper="erfinv",
-        summary="`scipy.special.erfinv` call or reference",
-        category=SPECIAL,
-        why=_UFUNC_WHY.format(name="erfinv").replace("NumPy computes", "SciPy computes"),
-        known_problems=(
+    },
+    "NPT005": {"known_problems": _FLOAT64_TRIG_GAPS.format(name="sin", differ="90") + _COMMON_GAPS},
+    "NPT006": {"known_problems": _FLOAT64_TRIG_GAPS.format(name="cos", differ="102") + _COMMON_GAPS},
+    "NPT101": {
+        "known_problems": (
             "float16 and float32 inputs are computed in float64 and rounded once to SciPy's float32 "
             "result: within 3 ULP of SciPy's float32 loop (which was 1.8 ULP from the exact value on "
             "the catalogue's sample, the helper 0.5); float64 within 2 ULP of SciPy (SciPy 1.9 ULP "
@@ -245,7 +210,53 @@ RULES: tuple[Rule, ...] = (
             "(SciPy's own error state), `where=` masks (SciPy 1.17's heap corruption, scipy/xsf#146) "
             "and complex inputs go to SciPy. " + _COMMON_GAPS
         ),
-    ),
+    },
+}
+"""Hand-written page text per code; a function without an entry gets the generated defaults."""
+
+
+def _load_function_table() -> ModuleType:
+    """``np2torch/runtime/_table.py``, read without importing the runtime package (which needs NumPy).
+
+    Registered under its package name, so the runtime, when imported later, uses the same module.
+    """
+    name = "np2torch.runtime._table"
+    module = sys.modules.get(name)
+    if module is None:
+        path = Path(__file__).resolve().parent / "runtime" / "_table.py"
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return module
+
+
+def _category(row: Any) -> str:
+    if row.kind == "reduction":
+        return REDUCTION
+    return SPECIAL if row.module == "scipy.special" else ELEMENTARY
+
+
+def _function_rule(row: Any) -> Rule:
+    """The rule for one row of the function table: its facts from the row, its page from :data:`_DOCS`."""
+    docs = _DOCS.get(row.code, {})
+    library = "SciPy" if row.module.startswith("scipy") else "NumPy"
+    return Rule(
+        code=row.code,
+        qualname=row.qualname,
+        helper=row.name,
+        summary=f"`{row.qualname}` call or reference",
+        category=_category(row),
+        why=docs.get("why", _UFUNC_WHY.format(library=library, name=row.name)),
+        known_problems=docs.get("known_problems", _MEASURED_PER_MACHINE + _COMMON_GAPS),
+    )
+
+
+FUNCTION_TABLE = _load_function_table().FUNCTIONS
+"""The rows of np2torch/runtime/_table.py: the one description of each function np2torch serves."""
+
+RULES: tuple[Rule, ...] = tuple(sorted((_function_rule(row) for row in FUNCTION_TABLE), key=lambda rule: rule.code)) + (
     Rule(
         code="NPT901",
         qualname="numpy.log",
