@@ -7,11 +7,14 @@ asynchronously from page-locked ("pinned") memory.  So each chunk goes
         --(kernel, in place)--> device slot --(D2H)--> pinned slot
         --(CPU copy)--> NumPy result
 
-with two slots, each with its own CUDA stream, pinned buffer and device buffer:
-while the GPU works on chunk k in one slot, the host fills the other slot with
-chunk k+1 and the GPU's copy engine moves it, so copies overlap compute.  A slot
-is reused only after the event recorded at the end of its previous chunk has
-completed.  The floating-point error check (any non-finite value) runs on the
+with three slots, each with its own CUDA stream, pinned buffer and device
+buffer: while the GPU computes chunk k in one slot, its copy engines move chunk
+k-1 back and chunk k+1 in, and the host stages chunk k+2, so both copy
+directions, compute and host staging overlap.  A slot is reused only after the
+event recorded at the end of its previous chunk has completed.  The slots
+(pinned host memory is slow to allocate: ~ms per call) are kept per device and
+dtype for the life of the process and reused by every later call, one call at
+a time (a lock), ``3 x CUDA_CHUNK_BYTES`` of pinned and of device memory each.  The floating-point error check (any non-finite value) runs on the
 device, per slot, and is read back once at the end.
 
 The schedule (:func:`plan_chunks`, :func:`run_pipeline`) is plain Python and is
@@ -23,7 +26,8 @@ Internal API (keep names stable): ``plan_chunks``, ``run_pipeline``,
 
 from __future__ import annotations
 
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+import threading
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -32,7 +36,33 @@ from ._backend import load_torch, note_parallel_use, torch_dtype
 # 32 MiB per chunk: large enough that per-chunk launch and event costs vanish,
 # small enough that two slots of pinned and device memory stay modest.
 CUDA_CHUNK_BYTES = 32 << 20
-_CUDA_SLOTS = 2
+_CUDA_SLOTS = 3
+
+
+class _SlotCache:
+    """Pinned and device buffers, streams and events per (device, dtype), reused across calls."""
+
+    lock = threading.Lock()
+    slots: Dict[Tuple[str, Any], Tuple[int, List[Any], List[Any], List[Any], List[Any]]] = {}
+
+
+def _slots(torch: Any, dev: Any, dtype: Any, span: int, count: int) -> Tuple[List[Any], List[Any], List[Any], List[Any]]:
+    """``count`` slots of at least ``span`` elements (call with the cache's lock held)."""
+    key = (str(dev), dtype)
+    cached = _SlotCache.slots.get(key)
+    if cached is not None and cached[0] >= span and len(cached[1]) >= count:
+        return cached[1], cached[2], cached[3], cached[4]
+    streams = [torch.cuda.Stream(device=dev) for _ in range(count)]
+    pinned = [torch.empty(span, dtype=dtype, pin_memory=True) for _ in range(count)]
+    buffers = []
+    for stream in streams:
+        # Allocated on the slot's own stream, so the caching allocator ties
+        # the memory to the stream that uses it.
+        with torch.cuda.stream(stream):
+            buffers.append(torch.empty(span, dtype=dtype, device=dev))
+    events = [torch.cuda.Event() for _ in range(count)]
+    _SlotCache.slots[key] = (span, streams, pinned, buffers, events)
+    return streams, pinned, buffers, events
 
 
 def plan_chunks(n: int, itemsize: int, chunk_bytes: int = CUDA_CHUNK_BYTES) -> List[Tuple[int, int]]:
@@ -110,17 +140,12 @@ def cuda_unary(
     src_t = torch.from_numpy(src)
     dst_t = torch.from_numpy(dst)
 
-    with torch.cuda.device(dev):
-        streams = [torch.cuda.Stream(device=dev) for _ in range(slots)]
-        pinned = [torch.empty(span, dtype=dtype, pin_memory=True) for _ in range(slots)]
-        buffers, flags = [], []
-        for stream in streams:
-            # Allocated on the slot's own stream, so the caching allocator ties
-            # the memory to the stream that uses it.
+    with _SlotCache.lock, torch.cuda.device(dev):
+        streams, pinned, buffers, events = _slots(torch, dev, dtype, span, slots)
+        flags = []
+        for stream in streams[:slots]:
             with torch.cuda.stream(stream):
-                buffers.append(torch.empty(span, dtype=dtype, device=dev))
                 flags.append(torch.zeros((), dtype=torch.int64, device=dev) if check else None)
-        events = [torch.cuda.Event() for _ in range(slots)]
 
         def launch(slot: int, start: int, stop: int) -> None:
             length = stop - start

@@ -213,7 +213,9 @@ def torch_floor(name: str, dtypes: Sequence[str]) -> int:
     for dtype in dtypes:
         key = curve_key(name, dtype)
         curve, origin = _curve(active, key)
-        if curve is not None:
+        if curve is None and active.write_to is not None:
+            floors.append(CALIBRATE_FROM)  # unknown: calls from that size on may measure it
+        elif curve is not None:
             first = _bands(active, key, curve, origin, ALL_PATHS).first_torch()
             if first is not None:
                 floors.append(first)
@@ -246,7 +248,13 @@ def route(
     active = _profile.active()
     curve, origin = _curve(active, key)
     if curve is None:
-        return None
+        # Nothing known (a function newer than the built-in profile): measure it once torch is
+        # here anyway; without torch there is no estimate to rent against.
+        if dry_run or active.write_to is None or n < CALIBRATE_FROM or not _torch_ready():
+            return None
+        if _calibrate_now(name, dtype, key) is None:
+            return None
+        return route(name, dtype, n, device, None, cuda_ok)
     allowed = _allowed(curve, device, cuda_ok)
     path = _bands(active, key, curve, origin, allowed).at(n)
     if path == "numpy":
