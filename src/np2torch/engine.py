@@ -105,9 +105,8 @@ REASON_KEY = "it is used as a lookup key (dict key, set member or subscript); th
 REASON_INSPECTED = "the function object itself is inspected; the helper is a different object"
 REASON_UNSAFE = "unsafe fix (it changes rounding): applied only with --unsafe-fixes"
 REASON_REFERENCE = (
-    "unsafe fix (it passes the function object on, and the helper is a plain function, not the ufunc: "
-    "`is`, dict lookups, `isinstance(f, np.ufunc)` and ufunc attributes such as `.nin` or `.reduce` "
-    "can change where it ends up): applied only with --unsafe-fixes"
+    "unsafe fix (it passes the function on, and the helper is not the ufunc: `is`, dict keys, "
+    "`isinstance(f, np.ufunc)`, `.nin` change where it flows): applied only with --unsafe-fixes"
 )
 REASON_CLASS_ATTRIBUTE = (
     "it becomes a class attribute, where the helper (a plain function) binds as a method and a ufunc does not"
