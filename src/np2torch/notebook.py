@@ -113,12 +113,12 @@ class NotebookError(engine.SourceError):
 
 def _load(text: str) -> Tuple[dict, List[_Cell]]:
     try:
-        return _load_nested(text)
+        return _load_unguarded(text)
     except RecursionError:  # json recurses once per nested array or object
         raise NotebookError("not a notebook: the JSON is nested too deeply") from None
 
 
-def _load_nested(text: str) -> Tuple[dict, List[_Cell]]:
+def _load_unguarded(text: str) -> Tuple[dict, List[_Cell]]:
     body = text[1:] if text.startswith("\ufeff") else text
     shift = len(text) - len(body)
     try:
