@@ -192,6 +192,17 @@ def test_deeply_nested_entry_is_a_miss(in_tmp: Path) -> None:
     assert cache.get("a.py", settings, "d") is None
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_an_entry_that_is_not_a_regular_file_is_a_miss(in_tmp: Path) -> None:
+    settings = RunSettings(codes=("NPT001",))
+    cache = Cache(in_tmp / "c", fingerprint="f")
+    cache.put("a.py", settings, "d", [])
+    [entry] = (in_tmp / "c").glob("*/*.json")
+    entry.unlink()
+    os.mkfifo(entry)  # reading it would wait for a writer for ever
+    assert cache.get("a.py", settings, "d") is None
+
+
 def test_unwritable_cache_warns_once_and_results_hold(capsys: pytest.CaptureFixture[str],
                                                       monkeypatch: pytest.MonkeyPatch, in_tmp: Path) -> None:
     blocker = in_tmp / "not-a-folder"

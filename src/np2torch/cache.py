@@ -28,7 +28,7 @@ from typing import Any, Sequence
 
 from np2torch import __version__
 from np2torch.config import RunSettings
-from np2torch.files import replace_file
+from np2torch.files import FileError, read_regular, replace_file
 
 CACHE_DIR_NAME = ".np2torch_cache"
 CACHE_DIR_ENV = "NP2TORCH_CACHE_DIR"
@@ -77,9 +77,9 @@ class Cache:
     def get(self, path: str, settings: RunSettings, content_digest: str) -> list[dict[str, Any]] | None:
         """The cached findings (dicts without ``path``), or ``None`` on a miss."""
         try:
-            with open(self._entry(path, settings), "rb") as handle:
-                entry = json.loads(handle.read())
-        except (OSError, ValueError, RecursionError):
+            raw, _ = read_regular(str(self._entry(path, settings)), "cache entry")  # a FIFO planted here must not hang
+            entry = json.loads(raw)
+        except (FileError, ValueError, RecursionError):
             return None
         if not isinstance(entry, dict) or entry.get("fingerprint") != self.fingerprint:
             return None
