@@ -257,8 +257,8 @@ def test_fix_diff_writes_nothing_and_exits_1(capsys: pytest.CaptureFixture[str])
 @pytest.mark.parametrize(
     "raw",
     [
-        pytest.param("# -*- coding: latin-1 -*-\nimport numpy as np\n# caf\u00e9\ny = np.exp(x)  # \u00b5s\n".encode("latin-1"),
-                     id="PEP 263 latin-1"),
+        pytest.param("# -*- coding: latin-1 -*-\nimport numpy as np\n# caf\u00e9\ny = np.exp(x)  # \u00b5s\n"
+                     .encode("latin-1"), id="PEP 263 latin-1"),
         pytest.param(b"\xef\xbb\xbfimport numpy as np\ny = np.exp(x)\n", id="UTF-8 BOM in a context line"),
         pytest.param("# coding: cp1252\nimport numpy as np\ns = '\u20ac'\ny = np.exp(x)".encode("cp1252"),
                      id="cp1252, no final newline"),
@@ -376,7 +376,10 @@ def test_non_regular_files_are_refused_and_others_go_on(in_tmp: Path, command: s
     assert done.returncode == 2
     assert done.stderr.splitlines() == ["/dev/zero: error: not a regular file (a character device)",
                                         "f.py: error: not a regular file (a FIFO)"]
-    assert ("good.py:3:5: NPT001" in done.stdout) if command == "check" else (EXP_FIXED_LINE in Path("good.py").read_text())
+    if command == "check":
+        assert "good.py:3:5: NPT001" in done.stdout
+    else:
+        assert EXP_FIXED_LINE in Path("good.py").read_text()
 
 
 def test_a_file_above_the_size_limit_is_one_error(capsys: pytest.CaptureFixture[str],
@@ -645,7 +648,8 @@ def test_file_names_that_are_not_utf8(capsysbinary: pytest.CaptureFixture[bytes]
 
 
 @not_utf8_names
-def test_fix_diff_of_a_file_name_that_is_not_utf8_applies(in_tmp: Path, capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+def test_fix_diff_of_a_file_name_that_is_not_utf8_applies(in_tmp: Path,
+                                                            capsysbinary: pytest.CaptureFixture[bytes]) -> None:
     import shutil
 
     if shutil.which("patch") is None:

@@ -155,8 +155,10 @@ def read_regular(path: str, display: str, limit: int | None = None) -> tuple[byt
     limit = MAX_FILE_BYTES if limit is None else limit
     try:
         fd = os.open(path, _OPEN_FLAGS)
+    except IsADirectoryError:
+        raise FileError(display, "is a directory") from None
     except OSError as exc:
-        raise (FileError(display, "is a directory") if isinstance(exc, IsADirectoryError) else os_error(display, exc)) from None
+        raise os_error(display, exc) from None
     try:
         st = os.fstat(fd)
         if stat.S_ISDIR(st.st_mode):
