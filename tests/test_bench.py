@@ -79,7 +79,7 @@ def test_table_has_a_column_per_backend_and_speedups() -> None:
     header = lines[1]
     for title in ("NumPy/SciPy", "numexpr", "torch (naive)", "np2torch", "torch path", "copy (floor)", "best"):
         assert title in header
-    rows = {line.split()[0]: line for line in lines[2:]}
+    rows = {line.split()[0]: line for line in lines[2:] if not line.startswith("!:")}
     assert set(rows) == {"exp", "logsumexp"}
     assert "x)" in rows["exp"] and "—" in rows["logsumexp"]  # speedups; no numexpr logsumexp
     assert "quiet machine" in result.stderr
