@@ -32,6 +32,7 @@ from runtime_checks import ulp_distance
 import np2torch.runtime as np2t
 from np2torch.runtime import _logsumexp as lse
 from np2torch.runtime import _logsumexp_check as lse_check
+from np2torch.runtime._backend import load_torch
 
 MAX_ULP = 4
 
@@ -269,6 +270,70 @@ def test_dominant_term_keeps_its_tiny_contribution() -> None:
     got = on_torch(a)
     want = scipy.special.logsumexp(a)
     assert got > 0 and ulp_distance(np.array([got]), np.array([want]))[0] <= 1
+
+
+def _blockwise(a: np.ndarray, dims: tuple) -> tuple:
+    torch = load_torch()
+    t = torch.from_numpy(a)
+    return tuple(x.numpy() for x in lse._lse_blockwise(torch, t, dims, t.dtype, t.device, lse._LSE_CPU_BLOCK))
+
+
+BLOCK_INPUTS = {
+    "normal": lambda rng: rng.standard_normal((1000, 200)),
+    "ties everywhere": lambda rng: rng.integers(-3, 3, (1000, 200)).astype(np.float64),
+    "float32 ties": lambda rng: rng.integers(-2, 2, (1000, 200)).astype(np.float32),
+    "infinities": lambda rng: np.where(rng.random((1000, 200)) < 0.01, np.inf, np.where(rng.random((1000, 200)) < 0.3, -np.inf, 0.0)),
+    "3-d": lambda rng: rng.integers(-5, 5, (40, 25, 60)).astype(np.float64),
+    "tied maxima": lambda rng: _tied_maxima(rng.standard_normal((1000, 200))),
+}
+
+
+def _tied_maxima(a: np.ndarray) -> np.ndarray:
+    """Columns whose maximum 10.0 is reached twice: in one block (rows i, i+1) or two (i, i+500)."""
+    for j in range(0, 200, 3):
+        i = (j * 37) % 480
+        a[[i, i + (1 if j % 2 else 500)], j] = 10.0
+    return a
+
+
+@pytest.mark.parametrize("make", list(BLOCK_INPUTS.values()), ids=list(BLOCK_INPUTS))
+def test_masking_only_slices_whose_maximum_a_block_holds_changes_no_bit(make: Callable, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Blocks that skip the mask, mask a few columns, or look for their maxima give the all-mask sums bit for bit."""
+    monkeypatch.setattr(lse, "_LSE_CPU_BLOCK", 4096)  # runs of rows, a few maxima per block
+    a = make(np.random.default_rng(10))
+    dropped: list = []
+    real_drop = lse._lse_drop_maxima_of
+    monkeypatch.setattr(lse, "_lse_drop_maxima_of", lambda *args: (dropped.append(1), real_drop(*args)))
+    for dims in [(0,), tuple(range(a.ndim)), (0, 1)]:
+        with np.errstate(invalid="ignore"):
+            kept = _blockwise(a, dims)
+            with monkeypatch.context() as patch:
+                patch.setattr(lse, "_LSE_PARTS_PER_ELEMENT", 10**9)  # each block looks for its maxima
+                looked = _blockwise(a, dims)
+            with monkeypatch.context() as patch:
+                real_sums = lse._lse_block_sums
+                patch.setattr(lse, "_lse_block_sums", lambda torch, chunk, a_max, dims, s, m, holds, *rest: real_sums(torch, chunk, a_max, dims, s, m, None, *rest))
+                masked = _blockwise(a, dims)
+        finite = np.isfinite(masked[0])
+        for got in (kept, looked):
+            assert np.array_equal(got[0], masked[0])
+            assert np.array_equal(got[1][finite], masked[1][finite])
+            assert np.array_equal(got[2][finite].view(np.uint8), masked[2][finite].view(np.uint8))
+        if make is BLOCK_INPUTS["tied maxima"] and dims == (0,):
+            assert np.count_nonzero(kept[1] == 2) == len(range(0, 200, 3))
+    # Random normals: a block of 20 rows holds the maxima of ~4 of 200 columns.
+    # (The counts are compared too: 2 for the tied maxima.)
+    sparse = make in (BLOCK_INPUTS["normal"], BLOCK_INPUTS["tied maxima"])
+    assert bool(dropped) is sparse, "blocks masked column by column where they should not, or never"
+
+
+@pytest.mark.parametrize("axis", [0, (0, 1), None], ids=str)
+def test_parity_with_a_few_maxima_per_block(axis: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lse, "_LSE_CPU_BLOCK", 4096)
+    rng = np.random.default_rng(11)
+    for a in (rng.integers(-3, 3, (40, 25, 60)).astype(np.float64), rng.standard_normal((40, 25, 60)).astype(np.float32)):
+        for return_sign in (False, True):
+            assert_parity(a, axis, return_sign=return_sign)
 
 
 # ---------------------------------------------------------------- what goes to SciPy

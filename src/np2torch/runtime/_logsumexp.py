@@ -52,6 +52,13 @@ _LSE_CPU_BLOCK = 1 << 17
 _LSE_GRAIN = 1 << 15
 # On CUDA the block only bounds the device temporaries (128 MiB of float64).
 _LSE_CUDA_BLOCK = 1 << 24
+# When slices span blocks, each block's maximum is kept if all of them together
+# are at most 1/8 of the input (else looked for again in the second pass); a
+# block then masks only the slices whose maximum it holds, slice by slice if
+# they are at most 1/8 of its slices.
+_LSE_PARTS_PER_ELEMENT = 8
+_LSE_SPARSE = 8
+_LSE_LOOK = "look"
 
 # Dtypes SciPy promotes to float64 (xp_promote(force_floating=True)) and that
 # torch can view; the conversion happens block by block, as NumPy's astype would.
@@ -300,64 +307,99 @@ def _lse_blockwise(torch: Any, t: Any, dims: Tuple[int, ...], work: Any, device:
     slab = t.numel() // t.shape[axis] * min(step, t.shape[axis])
     shifted = torch.empty(slab, dtype=work, device=device)
     is_max = torch.empty(slab, dtype=work, device=device)
-    # Counts per block are sums of 0.0/1.0: exact below 2**24 terms even in float32.
+    # Counts per block are sums of 0.0/1.0: exact below 2**24 terms even in
+    # float32; they are added up in float64 (exact below 2**53) and converted once.
     count_dtype = work if slab < 1 << 24 else torch.float64
 
     def piece(start: int) -> Any:
         return t.narrow(axis, start, min(step, t.shape[axis] - start))
 
-    def sums(chunk: Any, a_max: Any) -> Tuple[Any, Any]:
-        return _lse_block_sums(torch, chunk, a_max, dims, shifted, is_max, count_dtype)
+    def sums(chunk: Any, a_max: Any, holds: Any, count: Any) -> Any:
+        return _lse_block_sums(torch, chunk, a_max, dims, shifted, is_max, holds, count, count_dtype)
 
     if axis in dims:
         # Slices span blocks: the maximum first, then partial sums over blocks.
-        a_max = None
-        for start in starts:
+        # Each block's own maximum is kept (when small next to the input) to
+        # tell which slices have their maxima in it: only those need the mask.
+        parts = [torch.amax(piece(start), dims, keepdim=True) for start in starts[:1]]
+        raw_max = parts[0].clone()
+        keep = len(starts) * raw_max.numel() * _LSE_PARTS_PER_ELEMENT <= t.numel()
+        for start in starts[1:]:
             part = torch.amax(piece(start), dims, keepdim=True)
-            a_max = part if a_max is None else torch.maximum(a_max, part)
-        a_max = a_max.to(work)
+            torch.maximum(raw_max, part, out=raw_max)
+            if keep:
+                parts.append(part)
+        a_max = raw_max.to(work)
+        count = torch.zeros(a_max.shape, dtype=torch.float64, device=device)
         totals = _LsePairwise()
-        count = None
-        for start in starts:
-            s, m = sums(piece(start), a_max)
-            totals.add(s)
-            count = m if count is None else count + m
-        return a_max, count, totals.result()
+        for i, start in enumerate(starts):
+            holds = parts[i] == raw_max if keep else _LSE_LOOK
+            totals.add(sums(piece(start), a_max, holds, count))
+        return a_max, count.to(torch.int64), totals.result()
     # Each block holds whole slices: one read of the input from memory.
     shape = [1 if i in dims else size for i, size in enumerate(t.shape)]
     a_max = torch.empty(shape, dtype=work, device=device)
     total = torch.empty(shape, dtype=work, device=device)
-    count = torch.empty(shape, dtype=torch.int64, device=device)
+    count = torch.zeros(shape, dtype=torch.float64, device=device)
     for start in starts:
         chunk = piece(start)
         width = chunk.shape[axis]
         block_max = a_max.narrow(axis, start, width)
         block_max.copy_(torch.amax(chunk, dims, keepdim=True))
-        s, m = sums(chunk, block_max)
-        total.narrow(axis, start, width).copy_(s)
-        count.narrow(axis, start, width).copy_(m)
-    return a_max, count, total
+        total.narrow(axis, start, width).copy_(sums(chunk, block_max, None, count.narrow(axis, start, width)))
+    return a_max, count.to(torch.int64), total
 
 
-def _lse_block_sums(torch: Any, chunk: Any, a_max: Any, dims: Tuple[int, ...], shifted: Any, is_max: Any, count_dtype: Any) -> Tuple[Any, Any]:
-    """``s`` (sum of exp(x - a_max) over the non-maximal x) and ``m`` (int64 count of maxima) of one block."""
+def _lse_block_sums(
+    torch: Any, chunk: Any, a_max: Any, dims: Tuple[int, ...], shifted: Any, is_max: Any, holds: Any, count: Any, count_dtype: Any
+) -> Any:
+    """``s`` of one block (sum of exp(x - a_max) over the non-maximal x); adds its maxima to ``count``.
+
+    ``holds`` (bool, shaped like ``a_max``) marks the slices whose maximum
+    lies in this block: the others have no element to leave out.  None: every
+    slice has its maximum here; ``_LSE_LOOK``: find them in the block.
+    """
     n = chunk.numel()
     shifted = shifted[:n].view(chunk.shape)
-    is_max = is_max[:n].view(chunk.shape)
     if chunk.dtype == shifted.dtype:
         torch.sub(chunk, a_max, out=shifted)
     else:
         shifted.copy_(chunk)  # SciPy's astype(float64), one block at a time
         shifted.sub_(a_max)
+    if holds is _LSE_LOOK:
+        holds = torch.amax(shifted, dims, keepdim=True) == 0
+    if holds is not None:
+        found = int(holds.sum())
+        if found == 0:  # axis=None: all blocks but one
+            return shifted.exp_().sum(dims, keepdim=True)
+        if found * _LSE_SPARSE <= holds.numel() and dims == tuple(range(len(dims))):  # axis=0 of C order
+            _lse_drop_maxima_of(torch, shifted, holds, count)
+            return shifted.exp_().sum(dims, keepdim=True)
     # x - a_max == 0 exactly when x == a_max (gradual underflow).  SciPy takes
     # those elements out of the sum and counts them: exp(0) - 1.0 is exactly 0.
     # (A float mask and a subtraction cost less than a bool mask, masked_fill
     # and a bool count.)
+    is_max = is_max[:n].view(chunk.shape)
     torch.eq(shifted, 0, out=is_max)
     shifted.exp_()
     shifted.sub_(is_max)
-    count = is_max.sum(dims, keepdim=True, dtype=count_dtype).to(torch.int64)
-    return shifted.sum(dims, keepdim=True), count
+    count.add_(is_max.sum(dims, keepdim=True, dtype=count_dtype))
+    return shifted.sum(dims, keepdim=True)
+
+
+def _lse_drop_maxima_of(torch: Any, shifted: Any, holds: Any, count: Any) -> None:
+    """Sets ``x - a_max == 0`` to -inf (exp gives exactly 0) in the few slices ``holds`` marks, and counts them.
+
+    The reduced axes lead, so the block is a (reduced, slices) matrix and a
+    slice one of its columns; only the marked columns are compared with 0.
+    """
+    matrix = shifted.view(-1, holds.numel())
+    columns = holds.view(-1).nonzero().view(-1)
+    part = matrix.index_select(1, columns)
+    hit = part == 0
+    part.masked_fill_(hit, float("-inf"))
+    matrix.index_copy_(1, columns, part)
+    count.view(-1).index_add_(0, columns, hit.sum(0, dtype=count.dtype))
 
 
 class _LsePairwise:
