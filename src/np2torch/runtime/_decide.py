@@ -68,8 +68,16 @@ class Route:
     """``numpy`` | ``cpu1`` | ``cpu`` | ``cuda``."""
     device: str
     """``cpu`` or the CUDA device (``cuda``, ``cuda:1``)."""
-    why: str
-    """One line: what decided it."""
+    reason: Any = ""
+    """What decided it: a string, or ``(curve, n, origin)`` formatted only when asked (:attr:`why`)."""
+
+    @property
+    def why(self) -> str:
+        """One line: what decided it."""
+        if isinstance(self.reason, str):
+            return self.reason
+        curve, n, origin = self.reason
+        return _reason(curve, self.path, n, origin)
 
     @property
     def threads(self) -> int:
@@ -142,6 +150,7 @@ class _State:
     saved = 0.0
     """Seconds the torch path would have saved so far, while torch was not imported (ski rental)."""
     bands: Dict[Tuple[str, Tuple[str, ...], bool], Tuple[int, Bands]] = {}
+    entries: Dict[Tuple[str, str, str, bool], Tuple[int, "_Entry"]] = {}
     calibrating: set = set()
     declined: set = set()
     """Keys whose on-the-spot measurement failed: never retried in this process."""
@@ -152,6 +161,7 @@ def reset() -> None:
     with _State.lock:
         _State.saved = 0.0
         _State.bands = {}
+        _State.entries = {}
         _State.calibrating = set()
         _State.declined = set()
 
@@ -193,7 +203,32 @@ def _curve(active: _profile.Active, key: str) -> Tuple[Optional[Curve], str]:
         return None, "none"
     if active.write_to is None:
         return builtin, "builtin"
-    return scaled_prior(builtin, active.builtin.threads, _profile.usable_cores()), "prior"
+    return scaled_prior(builtin, active.builtin.threads, active.print_["cores"]), "prior"
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """What :func:`route` needs for one (function, dtype, device), cached per profile generation."""
+
+    key: str
+    curve: Optional[Curve]
+    origin: str
+    allowed: Tuple[str, ...]
+    bands: Optional[Bands]
+
+
+def _entry(active: _profile.Active, name: str, dtype: str, device: str, cuda_ok: bool) -> _Entry:
+    cache_key = (name, dtype, device, cuda_ok)
+    cached = _State.entries.get(cache_key)
+    if cached is not None and cached[0] == active.generation:
+        return cached[1]
+    key = curve_key(name, dtype)
+    curve, origin = _curve(active, key)
+    allowed = CPU_PATHS if curve is None else _allowed(curve, device, cuda_ok)
+    bands = None if curve is None else _bands(active, key, curve, origin, allowed)
+    entry = _Entry(key, curve, origin, allowed, bands)
+    _State.entries[cache_key] = (active.generation, entry)
+    return entry
 
 
 def _bands(active: _profile.Active, key: str, curve: Curve, origin: str, allowed: Tuple[str, ...]) -> Bands:
@@ -244,10 +279,10 @@ def route(
         forced = explicit_cuda_unmeasured(device, n, cuda_ok, name, dtype)
         if forced is not None:
             return forced
-    key = curve_key(name, dtype)
     active = _profile.active()
-    curve, origin = _curve(active, key)
-    if curve is None:
+    entry = _entry(active, name, dtype, device, cuda_ok)
+    key, curve, origin, allowed = entry.key, entry.curve, entry.origin, entry.allowed
+    if curve is None or entry.bands is None:
         # Nothing known (a function newer than the built-in profile): measure it once torch is
         # here anyway; without torch there is no estimate to rent against.
         if dry_run or active.write_to is None or n < CALIBRATE_FROM or not _torch_ready():
@@ -255,8 +290,7 @@ def route(
         if _calibrate_now(name, dtype, key) is None:
             return None
         return route(name, dtype, n, device, None, cuda_ok)
-    allowed = _allowed(curve, device, cuda_ok)
-    path = _bands(active, key, curve, origin, allowed).at(n)
+    path = entry.bands.at(n)
     if path == "numpy":
         return None
     if not _torch_ready():
@@ -274,7 +308,7 @@ def route(
         path = _bands(active, key, curve, origin, allowed).at(n)
         if path == "numpy":
             return None
-    return Route(path, _device_for(path, device), _reason(curve, path, n, origin))
+    return Route(path, _device_for(path, device), (curve, n, origin))
 
 
 def _allowed(curve: Curve, device: str, cuda_ok: bool) -> Tuple[str, ...]:

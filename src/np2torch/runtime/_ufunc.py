@@ -108,9 +108,9 @@ class _UfuncState:
 
     def __init__(self, spec: UfuncSpec) -> None:
         self.spec = spec
-        self.floor = 0
-        """Below this size no route but the original is possible (0 until the profile is read)."""
-        self.floor_known = False
+        self.floors: Dict[np.dtype, int] = {}
+        """Input dtype -> the size below which a call with the default loop takes the original
+        (from the profile; a dtype not yet seen has none, so its first call reads the profile)."""
         self.plans: Dict[tuple, Optional[_UfuncPlan]] = {}
         self.lock = threading.Lock()
         self.loaded: Any = getattr(np, spec.attr) if spec.module == "numpy" else None
@@ -127,14 +127,15 @@ class _UfuncState:
     def _load_and_call(self, *args: Any, **kwargs: Any) -> Any:
         return self.load()(*args, **kwargs)
 
-    def refresh_floor(self) -> None:
-        self.floor = _decide.torch_floor(self.spec.name, tuple(self.spec.compute))
-        self.floor_known = True
+    def learn_floor(self, x_dtype: np.dtype) -> None:
+        """Record from which size ``x_dtype`` inputs may leave the original (``dtype=``/``out=`` calls
+        whose loop differs take the original below it: at worst a missed speed-up, never a change)."""
+        plan = self.plan(x_dtype, None, None, "same_kind")
+        self.floors[x_dtype] = sys.maxsize if plan is None else _decide.torch_floor(self.spec.name, (plan.name,))
 
-    def forget_floor(self) -> None:
-        """The profile changed: the next call at any size re-reads it."""
-        self.floor_known = False
-        self.floor = 0
+    def forget_floors(self) -> None:
+        """The profile changed: every dtype's next call re-reads it."""
+        self.floors = {}
 
     def plan(self, x_dtype: np.dtype, out_dtype: Optional[np.dtype], dtype: Any, casting: str) -> Optional[_UfuncPlan]:
         key = (x_dtype, out_dtype, dtype, casting)
@@ -203,7 +204,9 @@ def make_ufunc_helper(spec: UfuncSpec) -> Callable[..., Any]:
             if settings is None:
                 settings = process.value
             gate = settings.gate
-            if x.size >= (state.floor if gate is None else gate):
+            if gate is None:
+                gate = state.floors.get(x.dtype, 0)
+            if x.size >= gate:
                 return _uf_dispatch(state, redirects, settings, x, args, kwargs)
         redirect = redirects.get(get_extobj(), miss)
         if redirect is None:
@@ -222,7 +225,7 @@ def make_ufunc_helper(spec: UfuncSpec) -> Callable[..., Any]:
     helper._np2torch_spec = spec  # type: ignore[attr-defined]
     helper._np2torch_state = state  # type: ignore[attr-defined]
     helper._np2torch_which = lambda x, *args, **kwargs: _uf_which(state, x, args, kwargs)  # type: ignore[attr-defined]
-    _decide.on_change(state.forget_floor)
+    _decide.on_change(state.forget_floors)
     _calibrate.register(spec.name, lambda path, x: _uf_run_path(state, path, x))
     return helper
 
@@ -299,8 +302,10 @@ _UF_DECLINED = object()
 
 
 def _uf_try_torch(state: _UfuncState, settings: Any, x: np.ndarray, args: tuple, kwargs: Dict[str, Any]) -> Any:
-    if not state.floor_known:
-        state.refresh_floor()
+    if settings.gate is None and x.dtype not in state.floors:
+        state.learn_floor(x.dtype)
+        if x.size < state.floors[x.dtype]:
+            return _UF_DECLINED
     prepared = _uf_prepare(state, settings, x, args, kwargs, dry_run=False)
     if type(prepared) is str:
         return _UF_DECLINED
@@ -331,6 +336,8 @@ def _uf_prepare(state: _UfuncState, settings: Any, x: np.ndarray, args: tuple, k
         return _decide.original_reason(state.spec.name, plan.name, x.size, "numpy", None)
     route = _uf_route(state, settings, plan, x.size, dry_run)
     if route is None:
+        if not dry_run:
+            return "the original"  # the reason is spelled out only for which()
         return _decide.original_reason(state.spec.name, plan.name, x.size, settings.device, settings.min_size)
     if not dry_run and load_torch() is None:
         return "torch is not installed"
