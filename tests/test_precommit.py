@@ -8,6 +8,7 @@ and its dependencies); every test here shares that one build.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -21,6 +22,19 @@ REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 
 FINDING = "import numpy as np\n\n\ndef f(x):\n    return np.exp(x)\n"
+NOTEBOOK = json.dumps({
+    "cells": [
+        {"cell_type": "code", "execution_count": None, "id": "c1", "metadata": {}, "outputs": [],
+         "source": ["import numpy as np\n"]},
+        {"cell_type": "markdown", "id": "c2", "metadata": {}, "source": ["np.exp(x) in prose\n"]},
+        {"cell_type": "code", "execution_count": None, "id": "c3", "metadata": {}, "outputs": [],
+         "source": ["y = np.log(np.ones(3))\n"]},
+    ],
+    "metadata": {"language_info": {"name": "python"}},
+    "nbformat": 4,
+    "nbformat_minor": 5,
+}, indent=1) + "\n"
+HOOKS = REPO / ".pre-commit-hooks.yaml"
 
 
 def _git_env() -> dict[str, str]:
@@ -73,13 +87,27 @@ def add(project: Path, name: str, text: str) -> Path:
     return path
 
 
+def test_hooks_see_notebooks_and_run_serially_as_ruffs_do() -> None:
+    # ruff-pre-commit: `types_or: [python, pyi, jupyter]`, `require_serial: true`. np2torch starts its own
+    # pool of workers on every core, so pre-commit must not run batches of files in parallel too.
+    yaml = pytest.importorskip("yaml")
+    hooks = yaml.safe_load(HOOKS.read_text())
+    assert [hook["id"] for hook in hooks] == ["np2torch-check", "np2torch-fix"]
+    for hook in hooks:
+        assert hook["types_or"] == ["python", "pyi", "jupyter"], hook["id"]
+        assert hook["require_serial"] is True, hook["id"]
+        assert "--force-exclude" in hook["entry"].split(), hook["id"]
+
+
 def test_check_hook_fails_on_a_finding_and_fix_hook_rewrites(project: Path, pre_commit_home: Path) -> None:
     path = add(project, "pkg/mod.py", FINDING)
     add(project, "pkg/clean.py", "import math\n\nx = math.exp(1.5)\n")
+    book = add(project, "notebooks/explore.ipynb", NOTEBOOK)
 
     checked = pre_commit(project, pre_commit_home, "run", "np2torch-check", "--all-files")
     assert checked.returncode == 1, checked.stdout + checked.stderr
     assert "pkg/mod.py:5:12: NPT001" in checked.stdout
+    assert "notebooks/explore.ipynb:cell 3:1:5: NPT002" in checked.stdout  # pre-commit handed it the notebook
     assert path.read_text() == FINDING
 
     fixed = pre_commit(project, pre_commit_home, "run", "np2torch-fix", "--all-files")
@@ -87,6 +115,10 @@ def test_check_hook_fails_on_a_finding_and_fix_hook_rewrites(project: Path, pre_
     assert "files were modified by this hook" in fixed.stdout
     text = path.read_text()
     assert "import np2torch.runtime as np2t" in text and "return np2t.exp(x)" in text
+    cells = json.loads(book.read_text())["cells"]
+    assert cells[0]["source"] == ["import numpy as np\n", "import np2torch.runtime as np2t\n"]
+    assert cells[1]["source"] == ["np.exp(x) in prose\n"]
+    assert cells[2]["source"] == ["y = np2t.log(np.ones(3))\n"]
 
     subprocess.run(["git", "add", "-u"], cwd=project, check=True, env=_git_env())
     again = pre_commit(project, pre_commit_home, "run", "--all-files")
