@@ -18,7 +18,8 @@ from libcst.metadata import (
     QualifiedNameProvider,
 )
 
-from np2torch.engine import CONSTANTS, _Lines
+from np2torch.engine import CONSTANTS
+from np2torch.model import Lines as _Lines
 from np2torch.resolve import bound_names, resolve
 from np2torch.rules import RULES
 

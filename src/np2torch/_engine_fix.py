@@ -20,17 +20,15 @@ import sys
 import threading
 from bisect import bisect_right
 from typing import (
-    TYPE_CHECKING, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Set, Tuple, TypeVar, Union,
+    Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Set, Tuple, TypeVar, Union,
 )
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
-from np2torch.resolve import _is_type_checking, bound_names
-
-if TYPE_CHECKING:
-    from np2torch.engine import Settings, _Planned
+from np2torch.model import FixError, Lines, LintSettings, Planned
+from np2torch.resolve import bound_names, is_type_checking
 
 _Span = Tuple[int, int, int, int]
 _Removals = Dict[Tuple[int, int], Set[Tuple[str, Optional[str]]]]
@@ -39,10 +37,10 @@ _Removals = Dict[Tuple[int, int], Set[Tuple[str, Optional[str]]]]
 def apply_fixes(
     text: str,
     tree: ast.Module,
-    fixes: List["_Planned"],
+    fixes: List[Planned],
     import_froms: Mapping[int, ast.ImportFrom],
     alias: str,
-    settings: "Settings",
+    settings: LintSettings,
     path: str,
 ) -> str:
     """``text`` with ``fixes`` applied: only the top-level statements holding a fix go through LibCST.
@@ -52,9 +50,8 @@ def apply_fixes(
     whole module.  The runtime import is a line of text put where
     :func:`_import_position` says.
     """
-    from np2torch.engine import _Lines
 
-    lines = _Lines(text)
+    lines = Lines(text)
     replacements = _spans(fixes, pattern=False)
     calls = _spans(fixes, pattern=True)  # NPT9xx: outer(reduce(inner(x), *rest)) -> alias.helper(x, *rest)
     removals = _unused_imports(tree, fixes, import_froms, path, lines, settings.unsafe_fixes)
@@ -109,7 +106,6 @@ def _unit_of(units: _Units, line: int) -> int:
     """The index of the unit holding ``line`` (every finding and import lies inside one)."""
     index = bisect_right(units.firsts, line) - 1
     if index < 0 or line > units[index].last:
-        from np2torch.engine import FixError
 
         raise FixError(f"line {line} lies outside every top-level statement; left unchanged")
     return index
@@ -128,7 +124,7 @@ def _split_lines(text: str) -> List[str]:
     return _LINE.findall(text)
 
 
-def _spans(fixes: List["_Planned"], *, pattern: bool) -> Dict[_Span, str]:
+def _spans(fixes: List[Planned], *, pattern: bool) -> Dict[_Span, str]:
     return {
         (f.finding.line, f.finding.column - 1, f.finding.end_line, f.finding.end_column - 1): f.rule.helper
         for f in fixes
@@ -155,7 +151,6 @@ def _rewrite_segment(
     alias: str,
 ) -> str:
     """One unit's text rewritten by LibCST; every failure is a one-line :class:`FixError` naming the lines."""
-    from np2torch.engine import FixError
 
     where = f"lines {offset + 1}-{last}"
     local_removals = {(line - offset, col): names for (line, col), names in removals.items() if offset < line <= last}
@@ -186,7 +181,6 @@ def _rewrite(
     alias: str,
     calls: Optional[Dict[_Span, str]] = None,
 ) -> str:
-    from np2torch.engine import FixError
 
     # LibCST drops the last newline of a file whose newlines are a lone "\r" (old Mac
     # style); put it back, and refuse anything else that does not round-trip.
@@ -213,7 +207,7 @@ def _rewrite(
 
 
 def _import_position(
-    tree: ast.Module, units: _Units, fixes: List["_Planned"], runtime_module: str, alias: str
+    tree: ast.Module, units: _Units, fixes: List[Planned], runtime_module: str, alias: str
 ) -> Optional[Tuple[int, bool]]:
     """(unit index, after?) for the runtime import; None when the module imports it already.
 
@@ -261,7 +255,7 @@ def _statements(stmts: Sequence[ast.stmt], stop: Tuple[type, ...], run_time: boo
         yield stmt
         if isinstance(stmt, stop):
             continue
-        if not (run_time and isinstance(stmt, ast.If) and _is_type_checking(stmt.test)):
+        if not (run_time and isinstance(stmt, ast.If) and is_type_checking(stmt.test)):
             stack.extend(getattr(stmt, "body", None) or ())
         for field in ("orelse", "finalbody"):
             stack.extend(getattr(stmt, field, None) or ())
@@ -279,7 +273,7 @@ def _star_import_units(units: _Units) -> Dict[str, List[int]]:
     return stars
 
 
-def _binding_units(fix: "_Planned", owners: Mapping[int, int], stars: Mapping[str, List[int]]) -> List[int]:
+def _binding_units(fix: Planned, owners: Mapping[int, int], stars: Mapping[str, List[int]]) -> List[int]:
     """The units of the module-level imports binding the name the fix resolves through (star imports too)."""
     found = [owners[id(alias)] for alias in fix.ref.bindings if id(alias) in owners]
     if found or fix.ref.bindings:
@@ -287,7 +281,7 @@ def _binding_units(fix: "_Planned", owners: Mapping[int, int], stars: Mapping[st
     return list(stars.get(fix.ref.qualname.rpartition(".")[0], ()))
 
 
-def _first_unit_running_a_fix(units: _Units, fixes: List["_Planned"]) -> int:
+def _first_unit_running_a_fix(units: _Units, fixes: List[Planned]) -> int:
     """The first unit holding a fix evaluated when the module is imported (not inside a def or lambda
     body: decorators and defaults do run); ``len(units)`` when there is none."""
     by_unit: Dict[int, List[Tuple[int, int]]] = {}
@@ -430,7 +424,7 @@ _DYNAMIC_LOOKUPS = ("eval", "exec", "globals", "locals", "vars")
 
 def _unused_imports(
     tree: ast.Module,
-    fixes: List["_Planned"],
+    fixes: List[Planned],
     import_froms: Mapping[int, ast.ImportFrom],
     path: str,
     lines,  # type: ignore[no-untyped-def]

@@ -59,6 +59,7 @@ from np2torch import compiled
 from np2torch.resolve import Ref, Resolution, bound_names, resolve
 from np2torch.rules import RULES, Rule
 from np2torch.suppress import file_rules, in_runtime_module, no_fix_reason
+from np2torch.model import DEFAULT_SETTINGS, Finding, FixError, LintSettings, Lines, Planned, Settings, SourceError
 
 __all__ = [
     "CONSTANTS",
@@ -117,55 +118,6 @@ def _reason_method(attr: str) -> str:
     return f"`.{attr}` is called on it; the helper is a plain function, not a NumPy ufunc"
 
 
-@dataclass(frozen=True)
-class Settings:
-    """What the engine looks for and how a fix spells the helper."""
-
-    rules: Tuple[Rule, ...] = RULES
-    runtime_module: str = "np2torch.runtime"
-    alias: str = "np2t"
-    unsafe_fixes: bool = False
-    """Also make the findings of rules whose ``fix_safety`` is ``unsafe`` fixable."""
-
-    def __post_init__(self) -> None:
-        if not all(part.isidentifier() and not keyword.iskeyword(part) for part in self.runtime_module.split(".")):
-            raise ValueError(f"runtime-module {self.runtime_module!r} is not a dotted module name")
-        if not self.alias.isidentifier() or keyword.iskeyword(self.alias):
-            raise ValueError(f"alias {self.alias!r} is not a Python identifier")
-        if self.alias == "npt":
-            raise ValueError("alias 'npt' is reserved: it is numpy.typing's conventional alias")
-
-
-DEFAULT_SETTINGS = Settings()
-
-
-@dataclass(frozen=True)
-class Finding:
-    path: str
-    line: int
-    column: int
-    end_line: int
-    end_column: int
-    code: str
-    message: str
-    fixable: bool
-    fix_title: Optional[str]
-    reason: Optional[str] = None
-
-
-class SourceError(Exception):
-    """The text cannot be parsed; ``str(e)`` is one line, ``line``/``column`` are 1-based or None."""
-
-    def __init__(self, message: str, line: Optional[int] = None, column: Optional[int] = None) -> None:
-        super().__init__(" ".join(message.split()))
-        self.line = line
-        self.column = column
-
-
-class FixError(Exception):
-    """The fixed text would not parse (a bug in np2torch): the file must be left as it was."""
-
-
 # --------------------------------------------------------------------------- prefilter
 
 
@@ -186,7 +138,6 @@ def may_contain(text: str, rules: Sequence[Rule]) -> bool:
     return False
 
 
-_may_contain = may_contain  # the name the CLI's runner first used
 
 
 @functools.lru_cache(maxsize=64)
@@ -208,26 +159,6 @@ def _whole_word(word: str) -> "re.Pattern[str]":
 # --------------------------------------------------------------------------- positions
 
 
-_NEWLINE = re.compile(r"\r\n|\r|\n")
-
-
-class _Lines:
-    """Source lines split as the tokenizer splits them, and byte-to-character columns."""
-
-    def __init__(self, text: str) -> None:
-        self._lines = _NEWLINE.split(text)
-
-    def __getitem__(self, line: int) -> str:
-        return self._lines[line - 1] if 0 < line <= len(self._lines) else ""
-
-    def char_col(self, line: int, byte_col: int) -> int:
-        """``ast`` columns are UTF-8 byte offsets; findings count characters."""
-        text = self[line]
-        if text.isascii():
-            return byte_col
-        return len(text.encode("utf-8")[:byte_col].decode("utf-8", errors="replace"))
-
-
 # --------------------------------------------------------------------------- noqa
 
 
@@ -238,7 +169,7 @@ _NOQA = re.compile(
 
 
 class _Noqa:
-    def __init__(self, text: str, lines: _Lines) -> None:
+    def __init__(self, text: str, lines: Lines) -> None:
         self._text = text
         self._lines = lines
         self._comments: Optional[Dict[int, str]] = None
@@ -364,20 +295,13 @@ def _becomes_class_attribute(node: ast.expr, parent: Optional[ast.AST], grand: O
 
 
 @dataclass
-class _Planned:
-    finding: Finding
-    ref: Ref
-    rule: Rule
-
-
-@dataclass
 class _Analysis:
     text: str
     bom: str
     tree: Optional[ast.Module] = None
     resolution: Optional[Resolution] = None
     findings: List[Finding] = field(default_factory=list)
-    fixes: List[_Planned] = field(default_factory=list)
+    fixes: List[Planned] = field(default_factory=list)
     alias: Optional[str] = None
 
 
@@ -404,7 +328,7 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
     res = analysis.resolution = resolve(tree, _KNOWN, text, focus=_FOCUS)
     regions = compiled.compiled_regions(tree, res)
     enabled = {rule.qualname: rule for rule in rules if not rule.is_pattern}
-    lines = _Lines(text)
+    lines = Lines(text)
     noqa = _Noqa(text, lines)
     pending: List[Tuple[Ref, Rule, bool, Optional[str]]] = []
     for ref in res.refs:
@@ -446,7 +370,7 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
         )
         analysis.findings.append(finding)
         if fixable:
-            analysis.fixes.append(_Planned(finding, ref, rule))
+            analysis.fixes.append(Planned(finding, ref, rule))
     analysis.findings.sort(key=lambda f: (f.line, f.column, f.code))
     return analysis
 

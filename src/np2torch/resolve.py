@@ -150,7 +150,7 @@ def _collect_imports(body: List[ast.stmt], out: List[ast.stmt]) -> None:
                 _collect_imports(child, out)
 
 
-def _is_type_checking(test: ast.expr) -> bool:
+def is_type_checking(test: ast.expr) -> bool:
     if isinstance(test, ast.Name):
         return test.id == "TYPE_CHECKING"
     return isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
@@ -262,7 +262,7 @@ class _Walker:
             scope.nonlocals.update(stmt.names)
         elif isinstance(stmt, ast.If):
             expr(stmt.test, stmt, None, scope)
-            self.stmts(stmt.body, scope, typing_only or _is_type_checking(stmt.test))
+            self.stmts(stmt.body, scope, typing_only or is_type_checking(stmt.test))
             self.stmts(stmt.orelse, scope, typing_only)
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
             expr(stmt.target, stmt, None, scope)

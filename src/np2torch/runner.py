@@ -90,7 +90,7 @@ def might_have_findings(text: str, settings: RunSettings) -> bool:
     """False only when no finding is possible; the engine's own prefilter, so the two cannot disagree."""
     from np2torch import engine
 
-    return engine._may_contain(text, _rules(settings.codes))
+    return engine.may_contain(text, _rules(settings.codes))
 
 
 # ---------------------------------------------------------------- one file

@@ -1,0 +1,96 @@
+"""The shared model of the linter: settings, findings, errors, source lines and planned fixes.
+
+:mod:`np2torch.engine` (analysis) and :mod:`np2torch._engine_fix` (rewriting)
+both use these; neither imports the other's internals, so there is no import
+circle between them.
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+from np2torch.resolve import Ref
+from np2torch.rules import RULES, Rule
+
+@dataclass(frozen=True)
+class LintSettings:
+    """What the engine looks for and how a fix spells the helper."""
+
+    rules: Tuple[Rule, ...] = RULES
+    runtime_module: str = "np2torch.runtime"
+    alias: str = "np2t"
+    unsafe_fixes: bool = False
+    """Also make the findings of rules whose ``fix_safety`` is ``unsafe`` fixable."""
+
+    def __post_init__(self) -> None:
+        if not all(part.isidentifier() and not keyword.iskeyword(part) for part in self.runtime_module.split(".")):
+            raise ValueError(f"runtime-module {self.runtime_module!r} is not a dotted module name")
+        if not self.alias.isidentifier() or keyword.iskeyword(self.alias):
+            raise ValueError(f"alias {self.alias!r} is not a Python identifier")
+        if self.alias == "npt":
+            raise ValueError("alias 'npt' is reserved: it is numpy.typing's conventional alias")
+
+
+Settings = LintSettings
+"""The engine's settings under their earlier name (the runtime's are ``RuntimeSettings``)."""
+
+DEFAULT_SETTINGS = LintSettings()
+
+
+@dataclass(frozen=True)
+class Finding:
+    path: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    code: str
+    message: str
+    fixable: bool
+    fix_title: Optional[str]
+    reason: Optional[str] = None
+
+
+class SourceError(Exception):
+    """The text cannot be parsed; ``str(e)`` is one line, ``line``/``column`` are 1-based or None."""
+
+    def __init__(self, message: str, line: Optional[int] = None, column: Optional[int] = None) -> None:
+        super().__init__(" ".join(message.split()))
+        self.line = line
+        self.column = column
+
+
+class FixError(Exception):
+    """The fixed text would not parse (a bug in np2torch): the file must be left as it was."""
+
+
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+
+
+class Lines:
+    """Source lines split as the tokenizer splits them, and byte-to-character columns."""
+
+    def __init__(self, text: str) -> None:
+        self._lines = _NEWLINE.split(text)
+
+    def __getitem__(self, line: int) -> str:
+        return self._lines[line - 1] if 0 < line <= len(self._lines) else ""
+
+    def char_col(self, line: int, byte_col: int) -> int:
+        """``ast`` columns are UTF-8 byte offsets; findings count characters."""
+        text = self[line]
+        if text.isascii():
+            return byte_col
+        return len(text.encode("utf-8")[:byte_col].decode("utf-8", errors="replace"))
+
+
+@dataclass
+class Planned:
+    """A fixable finding with what the rewrite needs: the reference and its rule."""
+
+    finding: Finding
+    ref: Ref
+    rule: Rule
