@@ -11,58 +11,14 @@ repository root); ``--check`` exits 1 when docs/rules.md is stale.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Sequence
 
 import click
 
-from np2torch.output import rules_table
-from np2torch.rules import CODE_RANGES, LEGACY_CODES, RULES, RULES_BY_CODE, Rule
+from np2torch.pages import DOCS_PATH, page, rules_document
+from np2torch.rules import RULES_BY_CODE
 
-DOCS_PATH = Path("docs") / "rules.md"
-
-
-def _code_block(text: str) -> str:
-    return f"```python\n{text.rstrip(chr(10))}\n```"
-
-
-def page(rule: Rule, heading: str = "#") -> str:
-    """The rule's page in Markdown; ``heading`` is the level of its title."""
-    sub = heading + "#"
-    fix_line = f"Fix is always available ({rule.fix_safety})." if rule.fix_safety == "safe" else (
-        "Fix is available with `--unsafe-fixes`."
-    )
-    sections = [
-        f"{heading} {rule.code}: {rule.name}",
-        f"Derived from `{rule.qualname}` ({rule.category}). {fix_line}",
-        f"{sub} What it does\n\nFinds: {rule.summary}. The fix replaces it with "
-        f"`np2torch.runtime.{rule.helper}`.",
-        f"{sub} Why is this bad?\n\n{rule.why}",
-        f"{sub} Example\n\n{_code_block(rule.example_code)}",
-        f"{sub} Use instead\n\n{_code_block(rule.use_instead_code)}",
-        f"{sub} Fix safety\n\n{rule.fix_safety_text}",
-        f"{sub} Known problems\n\n{rule.known_problems or 'None known.'}",
-    ]
-    return "\n\n".join(sections) + "\n"
-
-
-def rules_document(rules: Sequence[Rule] = RULES) -> str:
-    """The whole of docs/rules.md."""
-    ranges = "\n".join(f"- `NPT{digit}xx`: {category}" for digit, category in sorted(CODE_RANGES.items()))
-    legacy = ", ".join(sorted(LEGACY_CODES))
-    parts = [
-        "# Rules\n\n"
-        "<!-- Generated from src/np2torch/rules.py by `python -m np2torch.explain --write-docs`; "
-        "do not edit by hand (tests/test_rules_docs.py fails when it is stale). -->",
-        "Each rule finds calls of (or references to) one NumPy/SciPy function that "
-        "`np2torch.runtime` serves as an exact drop-in, or a pattern of calls. "
-        "`np2torch explain CODE` prints a rule's page; `np2torch rules` lists them.",
-        f"## Code ranges\n\n{ranges}\n\n{legacy} predate the ranges and keep their codes.",
-        "## Overview\n\n" + "\n".join(rules_table(rules, "markdown")),
-    ]
-    for rule in rules:
-        parts.append(f'<a id="{rule.code.lower()}"></a>\n\n' + page(rule, heading="##").rstrip("\n"))
-    return "\n\n".join(parts) + "\n"
+__all__ = ["DOCS_PATH", "command", "main", "page", "rules_document"]
 
 
 @click.command(name="explain", short_help="Explain a rule, e.g. `np2torch explain NPT001`.")

@@ -13,7 +13,9 @@ import os
 import time
 from typing import Any, Iterable, Iterator, Protocol, Sequence, TextIO
 
+from np2torch.pages import rules_table
 from np2torch.rules import Rule
+from np2torch.sarif import sarif_document
 
 FORMATS = ("text", "json", "github", "sarif")
 
@@ -116,7 +118,6 @@ def render(findings: Sequence[FindingLike], fmt: str, errors: Sequence[str] = ()
     ``errors`` (files that could not be checked) appear only in SARIF, which has a place for them.
     """
     if fmt == "sarif":
-        from np2torch.sarif import sarif_document
 
         return [sarif_document(findings, errors)]
     if fmt == "json":
@@ -239,31 +240,6 @@ def unified_diff(path: str, before: str, after: str) -> str:
 
 
 # ---------------------------------------------------------------- the rule table
-
-
-def rules_table(rules: Sequence[Rule], fmt: str) -> list[str]:
-    """The table for `np2torch rules`: code, name, function, helper, fixable, fix safety."""
-    if fmt == "json":
-        rows = [
-            {"code": r.code, "name": r.name, "function": r.qualname, "helper": r.helper, "category": r.category,
-             "fixable": r.fixable, "fix_safety": r.fix_safety, "summary": r.summary}
-            for r in rules
-        ]
-        return [json.dumps(rows, indent=2)]
-    header = ("code", "name", "function", "helper", "fixable", "safety")
-    body = [
-        (r.code, r.name, r.qualname, f"np2torch.runtime.{r.helper}", "yes" if r.fixable else "no", r.fix_safety)
-        for r in rules
-    ]
-    if fmt == "markdown":
-        return [
-            "| " + " | ".join(header) + " |",
-            "|" + "---|" * len(header),
-            *("| " + " | ".join(f"[{c}](#{c.lower()})" if i == 0 else f"`{c}`" if i in (2, 3) else c
-                                for i, c in enumerate(row)) + " |" for row in body),
-        ]
-    widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
-    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [header, *body]]
 
 
 # ---------------------------------------------------------------- progress

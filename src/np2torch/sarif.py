@@ -21,6 +21,7 @@ from typing import Any, Sequence
 from urllib.parse import quote
 
 from np2torch import __version__
+from np2torch.pages import page
 from np2torch.rules import RULES, Rule
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -47,7 +48,6 @@ def _text(text: str) -> str:
 
 
 def _rule_descriptor(rule: Rule) -> dict[str, Any]:
-    from np2torch.explain import page
 
     return {
         "id": rule.code,

@@ -1,0 +1,83 @@
+"""Rule pages: ``np2torch explain``, ``np2torch rules``, docs/rules.md and SARIF's help texts, from the rule table.
+
+One module renders them, so the CLI's output, the SARIF writer and the
+explain command all depend on it and it depends on none of them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Sequence
+
+from np2torch.rules import CODE_RANGES, LEGACY_CODES, RULES, Rule
+
+DOCS_PATH = Path("docs") / "rules.md"
+
+
+def rules_table(rules: Sequence[Rule], fmt: str) -> list[str]:
+    """The table for `np2torch rules`: code, name, function, helper, fixable, fix safety."""
+    if fmt == "json":
+        rows = [
+            {"code": r.code, "name": r.name, "function": r.qualname, "helper": r.helper, "category": r.category,
+             "fixable": r.fixable, "fix_safety": r.fix_safety, "summary": r.summary}
+            for r in rules
+        ]
+        return [json.dumps(rows, indent=2)]
+    header = ("code", "name", "function", "helper", "fixable", "safety")
+    body = [
+        (r.code, r.name, r.qualname, f"np2torch.runtime.{r.helper}", "yes" if r.fixable else "no", r.fix_safety)
+        for r in rules
+    ]
+    if fmt == "markdown":
+        return [
+            "| " + " | ".join(header) + " |",
+            "|" + "---|" * len(header),
+            *("| " + " | ".join(f"[{c}](#{c.lower()})" if i == 0 else f"`{c}`" if i in (2, 3) else c
+                                for i, c in enumerate(row)) + " |" for row in body),
+        ]
+    widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [header, *body]]
+
+
+def _code_block(text: str) -> str:
+    return f"```python\n{text.rstrip(chr(10))}\n```"
+
+
+def page(rule: Rule, heading: str = "#") -> str:
+    """The rule's page in Markdown; ``heading`` is the level of its title."""
+    sub = heading + "#"
+    fix_line = f"Fix is always available ({rule.fix_safety})." if rule.fix_safety == "safe" else (
+        "Fix is available with `--unsafe-fixes`."
+    )
+    sections = [
+        f"{heading} {rule.code}: {rule.name}",
+        f"Derived from `{rule.qualname}` ({rule.category}). {fix_line}",
+        f"{sub} What it does\n\nFinds: {rule.summary}. The fix replaces it with "
+        f"`np2torch.runtime.{rule.helper}`.",
+        f"{sub} Why is this bad?\n\n{rule.why}",
+        f"{sub} Example\n\n{_code_block(rule.example_code)}",
+        f"{sub} Use instead\n\n{_code_block(rule.use_instead_code)}",
+        f"{sub} Fix safety\n\n{rule.fix_safety_text}",
+        f"{sub} Known problems\n\n{rule.known_problems or 'None known.'}",
+    ]
+    return "\n\n".join(sections) + "\n"
+
+
+def rules_document(rules: Sequence[Rule] = RULES) -> str:
+    """The whole of docs/rules.md."""
+    ranges = "\n".join(f"- `NPT{digit}xx`: {category}" for digit, category in sorted(CODE_RANGES.items()))
+    legacy = ", ".join(sorted(LEGACY_CODES))
+    parts = [
+        "# Rules\n\n"
+        "<!-- Generated from the rule table by `python -m np2torch.explain --write-docs`; "
+        "do not edit by hand (tests/test_rules_docs.py fails when it is stale). -->",
+        "Each rule finds calls of (or references to) one NumPy/SciPy function that "
+        "`np2torch.runtime` serves as an exact drop-in, or a pattern of calls. "
+        "`np2torch explain CODE` prints a rule's page; `np2torch rules` lists them.",
+        f"## Code ranges\n\n{ranges}\n\n{legacy} predate the ranges and keep their codes.",
+        "## Overview\n\n" + "\n".join(rules_table(rules, "markdown")),
+    ]
+    for rule in rules:
+        parts.append(f'<a id="{rule.code.lower()}"></a>\n\n' + page(rule, heading="##").rstrip("\n"))
+    return "\n\n".join(parts) + "\n"
