@@ -12,7 +12,8 @@ import pytest
 
 from np2torch import files
 from np2torch.config import ConfigFinder
-from np2torch.files import FileError, Stamp, decode_source, discover, read_bytes, write_atomic
+from np2torch.discovery import discover
+from np2torch.files import FileError, Stamp, decode_source, read_bytes, write_atomic
 
 # ---------------------------------------------------------------- decoding
 

@@ -31,7 +31,7 @@ from np2torch.config import (
     resolve,
     split_codes,
 )
-from np2torch.files import discover
+from np2torch.discovery import discover
 from np2torch.output import (
     FORMATS,
     Progress,

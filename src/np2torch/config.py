@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from np2torch.files import FileError, read_regular
 from np2torch.rules import select_rules
 
 if sys.version_info >= (3, 11):
@@ -128,7 +129,6 @@ def split_codes(values: Iterable[str]) -> tuple[str, ...]:
 
 def _read_toml(path: Path) -> dict[str, Any] | None:
     """The parsed file, or ``None`` when it cannot mention np2torch (skips parsing unrelated files)."""
-    from np2torch.files import FileError, read_regular  # files.py imports this module
 
     try:
         raw, _ = read_regular(str(path), display_path(path))

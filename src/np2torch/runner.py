@@ -24,7 +24,8 @@ from typing import Any, Callable, Sequence
 
 from np2torch.cache import Cache, digest
 from np2torch.config import RunSettings
-from np2torch.files import FileError, Source, Stamp, Target, decode_notebook, decode_source, is_notebook, read_bytes, write_atomic
+from np2torch.discovery import Target
+from np2torch.files import FileError, Source, Stamp, decode_notebook, decode_source, is_notebook, read_bytes, write_atomic
 from np2torch.output import Progress, diff_bytes, sort_key
 from np2torch.rules import RULES_BY_CODE, Rule
 

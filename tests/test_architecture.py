@@ -1,0 +1,102 @@
+"""The import graph of src/np2torch: no circles, no private names across modules, the runtime apart from the linter.
+
+Every import counts, also those inside functions: a lazy import that breaks a
+circle still makes one.  ``from . import _decide`` is an edge to ``_decide``,
+not to the package.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Dict, List, Set, Tuple
+
+SRC = Path(__file__).resolve().parent.parent / "src" / "np2torch"
+
+
+def _modules() -> Dict[str, Path]:
+    found = {}
+    for path in SRC.rglob("*.py"):
+        parts = path.relative_to(SRC.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        found[name] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _imports(name: str, path: Path) -> List[Tuple[str, Tuple[str, ...]]]:
+    """``(module, names)`` for every import in the file (``names`` empty for ``import x``)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.extend((alias.name, ()) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            found.append((module, tuple(alias.name for alias in node.names)))
+    return found
+
+
+def _graph() -> Dict[str, Set[str]]:
+    edges: Dict[str, Set[str]] = {name: set() for name in MODULES}
+    for name, path in MODULES.items():
+        for module, names in _imports(name, path):
+            submodules = {f"{module}.{n}" for n in names if f"{module}.{n}" in MODULES}
+            targets = submodules or ({module} if module in MODULES else set())
+            if names and submodules and len(submodules) < len(names) and module in MODULES:
+                targets.add(module)  # `from pkg import submodule, name`: the package too
+            edges[name] |= targets - {name}
+    return edges
+
+
+def _cycles(edges: Dict[str, Set[str]]) -> List[List[str]]:
+    found: List[List[str]] = []
+    state: Dict[str, int] = {}
+
+    def visit(node: str, stack: List[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(edges[node]):
+            if state.get(nxt) == 1:
+                found.append(stack[stack.index(nxt):] + [nxt])
+            elif nxt not in state:
+                visit(nxt, stack + [nxt])
+        state[node] = 2
+
+    for node in sorted(edges):
+        if node not in state:
+            visit(node, [node])
+    return found
+
+
+def test_the_import_graph_has_no_circles() -> None:
+    assert _cycles(_graph()) == []
+
+
+def test_the_check_finds_a_circle() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == [["a", "b", "c", "a"]]
+
+
+def test_no_private_name_is_imported_from_another_module() -> None:
+    crossings = []
+    for name, path in MODULES.items():
+        for module, names in _imports(name, path):
+            if module not in MODULES:
+                continue
+            for imported in names:
+                if imported.startswith("_") and not imported.startswith("__") and f"{module}.{imported}" not in MODULES:
+                    crossings.append(f"{name} imports {module}.{imported}")
+    assert crossings == []
+
+
+def test_the_runtime_never_imports_the_linter() -> None:
+    for name, path in MODULES.items():
+        if not name.startswith("np2torch.runtime"):
+            continue
+        for module, _ in _imports(name, path):
+            assert not (module.startswith("np2torch") and not module.startswith("np2torch.runtime")), (name, module)
