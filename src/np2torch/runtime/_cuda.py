@@ -19,9 +19,6 @@ device, per slot, and is read back once at the end.
 
 The schedule (:func:`plan_chunks`, :func:`run_pipeline`) is plain Python and is
 tested on the CPU; only :func:`cuda_unary` touches CUDA.
-
-Internal API (keep names stable): ``plan_chunks``, ``run_pipeline``,
-``cuda_unary``, ``CUDA_CHUNK_BYTES``.
 """
 
 from __future__ import annotations

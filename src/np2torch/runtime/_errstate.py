@@ -27,11 +27,6 @@ NumPy has no public API to attribute a ufunc warning to a caller's frame.  On
 NumPy 1.x, or when the state mixes ``warn`` with ``call``/``log`` (which would
 need the single callback slot twice), the original is called plainly and its
 warnings point at the runtime's line (a documented gap).
-
-Internal API (keep names stable): ``ERR_KINDS``, ``error_modes``, ``quiet``,
-``ErrorChecks``, ``error_checks``,
-``numpy_call``, ``warn_redirect``, ``call_redirected``, ``extobj_getter``, ``NP_EXTOBJ_VAR``, ``REDIRECT_MISS``, ``register_runtime_file``,
-``user_stacklevel``.
 """
 
 from __future__ import annotations

@@ -58,7 +58,7 @@ from ._errstate import (
 
 register_runtime_file(__file__)
 
-# "np2torch.runtime" here; the vendored module's own name when `np2torch vendor` inlines this file.
+# "np2torch.runtime" here; the vendored package's name in a copy made by `np2torch vendor`.
 _UF_PUBLIC_MODULE = __name__.rsplit("._ufunc", 1)[0]
 
 
