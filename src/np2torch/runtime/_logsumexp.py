@@ -11,10 +11,11 @@ inside ``s`` and torch's ``exp`` differ.  torch's fused ``torch.logsumexp`` is
 *not* used: it sums the maxima into ``s`` (see above) and allocates three
 full-size temporaries.
 
-The big input is read in blocks of ~1 MiB that stay in cache: the maximum,
-then per block ``sub, eq, exp, sub, sum, sum`` in two reused buffers.
-Touching fresh full-size temporaries (page faults) cost more than the
-arithmetic on the issue's VM.
+The big input is read in blocks of ~4 MiB that stay in cache: the maximum,
+then per block ``sub, eq, exp, sub, sum, sum`` in two reused buffers (laid out
+in the block's memory order), of which a block holding no slice maximum
+needs only ``sub, exp, sum``.  Touching fresh full-size temporaries (page
+faults) cost more than the arithmetic on the issue's VM.
 
 Whether the installed SciPy computes exactly this is checked once per process,
 on the first call that could take the torch path (``_logsumexp_check``: a few
@@ -45,10 +46,14 @@ from ._decide import Route
 
 _LSE_NAME = "logsumexp"
 
-# Elements per block on the CPU: a block's buffer stays in L2 while six ops walk
-# it.  Scaled with the thread count so that every torch worker gets at least
-# one 32 Ki-element grain (torch's internal parallel grain size).
-_LSE_CPU_BLOCK = 1 << 17
+# Elements per block on the CPU (4 MiB of float64, in L3 while the ops walk it).
+# Each op on a block is one parallel region: with 1 MiB blocks, waking the
+# sleeping workers (OMP_WAIT_POLICY=PASSIVE) cost as much as the arithmetic
+# (1e8 float64 on the issue's 2-core VM: 2**17 0.63-1.05 s, 2**19 0.33-0.82 s,
+# 2**21 no better; docs/logsumexp.md).  Scaled with the thread count so that
+# every torch worker gets at least one 32 Ki-element grain (torch's internal
+# parallel grain size).
+_LSE_CPU_BLOCK = 1 << 19
 _LSE_GRAIN = 1 << 15
 # On CUDA the block only bounds the device temporaries (128 MiB of float64).
 _LSE_CUDA_BLOCK = 1 << 24
@@ -359,8 +364,7 @@ def _lse_block_sums(
     lies in this block: the others have no element to leave out.  None: every
     slice has its maximum here; ``_LSE_LOOK``: find them in the block.
     """
-    n = chunk.numel()
-    shifted = shifted[:n].view(chunk.shape)
+    shifted = _lse_laid_like(shifted, chunk)
     if chunk.dtype == shifted.dtype:
         torch.sub(chunk, a_max, out=shifted)
     else:
@@ -372,19 +376,33 @@ def _lse_block_sums(
         found = int(holds.sum())
         if found == 0:  # axis=None: all blocks but one
             return shifted.exp_().sum(dims, keepdim=True)
-        if found * _LSE_SPARSE <= holds.numel() and dims == tuple(range(len(dims))):  # axis=0 of C order
+        if found * _LSE_SPARSE <= holds.numel() and dims == tuple(range(len(dims))) and shifted.is_contiguous():  # axis=0 of C order
             _lse_drop_maxima_of(torch, shifted, holds, count)
             return shifted.exp_().sum(dims, keepdim=True)
     # x - a_max == 0 exactly when x == a_max (gradual underflow).  SciPy takes
     # those elements out of the sum and counts them: exp(0) - 1.0 is exactly 0.
     # (A float mask and a subtraction cost less than a bool mask, masked_fill
     # and a bool count.)
-    is_max = is_max[:n].view(chunk.shape)
+    is_max = _lse_laid_like(is_max, chunk)
     torch.eq(shifted, 0, out=is_max)
     shifted.exp_()
     shifted.sub_(is_max)
     count.add_(is_max.sum(dims, keepdim=True, dtype=count_dtype))
     return shifted.sum(dims, keepdim=True)
+
+
+def _lse_laid_like(buffer: Any, chunk: Any) -> Any:
+    """The start of ``buffer`` as a dense tensor shaped like ``chunk`` and in its memory order.
+
+    A block of an F-ordered or transposed input is then read and written in
+    the same order, and reduced along its contiguous axis.
+    """
+    strides = [0] * chunk.dim()
+    step = 1
+    for i in sorted(range(chunk.dim()), key=lambda i: (chunk.stride(i), chunk.shape[i])):
+        strides[i] = step
+        step *= chunk.shape[i]
+    return buffer.as_strided(chunk.shape, strides)
 
 
 def _lse_drop_maxima_of(torch: Any, shifted: Any, holds: Any, count: Any) -> None:
