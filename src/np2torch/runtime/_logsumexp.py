@@ -39,7 +39,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import _calibrate, _decide
+from . import _calibrate, _decide, _logsumexp_check
 from ._backend import can_view, cuda_available, load_torch, note_parallel_use, threads
 from ._config import RuntimeSettings, Settings, current_settings
 from ._decide import Route
@@ -79,7 +79,7 @@ class _LseScipy:
     """The original function, and what the check made of it; both loaded on first use."""
 
     function: Any = None
-    verdict: Any = None  # _logsumexp_check.LseVerdict
+    verdict: Optional[_logsumexp_check.LseVerdict] = None
     lock = threading.Lock()
 
 
@@ -91,15 +91,13 @@ def _lse_original() -> Any:
     return _LseScipy.function
 
 
-def _lse_verdict() -> Any:
+def _lse_verdict() -> _logsumexp_check.LseVerdict:
     """Which slices the torch path serves for the installed SciPy (checked once per process)."""
     verdict = _LseScipy.verdict
     if verdict is None:
         with _LseScipy.lock:
             if _LseScipy.verdict is None:
-                from ._logsumexp_check import check
-
-                _LseScipy.verdict = check(_lse_original())
+                _LseScipy.verdict = _logsumexp_check.check(_lse_original(), _lse_expected)
             verdict = _LseScipy.verdict
     return verdict
 
@@ -467,6 +465,27 @@ def _lse_finish(
         return out
     one, zero = work.type(1), work.type(0)
     return out, _lse_squeezed(np.where(a_max == -np.inf, zero, one), dims, keepdims)
+
+
+def _lse_expected(a: np.ndarray, axis: Any, keepdims: bool, return_sign: bool) -> Any:
+    """The torch path's result for a small ``a`` served by it, with its arithmetic done in NumPy (for the check)."""
+    work = a.dtype if a.dtype in _LSE_FLOATS else np.dtype(np.float64)
+    dims = _lse_reduced_dims(axis, a.ndim)
+    assert dims is not None, axis
+    view, flipped = _lse_positive_strides(a)
+    with np.errstate(all="ignore"):  # inf - inf in non-finite slices, as on torch
+        reduced = _lse_reduce_like_blocks(view, dims, work)
+        return _lse_finish(a, dims, flipped, reduced, work, keepdims, return_sign)
+
+
+def _lse_reduce_like_blocks(view: np.ndarray, dims: Tuple[int, ...], work: np.dtype) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(a_max, m, s)`` as ``_lse_block_sums`` computes them with the full mask, on one block."""
+    x = view.astype(work)
+    a_max = np.max(x, axis=dims, keepdims=True)
+    shifted = x - a_max
+    is_max = (shifted == 0).astype(work)
+    s = np.sum(np.exp(shifted) - is_max, axis=dims, keepdims=True)
+    return a_max, np.sum(is_max, axis=dims, keepdims=True).astype(np.int64), s
 
 
 def _lse_laid_out(a: np.ndarray, dims: Tuple[int, ...], flipped: Tuple[int, ...], values: np.ndarray, work: np.dtype) -> np.ndarray:
