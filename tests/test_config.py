@@ -15,7 +15,7 @@ from np2torch.config import (
     PathMatcher,
     load_config,
     load_explicit_config,
-    resolve,
+    run_settings,
 )
 from np2torch.rules import RULES
 
@@ -215,16 +215,16 @@ def test_excludes_checks_parent_folders_below_the_root_only(tmp_path: Path) -> N
 def test_resolve_cli_select_replaces_file_select_and_ignore(tmp_path: Path) -> None:
     config = load_config(write_pyproject(tmp_path, "[tool.np2torch]\nselect=['NPT001','NPT002']\nignore=['NPT002']\n"))
     assert config is not None
-    assert resolve(config, Overrides()).codes == ("NPT001",)
-    assert resolve(config, Overrides(ignore=("NPT001",))).codes == ()
-    assert resolve(config, Overrides(select=("NPT002", "NPT003"))).codes == ("NPT002", "NPT003")
+    assert run_settings(config, Overrides()).codes == ("NPT001",)
+    assert run_settings(config, Overrides(ignore=("NPT001",))).codes == ()
+    assert run_settings(config, Overrides(select=("NPT002", "NPT003"))).codes == ("NPT002", "NPT003")
     everything = tuple(rule.code for rule in RULES)
-    assert resolve(config, Overrides(select=("ALL",))).codes == everything
+    assert run_settings(config, Overrides(select=("ALL",))).codes == everything
 
 
 def test_resolve_cli_runtime_options_win(tmp_path: Path) -> None:
     config = load_config(write_pyproject(tmp_path, "[tool.np2torch]\nalias='a'\nruntime-module='m'\n"))
     assert config is not None
-    assert resolve(config, Overrides()).alias == "a"
-    settings = resolve(config, Overrides(alias="b", runtime_module="pkg.m"))
+    assert run_settings(config, Overrides()).alias == "a"
+    settings = run_settings(config, Overrides(alias="b", runtime_module="pkg.m"))
     assert (settings.alias, settings.runtime_module) == ("b", "pkg.m")

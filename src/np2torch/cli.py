@@ -28,7 +28,7 @@ from np2torch.config import (
     check_module,
     check_selectors,
     load_explicit_config,
-    resolve,
+    run_settings,
     split_codes,
 )
 from np2torch.discovery import discover
@@ -246,7 +246,7 @@ def _run(mode: str, *, paths: tuple[str, ...], select: tuple[str, ...] | None, i
         settings: dict[int, RunSettings] = {}
         for target in targets:
             if id(target.config) not in settings:
-                settings[id(target.config)] = resolve(target.config, overrides)
+                settings[id(target.config)] = run_settings(target.config, overrides)
     except ConfigError as exc:
         _error(f"error: {exc}")
         return 2

@@ -355,7 +355,7 @@ class RunSettings:
     unsafe_fixes: bool = False
 
 
-def resolve(config: Config, overrides: Overrides) -> RunSettings:
+def run_settings(config: Config, overrides: Overrides) -> RunSettings:
     if overrides.select is not None:
         select: tuple[str, ...] | None = overrides.select
         ignore = overrides.ignore
