@@ -1,0 +1,143 @@
+#!/usr/bin/env python
+"""The dispatch targets of docs/benchmarks.md, measured on this machine (run it on a quiet machine).
+
+    .venv/bin/python benchmarks/dispatch_targets.py                 # all three, ~2 min on 2 cores
+    .venv/bin/python benchmarks/dispatch_targets.py --only contention
+
+1. ``one-call``: the wall time of ``python -c`` running a script that makes one
+   1e5-element ``np2t.exp`` call, against the same script with ``np.exp``
+   (medians of fresh interpreters), and whether torch was imported.
+2. ``overhead``: the per-call cost the helper adds where the profile keeps the
+   original (best of 7 x 20,000 calls), against the budget of 1 us + 10 %.
+3. ``contention``: with one busy process per core, the default path against
+   the original at sizes 1e3..1e7 (exp/log float32 and float64, erf float64):
+   the ratio must stay within 1.5x.
+
+Default settings throughout (the machine profile in force, ``np2torch tune
+--show`` prints it); torch is imported up front for 2 and 3, so the ski rental
+is not what is measured there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import statistics
+import subprocess
+import sys
+import time
+import timeit
+from typing import Callable, Dict, List
+
+import numpy as np
+
+SCRIPT = "import numpy as np{extra}\nx = np.linspace(-3, 3, 100_000)\ny = {call}(x)\n"
+
+
+def one_call(runs: int = 15) -> Dict[str, float]:
+    def wall(code: str) -> float:
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code], check=True)
+        return time.perf_counter() - start
+
+    plain = SCRIPT.format(extra="", call="np.exp")
+    helper = SCRIPT.format(extra="\nimport np2torch.runtime as np2t", call="np2t.exp")
+    probe = helper + "import sys\nprint('torch' in sys.modules)\n"
+    imported = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
+    times: Dict[str, List[float]] = {"np.exp": [], "np2t.exp": []}
+    for _ in range(runs):  # interleaved, so drift hits both
+        times["np.exp"].append(wall(plain))
+        times["np2t.exp"].append(wall(helper))
+    numpy_s, helper_s = statistics.median(times["np.exp"]), statistics.median(times["np2t.exp"])
+    print(f"one-call: python -c with np.exp {numpy_s * 1e3:.1f} ms, with np2t.exp {helper_s * 1e3:.1f} ms "
+          f"({(helper_s / numpy_s - 1) * 100:+.1f} %), torch imported: {imported}")
+    return {"numpy": numpy_s, "np2torch": helper_s}
+
+
+def overhead() -> None:
+    import scipy.special
+
+    import np2torch.runtime as np2t
+
+    originals: Dict[str, Callable] = {"exp": np.exp, "log": np.log, "erf": scipy.special.erf, "sin": np.sin}
+    print("overhead: elements, function, original -> np2torch (added), path, within 1 us + 10 %")
+    for n in (1, 10, 1000):
+        x = np.linspace(0.1, 0.9, n)
+        for name, original in originals.items():
+            helper = getattr(np2t, name)
+            helper(x)
+            base = min(timeit.repeat(lambda: original(x), number=20_000, repeat=7)) / 20_000
+            mine = min(timeit.repeat(lambda: helper(x), number=20_000, repeat=7)) / 20_000
+            path = np2t.which(name, x)[0]
+            ok = mine <= 1.1 * base + 1e-6
+            print(f"  {n:>5} {name:<4} {base * 1e6:6.2f} -> {mine * 1e6:6.2f} us ({(mine - base) * 1e6:+.2f}) {path:<5} {'yes' if ok else 'NO'}")
+
+
+def _spin(stop: "mp.synchronize.Event") -> None:
+    while not stop.is_set():
+        for _ in range(10_000):
+            pass
+
+
+def contention(repeat: int = 9) -> None:
+    import scipy.special
+
+    import np2torch.runtime as np2t
+    from np2torch.runtime import _backend
+
+    _backend.load_torch()
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    stop = mp.Event()
+    spinners = [mp.Process(target=_spin, args=(stop,), daemon=True) for _ in range(cores)]
+    for proc in spinners:
+        proc.start()
+    time.sleep(0.5)
+    print(f"contention: {cores} busy processes on {cores} cores; median of {repeat}; default path / original")
+    worst = 0.0
+    try:
+        cases = [("exp", np.exp, "float32"), ("exp", np.exp, "float64"), ("log", np.log, "float32"),
+                 ("log", np.log, "float64"), ("erf", scipy.special.erf, "float64")]
+        for name, original, dtype in cases:
+            cells = []
+            for n in (10**3, 10**4, 10**5, 10**6, 10**7):
+                x = np.random.default_rng(0).uniform(0.1, 3.0, n).astype(dtype)
+                helper = getattr(np2t, name)
+
+                def med(f: Callable) -> float:
+                    f(x)
+                    loops = max(1, int(2e5 / n))
+                    runs = []
+                    for _ in range(repeat):
+                        start = time.perf_counter()
+                        for _ in range(loops):
+                            f(x)
+                        runs.append((time.perf_counter() - start) / loops)
+                    return statistics.median(runs)
+
+                ratio = med(helper) / med(original)
+                worst = max(worst, ratio)
+                cells.append(f"{n:.0e}: {ratio:.2f}x {np2t.which(name, x)[0]}")
+            print(f"  {name} {dtype}: " + ", ".join(cells))
+    finally:
+        stop.set()
+        for proc in spinners:
+            proc.join(5)
+    print(f"contention: worst ratio {worst:.2f}x (target <= 1.5x)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", choices=("one-call", "overhead", "contention"))
+    args = parser.parse_args()
+    print(f"load average {os.getloadavg()[0]:.2f}, NP2TORCH_PROFILE={os.environ.get('NP2TORCH_PROFILE', '(this machine)')}")
+    if args.only in (None, "one-call"):
+        one_call()
+    if args.only in (None, "overhead"):
+        overhead()
+    if args.only in (None, "contention"):
+        contention()
+
+
+if __name__ == "__main__":
+    main()
