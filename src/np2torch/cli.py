@@ -27,7 +27,9 @@ from np2torch.config import (
     check_alias,
     check_module,
     check_selectors,
+    depends_on,
     load_explicit_config,
+    project_file,
     run_settings,
     split_codes,
 )
@@ -263,9 +265,30 @@ def _run(mode: str, *, paths: tuple[str, ...], select: tuple[str, ...] | None, i
         _error("warning: no Python files found under the given paths")
     code = _report(mode, results, fmt=fmt, quiet=quiet, exit_zero=exit_zero, stats=statistics,
                    show_fixes=show_fixes)
+    if mode == runner.FIX and not quiet and fmt == "text":  # a hint, as the `--unsafe-fixes` one: stdout
+        notice = dependency_notice(results)
+        if notice:
+            _echo(notice)
     if code == 0 and exit_non_zero_on_fix and any(r.changed for r in results):
         return 1
     return code
+
+
+RUNTIME_DISTRIBUTION = "np2torch"
+
+
+def dependency_notice(results: Sequence[runner.FileResult]) -> str | None:
+    """One warning when a fix made files import np2torch's own runtime in a project that does not depend
+    on np2torch: the fixed code would fail with ModuleNotFoundError where np2torch is not installed.
+    A vendored runtime (``--runtime-module mypkg._np2torch``) is the project's own code: no warning."""
+    added = [r for r in results if r.runtime_import and r.runtime_import.split(".")[0] == RUNTIME_DISTRIBUTION]
+    projects = {project_file(r.display) for r in added}
+    if not any(p is None or not depends_on(p, RUNTIME_DISTRIBUTION) for p in projects):
+        return None
+    module = added[0].runtime_import
+    return (f"note: the fixed files now import {module} at run time: add `{RUNTIME_DISTRIBUTION}` to the "
+            f"project's dependencies, or copy the runtime into the project with `np2torch vendor` "
+            f"(then fix with --runtime-module)")
 
 
 def _progress_bar(total: int) -> Progress | None:

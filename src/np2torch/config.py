@@ -186,6 +186,56 @@ def config_from_table(table: Any, path: Path) -> Config:
     )
 
 
+# A requirement's name: PEP 508 starts with it, PEP 503 normalises runs of "-_." to one "-".
+_REQUIREMENT_NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+def _requirement_names(value: Any) -> Iterable[str]:
+    """The names a dependency list or table mentions (PEP 621 lists, dependency groups, Poetry tables)."""
+    if isinstance(value, dict):
+        yield from value  # Poetry: {name = version}
+    elif isinstance(value, list):
+        for item in value:
+            match = _REQUIREMENT_NAME.match(item) if isinstance(item, str) else None
+            if match:
+                yield match.group(1)
+
+
+def _dependency_lists(data: dict[str, Any]) -> Iterable[Any]:
+    project = data.get("project") if isinstance(data.get("project"), dict) else {}
+    yield project.get("dependencies")
+    for table in (project.get("optional-dependencies"), data.get("dependency-groups")):
+        if isinstance(table, dict):
+            yield from table.values()
+    poetry = data.get("tool", {}).get("poetry", {}) if isinstance(data.get("tool"), dict) else {}
+    if isinstance(poetry, dict):
+        yield poetry.get("dependencies")
+        yield poetry.get("dev-dependencies")
+        groups = poetry.get("group")
+        if isinstance(groups, dict):
+            yield from (g.get("dependencies") for g in groups.values() if isinstance(g, dict))
+
+
+def project_file(path: str) -> Path | None:
+    """The nearest ``pyproject.toml`` at or above ``path``'s folder, with or without ``[tool.np2torch]``."""
+    folder = Path(os.path.abspath(path)).parent
+    for candidate in (folder, *folder.parents):
+        if (candidate / "pyproject.toml").is_file():
+            return candidate / "pyproject.toml"
+    return None
+
+
+def depends_on(pyproject: Path, distribution: str) -> bool:
+    """Whether ``pyproject`` names ``distribution`` among the project's dependencies (any list of them)."""
+    try:
+        data = tomllib.loads(pyproject.read_bytes().decode("utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
+        return False  # the notice errs on the side of being printed
+    wanted = re.sub(r"[-_.]+", "-", distribution).lower()
+    return any(re.sub(r"[-_.]+", "-", name).lower() == wanted
+               for value in _dependency_lists(data) for name in _requirement_names(value))
+
+
 def load_config(path: Path) -> Config | None:
     """The ``[tool.np2torch]`` settings in ``path``, or ``None`` when it has no such table."""
     path = Path(os.path.abspath(path))

@@ -50,6 +50,8 @@ class FileResult:
     new_bytes: bytes | None = None
     """``fix``: the bytes to write, written by the parent process (:func:`write_back`): a worker never
     writes, so a worker killed mid-run (the OOM killer) cannot leave a half-done write behind."""
+    runtime_import: str | None = None
+    """``fix``/``--diff``: the runtime module the fix made this file import, when it did not before."""
 
 
 @dataclass(frozen=True)
@@ -159,6 +161,9 @@ def _run_job(job: Job) -> FileResult:
     result.fixed = max(0, sum(f.fixable for f in findings) - sum(f.fixable for f in remaining))
     result.fixed_codes = fixed_by_code(findings, remaining)
     result.changed = True
+    statement = f"import {settings.runtime_module}"
+    if fixed.count(statement) > text.count(statement):
+        result.runtime_import = settings.runtime_module
     try:
         new_bytes = job.source.encode(fixed)
     except UnicodeEncodeError as exc:

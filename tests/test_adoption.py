@@ -1,0 +1,93 @@
+"""What a project adopting np2torch meets first (issue 9): the new run-time dependency is named, and code
+written for a newer Python than the one running np2torch is still analysed."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from np2torch.cli import main
+from np2torch.config import depends_on
+
+EXP = "import numpy as np\n\ny = np.exp(x)\n"
+NOTICE = "note: the fixed files now import np2torch.runtime at run time"
+
+
+@pytest.fixture(autouse=True)
+def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("NP2TORCH_CACHE_DIR", str(tmp_path / ".cache-under-test"))
+    return tmp_path
+
+
+def write(name: str, text: str) -> Path:
+    path = Path(name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# ---------------------------------------------------------------- the new dependency
+
+
+def test_fix_names_the_new_dependency_once_per_run(capsys: pytest.CaptureFixture[str]) -> None:
+    write("pyproject.toml", "[project]\nname = 'app'\ndependencies = ['numpy']\n")
+    for name in ("app/a.py", "app/b.py", "app/c.py"):
+        write(name, EXP)
+    code, out, err = run(capsys, "fix", "app")
+    assert code == 0 and "Fixed 3 errors in 3 files." in out
+    assert out.count(NOTICE) == 1, out
+    assert "add `np2torch` to the project's dependencies" in out and "np2torch vendor" in out
+
+
+def test_no_notice_once_the_runtime_was_imported_before(capsys: pytest.CaptureFixture[str]) -> None:
+    write("a.py", "import numpy as np\nimport np2torch.runtime as np2t\n\ny = np2t.exp(x) + np.log(x)\n")
+    code, out, err = run(capsys, "fix", "a.py")
+    assert code == 0 and "Fixed 1 error" in out
+    assert NOTICE not in out
+
+
+@pytest.mark.parametrize("pyproject", [
+    pytest.param("[project]\nname = 'app'\ndependencies = ['numpy', 'np2torch[torch] >= 0.1']\n", id="project dependencies"),
+    pytest.param("[project]\nname = 'app'\n[project.optional-dependencies]\nfast = ['NP2Torch']\n", id="an extra"),
+    pytest.param("[dependency-groups]\nruntime = ['np2torch==0.1.0']\n", id="a dependency group"),
+    pytest.param("[tool.poetry.dependencies]\npython = '^3.11'\nnp2torch = '^0.1'\n", id="poetry"),
+])
+def test_no_notice_when_the_project_depends_on_np2torch(capsys: pytest.CaptureFixture[str], pyproject: str) -> None:
+    write("pyproject.toml", pyproject)
+    write("src/app/a.py", EXP)
+    code, out, err = run(capsys, "fix", "src")
+    assert code == 0 and "Fixed 1 error" in out
+    assert NOTICE not in out
+    assert depends_on(Path("pyproject.toml").resolve(), "np2torch")
+
+
+def test_a_similar_name_is_not_the_dependency() -> None:
+    write("pyproject.toml", "[project]\nname = 'np2torch-plugin'\ndependencies = ['np2torchx', 'numpy']\n")
+    assert not depends_on(Path("pyproject.toml").resolve(), "np2torch")
+
+
+def test_no_notice_for_a_vendored_runtime_quiet_or_diff(capsys: pytest.CaptureFixture[str]) -> None:
+    write("a.py", EXP)
+    code, out, err = run(capsys, "fix", "--diff", "a.py")
+    assert code == 1 and NOTICE not in out  # nothing was written
+    code, out, err = run(capsys, "fix", "-q", "a.py")
+    assert code == 0 and err == ""
+    write("b.py", EXP)
+    code, out, err = run(capsys, "fix", "--runtime-module", "app._np2torch", "b.py")
+    assert code == 0 and "import app._np2torch as np2t" in Path("b.py").read_text()
+    assert "note" not in out
+
+
+def test_notice_without_any_pyproject(capsys: pytest.CaptureFixture[str]) -> None:
+    write("a.py", EXP)
+    code, out, err = run(capsys, "fix", os.path.abspath("a.py"))
+    assert code == 0 and NOTICE in out
