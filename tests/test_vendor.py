@@ -190,7 +190,13 @@ def test_the_real_package_imports_only_the_standard_library_numpy_torch_scipy() 
     assert "np2torch" not in imported
     assert {"numpy", "torch", "scipy"} <= imported  # torch and scipy lazily, inside functions
     if hasattr(sys, "stdlib_module_names"):
-        assert imported - {"numpy", "torch", "scipy", "__future__"} <= set(sys.stdlib_module_names)
+        assert imported - {"numpy", "torch", "scipy", "dask", "__future__"} <= set(sys.stdlib_module_names)
+
+
+def test_dask_is_imported_inside_functions_only() -> None:
+    vendor.check_modules({"_a.py": "def f():\n    import dask.array as da\n    from dask.array.core import elemwise\n"})
+    with pytest.raises(VendorError, match="imports 'pandas'"):
+        vendor.check_modules({"_a.py": "def f():\n    import dask, pandas\n"})
 
 
 # ---------------------------------------------------------------- the checks
@@ -202,6 +208,7 @@ def test_the_real_package_imports_only_the_standard_library_numpy_torch_scipy() 
         pytest.param({"_a.py": "import pandas\n"}, "_a.py line 1: imports 'pandas'", id="third-party import"),
         pytest.param({"_a.py": "from pandas.api import types\n"}, "imports 'pandas.api'", id="third-party from-import"),
         pytest.param({"_a.py": "def f():\n    import sklearn\n"}, "_a.py line 2: imports 'sklearn'", id="lazy third-party import"),
+        pytest.param({"_a.py": "import dask.array\n"}, "_a.py line 1: imports 'dask.array'", id="dask at the top level"),
         pytest.param({"_a.py": "import importlib\nm = importlib.import_module('pandas')\n"}, "imports 'pandas'", id="dynamic third-party import"),
         pytest.param({"sub/_b.py": "import yaml\n"}, "sub/_b.py line 1: imports 'yaml'", id="in a subpackage"),
         pytest.param({"_a.py": "from np2torch.rules import RULES\n"}, "absolute np2torch import", id="absolute np2torch import"),

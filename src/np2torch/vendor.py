@@ -35,6 +35,8 @@ from np2torch.suppress import MARKER
 PACKAGE = "np2torch.runtime"
 ALLOWED_IMPORTS = frozenset({"numpy", "torch", "scipy"})
 """Third-party top-level packages the vendored package may import (besides the standard library)."""
+LAZY_IMPORTS = frozenset({"dask"})
+"""Optional packages it may import inside functions only (the runtime checks ``sys.modules`` first)."""
 
 _DATA_LINE = "# np2torch vendor data files: "
 """Header line of the vendored ``__init__.py`` naming the data files it copied (they cannot carry a marker)."""
@@ -120,7 +122,7 @@ def _header(version: str, data: List[str]) -> str:
 
 
 def check_modules(modules: Dict[str, str], header_lines: Optional[Dict[str, int]] = None) -> None:
-    """Each module parses, imports only the standard library, NumPy, torch and SciPy, and itself relatively.
+    """Each module parses, imports only the standard library, NumPy, torch and SciPy (Dask inside functions), and itself relatively.
 
     ``header_lines``: lines vendoring put above each module's source; errors name the source's lines.
     """
@@ -130,16 +132,18 @@ def check_modules(modules: Dict[str, str], header_lines: Optional[Dict[str, int]
             tree = ast.parse(text, filename=rel)
         except SyntaxError as exc:
             raise VendorError(f"{rel} line {(exc.lineno or above) - above}: {exc.msg}") from None
+        lazy = {id(inner) for outer in ast.walk(tree) if isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef)) for inner in ast.walk(outer)}
         for node in ast.walk(tree):
             line = getattr(node, "lineno", 0) - above
+            also = LAZY_IMPORTS if id(node) in lazy else frozenset()
             if isinstance(node, ast.Import):
                 for alias in node.names:
-                    _check_absolute(alias.name, rel, line)
+                    _check_absolute(alias.name, rel, line, also)
             elif isinstance(node, ast.ImportFrom):
                 if node.level:
                     _check_relative(node, rel, line, modules)
                 else:
-                    _check_absolute(node.module or "", rel, line)
+                    _check_absolute(node.module or "", rel, line, also)
             elif isinstance(node, ast.Call) and _dynamic_import(node) is not None:
                 _check_absolute(_dynamic_import(node) or "", rel, line)
 
@@ -156,8 +160,10 @@ def _dynamic_import(call: ast.Call) -> Optional[str]:
     return None
 
 
-def _check_absolute(name: str, rel: str, line: int) -> None:
+def _check_absolute(name: str, rel: str, line: int, also: frozenset = frozenset()) -> None:
     top = name.split(".")[0]
+    if top in also:
+        return
     if top == "np2torch":
         raise VendorError(f"{rel} line {line}: absolute np2torch import ({name}); the runtime must import itself relatively")
     stdlib: Optional[Set[str]] = getattr(sys, "stdlib_module_names", None)

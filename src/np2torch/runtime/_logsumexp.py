@@ -34,6 +34,7 @@ SciPy is imported only when first needed.
 from __future__ import annotations
 
 import operator
+import sys
 import threading
 from typing import Any, List, Optional, Sequence, Tuple
 
@@ -42,6 +43,7 @@ import numpy as np
 from . import _calibrate, _decide, _logsumexp_check
 from ._backend import can_view, cuda_available, load_torch, note_parallel_use, threads
 from ._config import RuntimeSettings, Settings, current_settings
+from ._dask import DASK_ARRAY, is_dask_array, logsumexp as dask_logsumexp
 from ._decide import Route
 
 _LSE_NAME = "logsumexp"
@@ -130,7 +132,38 @@ def logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: Any = False, re
         result = _lse_try_torch(a, axis, keepdims, return_sign, settings)
         if result is not None:
             return result
+    if type(a) is not np.ndarray and DASK_ARRAY in sys.modules and is_dask_array(a):
+        return dask_logsumexp(a, axis, b, keepdims, return_sign, logsumexp, _lse_original(), torch_block_parts, _lse_verdict)
     return _lse_original()(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign)
+
+
+def torch_block_parts(a: np.ndarray, dims: Tuple[int, ...]) -> Optional[Tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """One block's ``(a_max, m, s)`` per slice (keepdims shape, ``m`` int64) on torch, for a Dask chunk.
+
+    None where the settings and this machine's profile keep the block on NumPy,
+    or the torch path would decline it (the caller then computes them with NumPy).
+    """
+    settings = current_settings()
+    if not _LseGate.known:
+        _LseGate.refresh()
+    gate = _LseGate.floor if settings.gate is None else settings.gate
+    work = a.dtype if a.dtype in _LSE_FLOATS else np.dtype(np.float64) if a.dtype in _LSE_TO_FLOAT64 else None
+    if work is None or a.size < gate or a.size == 0 or a.ndim == 0 or np.geterr()["under"] != "ignore":
+        return None
+    if min(a.strides) < 0 or (0 in a.strides and a.size > 1) or not can_view(a):
+        return None
+    route = _lse_device_for(a, work, settings)
+    torch = None if route is None else load_torch()
+    if torch is None:
+        return None
+    if route.device == "cpu":
+        with threads(route.threads, adapt=False):
+            reduced = _lse_reduce(torch, a, dims, work, route.device)
+    else:
+        reduced = _lse_reduce(torch, a, dims, work, route.device)
+    if reduced is None or (np.geterr()["over"] != "ignore" and _lse_subtraction_may_overflow(reduced[0])):
+        return None
+    return reduced
 
 
 def _lse_try_torch(a: np.ndarray, axis: Any, keepdims: Any, return_sign: Any, settings: Settings, path: Optional[str] = None) -> Optional[Any]:

@@ -42,6 +42,7 @@ from . import _calibrate, _decide
 from ._backend import can_view, cuda_available, load_torch, note_parallel_use, tensor_view, threads
 from ._config import PROCESS_SETTINGS, SETTINGS_VAR, device_kind
 from ._cuda import cuda_unary
+from ._dask import DASK_ARRAY, elementwise as dask_elementwise, is_dask_array
 from ._decide import Route
 from ._table import ELEMENTWISE_FUNCTIONS, FUNCTIONS_BY_NAME, Function
 from ._errstate import (
@@ -195,6 +196,7 @@ def make_ufunc_helper(spec: UfuncSpec) -> Callable[..., Any]:
     reset_extobj = NP_EXTOBJ_VAR.reset if NP_EXTOBJ_VAR is not None else None
     redirects: Dict[Any, Any] = {None: None}  # NumPy error state -> how to call the original
     miss = REDIRECT_MISS
+    modules = sys.modules
 
     def helper(x: Any, /, *args: Any, **kwargs: Any) -> Any:
         # The hot path: everything below the size test is for large arrays only,
@@ -208,6 +210,8 @@ def make_ufunc_helper(spec: UfuncSpec) -> Callable[..., Any]:
                 gate = state.floors.get(x.dtype, 0)
             if x.size >= gate:
                 return _uf_dispatch(state, redirects, settings, x, args, kwargs)
+        elif DASK_ARRAY in modules and is_dask_array(x):  # Dask is never imported here (as array-api-compat)
+            return dask_elementwise(helper, state.load(), x, args, kwargs)
         redirect = redirects.get(get_extobj(), miss)
         if redirect is None:
             return state.original(x, *args, **kwargs)
