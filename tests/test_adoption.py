@@ -4,6 +4,7 @@ written for a newer Python than the one running np2torch is still analysed."""
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -91,3 +92,58 @@ def test_notice_without_any_pyproject(capsys: pytest.CaptureFixture[str]) -> Non
     write("a.py", EXP)
     code, out, err = run(capsys, "fix", os.path.abspath("a.py"))
     assert code == 0 and NOTICE in out
+
+
+# ---------------------------------------------------------------- newer syntax than the running Python
+
+PY312 = ('import numpy as np\n\ntype Vec = list[float]\n\n\ndef f[T](x: T) -> T:\n    return np.exp(x)\n\n\n'
+         'label = f"{"nested"} {d["key"]!r}"\n')
+OLD = sys.version_info < (3, 12)
+
+
+@pytest.mark.parametrize("command", ["check", "fix"])
+def test_python_312_code_is_skipped_with_a_warning_not_an_error(capsys: pytest.CaptureFixture[str],
+                                                                command: str) -> None:
+    write("new.py", PY312)
+    write("old.py", EXP)
+    code, out, err = run(capsys, command, "--no-cache", "new.py", "old.py")
+    if OLD:
+        assert err.splitlines() == [f"new.py: warning: needs Python >= 3.12 to analyse; skipped (this is Python "
+                                    f"{sys.version_info[0]}.{sys.version_info[1]})"]
+        assert Path("new.py").read_text() == PY312
+    else:  # this interpreter reads it: analysed as any file
+        assert err == ""
+        assert ("new.py:7:12: NPT001" in out) if command == "check" else ("np2t.exp(x)" in Path("new.py").read_text())
+    assert code == (1 if command == "check" else 0)  # old.py's finding (check), fixed (fix): never 2
+
+
+@pytest.mark.skipif(not OLD, reason="Python >= 3.12 reads this syntax")
+def test_target_version_decides_whether_newer_syntax_is_an_error(capsys: pytest.CaptureFixture[str]) -> None:
+    write("new.py", PY312)
+    code, out, err = run(capsys, "check", "--no-cache", "--target-version", "py311", "new.py")
+    assert code == 2 and err == "new.py: error: uses Python 3.12 syntax, but target-version is py311\n"
+    code, out, err = run(capsys, "check", "--no-cache", "--target-version", "py312", "new.py")
+    assert code == 0 and "needs Python >= 3.12 to analyse; skipped" in err
+    write("pyproject.toml", "[tool.np2torch]\ntarget-version = 'py310'\n")
+    code, out, err = run(capsys, "check", "--no-cache", "new.py")
+    assert code == 2 and "target-version is py310" in err
+
+
+def test_target_version_is_validated(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "check", "--target-version", "3.12", ".")
+    assert code == 2 and "py37 ... py314" in err
+    write("pyproject.toml", "[tool.np2torch]\ntarget-version = 'py2'\n")
+    write("a.py", EXP)
+    code, out, err = run(capsys, "check", "a.py")
+    assert code == 2 and "'target-version' in [tool.np2torch]" in err
+
+
+@pytest.mark.parametrize("text", [
+    pytest.param("def broken(:\n    pass\n", id="no Python parses it"),
+    pytest.param("del f()\n", id="LibCST parses it, no Python accepts it"),
+    pytest.param("x = f'{a}'\ny = (1\n", id="an f-string does not make a file newer"),
+])
+def test_a_real_syntax_error_is_still_an_error(capsys: pytest.CaptureFixture[str], text: str) -> None:
+    write("bad.py", "import numpy as np\ny = np.exp(x)\n" + text)  # the prefilter lets it through
+    code, out, err = run(capsys, "check", "--no-cache", "bad.py")
+    assert code == 2 and err.startswith("bad.py:") and ": error: " in err and "skipped" not in err

@@ -27,6 +27,7 @@ from np2torch.config import (
     check_alias,
     check_module,
     check_selectors,
+    check_target_version,
     depends_on,
     load_explicit_config,
     project_file,
@@ -126,7 +127,7 @@ def _codes(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -
         raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
 
 
-def _validated(check: Callable[[str], str]) -> Callable[[click.Context, click.Parameter, Any], Any]:
+def _validated(check: Callable[[str], Any]) -> Callable[[click.Context, click.Parameter, Any], Any]:
     def callback(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
         if value is None:
             return None
@@ -154,6 +155,9 @@ _SHARED_OPTIONS = [
                  help="Module the fixes import the helpers from (default: np2torch.runtime)."),
     click.option("--alias", callback=_validated(check_alias), metavar="NAME",
                  help="Name the fixes bind the runtime module to (default: np2t)."),
+    click.option("--target-version", callback=_validated(check_target_version), metavar="pyXY",
+                 help="The oldest Python the code supports, e.g. py312 (as ruff's). Code in a newer syntax than "
+                      "the running Python can read is skipped with a warning, an error if it is newer than this."),
     click.option("--force-exclude", is_flag=True,
                  help="Apply exclude settings to files named on the command line too (the pre-commit hooks do)."),
     click.option("--no-cache", is_flag=True, help="Neither read nor write the .np2torch_cache folder."),
@@ -238,10 +242,11 @@ def _as_bytes(line: str, encoding: str) -> bytes:
 def _run(mode: str, *, paths: tuple[str, ...], select: tuple[str, ...] | None, ignore: tuple[str, ...] | None,
          fmt: str, exit_zero: bool, quiet: bool, config_path: str | None, runtime_module: str | None,
          alias: str | None, force_exclude: bool, no_cache: bool, jobs: int | None,
+         target_version: tuple[int, int] | None = None,
          statistics: bool = False, show_fixes: bool = False, unsafe_fixes: bool = False,
          exit_non_zero_on_fix: bool = False) -> int:
     overrides = Overrides(select=select, ignore=ignore or (), runtime_module=runtime_module, alias=alias,
-                          unsafe_fixes=unsafe_fixes)
+                          unsafe_fixes=unsafe_fixes, target_version=target_version)
     try:
         finder = ConfigFinder(load_explicit_config(config_path) if config_path else None)
         targets, missing = discover(list(paths) or [os.curdir], finder, force_exclude=force_exclude)
@@ -304,6 +309,8 @@ def _report(mode: str, results: list[runner.FileResult], *, fmt: str, quiet: boo
     failed = sum(1 for r in results if r.errors)
     for result in results:
         for message in result.errors:
+            _error(message)
+        for message in () if quiet else result.warnings:
             _error(message)
     changed = [r for r in results if r.changed]
     fixed = [(r.display, r.fixed_codes) for r in changed]

@@ -11,6 +11,7 @@ passed over.  Keys::
     extend-exclude = ["tests/fixtures"]
     runtime-module = "np2torch.runtime"
     alias = "np2t"
+    target-version = "py312"      # the oldest Python the code supports, as ruff's
 
 Exclude patterns are gitignore-like globs relative to the folder that holds the
 ``pyproject.toml``: a pattern without ``/`` matches a file or folder name at any
@@ -57,7 +58,7 @@ FORBIDDEN_ALIASES = frozenset({"npt"})
 
 SECTION = "[tool.np2torch]"
 _LIST_KEYS = ("select", "ignore", "exclude", "extend-exclude")
-_STR_KEYS = ("runtime-module", "alias")
+_STR_KEYS = ("runtime-module", "alias", "target-version")
 KNOWN_KEYS = _LIST_KEYS + _STR_KEYS
 
 
@@ -77,6 +78,7 @@ class Config:
     extend_exclude: tuple[str, ...] = ()
     runtime_module: str | None = None
     alias: str | None = None
+    target_version: tuple[int, int] | None = None
 
     @property
     def exclude_patterns(self) -> tuple[str, ...]:
@@ -111,6 +113,17 @@ def check_module(value: str) -> str:
     if not all(p.isidentifier() and not keyword.iskeyword(p) for p in parts):
         raise ValueError(f"runtime module must be a dotted module name, got {value!r}")
     return value
+
+
+_TARGET_VERSION = re.compile(r"py3(\d{1,2})\Z")
+
+
+def check_target_version(value: str) -> tuple[int, int]:
+    """``"py312"`` -> ``(3, 12)``; ``ValueError`` for anything else (ruff's spelling: py37 ... py314)."""
+    match = _TARGET_VERSION.match(value) if isinstance(value, str) else None
+    if match is None or not 7 <= int(match.group(1)) <= 14:
+        raise ValueError(f"target-version must be one of py37 ... py314 (as ruff's), got {value!r}")
+    return 3, int(match.group(1))
 
 
 def check_selectors(values: Sequence[str]) -> tuple[str, ...]:
@@ -168,7 +181,8 @@ def config_from_table(table: Any, path: Path) -> Config:
                 check_selectors(values[key])
             except ValueError as exc:
                 raise ConfigError(f"{where}: {key!r} in {SECTION}: {exc}") from None
-    for key, check in (("runtime-module", check_module), ("alias", check_alias)):
+    for key, check in (("runtime-module", check_module), ("alias", check_alias),
+                       ("target-version", check_target_version)):
         if key in table:
             try:
                 values[key] = check(table[key])
@@ -183,6 +197,7 @@ def config_from_table(table: Any, path: Path) -> Config:
         extend_exclude=values.get("extend-exclude", ()),
         runtime_module=values.get("runtime-module"),
         alias=values.get("alias"),
+        target_version=values.get("target-version"),
     )
 
 
@@ -390,6 +405,7 @@ class Overrides:
     runtime_module: str | None = None
     alias: str | None = None
     unsafe_fixes: bool = False
+    target_version: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -403,6 +419,8 @@ class RunSettings:
     runtime_module: str | None = None
     alias: str | None = None
     unsafe_fixes: bool = False
+    target_version: tuple[int, int] | None = None
+    """The oldest Python the code supports; decides whether syntax this interpreter cannot read is an error."""
 
 
 def run_settings(config: Config, overrides: Overrides) -> RunSettings:
@@ -417,4 +435,5 @@ def run_settings(config: Config, overrides: Overrides) -> RunSettings:
         runtime_module=overrides.runtime_module or config.runtime_module,
         alias=overrides.alias or config.alias,
         unsafe_fixes=overrides.unsafe_fixes,
+        target_version=overrides.target_version or config.target_version,
     )

@@ -66,6 +66,7 @@ __all__ = [
     "Finding",
     "FixError",
     "Settings",
+    "NewerSyntaxError",
     "SourceError",
     "check_source",
     "fix_source",
@@ -305,10 +306,23 @@ class _Analysis:
     alias: Optional[str] = None
 
 
+class NewerSyntaxError(SourceError):
+    """Valid code for a newer Python than the one running: this interpreter's ``ast`` cannot read it."""
+
+    def __init__(self, needed: Tuple[int, int]) -> None:
+        super().__init__(f"needs Python >= {needed[0]}.{needed[1]} to analyse; skipped")
+        self.needed = needed
+
+
 def _parse(text: str) -> ast.Module:
     try:
         return ast.parse(text)
     except SyntaxError as exc:
+        from np2torch.syntax import newer_syntax  # LibCST's parser reads every version's grammar
+
+        needed = newer_syntax(text)
+        if needed is not None:
+            raise NewerSyntaxError(needed) from None
         kind = type(exc).__name__
         raise SourceError(f"{kind}: {exc.msg}", exc.lineno, exc.offset) from None
     except (ValueError, RecursionError, MemoryError) as exc:  # null bytes; absurd nesting

@@ -52,6 +52,8 @@ class FileResult:
     writes, so a worker killed mid-run (the OOM killer) cannot leave a half-done write behind."""
     runtime_import: str | None = None
     """``fix``/``--diff``: the runtime module the fix made this file import, when it did not before."""
+    warnings: list[str] = field(default_factory=list)
+    """One-line warnings that do not fail the run (a file in a newer Python's syntax, skipped)."""
 
 
 @dataclass(frozen=True)
@@ -116,6 +118,17 @@ def _source_error(display: str, exc: Any) -> str:
     return f"{where}: error: {exc}"
 
 
+def newer_syntax_result(display: str, needed: tuple[int, int], target: tuple[int, int] | None) -> FileResult:
+    """Code valid for a newer Python than this one: skipped with a warning, or an error when the project's
+    ``target-version`` says the code must run on a Python that lacks the syntax."""
+    version = f"{needed[0]}.{needed[1]}"
+    if target is not None and target < needed:
+        return FileResult(display, errors=[f"{display}: error: uses Python {version} syntax, but target-version "
+                                           f"is py{target[0]}{target[1]}"])
+    return FileResult(display, warnings=[f"{display}: warning: needs Python >= {version} to analyse; skipped "
+                                         f"(this is Python {sys.version_info[0]}.{sys.version_info[1]})"])
+
+
 def run_job(job: Job) -> FileResult:
     """Check (and fix) one decoded file. Never raises for a problem with the file."""
     try:
@@ -143,6 +156,8 @@ def _run_job(job: Job) -> FileResult:
         check_source, fix_source = engine.check_source, engine.fix_source
     try:
         findings = check_source(text, job.display, settings=settings)
+    except engine.NewerSyntaxError as exc:
+        return newer_syntax_result(job.display, exc.needed, job.settings.target_version)
     except engine.SourceError as exc:
         return FileResult(job.display, errors=[_source_error(job.display, exc)])
     result = FileResult(job.display, findings=sorted(findings, key=sort_key), digest=job.digest or None)

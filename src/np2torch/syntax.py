@@ -1,0 +1,74 @@
+"""Code written for a newer Python than the one running np2torch.
+
+The analysis parses with :func:`ast.parse`, which reads the running interpreter's
+grammar only: under Python 3.11, ``type X = int``, ``def f[T](x: T)`` and
+``f"{d["key"]}"`` (all valid 3.12) are syntax errors.  LibCST's native parser
+reads them whatever runs it, so when ``ast`` fails, :func:`newer_syntax` asks
+LibCST and looks for a construct of a later version: the file is then valid
+code this interpreter cannot analyse (reported and skipped), not an error.
+A text LibCST cannot parse, or parses without such a construct (``del f()``,
+which no Python accepts), stays the syntax error ``ast`` reported.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Optional, Tuple
+
+Version = Tuple[int, int]
+
+
+def newer_syntax(text: str) -> Optional[Version]:
+    """The Python version the text's syntax needs when it is later than the running one; else ``None``."""
+    try:
+        import libcst as cst
+    except ImportError:  # pragma: no cover - libcst is a dependency
+        return None
+    try:
+        module = cst.parse_module(text)
+    except Exception:  # ParserSyntaxError, or anything the native parser raises on odd input
+        return None
+    finder = _Finder(module)
+    module.visit(finder)
+    if finder.needed is not None and finder.needed > sys.version_info[:2]:
+        return finder.needed
+    return None
+
+
+def _finder_base() -> type:
+    import libcst as cst
+
+    return cst.CSTVisitor
+
+
+class _Finder(_finder_base()):  # type: ignore[misc]
+    """The latest Python version any construct in the module needs (only those after 3.11 are looked for)."""
+
+    def __init__(self, module: object) -> None:
+        super().__init__()
+        self.module = module
+        self.needed: Optional[Version] = None
+
+    def _need(self, version: Version) -> None:
+        if self.needed is None or version > self.needed:
+            self.needed = version
+
+    def visit_TypeAlias(self, node: object) -> None:  # PEP 695: `type X = ...`
+        self._need((3, 12))
+
+    def visit_TypeParameters(self, node: object) -> None:  # PEP 695: `def f[T]`, `class C[T]`
+        self._need((3, 12))
+
+    def visit_FormattedString(self, node: object) -> None:  # PEP 701: the f-string's own quote (or \) inside
+        quote = getattr(node, "end", "")
+        for part in getattr(node, "parts", ()):
+            expression = getattr(part, "expression", None)
+            if expression is None:
+                continue
+            code = self.module.code_for_node(expression)  # type: ignore[attr-defined]
+            if (quote and quote in code) or "\\" in code:
+                self._need((3, 12))
+
+
+def version_text(version: Version) -> str:
+    return f"{version[0]}.{version[1]}"
