@@ -266,6 +266,18 @@ def test_logsumexp_of_other_inputs_is_scipys(an: np.ndarray) -> None:
             np.testing.assert_allclose(got, want, rtol=2e-15)
 
 
+def test_logsumexp_with_unknown_chunk_sizes() -> None:
+    an = _lse_input("float64", shape=(40, 30))
+    keep = an[:, 0] > 0
+    a = da.from_array(an, chunks=(10, 30))[da.from_array(keep, chunks=10)]
+    assert np.isnan(a.shape[0])
+    for axis in (0, 1):
+        ours = np2t.logsumexp(a, axis=axis)
+        assert _ulps(ours.compute(**SYNC), sc.logsumexp(an[keep], axis=axis), np.max(an[keep], axis=axis)) <= 4
+    # b= needs whole slices in one block, which unknown sizes cannot give: SciPy's own call (it gathers the array)
+    np.testing.assert_allclose(np2t.logsumexp(a, axis=0, b=2.0), sc.logsumexp(an[keep], axis=0, b=2.0), rtol=1e-15)
+
+
 @pytest.mark.parametrize(
     "kwargs",
     [
@@ -352,6 +364,11 @@ def test_xarray_on_dask_keeps_its_own_dispatch() -> None:
     xr.testing.assert_identical(ours.compute(**SYNC), theirs.compute(**SYNC))
     dataset = array.to_dataset()
     xr.testing.assert_identical(np2t.log(np.abs(dataset)).compute(**SYNC), np.log(np.abs(dataset)).compute(**SYNC))
+    # xarray's dispatch computes the chunks with NumPy; apply_ufunc hands the helper the Dask array itself.
+    with np2t.using(min_size=0):
+        forced = xr.apply_ufunc(np2t.exp, array.astype(np.float32), dask="allowed", keep_attrs=True)
+    assert forced.chunks == theirs.chunks and forced.attrs == array.attrs
+    np.testing.assert_array_equal(forced.compute(**SYNC).values, _forced_torch_exp(xn.astype(np.float32)))
 
 
 # ---------------------------------------------------------------- a real cluster

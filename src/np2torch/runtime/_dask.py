@@ -166,6 +166,13 @@ def logsumexp(
     settings = explicit_settings()
     import dask.array as da
 
+    fast = b is None and a.dtype in _DK_FAST_INPUTS and dtypes[0] in _DK_FAST_RESULTS and a.size != 0
+    if fast:
+        found = verdict()
+        fast = found.finite and found.infinite
+    if not fast and any(n != n for n in (*a.shape, *getattr(b, "shape", ()))):
+        # Unknown chunk sizes cannot be rechunked into whole slices: the original's call.
+        return original(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign)
     if b is not None:
         b = da.asarray(b)
         shape = np.broadcast_shapes(a.shape, b.shape)
@@ -173,10 +180,6 @@ def logsumexp(
     if a.ndim == 0:  # SciPy reduces a 0-d input as a 1-d one
         a, b = a.reshape(1), None if b is None else b.reshape(1)
     dims = _dk_axes(axis, a.ndim)
-    fast = b is None and a.dtype in _DK_FAST_INPUTS and dtypes[0] in _DK_FAST_RESULTS and a.size != 0
-    if fast:
-        found = verdict()
-        fast = found.finite and found.infinite
     if fast:
         parts = _dk_lse_reduction(a, dims, dtypes[0], settings, torch_parts)
         finish: Callable[..., Any] = _dk_lse_finish
