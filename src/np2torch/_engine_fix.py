@@ -19,9 +19,7 @@ import re
 import sys
 import threading
 from bisect import bisect_right
-from typing import (
-    Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Set, Tuple, TypeVar, Union,
-)
+from typing import Callable, Iterator, Mapping, Optional, Sequence, TypeVar
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
@@ -30,14 +28,14 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 from np2torch.model import FixError, Lines, LintSettings, Planned
 from np2torch.resolve import bound_names, is_type_checking
 
-_Span = Tuple[int, int, int, int]
-_Removals = Dict[Tuple[int, int], Set[Tuple[str, Optional[str]]]]
+_Span = tuple[int, int, int, int]
+_Removals = dict[tuple[int, int], set[tuple[str, Optional[str]]]]
 
 
 def apply_fixes(
     text: str,
     tree: ast.Module,
-    fixes: List[Planned],
+    fixes: list[Planned],
     import_froms: Mapping[int, ast.ImportFrom],
     alias: str,
     settings: LintSettings,
@@ -58,7 +56,7 @@ def apply_fixes(
     units = _units(tree)
     chunks = _split_lines(text)
     touched = _touched_units(units, [*replacements, *calls], removals)
-    pieces: Dict[int, str] = {}
+    pieces: dict[int, str] = {}
     for index in touched:
         first, last = units[index].first, units[index].last
         segment = "".join(chunks[first - 1 : last])
@@ -83,16 +81,16 @@ def _first_line(stmt: ast.stmt) -> int:
     return min([stmt.lineno, *(d.lineno for d in decorators)]) if decorators else stmt.lineno
 
 
-class _Units(List[_Unit]):
+class _Units(list[_Unit]):
     """The units of a module, in order, with their first lines for bisection."""
 
-    def __init__(self, units: List[_Unit]) -> None:
+    def __init__(self, units: list[_Unit]) -> None:
         super().__init__(units)
         self.firsts = [unit.first for unit in units]
 
 
 def _units(tree: ast.Module) -> _Units:
-    units: List[_Unit] = []
+    units: list[_Unit] = []
     for stmt in tree.body:
         if units and _first_line(stmt) <= units[-1].last:
             units[-1].last = max(units[-1].last, stmt.end_lineno or stmt.lineno)
@@ -111,7 +109,7 @@ def _unit_of(units: _Units, line: int) -> int:
     return index
 
 
-def _touched_units(units: _Units, spans: Sequence[_Span], removals: _Removals) -> List[int]:
+def _touched_units(units: _Units, spans: Sequence[_Span], removals: _Removals) -> list[int]:
     lines = [span[0] for span in spans] + [line for line, _col in removals]
     return sorted({_unit_of(units, line) for line in lines})
 
@@ -119,12 +117,12 @@ def _touched_units(units: _Units, spans: Sequence[_Span], removals: _Removals) -
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
 
-def _split_lines(text: str) -> List[str]:
+def _split_lines(text: str) -> list[str]:
     """Lines with their endings, split where the tokenizer splits them (not at form feeds, as splitlines does)."""
     return _LINE.findall(text)
 
 
-def _spans(fixes: List[Planned], *, pattern: bool) -> Dict[_Span, str]:
+def _spans(fixes: list[Planned], *, pattern: bool) -> dict[_Span, str]:
     return {
         (f.finding.line, f.finding.column - 1, f.finding.end_line, f.finding.end_column - 1): f.rule.helper
         for f in fixes
@@ -132,7 +130,7 @@ def _spans(fixes: List[Planned], *, pattern: bool) -> Dict[_Span, str]:
     }
 
 
-def _shift(spans: Mapping[_Span, str], offset: int, last: int) -> Dict[_Span, str]:
+def _shift(spans: Mapping[_Span, str], offset: int, last: int) -> dict[_Span, str]:
     """The spans on lines ``offset + 1``..``last``, renumbered from 1."""
     return {
         (line - offset, col, end_line - offset, end_col): helper
@@ -176,10 +174,10 @@ def _rewrite_segment(
 def _rewrite(
     text: str,
     module: cst.Module,
-    replacements: Dict[_Span, str],
+    replacements: dict[_Span, str],
     removals: _Removals,
     alias: str,
-    calls: Optional[Dict[_Span, str]] = None,
+    calls: dict[_Span, str] | None = None,
 ) -> str:
 
     # LibCST drops the last newline of a file whose newlines are a lone "\r" (old Mac
@@ -207,8 +205,8 @@ def _rewrite(
 
 
 def _import_position(
-    tree: ast.Module, units: _Units, fixes: List[Planned], runtime_module: str, alias: str
-) -> Optional[Tuple[int, bool]]:
+    tree: ast.Module, units: _Units, fixes: list[Planned], runtime_module: str, alias: str
+) -> tuple[int, bool] | None:
     """(unit index, after?) for the runtime import; None when the module imports it already.
 
     Right after the module-level import that the findings resolve through (the
@@ -233,12 +231,12 @@ def _import_position(
     return _default_position(units)
 
 
-def _module_level_import_units(units: _Units) -> Dict[int, int]:
+def _module_level_import_units(units: _Units) -> dict[int, int]:
     """id(alias) of every run-time import outside functions and classes -> the index of its unit.
 
     Imports under ``if TYPE_CHECKING:`` do not run: they are nothing to follow.
     """
-    owners: Dict[int, int] = {}
+    owners: dict[int, int] = {}
     for index, unit in enumerate(units):
         for stmt in _statements(unit.stmts, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef), run_time=True):
             if isinstance(stmt, (ast.Import, ast.ImportFrom)):
@@ -246,7 +244,7 @@ def _module_level_import_units(units: _Units) -> Dict[int, int]:
     return owners
 
 
-def _statements(stmts: Sequence[ast.stmt], stop: Tuple[type, ...], run_time: bool = False) -> Iterator[ast.stmt]:
+def _statements(stmts: Sequence[ast.stmt], stop: tuple[type, ...], run_time: bool = False) -> Iterator[ast.stmt]:
     """``stmts`` and the statements nested in their blocks, not looking inside the ``stop`` kinds
     (nor, with ``run_time``, inside ``if TYPE_CHECKING:``)."""
     stack = list(stmts)
@@ -263,9 +261,9 @@ def _statements(stmts: Sequence[ast.stmt], stop: Tuple[type, ...], run_time: boo
             stack.extend(holder.body)
 
 
-def _star_import_units(units: _Units) -> Dict[str, List[int]]:
+def _star_import_units(units: _Units) -> dict[str, list[int]]:
     """Module -> the units that star-import it at top level."""
-    stars: Dict[str, List[int]] = {}
+    stars: dict[str, list[int]] = {}
     for index, unit in enumerate(units):
         for stmt in unit.stmts:
             if isinstance(stmt, ast.ImportFrom) and not stmt.level and any(a.name == "*" for a in stmt.names):
@@ -273,7 +271,7 @@ def _star_import_units(units: _Units) -> Dict[str, List[int]]:
     return stars
 
 
-def _binding_units(fix: Planned, owners: Mapping[int, int], stars: Mapping[str, List[int]]) -> List[int]:
+def _binding_units(fix: Planned, owners: Mapping[int, int], stars: Mapping[str, list[int]]) -> list[int]:
     """The units of the module-level imports binding the name the fix resolves through (star imports too)."""
     found = [owners[id(alias)] for alias in fix.ref.bindings if id(alias) in owners]
     if found or fix.ref.bindings:
@@ -281,10 +279,10 @@ def _binding_units(fix: Planned, owners: Mapping[int, int], stars: Mapping[str, 
     return list(stars.get(fix.ref.qualname.rpartition(".")[0], ()))
 
 
-def _first_unit_running_a_fix(units: _Units, fixes: List[Planned]) -> int:
+def _first_unit_running_a_fix(units: _Units, fixes: list[Planned]) -> int:
     """The first unit holding a fix evaluated when the module is imported (not inside a def or lambda
     body: decorators and defaults do run); ``len(units)`` when there is none."""
-    by_unit: Dict[int, List[Tuple[int, int]]] = {}
+    by_unit: dict[int, list[tuple[int, int]]] = {}
     for fix in fixes:
         node = fix.ref.node
         by_unit.setdefault(_unit_of(units, node.lineno), []).append((node.lineno, node.col_offset))
@@ -295,7 +293,7 @@ def _first_unit_running_a_fix(units: _Units, fixes: List[Planned]) -> int:
     return len(units)
 
 
-def _function_bodies(stmts: Sequence[ast.stmt]) -> List[Tuple[Tuple[int, int], Tuple[int, int]]]:
+def _function_bodies(stmts: Sequence[ast.stmt]) -> list[tuple[tuple[int, int], tuple[int, int]]]:
     bodies = []
     for stmt in stmts:
         for inner in ast.walk(stmt):
@@ -308,7 +306,7 @@ def _function_bodies(stmts: Sequence[ast.stmt]) -> List[Tuple[Tuple[int, int], T
     return bodies
 
 
-def _default_position(units: _Units) -> Tuple[int, bool]:
+def _default_position(units: _Units) -> tuple[int, bool]:
     index = 1 if units and len(units[0].stmts) == 1 and _is_docstring_stmt(units[0].stmts[0]) else 0
     while index < len(units) and all(_is_future(stmt) for stmt in units[index].stmts):
         index += 1
@@ -334,10 +332,10 @@ def _is_runtime_import_stmt(stmt: ast.stmt, runtime_module: str, alias: str) -> 
 
 
 def _assemble(
-    chunks: List[str], units: _Units, pieces: Mapping[int, str], position: Optional[Tuple[int, bool]], line: str
+    chunks: list[str], units: _Units, pieces: Mapping[int, str], position: tuple[int, bool] | None, line: str
 ) -> str:
     """The unchanged lines, the rewritten units and the import line, in order."""
-    events: List[Tuple[int, int, Optional[str]]] = [(units[i].first - 1, units[i].last, p) for i, p in pieces.items()]
+    events: list[tuple[int, int, str | None]] = [(units[i].first - 1, units[i].last, p) for i, p in pieces.items()]
     blank = False
     if position is not None and units:
         index, after = position
@@ -346,7 +344,7 @@ def _assemble(
         following = index + 1 if after else index
         # LibCST's rule, kept: a blank line unless one (or an import) follows already
         blank = following < len(units) and not _all_imports(units[following]) and bool(chunks[at].strip())
-    out: List[str] = []
+    out: list[str] = []
     cursor = 0  # the next chunk not yet copied
     for start, end, piece in sorted(events, key=lambda event: (event[0], event[1])):
         out.extend(chunks[cursor:start])
@@ -356,7 +354,7 @@ def _assemble(
     return "".join(out)
 
 
-def _import_text(before: List[str], chunks: List[str], line: str, blank: bool) -> str:
+def _import_text(before: list[str], chunks: list[str], line: str, blank: bool) -> str:
     """The import line ended like the line before it; after a last line without a newline, it starts one.
 
     ``blank``: code or a comment follows on the very next line, so a blank line separates them
@@ -392,7 +390,7 @@ def _with_deep_stack(fn: Callable[..., _T], *args: object) -> _T:
         return fn(*args)
     except RecursionError:
         pass
-    box: Dict[str, object] = {}
+    box: dict[str, object] = {}
 
     def run() -> None:
         try:
@@ -424,7 +422,7 @@ _DYNAMIC_LOOKUPS = ("eval", "exec", "globals", "locals", "vars")
 
 def _unused_imports(
     tree: ast.Module,
-    fixes: List[Planned],
+    fixes: list[Planned],
     import_froms: Mapping[int, ast.ImportFrom],
     path: str,
     lines,  # type: ignore[no-untyped-def]
@@ -444,8 +442,8 @@ def _unused_imports(
     """
     if os.path.basename(path.replace("\\", "/")) == "__init__.py":
         return {}
-    replaced: Dict[str, int] = {}
-    aliases: Dict[str, List[Tuple[ast.alias, ast.ImportFrom]]] = {}
+    replaced: dict[str, int] = {}
+    aliases: dict[str, list[tuple[ast.alias, ast.ImportFrom]]] = {}
     for planned in fixes:
         ref = planned.ref
         if type(ref.node) is not ast.Name or not ref.imports:
@@ -463,7 +461,7 @@ def _unused_imports(
         return {}
     # the statements of the module and of its classes, at any block depth, that no function holds
     visible = set() if unsafe else {id(stmt) for stmt in _statements(tree.body, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    exported: Set[str] = set()
+    exported: set[str] = set()
     if "__all__" in names:
         exported = {
             node.value for node in ast.walk(tree) if type(node) is ast.Constant and isinstance(node.value, str)
@@ -497,7 +495,7 @@ def _collapse(outer: cst.Call, func: cst.Attribute) -> cst.Call:
     assert isinstance(reduction, cst.Call)
     if isinstance(reduction.func, cst.Attribute) and isinstance(reduction.func.value, cst.Call):
         inner, rest = reduction.func.value, list(reduction.args)
-        comma: Union[cst.Comma, cst.MaybeSentinel] = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        comma: cst.Comma | cst.MaybeSentinel = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
     else:
         first = reduction.args[0].value
         assert isinstance(first, cst.Call)
@@ -506,7 +504,7 @@ def _collapse(outer: cst.Call, func: cst.Attribute) -> cst.Call:
     return cst.Call(func=func, args=[x, *rest], lpar=outer.lpar, rpar=outer.rpar)
 
 
-def _has_comment(lines: Union[List[cst.EmptyLine], Tuple[cst.EmptyLine, ...]]) -> bool:
+def _has_comment(lines: list[cst.EmptyLine] | tuple[cst.EmptyLine, ...]) -> bool:
     return any(line.comment is not None for line in lines)
 
 
@@ -514,7 +512,7 @@ class _Rewriter(cst.CSTTransformer):
     def __init__(
         self,
         positions: Mapping[cst.CSTNode, CodeRange],
-        replacements: Dict[_Span, str],
+        replacements: dict[_Span, str],
         removals: _Removals,
         alias: str,
     ) -> None:
@@ -524,7 +522,7 @@ class _Rewriter(cst.CSTTransformer):
         self.removals = removals
         self.alias = alias
         # lines whose every statement was removed, kept as `pass` until their block decides
-        self.emptied: Dict[int, cst.SimpleStatementLine] = {}
+        self.emptied: dict[int, cst.SimpleStatementLine] = {}
 
     # -- replacing expressions ---------------------------------------------
     def _swap(self, original: cst.BaseExpression, updated: cst.BaseExpression) -> cst.BaseExpression:
@@ -543,7 +541,7 @@ class _Rewriter(cst.CSTTransformer):
             rpar=updated.rpar,
         )
 
-    calls: Dict[_Span, str] = {}
+    calls: dict[_Span, str] = {}
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if not self.calls:
@@ -565,7 +563,7 @@ class _Rewriter(cst.CSTTransformer):
     # -- removing imports ----------------------------------------------------
     def leave_ImportFrom(
         self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom
-    ) -> Union[cst.ImportFrom, cst.RemovalSentinel]:
+    ) -> cst.ImportFrom | cst.RemovalSentinel:
         span = self.positions.get(original_node)
         drop = self.removals.get((span.start.line, span.start.column)) if span else None
         if not drop or isinstance(updated_node.names, cst.ImportStar):
@@ -609,7 +607,7 @@ class _Rewriter(cst.CSTTransformer):
         body, footer = self._settle(list(updated_node.body), list(updated_node.footer), may_empty=True)
         return updated_node.with_changes(body=body, footer=footer)
 
-    def _settle(self, body: List[cst.BaseStatement], footer: List[cst.EmptyLine], may_empty: bool) -> Tuple[list, list]:
+    def _settle(self, body: list[cst.BaseStatement], footer: list[cst.EmptyLine], may_empty: bool) -> tuple[list, list]:
         """Drop emptied lines, keeping every comment they had.
 
         A dropped line's comments (the lines above it, and its own trailing
@@ -617,10 +615,10 @@ class _Rewriter(cst.CSTTransformer):
         lines do too where that statement has none (they separated groups); a
         block that now starts later loses the blank lines at its new start.
         """
-        kept: List[cst.BaseStatement] = []
-        comments: List[cst.EmptyLine] = []
-        blanks: List[cst.EmptyLine] = []
-        first_marker: Optional[cst.SimpleStatementLine] = None
+        kept: list[cst.BaseStatement] = []
+        comments: list[cst.EmptyLine] = []
+        blanks: list[cst.EmptyLine] = []
+        first_marker: cst.SimpleStatementLine | None = None
         for stmt in body:
             if id(stmt) not in self.emptied:
                 leading = list(stmt.leading_lines)
@@ -646,12 +644,12 @@ class _Rewriter(cst.CSTTransformer):
         return kept, [*comments, *footer]
 
 
-def _trailing_comment(line: cst.SimpleStatementLine) -> List[cst.EmptyLine]:
+def _trailing_comment(line: cst.SimpleStatementLine) -> list[cst.EmptyLine]:
     comment = line.trailing_whitespace.comment
     return [] if comment is None else [cst.EmptyLine(indent=True, whitespace=cst.SimpleWhitespace(""), comment=comment)]
 
 
-def _strip_blank_start(lines: Sequence[cst.EmptyLine]) -> List[cst.EmptyLine]:
+def _strip_blank_start(lines: Sequence[cst.EmptyLine]) -> list[cst.EmptyLine]:
     lines = list(lines)
     while lines and lines[0].comment is None:
         lines.pop(0)
@@ -662,7 +660,7 @@ def _alias_name(alias: cst.ImportAlias) -> str:
     return get_full_name_for_node(alias.name) or ""
 
 
-def _alias_asname(alias: cst.ImportAlias) -> Optional[str]:
+def _alias_asname(alias: cst.ImportAlias) -> str | None:
     if alias.asname is None or not isinstance(alias.asname.name, cst.Name):
         return None
     return alias.asname.name.value

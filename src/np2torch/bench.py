@@ -29,7 +29,7 @@ import statistics
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Mapping, Sequence
 
 import click
 import numpy as np
@@ -38,7 +38,7 @@ from np2torch import __version__
 from np2torch.rules import RULES, Rule
 from np2torch.runtime._table import FUNCTIONS, Function
 
-Shape = Tuple[int, ...]
+Shape = tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ class Recipe:
     make_input: Callable[[np.random.Generator, Shape, np.dtype], np.ndarray]
     torch_call: Callable[[Any, Any], Any]
     """The naive torch equivalent: ``(torch, tensor) -> tensor``."""
-    numexpr: Optional[str] = None
+    numexpr: str | None = None
     """numexpr expression in ``x``; None where numexpr lacks the function."""
     kwargs: Mapping[str, Any] = field(default_factory=dict)
     """Keywords for the original and the helper, e.g. ``axis=0``."""
@@ -77,7 +77,7 @@ def _recipe(row: Function) -> Recipe:
 RECIPES: Mapping[str, Recipe] = {row.name: _recipe(row) for row in FUNCTIONS}
 """Derived from the function table: nothing to add here for a new function."""
 
-BACKENDS: Tuple[Tuple[str, str], ...] = (
+BACKENDS: tuple[tuple[str, str], ...] = (
     ("original", "NumPy/SciPy"),
     ("numexpr", "numexpr"),
     ("torch", "torch (naive)"),
@@ -96,7 +96,7 @@ QUIET_MACHINE_NOTE = (
 )
 
 
-def benchmarked_rules(names: Optional[Sequence[str]] = None) -> List[Rule]:
+def benchmarked_rules(names: Sequence[str] | None = None) -> list[Rule]:
     """The rules to benchmark, in table order: all with a recipe, or those whose helper is in ``names``."""
     rules = [rule for rule in RULES if not rule.is_pattern and rule.helper in RECIPES]
     if names is None:
@@ -129,7 +129,7 @@ def parse_size(text: str) -> Shape:
     return tuple(int(n) for n in numbers)
 
 
-def sweep_sizes(max_size: int) -> List[int]:
+def sweep_sizes(max_size: int) -> list[int]:
     """1, 3, 10, 30, ... up to ``max_size`` (and ``max_size`` itself)."""
     sizes = []
     decade = 1
@@ -175,7 +175,7 @@ class Environment:
     cuda: bool = False
 
     @classmethod
-    def load(cls) -> "Environment":
+    def load(cls) -> Environment:
         import np2torch.runtime as runtime
         from np2torch.runtime._backend import cuda_available, load_torch
 
@@ -191,8 +191,8 @@ class Environment:
             pass
         return env
 
-    def describe(self) -> Dict[str, Any]:
-        info: Dict[str, Any] = {
+    def describe(self) -> dict[str, Any]:
+        info: dict[str, Any] = {
             "np2torch": __version__,
             "python": sys.version.split()[0],
             "numpy": np.__version__,
@@ -216,12 +216,12 @@ class Environment:
         return info
 
 
-def backend_calls(rule: Rule, recipe: Recipe, x: np.ndarray, env: Environment) -> Dict[str, Optional[Callable[[], Any]]]:
+def backend_calls(rule: Rule, recipe: Recipe, x: np.ndarray, env: Environment) -> dict[str, Callable[[], Any] | None]:
     """A zero-argument call per backend (None where the backend cannot run it)."""
     original = original_function(rule)
     helper = getattr(env.runtime, rule.helper)
     kwargs = dict(recipe.kwargs)
-    calls: Dict[str, Optional[Callable[[], Any]]] = dict.fromkeys(key for key, _ in BACKENDS)
+    calls: dict[str, Callable[[], Any] | None] = dict.fromkeys(key for key, _ in BACKENDS)
     calls["original"] = lambda: original(x, **kwargs)
     if env.numexpr is not None and recipe.numexpr is not None:
         expression = recipe.numexpr
@@ -251,13 +251,13 @@ def _agrees(got: Any, want: Any) -> bool:
     return bool(np.allclose(np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64), rtol=1e-5, atol=0, equal_nan=True))
 
 
-def measure(rule: Rule, shape: Shape, dtype: np.dtype, env: Environment, repeat: int, min_run_time: float, seed: int = 0) -> Dict[str, Any]:
+def measure(rule: Rule, shape: Shape, dtype: np.dtype, env: Environment, repeat: int, min_run_time: float, seed: int = 0) -> dict[str, Any]:
     """One row: seconds per call for every backend, speedups over the original, and a sanity check."""
     recipe = RECIPES[rule.helper]
     x = recipe.make_input(np.random.default_rng(seed), shape, dtype)
     calls = backend_calls(rule, recipe, x, env)
     want = calls["original"]()  # type: ignore[misc]
-    times: Dict[str, Optional[float]] = {}
+    times: dict[str, float | None] = {}
     mismatches = []
     for key, call in calls.items():
         if call is None:
@@ -290,7 +290,7 @@ def measure(rule: Rule, shape: Shape, dtype: np.dtype, env: Environment, repeat:
     }
 
 
-def summarize_sweep(rows: Sequence[Mapping[str, Any]]) -> List[Dict[str, Any]]:
+def summarize_sweep(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Per function: where np2torch starts to win, its per-call overhead, and sizes that break the budget.
 
     The budget (issue 3): never more than 1 µs + 10% slower than the original.
@@ -317,7 +317,7 @@ def summarize_sweep(rows: Sequence[Mapping[str, Any]]) -> List[Dict[str, Any]]:
 # ---------------------------------------------------------------- output
 
 
-def _seconds(value: Optional[float]) -> str:
+def _seconds(value: float | None) -> str:
     if value is None:
         return "—"
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
@@ -411,11 +411,11 @@ def command(
     size_text: str,
     dtype: str,
     repeat: int,
-    function_text: Optional[str],
+    function_text: str | None,
     as_json: bool,
     sweep: bool,
     max_size_text: str,
-    plot_path: Optional[str],
+    plot_path: str | None,
     min_run_time: float,
 ) -> int:
     """Time the rule table's functions: NumPy/SciPy vs numexpr vs torch vs np2torch.runtime.
@@ -434,7 +434,7 @@ def command(
     _warn_if_busy()
     env = Environment.load()
     numpy_dtype = np.dtype(dtype)
-    report: Dict[str, Any] = {"machine": env.describe(), "dtype": dtype, "repeat": repeat}
+    report: dict[str, Any] = {"machine": env.describe(), "dtype": dtype, "repeat": repeat}
     if sweep:
         plan = [(rule, n) for n in sweep_sizes(max_size) for rule in rules]
         with click.progressbar(plan, label="np2torch bench", file=sys.stderr) as items:
@@ -464,7 +464,7 @@ def _require_matplotlib() -> None:
         raise click.ClickException("--plot needs matplotlib: pip install 'np2torch[plot]'") from None
 
 
-def _echo_report(report: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], sweep: bool, plot_path: Optional[str]) -> None:
+def _echo_report(report: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], sweep: bool, plot_path: str | None) -> None:
     machine = report["machine"]
     versions = ", ".join(f"{key} {value}" for key, value in machine.items())
     what = "sizes 1 to " + str(rows[-1]["elements"]) if sweep else "x".join(map(str, report["shape"]))

@@ -18,7 +18,7 @@ functions included; decorators and defaults are evaluated outside it.
 from __future__ import annotations
 
 import ast
-from typing import Dict, FrozenSet, Iterator, List, Optional, Tuple
+from typing import Iterator
 
 from np2torch.resolve import Ref, Resolution
 
@@ -29,7 +29,7 @@ _JAX = "jax"
 _TORCH = "torch"
 _CUPY = "cupy"
 
-COMPILERS: Dict[str, str] = {
+COMPILERS: dict[str, str] = {
     **{
         f"numba.{name}": _NUMBA
         for name in ("jit", "njit", "vectorize", "guvectorize", "cfunc", "stencil", "generated_jit", "jitclass")
@@ -48,7 +48,7 @@ COMPILERS: Dict[str, str] = {
 """Qualified name of a compiler -> the family named in the reason."""
 
 PARTIAL = "functools.partial"
-RESOLVED_NAMES: FrozenSet[str] = frozenset(COMPILERS) | {PARTIAL}
+RESOLVED_NAMES: frozenset[str] = frozenset(COMPILERS) | {PARTIAL}
 """The qualified names the resolver must find for this module's analysis."""
 
 _REASONS = {
@@ -58,8 +58,8 @@ _REASONS = {
     _CUPY: "inside a cupy.fuse function: np2torch.runtime helpers cannot be fused by CuPy",
 }
 
-_Pos = Tuple[int, int]
-Region = Tuple[_Pos, _Pos, str]
+_Pos = tuple[int, int]
+Region = tuple[_Pos, _Pos, str]
 """(start, end, family): a compiled body, positions as ``ast`` gives them (line, byte column)."""
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -69,10 +69,10 @@ def reason(family: str) -> str:
     return _REASONS[family]
 
 
-def compiled_regions(tree: ast.Module, res: Resolution) -> List[Region]:
+def compiled_regions(tree: ast.Module, res: Resolution) -> list[Region]:
     """The bodies of the functions (and jitclasses, lambdas) that a compiler takes over."""
-    regions: List[Region] = []
-    by_name: Dict[str, str] = {}
+    regions: list[Region] = []
+    by_name: dict[str, str] = {}
     for ref in res.refs:
         family = COMPILERS.get(ref.qualname)
         if family is None:
@@ -89,7 +89,7 @@ def compiled_regions(tree: ast.Module, res: Resolution) -> List[Region]:
     return regions
 
 
-def inside(node: ast.AST, regions: List[Region]) -> Optional[str]:
+def inside(node: ast.AST, regions: list[Region]) -> str | None:
     """The family of the compiled region holding ``node``, or None."""
     pos = (node.lineno, node.col_offset)  # type: ignore[attr-defined]
     for start, end, family in regions:
@@ -120,7 +120,7 @@ def _targets(ref: Ref, res: Resolution) -> Iterator[ast.AST]:
             yield first
 
 
-def _decorates(node: ast.AST, owner: Optional[ast.AST]) -> bool:
+def _decorates(node: ast.AST, owner: ast.AST | None) -> bool:
     return isinstance(owner, _DEFS) and any(d is node for d in owner.decorator_list)
 
 

@@ -53,7 +53,7 @@ import re
 import tokenize
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
+from typing import Sequence
 
 from np2torch import compiled
 from np2torch.resolve import Ref, Resolution, bound_names, resolve
@@ -73,7 +73,7 @@ __all__ = [
     "may_contain",
 ]
 
-CONSTANTS: FrozenSet[str] = frozenset(
+CONSTANTS: frozenset[str] = frozenset(
     {
         "numpy.pi",
         "numpy.e",
@@ -90,12 +90,12 @@ CONSTANTS: FrozenSet[str] = frozenset(
 """Qualified names of numeric constants: a call whose arguments are built only from
 these and literals is scalar math, not a finding."""
 
-_FUNCTION_TARGETS: FrozenSet[str] = frozenset(rule.qualname for rule in RULES if not rule.is_pattern)
+_FUNCTION_TARGETS: frozenset[str] = frozenset(rule.qualname for rule in RULES if not rule.is_pattern)
 # Pattern rules (NPT9xx) also need the names of their inner calls resolved (`numpy.sum`).
-_ALL_TARGETS: FrozenSet[str] = _FUNCTION_TARGETS | frozenset(name for rule in RULES for name in rule.pattern)
-_KNOWN: FrozenSet[str] = _ALL_TARGETS | CONSTANTS | compiled.RESOLVED_NAMES
+_ALL_TARGETS: frozenset[str] = _FUNCTION_TARGETS | frozenset(name for rule in RULES for name in rule.pattern)
+_KNOWN: frozenset[str] = _ALL_TARGETS | CONSTANTS | compiled.RESOLVED_NAMES
 # Compilers are focus names too: `g = numba.jit(f)` spells no target, yet must be resolved.
-_FOCUS: FrozenSet[str] = _ALL_TARGETS | compiled.RESOLVED_NAMES
+_FOCUS: frozenset[str] = _ALL_TARGETS | compiled.RESOLVED_NAMES
 
 # Builtins whose argument is the function object itself, not something it computes.
 _INSPECTORS = frozenset(
@@ -142,7 +142,7 @@ def may_contain(text: str, rules: Sequence[Rule]) -> bool:
 
 
 @functools.lru_cache(maxsize=64)
-def _prefilter_patterns(rules: Tuple[Rule, ...]) -> List[Tuple[str, str, "re.Pattern[str]", "re.Pattern[str]"]]:
+def _prefilter_patterns(rules: tuple[Rule, ...]) -> list[tuple[str, str, re.Pattern[str], re.Pattern[str]]]:
     patterns = []
     for rule in rules:
         root, name = rule.qualname.partition(".")[0], rule.qualname.rpartition(".")[2]
@@ -150,7 +150,7 @@ def _prefilter_patterns(rules: Tuple[Rule, ...]) -> List[Tuple[str, str, "re.Pat
     return patterns
 
 
-def _whole_word(word: str) -> "re.Pattern[str]":
+def _whole_word(word: str) -> re.Pattern[str]:
     # The literal comes first so that `re` scans for it quickly; the lookarounds
     # then reject it inside a longer identifier (`expm1`, `np_exp`).
     escaped = re.escape(word)
@@ -173,7 +173,7 @@ class _Noqa:
     def __init__(self, text: str, lines: Lines) -> None:
         self._text = text
         self._lines = lines
-        self._comments: Optional[Dict[int, str]] = None
+        self._comments: dict[int, str] | None = None
         self._tokenized = False
 
     def suppresses(self, line: int, code: str) -> bool:
@@ -192,7 +192,7 @@ class _Noqa:
         if not self._tokenized:
             self._tokenized = True
             try:
-                comments: Dict[int, str] = {}
+                comments: dict[int, str] = {}
                 for tok in tokenize.generate_tokens(io.StringIO(self._text).readline):
                     if tok.type == tokenize.COMMENT:
                         comments[tok.start[0]] = tok.string
@@ -240,7 +240,7 @@ def _is_constant(expr: ast.expr, res: Resolution) -> bool:
     return True
 
 
-def _classify(ref: Ref, res: Resolution) -> Optional[Tuple[bool, Optional[str]]]:
+def _classify(ref: Ref, res: Resolution) -> tuple[bool, str | None] | None:
     """None: no finding; else (fixable, reason when not fixable).
 
     Only a callee is a safe fix.  A reference that passes the function on is
@@ -281,7 +281,7 @@ def _classify(ref: Ref, res: Resolution) -> Optional[Tuple[bool, Optional[str]]]
     return False, REASON_REFERENCE
 
 
-def _becomes_class_attribute(node: ast.expr, parent: Optional[ast.AST], grand: Optional[ast.AST]) -> bool:
+def _becomes_class_attribute(node: ast.expr, parent: ast.AST | None, grand: ast.AST | None) -> bool:
     """In a class body: ``f = np.exp``, ``f: Any = np.exp``, ``f = np.exp if c else g``, ``f, g = np.exp, g``."""
     if isinstance(parent, (ast.Assign, ast.AnnAssign, ast.NamedExpr)):
         return parent.value is node
@@ -299,17 +299,17 @@ def _becomes_class_attribute(node: ast.expr, parent: Optional[ast.AST], grand: O
 class _Analysis:
     text: str
     bom: str
-    tree: Optional[ast.Module] = None
-    resolution: Optional[Resolution] = None
-    findings: List[Finding] = field(default_factory=list)
-    fixes: List[Planned] = field(default_factory=list)
-    alias: Optional[str] = None
+    tree: ast.Module | None = None
+    resolution: Resolution | None = None
+    findings: list[Finding] = field(default_factory=list)
+    fixes: list[Planned] = field(default_factory=list)
+    alias: str | None = None
 
 
 class NewerSyntaxError(SourceError):
     """Valid code for a newer Python than the one running: this interpreter's ``ast`` cannot read it."""
 
-    def __init__(self, needed: Tuple[int, int]) -> None:
+    def __init__(self, needed: tuple[int, int]) -> None:
         super().__init__(f"needs Python >= {needed[0]}.{needed[1]} to analyse; skipped")
         self.needed = needed
 
@@ -344,7 +344,7 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
     enabled = {rule.qualname: rule for rule in rules if not rule.is_pattern}
     lines = Lines(text)
     noqa = _Noqa(text, lines)
-    pending: List[Tuple[Ref, Rule, bool, Optional[str]]] = []
+    pending: list[tuple[Ref, Rule, bool, str | None]] = []
     for ref in res.refs:
         rule = enabled.get(ref.qualname)
         if rule is None:
@@ -390,8 +390,8 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
 
 
 def _unless_compiled(
-    ref: Ref, regions: List[compiled.Region], verdict: Tuple[bool, Optional[str]]
-) -> Tuple[bool, Optional[str]]:
+    ref: Ref, regions: list[compiled.Region], verdict: tuple[bool, str | None]
+) -> tuple[bool, str | None]:
     """No fix inside a function numba/JAX/torch/CuPy compiles: they cannot compile the helpers."""
     if not verdict[0] and verdict[1] not in (REASON_REFERENCE, REASON_UNSAFE):
         return verdict  # unfixable whatever the compiler: keep the reason that applies everywhere
@@ -405,7 +405,7 @@ def _unless_compiled(
 _REDUCTION_KEYWORDS = frozenset({"axis", "keepdims"})
 
 
-def _pattern_matches(rule: Rule, res: Resolution) -> List[Ref]:
+def _pattern_matches(rule: Rule, res: Resolution) -> list[Ref]:
     """The outer calls spelling ``rule.pattern`` (outer(reduce(inner(x), ...))): a :class:`Ref` whose node is
     the whole outer call, so the finding spans it and the fix replaces it."""
     outer, reduction, inner = rule.pattern
@@ -458,12 +458,12 @@ def _choose_alias(tree: ast.Module, text: str, settings: Settings) -> str:
         n += 1
 
 
-def _runs_strings(names: Dict[str, List[str]]) -> bool:
+def _runs_strings(names: dict[str, list[str]]) -> bool:
     """The module calls (or passes on) ``exec``/``eval``: a string may bind any name (``exec("np2t = 1")``)."""
     return any("use" in names.get(builtin, ()) for builtin in ("exec", "eval"))
 
 
-def _words_in_strings(tree: ast.Module) -> FrozenSet[str]:
+def _words_in_strings(tree: ast.Module) -> frozenset[str]:
     words = set()
     for node in ast.walk(tree):
         if type(node) is ast.Constant and isinstance(node.value, str):  # type: ignore[attr-defined]
@@ -474,12 +474,12 @@ def _words_in_strings(tree: ast.Module) -> FrozenSet[str]:
 # --------------------------------------------------------------------------- public API
 
 
-def check_source(source: str, path: str = "<string>", *, settings: Optional[Settings] = None) -> List[Finding]:
+def check_source(source: str, path: str = "<string>", *, settings: Settings | None = None) -> list[Finding]:
     """The findings in ``source``, sorted by position.  Raises :class:`SourceError` if it cannot be parsed."""
     return _analyze(source, path, settings or DEFAULT_SETTINGS).findings
 
 
-def fix_source(source: str, path: str = "<string>", *, settings: Optional[Settings] = None) -> str:
+def fix_source(source: str, path: str = "<string>", *, settings: Settings | None = None) -> str:
     """``source`` with every fixable finding rewritten; unchanged (the same text) when there is none.
 
     ``path`` matters only for re-exports: in an ``__init__.py`` no import is removed.

@@ -10,7 +10,7 @@ from __future__ import annotations
 import keyword
 import re
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import Optional
 
 from np2torch.resolve import Ref
 from np2torch.rules import RULES, Rule
@@ -19,7 +19,7 @@ from np2torch.rules import RULES, Rule
 class LintSettings:
     """What the engine looks for and how a fix spells the helper."""
 
-    rules: Tuple[Rule, ...] = RULES
+    rules: tuple[Rule, ...] = RULES
     runtime_module: str = "np2torch.runtime"
     alias: str = "np2t"
     unsafe_fixes: bool = False
@@ -50,6 +50,8 @@ class Finding:
     code: str
     message: str
     fixable: bool
+    # Optional, not ``str | None``: runner reads these with typing.get_type_hints, which evaluates
+    # them, and Python 3.9 has no ``X | Y`` at runtime.
     fix_title: Optional[str]
     reason: Optional[str] = None
 
@@ -57,7 +59,7 @@ class Finding:
 class SourceError(Exception):
     """The text cannot be parsed; ``str(e)`` is one line, ``line``/``column`` are 1-based or None."""
 
-    def __init__(self, message: str, line: Optional[int] = None, column: Optional[int] = None) -> None:
+    def __init__(self, message: str, line: int | None = None, column: int | None = None) -> None:
         super().__init__(" ".join(message.split()))
         self.line = line
         self.column = column

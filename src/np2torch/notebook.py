@@ -31,7 +31,7 @@ import os
 import re
 from dataclasses import dataclass
 from json.decoder import scanstring  # type: ignore[attr-defined]
-from typing import List, Optional, Sequence, Tuple
+from typing import Sequence
 
 from np2torch import engine
 from np2torch.files import is_notebook
@@ -61,9 +61,9 @@ def _ws(text: str, i: int) -> int:
     return _WS.match(text, i).end()  # type: ignore[union-attr]
 
 
-def _members(text: str, i: int) -> List[Tuple[str, int, int]]:
+def _members(text: str, i: int) -> list[tuple[str, int, int]]:
     """The ``(key, value_start, value_end)`` of the JSON object starting at ``text[i] == "{"``."""
-    members: List[Tuple[str, int, int]] = []
+    members: list[tuple[str, int, int]] = []
     i = _ws(text, i + 1)
     if text[i] == "}":
         return members
@@ -78,9 +78,9 @@ def _members(text: str, i: int) -> List[Tuple[str, int, int]]:
         i = _ws(text, i + 1)  # past ','
 
 
-def _items(text: str, i: int) -> List[Tuple[int, int]]:
+def _items(text: str, i: int) -> list[tuple[int, int]]:
     """The ``(start, end)`` of each value of the JSON array starting at ``text[i] == "["``."""
-    items: List[Tuple[int, int]] = []
+    items: list[tuple[int, int]] = []
     i = _ws(text, i + 1)
     if text[i] == "]":
         return items
@@ -98,7 +98,7 @@ class _Cell:
     number: int
     value: object
     """The ``source`` value as stored: a list of lines or one string."""
-    span: Tuple[int, int]
+    span: tuple[int, int]
     """Where that value's JSON text is in the file."""
     text: str = ""
     masked: bool = False
@@ -111,14 +111,14 @@ class NotebookError(engine.SourceError):
     """The file is not a notebook this module can read (bad JSON, unexpected structure)."""
 
 
-def _load(text: str) -> Tuple[dict, List[_Cell]]:
+def _load(text: str) -> tuple[dict, list[_Cell]]:
     try:
         return _load_unguarded(text)
     except RecursionError:  # json recurses once per nested array or object
         raise NotebookError("not a notebook: the JSON is nested too deeply") from None
 
 
-def _load_unguarded(text: str) -> Tuple[dict, List[_Cell]]:
+def _load_unguarded(text: str) -> tuple[dict, list[_Cell]]:
     body = text[1:] if text.startswith("\ufeff") else text
     shift = len(text) - len(body)
     try:
@@ -127,7 +127,7 @@ def _load_unguarded(text: str) -> Tuple[dict, List[_Cell]]:
         raise NotebookError(f"not a notebook: invalid JSON: {exc.msg}", exc.lineno, exc.colno) from None
     if not isinstance(document, dict):
         raise NotebookError("not a notebook: the JSON document is not an object")
-    cells: List[_Cell] = []
+    cells: list[_Cell] = []
     top = {key: (start, end) for key, start, end in _members(body, _ws(body, 0))}
     if "cells" not in top or not isinstance(document.get("cells"), list):
         return document, cells
@@ -184,7 +184,7 @@ def _parses(text: str) -> bool:
         return False
 
 
-def _python_text(cell: _Cell) -> Optional[str]:
+def _python_text(cell: _Cell) -> str | None:
     """The cell's text as the engine sees it, or None when the cell is not Python."""
     text = cell.text
     if not text.strip() or _MARKER in text or _MAGIC_PREFIX in text:
@@ -203,9 +203,9 @@ def _python_text(cell: _Cell) -> Optional[str]:
 @dataclass
 class _Module:
     text: str
-    cells: List[_Cell]
+    cells: list[_Cell]
 
-    def locate(self, line: int) -> Tuple[_Cell, int]:
+    def locate(self, line: int) -> tuple[_Cell, int]:
         for cell in reversed(self.cells):
             if line >= cell.first_line:
                 return cell, line - cell.first_line + 1
@@ -213,8 +213,8 @@ class _Module:
 
 
 def _module(cells: Sequence[_Cell]) -> _Module:
-    parts: List[str] = []
-    used: List[_Cell] = []
+    parts: list[str] = []
+    used: list[_Cell] = []
     line = 1
     for cell in cells:
         text = _python_text(cell)
@@ -233,7 +233,7 @@ def _module(cells: Sequence[_Cell]) -> _Module:
     return _Module("".join(parts), used)
 
 
-def _analysis(text: str) -> Tuple[_Module, List[_Cell]]:
+def _analysis(text: str) -> tuple[_Module, list[_Cell]]:
     document, cells = _load(text)
     if not _is_python(document):
         return _Module("", []), cells
@@ -250,7 +250,7 @@ def _cell_error(exc: engine.SourceError, module: _Module, path: str) -> engine.S
 # ---------------------------------------------------------------- public API
 
 
-def check_notebook(text: str, path: str = "<notebook>", *, settings: Optional[engine.Settings] = None) -> List[CellFinding]:
+def check_notebook(text: str, path: str = "<notebook>", *, settings: engine.Settings | None = None) -> list[CellFinding]:
     """The findings in the notebook ``text`` (its JSON), each with its cell and cell-relative position."""
     module, _cells = _analysis(text)
     if not module.cells:
@@ -268,7 +268,7 @@ def check_notebook(text: str, path: str = "<notebook>", *, settings: Optional[en
     return result
 
 
-def fix_notebook(text: str, path: str = "<notebook>", *, settings: Optional[engine.Settings] = None) -> str:
+def fix_notebook(text: str, path: str = "<notebook>", *, settings: engine.Settings | None = None) -> str:
     """``text`` with the fixable findings of its code cells rewritten; the same text when there is none."""
     module, _cells = _analysis(text)
     if not module.cells:
@@ -295,7 +295,7 @@ def fix_notebook(text: str, path: str = "<notebook>", *, settings: Optional[engi
     return text
 
 
-def _split(fixed: str, module: _Module) -> List[str]:
+def _split(fixed: str, module: _Module) -> list[str]:
     """The fixed module cut back into the cells' texts at the markers."""
     marks = list(_MARKER_LINE.finditer(fixed))
     wanted = [cell.number for cell in module.cells[1:]]

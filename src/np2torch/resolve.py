@@ -36,12 +36,12 @@ from __future__ import annotations
 import ast
 import re
 from bisect import bisect_left
-from typing import Collection, Dict, Iterable, Iterator, List, Optional, Set, Tuple
+from typing import Collection, Iterable, Iterator, Optional
 
 __all__ = ["Ref", "Resolution", "resolve", "bound_names"]
 
 # A binding: (qualified name or None for "not an import", typing_only, alias node or None)
-_Binding = Tuple[Optional[str], bool, Optional[ast.alias]]
+_Binding = tuple[Optional[str], bool, Optional[ast.alias]]
 
 _FUNC_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _COMPS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
@@ -55,13 +55,13 @@ _SKIP_FIELDS = {"ctx", "op", "ops", "type_comment", "kind", "is_async", "level",
 class Scope:
     __slots__ = ("kind", "parent", "bindings", "globals", "nonlocals", "stars")
 
-    def __init__(self, kind: str, parent: Optional["Scope"]) -> None:
+    def __init__(self, kind: str, parent: Scope | None) -> None:
         self.kind = kind  # "module", "function" (def and lambda), "class", "comprehension"
         self.parent = parent
-        self.bindings: Dict[str, List[_Binding]] = {}
-        self.globals: Set[str] = set()
-        self.nonlocals: Set[str] = set()
-        self.stars: List[str] = []
+        self.bindings: dict[str, list[_Binding]] = {}
+        self.globals: set[str] = set()
+        self.nonlocals: set[str] = set()
+        self.stars: list[str] = []
 
 
 class Ref:
@@ -81,11 +81,11 @@ class Ref:
         self,
         node: ast.expr,
         qualname: str,
-        parent: Optional[ast.AST],
-        grand: Optional[ast.AST],
-        imports: Tuple[ast.alias, ...],
+        parent: ast.AST | None,
+        grand: ast.AST | None,
+        imports: tuple[ast.alias, ...],
         in_class: bool = False,
-        bindings: Tuple[ast.alias, ...] = (),
+        bindings: tuple[ast.alias, ...] = (),
     ) -> None:
         self.node = node
         self.qualname = qualname
@@ -102,18 +102,18 @@ class Ref:
 class Resolution:
     """The result of :func:`resolve`: every reference whose qualified name is in ``known``."""
 
-    def __init__(self, refs: List[Ref], import_froms: Dict[int, ast.ImportFrom]) -> None:
+    def __init__(self, refs: list[Ref], import_froms: dict[int, ast.ImportFrom]) -> None:
         self.refs = refs
-        self.by_node: Dict[int, Ref] = {id(r.node): r for r in refs}
+        self.by_node: dict[int, Ref] = {id(r.node): r for r in refs}
         # id(alias) -> the ImportFrom statement holding it (for unused-import removal)
         self.import_froms = import_froms
 
-    def qualname(self, node: ast.AST) -> Optional[str]:
+    def qualname(self, node: ast.AST) -> str | None:
         ref = self.by_node.get(id(node))
         return ref.qualname if ref is not None else None
 
 
-def _import_meanings(stmt: ast.stmt) -> Iterator[Tuple[str, Optional[str], ast.alias]]:
+def _import_meanings(stmt: ast.stmt) -> Iterator[tuple[str, str | None, ast.alias]]:
     """(bound name, what it means, alias) for each name an import statement binds; ``*`` for star."""
     if isinstance(stmt, ast.Import):
         for alias in stmt.names:
@@ -130,7 +130,7 @@ def _import_meanings(stmt: ast.stmt) -> Iterator[Tuple[str, Optional[str], ast.a
             yield alias.asname or alias.name, meaning, alias
 
 
-def _iter_child_bodies(stmt: ast.stmt) -> Iterator[List[ast.stmt]]:
+def _iter_child_bodies(stmt: ast.stmt) -> Iterator[list[ast.stmt]]:
     for field in ("body", "orelse", "finalbody"):
         body = getattr(stmt, field, None)
         if body and isinstance(body, list) and isinstance(body[0], ast.stmt):
@@ -141,7 +141,7 @@ def _iter_child_bodies(stmt: ast.stmt) -> Iterator[List[ast.stmt]]:
         yield case.body
 
 
-def _collect_imports(body: List[ast.stmt], out: List[ast.stmt]) -> None:
+def _collect_imports(body: list[ast.stmt], out: list[ast.stmt]) -> None:
     for stmt in body:
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
             out.append(stmt)
@@ -163,7 +163,7 @@ def _stmt_first_line(stmt: ast.stmt) -> int:
     return stmt.lineno
 
 
-def _interesting_lines(source: str, focus_names: Collection[str], candidates: Collection[str]) -> List[int]:
+def _interesting_lines(source: str, focus_names: Collection[str], candidates: Collection[str]) -> list[int]:
     """Sorted numbers of the lines a statement must touch to matter.
 
     Those spelling a focus name (``exp``: every reference to ``numpy.exp`` ends
@@ -182,7 +182,7 @@ def _interesting_lines(source: str, focus_names: Collection[str], candidates: Co
             escaped = re.escape(name)
             patterns.append(rf"{escaped}(?!\w|[ \t]*\.)(?<!\w{escaped})")
     positions = sorted(m.start() for pattern in patterns for m in re.finditer(pattern, source))
-    lines: List[int] = []
+    lines: list[int] = []
     line, last = 1, 0
     for pos in positions:
         line += source.count("\n", last, pos)
@@ -195,15 +195,15 @@ def _interesting_lines(source: str, focus_names: Collection[str], candidates: Co
 class _Walker:
     """Builds scopes and collects candidate references (see the module docstring)."""
 
-    def __init__(self, candidates: Set[str], last_names: Set[str], lines: Optional[List[int]]) -> None:
+    def __init__(self, candidates: set[str], last_names: set[str], lines: list[int] | None) -> None:
         self.cand = candidates
         self.last_names = last_names
         self.lines = lines
         self.module = Scope("module", None)
-        self.scopes: List[Scope] = [self.module]
+        self.scopes: list[Scope] = [self.module]
         # (node, parent, grand, scope) for candidate Names and Attribute chains rooted at one
-        self.raw: List[Tuple[ast.expr, Optional[ast.AST], Optional[ast.AST], Scope]] = []
-        self.import_froms: Dict[int, ast.ImportFrom] = {}
+        self.raw: list[tuple[ast.expr, ast.AST | None, ast.AST | None, Scope]] = []
+        self.import_froms: dict[int, ast.ImportFrom] = {}
 
     # -- scopes and bindings -------------------------------------------------
     def new_scope(self, kind: str, parent: Scope) -> Scope:
@@ -321,10 +321,10 @@ class _Walker:
             self.bind(inner, param.name)
 
     # -- expressions (iterative: long operator chains nest deeper than the recursion limit) --
-    def expr(self, root: ast.AST, parent: Optional[ast.AST], grand: Optional[ast.AST], scope: Scope) -> None:
+    def expr(self, root: ast.AST, parent: ast.AST | None, grand: ast.AST | None, scope: Scope) -> None:
         cand = self.cand
         raw = self.raw
-        stack: List[Tuple[ast.AST, Optional[ast.AST], Optional[ast.AST], Scope]] = [(root, parent, grand, scope)]
+        stack: list[tuple[ast.AST, ast.AST | None, ast.AST | None, Scope]] = [(root, parent, grand, scope)]
         pop = stack.pop
         push = stack.append
         Name, Attribute, Constant, Load = ast.Name, ast.Attribute, ast.Constant, ast.Load
@@ -381,7 +381,7 @@ class _Walker:
     def bind_target(self, scope: Scope, name: str) -> None:
         self.bind(scope, name)
 
-    def comprehension(self, node: ast.AST, parent: Optional[ast.AST], scope: Scope, push) -> None:  # type: ignore[no-untyped-def]
+    def comprehension(self, node: ast.AST, parent: ast.AST | None, scope: Scope, push) -> None:  # type: ignore[no-untyped-def]
         generators = node.generators  # type: ignore[attr-defined]
         inner = self.new_scope("comprehension", scope)
         # Pushed in reverse of evaluation order (the stack pops last-in first); order does
@@ -414,10 +414,10 @@ class _Walker:
                     scope.bindings[name].append((None, False, None))
 
 
-_FIELDS_CACHE: Dict[type, Tuple[str, ...]] = {}
+_FIELDS_CACHE: dict[type, tuple[str, ...]] = {}
 
 
-def _fields(t: type) -> Tuple[str, ...]:
+def _fields(t: type) -> tuple[str, ...]:
     fields = _FIELDS_CACHE.get(t)
     if fields is None:
         fields = tuple(f for f in t._fields if f not in _SKIP_FIELDS)  # type: ignore[attr-defined]
@@ -425,9 +425,9 @@ def _fields(t: type) -> Tuple[str, ...]:
     return fields
 
 
-def _enclosing_function_binding(scope: Scope, name: str) -> Optional[Scope]:
+def _enclosing_function_binding(scope: Scope, name: str) -> Scope | None:
     s = scope.parent
-    first_function: Optional[Scope] = None
+    first_function: Scope | None = None
     while s is not None and s.kind != "module":
         if s.kind != "class":
             if name in s.bindings:
@@ -441,9 +441,9 @@ class _Lookup:
     def __init__(self, module: Scope, known: Collection[str]) -> None:
         self.module = module
         self.known = known
-        self.cache: Dict[Tuple[int, str], Tuple[Optional[str], Tuple[ast.alias, ...]]] = {}
+        self.cache: dict[tuple[int, str], tuple[str | None, tuple[ast.alias, ...]]] = {}
 
-    def meaning(self, scope: Scope, name: str) -> Tuple[Optional[str], Tuple[ast.alias, ...]]:
+    def meaning(self, scope: Scope, name: str) -> tuple[str | None, tuple[ast.alias, ...]]:
         key = (id(scope), name)
         hit = self.cache.get(key)
         if hit is None:
@@ -451,8 +451,8 @@ class _Lookup:
             self.cache[key] = hit
         return hit
 
-    def _meaning(self, scope: Scope, name: str) -> Tuple[Optional[str], Tuple[ast.alias, ...]]:
-        s: Optional[Scope] = scope
+    def _meaning(self, scope: Scope, name: str) -> tuple[str | None, tuple[ast.alias, ...]]:
+        s: Scope | None = scope
         skip_classes = False
         if name in scope.globals:
             s = self.module
@@ -470,8 +470,8 @@ class _Lookup:
             s = s.parent
         return None, ()
 
-    def _evaluate(self, scope: Scope, name: str, bindings: List[_Binding]) -> Tuple[Optional[str], Tuple[ast.alias, ...]]:
-        meanings: Set[Optional[str]] = set()
+    def _evaluate(self, scope: Scope, name: str, bindings: list[_Binding]) -> tuple[str | None, tuple[ast.alias, ...]]:
+        meanings: set[str | None] = set()
         runtime = False
         for meaning, typing_only, _alias in bindings:
             meanings.add(meaning)
@@ -492,9 +492,9 @@ class _Lookup:
 def resolve(
     tree: ast.Module,
     known: Collection[str],
-    source: Optional[str] = None,
+    source: str | None = None,
     *,
-    focus: Optional[Collection[str]] = None,
+    focus: Collection[str] | None = None,
 ) -> Resolution:
     """``Name``/``Attribute`` loads in ``tree`` whose qualified name is in ``known``.
 
@@ -511,10 +511,10 @@ def resolve(
     roots = {q.partition(".")[0] for q in known}
     last_names = {q.rpartition(".")[2] for q in known}
 
-    imports: List[ast.stmt] = []
+    imports: list[ast.stmt] = []
     _collect_imports(tree.body, imports)
-    candidates: Set[str] = set()
-    import_lines: List[int] = []
+    candidates: set[str] = set()
+    import_lines: list[int] = []
     for stmt in imports:
         # imports are walked whatever they spell (`import np.linalg` binds np; a star
         # import binds names it does not spell)
@@ -541,9 +541,9 @@ def resolve(
     walker.apply_declarations()
 
     lookup = _Lookup(walker.module, known)
-    refs: List[Ref] = []
+    refs: list[Ref] = []
     for node, parent, grand, scope in walker.raw:
-        attrs: List[str] = []
+        attrs: list[str] = []
         value = node
         while type(value) is ast.Attribute:
             attrs.append(value.attr)  # type: ignore[union-attr]
@@ -558,7 +558,7 @@ def resolve(
     return Resolution(refs, walker.import_froms)
 
 
-def bound_names(tree: ast.Module) -> Dict[str, List[str]]:
+def bound_names(tree: ast.Module) -> dict[str, list[str]]:
     """Every identifier in ``tree`` (any scope) -> how it occurs.
 
     Kinds, one entry per occurrence: ``"use"`` (a load), ``"import <module>"``
@@ -567,7 +567,7 @@ def bound_names(tree: ast.Module) -> Dict[str, List[str]]:
     and to decide whether an import is still used; it ignores scopes on purpose
     (a name used anywhere counts as used).
     """
-    names: Dict[str, List[str]] = {}
+    names: dict[str, list[str]] = {}
 
     def add(name: str, kind: str) -> None:
         names.setdefault(name, []).append(kind)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import ast
 import sys
 from pathlib import Path
-from typing import Any, Dict, Sequence
+from typing import Any, Sequence
 
 STUB_PATH = Path(__file__).resolve().parent / "runtime" / "__init__.pyi"
 INIT_PATH = STUB_PATH.with_suffix(".py")
@@ -52,7 +52,7 @@ ALIASES = '''\
 _ScalarLike = Union[complex, str, bytes, np.generic]
 _CastingKind = Literal["no", "equiv", "safe", "same_kind", "unsafe"]
 _OrderKACF = Optional[Literal["K", "A", "C", "F"]]
-_Out = Union[NDArray[Any], Tuple[NDArray[Any]], _Ellipsis, None]
+_Out = Union[NDArray[Any], tuple[NDArray[Any]], _Ellipsis, None]
 
 class _SupportsArrayUFunc(Protocol):
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, /, *inputs: Any, **kwargs: Any) -> Any: ...
@@ -78,10 +78,10 @@ ELEMENTWISE_PROTOCOL = "class _ElementwiseHelper(Protocol):\n    __name__: str\n
     )
 )
 
-REDUCTIONS: Dict[str, str] = {
+REDUCTIONS: dict[str, str] = {
     # SciPy ships no types for it: a result is a NumPy scalar or array (Any), a pair with return_sign=True.
     "scipy.special.logsumexp": '''\
-_Axis = Union[int, Tuple[int, ...], None]
+_Axis = Union[int, tuple[int, ...], None]
 
 @overload
 def logsumexp(
@@ -118,10 +118,10 @@ def helper_stub(row: Any) -> str:
     raise StubError(f"no stub for {row.qualname} (kind {row.kind!r}): add its signature to np2torch.stubs.REDUCTIONS")
 
 
-def _init_sources(init_text: str) -> tuple[Dict[str, str], Dict[str, str]]:
+def _init_sources(init_text: str) -> tuple[dict[str, str], dict[str, str]]:
     """From runtime/__init__.py: name -> relative module it is imported from; name -> stub of a def there."""
-    imported: Dict[str, str] = {}
-    defined: Dict[str, str] = {}
+    imported: dict[str, str] = {}
+    defined: dict[str, str] = {}
     for node in ast.parse(init_text).body:
         if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
             for alias in node.names:

@@ -19,7 +19,7 @@ import os
 import re
 import tokenize
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, FrozenSet, Iterator, List, Sequence, Tuple
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 if TYPE_CHECKING:
     from np2torch.rules import Rule
@@ -37,7 +37,7 @@ class FileSuppression:
     """The codes a whole file suppresses (``everything``: all of them)."""
 
     everything: bool = False
-    codes: FrozenSet[str] = frozenset()
+    codes: frozenset[str] = frozenset()
 
     def suppresses(self, code: str) -> bool:
         return self.everything or code.upper() in self.codes
@@ -121,7 +121,7 @@ def in_runtime_module(path: str, runtime_module: str) -> bool:
     return False
 
 
-def _path_parts(path: str) -> List[str]:
+def _path_parts(path: str) -> list[str]:
     folder, name = os.path.split(os.path.abspath(path))
     parts = [p for p in folder.split(os.sep) if p]
     stem = name[: -len(".py")]
@@ -151,7 +151,7 @@ def no_fix_reason(runtime_module: str) -> str:
 
 
 
-def file_rules(text: str, rules: Sequence["Rule"]) -> Tuple["Rule", ...]:
+def file_rules(text: str, rules: Sequence[Rule]) -> tuple[Rule, ...]:
     """``rules`` less those the whole file suppresses (all of them in a file np2torch generated)."""
     suppression = file_suppression(text)
     if suppression is NOTHING:

@@ -13,12 +13,11 @@ which no Python accepts), stays the syntax error ``ast`` reported.
 from __future__ import annotations
 
 import sys
-from typing import Optional, Tuple
 
-Version = Tuple[int, int]
+Version = tuple[int, int]
 
 
-def newer_syntax(text: str) -> Optional[Version]:
+def newer_syntax(text: str) -> Version | None:
     """The Python version the text's syntax needs when it is later than the running one; else ``None``."""
     try:
         import libcst as cst
@@ -47,7 +46,7 @@ class _Finder(_finder_base()):  # type: ignore[misc]
     def __init__(self, module: object) -> None:
         super().__init__()
         self.module = module
-        self.needed: Optional[Version] = None
+        self.needed: Version | None = None
 
     def _need(self, version: Version) -> None:
         if self.needed is None or version > self.needed:

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Mapping, Sequence
 
 import click
 import numpy as np
@@ -31,7 +31,7 @@ QUICK_MAX_CALL = 0.004
 BAND_SIZES = (10**3, 10**4, 10**5, 10**6, 10**7, 10**8)
 
 
-def pairs(names: Optional[Sequence[str]] = None) -> List[Tuple[str, str]]:
+def pairs(names: Sequence[str] | None = None) -> list[tuple[str, str]]:
     """(function, loop dtype) pairs of the table, in table order."""
     from np2torch.runtime._table import FUNCTIONS
 
@@ -55,7 +55,7 @@ def measure_import_seconds(repeat: int = 3) -> float:
     return sorted(runs)[len(runs) // 2]
 
 
-def run_tune(names: Optional[Sequence[str]], quick: bool, cuda: bool, progress: Any = None) -> Any:
+def run_tune(names: Sequence[str] | None, quick: bool, cuda: bool, progress: Any = None) -> Any:
     """Measure and return a :class:`Profile` (not written)."""
     from np2torch.runtime import _calibrate, _profile
     from np2torch.runtime._backend import cuda_available, load_torch
@@ -82,7 +82,7 @@ def run_tune(names: Optional[Sequence[str]], quick: bool, cuda: bool, progress: 
     return _profile.Profile("", _profile.fingerprint(), import_seconds, torch.get_num_threads(), curves)
 
 
-def bands_report(profile: Any, device: str = "auto") -> List[Dict[str, Any]]:
+def bands_report(profile: Any, device: str = "auto") -> list[dict[str, Any]]:
     """Per (function, dtype): the chosen path per size band and the predicted speed-up at round sizes."""
     from np2torch.runtime import _decide
 
@@ -118,7 +118,7 @@ def format_report(rows: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in [header] + body)
 
 
-def _target(output: Optional[str]) -> Path:
+def _target(output: str | None) -> Path:
     from np2torch.runtime import _profile
 
     if output:
@@ -164,7 +164,7 @@ def _show(as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @click.option("--show", is_flag=True, help="Print the profile in force and the path per size band; measure nothing.")
 @click.option("--no-cuda", is_flag=True, help="Do not measure CUDA even when a GPU is present.")
-def command(quick: bool, function_text: Optional[str], output: Optional[str], as_json: bool, show: bool, no_cuda: bool) -> None:
+def command(quick: bool, function_text: str | None, output: str | None, as_json: bool, show: bool, no_cuda: bool) -> None:
     """Measure which path is fastest on this machine and store it for np2torch.runtime.
 
     Run it once per machine (and after upgrading NumPy, SciPy or torch), on a

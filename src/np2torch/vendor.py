@@ -25,7 +25,7 @@ import secrets
 import shutil
 import sys
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Set
+from typing import Iterator, Optional
 
 import click
 
@@ -77,15 +77,15 @@ def _walk(folder: Path, prefix: str = "") -> Iterator[str]:
             yield prefix + entry.name
 
 
-def package_files(folder: Optional[Path] = None, version: str = __version__) -> Dict[str, bytes]:
+def package_files(folder: Path | None = None, version: str = __version__) -> dict[str, bytes]:
     """Relative path -> content of every file of the vendored package, checked (:class:`VendorError`)."""
     folder = runtime_folder() if folder is None else folder
     originals = {rel: (folder / rel).read_bytes() for rel in _walk(folder)}
     if "__init__.py" not in originals:
         raise VendorError(f"{folder} has no __init__.py")
     data = sorted(rel for rel in originals if not rel.endswith(".py"))
-    files: Dict[str, bytes] = {}
-    header_lines: Dict[str, int] = {}
+    files: dict[str, bytes] = {}
+    header_lines: dict[str, int] = {}
     for rel, content in originals.items():
         if rel.endswith(".py"):
             header = _header(version, data if rel == "__init__.py" else [])
@@ -107,7 +107,7 @@ def _decode(rel: str, content: bytes) -> str:
         raise VendorError(f"{rel} is not UTF-8: {exc}") from None
 
 
-def _header(version: str, data: List[str]) -> str:
+def _header(version: str, data: list[str]) -> str:
     lines = [
         f"{MARKER} from np2torch {version} -- generated, do not edit.",
         "# Regenerate with `np2torch vendor <this package's folder>` after upgrading np2torch.",
@@ -121,7 +121,7 @@ def _header(version: str, data: List[str]) -> str:
 # ---------------------------------------------------------------- the checks
 
 
-def check_modules(modules: Dict[str, str], header_lines: Optional[Dict[str, int]] = None) -> None:
+def check_modules(modules: dict[str, str], header_lines: dict[str, int] | None = None) -> None:
     """Each module parses, imports only the standard library, NumPy, torch and SciPy (Dask inside functions), and itself relatively.
 
     ``header_lines``: lines vendoring put above each module's source; errors name the source's lines.
@@ -148,7 +148,7 @@ def check_modules(modules: Dict[str, str], header_lines: Optional[Dict[str, int]
                 _check_absolute(_dynamic_import(node) or "", rel, line)
 
 
-def _dynamic_import(call: ast.Call) -> Optional[str]:
+def _dynamic_import(call: ast.Call) -> str | None:
     """The absolute module ``importlib.import_module("x")`` or ``__import__("x")`` names with a constant."""
     func = call.func
     name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
@@ -166,13 +166,13 @@ def _check_absolute(name: str, rel: str, line: int, also: frozenset = frozenset(
         return
     if top == "np2torch":
         raise VendorError(f"{rel} line {line}: absolute np2torch import ({name}); the runtime must import itself relatively")
-    stdlib: Optional[Set[str]] = getattr(sys, "stdlib_module_names", None)
+    stdlib: set[str] | None = getattr(sys, "stdlib_module_names", None)
     if top in ALLOWED_IMPORTS or top == "__future__" or stdlib is None or top in stdlib:
         return  # (Python 3.9 cannot name the standard library: only np2torch is refused there)
     raise VendorError(f"{rel} line {line}: imports {name!r}; the runtime may only use the standard library, NumPy, torch and SciPy")
 
 
-def _check_relative(node: ast.ImportFrom, rel: str, line: int, modules: Dict[str, str]) -> None:
+def _check_relative(node: ast.ImportFrom, rel: str, line: int, modules: dict[str, str]) -> None:
     package = rel.split("/")[:-1]  # the folders of the package the module is in
     if node.level > len(package) + 1:
         raise VendorError(f"{rel} line {line}: `from {'.' * node.level}{node.module or ''} import ...` leaves the package")
@@ -187,7 +187,7 @@ def _check_relative(node: ast.ImportFrom, rel: str, line: int, modules: Dict[str
 # ---------------------------------------------------------------- writing the package
 
 
-def write_package(target: Path, force: bool = False, source: Optional[Path] = None) -> bool:
+def write_package(target: Path, force: bool = False, source: Path | None = None) -> bool:
     """Write the vendored runtime into the folder ``target``; False when it already held exactly that.
 
     Refuses (:class:`VendorUsageError`) a file target, or a folder np2torch did
@@ -224,7 +224,7 @@ def _single_file_message(target: Path) -> str:
     )
 
 
-def _read_package(folder: Path) -> Dict[str, bytes]:
+def _read_package(folder: Path) -> dict[str, bytes]:
     return {rel: (folder / rel).read_bytes() for rel in _walk(folder)}
 
 
@@ -251,7 +251,7 @@ def _starts_with_marker(path: Path) -> bool:
         return False
 
 
-def _data_files(init: Path) -> Set[str]:
+def _data_files(init: Path) -> set[str]:
     with open(init, encoding="utf-8", errors="replace") as handle:
         for line in handle:
             if not line.startswith("#"):
@@ -278,7 +278,7 @@ def _remove_leftovers(parent: Path, name: str) -> None:
             shutil.rmtree(entry.path, ignore_errors=True)
 
 
-def _replace_folder(target: Path, files: Dict[str, bytes]) -> None:
+def _replace_folder(target: Path, files: dict[str, bytes]) -> None:
     """Write ``files`` into a new folder beside ``target``, then rename it into place.
 
     A directory cannot be swapped with one ``rename``: the old package is first
@@ -307,7 +307,7 @@ def _replace_folder(target: Path, files: Dict[str, bytes]) -> None:
         raise
 
 
-def _write_files(folder: Path, files: Dict[str, bytes]) -> None:
+def _write_files(folder: Path, files: dict[str, bytes]) -> None:
     folders = {folder}
     for rel, content in sorted(files.items()):
         path = folder / rel

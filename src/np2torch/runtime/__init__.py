@@ -19,7 +19,7 @@ where a call would run and why.
 
 from __future__ import annotations
 
-from typing import Any, Tuple
+from typing import Any
 
 from ._backend import install_fork_hook
 from ._config import RuntimeSettings, Settings, configure, current_settings, using
@@ -33,7 +33,7 @@ install_fork_hook()
 globals().update(HELPERS)
 
 
-def which(name: str, *args: Any, **kwargs: Any) -> Tuple[str, str]:
+def which(name: str, *args: Any, **kwargs: Any) -> tuple[str, str]:
     """Where ``np2torch.runtime.<name>(*args, **kwargs)`` would run, and why, without running it.
 
     Returns ``(path, reason)``: ``path`` is ``"numpy"`` (the original),

@@ -30,7 +30,7 @@ import sys
 import threading
 import time
 import warnings
-from typing import Any, Iterator, Mapping, Optional
+from typing import Any, Iterator, Mapping
 
 import numpy as np
 
@@ -56,7 +56,7 @@ class _TorchState:
     lock = threading.Lock()
     tried = False
     module: Any = None
-    cuda: Optional[bool] = None
+    cuda: bool | None = None
     parallel_used = False
     fork_hook = False
     forked_child = False

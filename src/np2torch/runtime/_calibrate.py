@@ -11,7 +11,7 @@ common case); they are never the user's arrays.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -20,9 +20,9 @@ from ._table import FUNCTIONS_BY_NAME
 
 Runner = Callable[[str, np.ndarray], Any]
 
-_RUNNERS: Dict[str, Runner] = {}
+_RUNNERS: dict[str, Runner] = {}
 
-ON_THE_SPOT_SIZES: Tuple[int, ...] = (1 << 12, 1 << 15, 1 << 18, 1 << 21)
+ON_THE_SPOT_SIZES: tuple[int, ...] = (1 << 12, 1 << 15, 1 << 18, 1 << 21)
 """Sizes measured on the spot; the largest ones are skipped once one call takes longer than
 :data:`ON_THE_SPOT_MAX_CALL` (the model extrapolates from the two largest measured)."""
 ON_THE_SPOT_MAX_CALL = 2e-3
@@ -79,9 +79,9 @@ def measure(
     dtype: np.dtype,
     paths: Sequence[str],
     sizes: Sequence[int] = ON_THE_SPOT_SIZES,
-    max_call: Optional[float] = ON_THE_SPOT_MAX_CALL,
+    max_call: float | None = ON_THE_SPOT_MAX_CALL,
     repeat: int = 3,
-    progress: Optional[Callable[[], None]] = None,
+    progress: Callable[[], None] | None = None,
 ) -> Curve:
     """A :class:`Curve` of ``paths`` (the original among them) over ``sizes``.
 
@@ -91,8 +91,8 @@ def measure(
     run = _RUNNERS[name]
     scratch = make_input(name, dtype, max(sizes))
     flat = scratch.reshape(-1)
-    measured: List[int] = []
-    seconds: Dict[str, List[float]] = {path: [] for path in paths}
+    measured: list[int] = []
+    seconds: dict[str, list[float]] = {path: [] for path in paths}
     for n in sizes:
         x = make_input(name, dtype, n) if scratch.ndim > 1 else flat[:n]
         for path in paths:

@@ -22,7 +22,7 @@ import sys
 import threading
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
-from typing import Iterator, Mapping, Optional, Union
+from typing import Iterator, Mapping
 
 import numpy as np
 
@@ -38,9 +38,9 @@ DEVICES_HELP = "cpu, cuda, cuda:N, auto or numpy"
 class RuntimeSettings:
     device: str = "auto"
     """``auto`` (the fastest measured path) | ``cpu`` | ``cuda`` | ``cuda:N`` | ``numpy`` (off)."""
-    min_size: Optional[int] = None
+    min_size: int | None = None
     """Dispatch threshold in elements for every helper; ``None``: the machine profile decides."""
-    gate: Optional[int] = field(init=False, repr=False, compare=False)
+    gate: int | None = field(init=False, repr=False, compare=False)
     """The size gate overriding the per-function defaults, or None to use them (a plain
     attribute, not a property: the helpers read it on every call)."""
 
@@ -68,7 +68,7 @@ def parse_device(value: object, source: str = "device") -> str:
     raise ValueError(f"{source}={value!r} is not a valid np2torch device; use {DEVICES_HELP}")
 
 
-def parse_min_size(value: object, source: str = "min_size") -> Optional[int]:
+def parse_min_size(value: object, source: str = "min_size") -> int | None:
     """A non-negative element count (``None``: the measured defaults)."""
     if value is None:
         return None
@@ -103,7 +103,7 @@ class _ProcessSettings:
     value: Settings = _settings_from_env(os.environ)
 
 
-_CONTEXT_SETTINGS: ContextVar[Optional[Settings]] = ContextVar("np2torch_runtime_settings", default=None)
+_CONTEXT_SETTINGS: ContextVar[Settings | None] = ContextVar("np2torch_runtime_settings", default=None)
 
 
 # For the helpers' hot path, which inlines current_settings():
@@ -130,7 +130,7 @@ def _cfg_updated(base: Settings, device: object, min_size: object) -> Settings:
     return replace(base, **changes)
 
 
-def configure(device: Union[str, object] = _CFG_KEEP, min_size: Union[int, None, object] = _CFG_KEEP) -> Settings:
+def configure(device: str | object = _CFG_KEEP, min_size: int | None | object = _CFG_KEEP) -> Settings:
     """Change the process-wide settings; arguments left out keep their value.
 
     ``device``: ``"cpu"`` (torch on the host, the default), ``"cuda"``/``"cuda:N"``,
@@ -154,7 +154,7 @@ def reset_from_environment() -> Settings:
 
 
 @contextlib.contextmanager
-def using(device: Union[str, object] = _CFG_KEEP, min_size: Union[int, None, object] = _CFG_KEEP) -> Iterator[Settings]:
+def using(device: str | object = _CFG_KEEP, min_size: int | None | object = _CFG_KEEP) -> Iterator[Settings]:
     """Override the settings inside a ``with`` block, in this thread/task only.
 
     Same arguments as :func:`configure`; yields the settings in force inside.

@@ -24,7 +24,7 @@ tested on the CPU; only :func:`cuda_unary` touches CUDA.
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -40,10 +40,10 @@ class _SlotCache:
     """Pinned and device buffers, streams and events per (device, dtype), reused across calls."""
 
     lock = threading.Lock()
-    slots: Dict[Tuple[str, Any], Tuple[int, List[Any], List[Any], List[Any], List[Any]]] = {}
+    slots: dict[tuple[str, Any], tuple[int, list[Any], list[Any], list[Any], list[Any]]] = {}
 
 
-def _slots(torch: Any, dev: Any, dtype: Any, span: int, count: int) -> Tuple[List[Any], List[Any], List[Any], List[Any]]:
+def _slots(torch: Any, dev: Any, dtype: Any, span: int, count: int) -> tuple[list[Any], list[Any], list[Any], list[Any]]:
     """``count`` slots of at least ``span`` elements (call with the cache's lock held)."""
     key = (str(dev), dtype)
     cached = _SlotCache.slots.get(key)
@@ -62,7 +62,7 @@ def _slots(torch: Any, dev: Any, dtype: Any, span: int, count: int) -> Tuple[Lis
     return streams, pinned, buffers, events
 
 
-def plan_chunks(n: int, itemsize: int, chunk_bytes: int = CUDA_CHUNK_BYTES) -> List[Tuple[int, int]]:
+def plan_chunks(n: int, itemsize: int, chunk_bytes: int = CUDA_CHUNK_BYTES) -> list[tuple[int, int]]:
     """Split ``n`` elements into consecutive ``(start, stop)`` ranges of at most ``chunk_bytes``.
 
     Every chunk holds at least one element; the ranges cover ``0..n`` exactly,
@@ -75,7 +75,7 @@ def plan_chunks(n: int, itemsize: int, chunk_bytes: int = CUDA_CHUNK_BYTES) -> L
 
 
 def run_pipeline(
-    chunks: Sequence[Tuple[int, int]],
+    chunks: Sequence[tuple[int, int]],
     slots: int,
     launch: Callable[[int, int, int], None],
     finish: Callable[[int, int, int], None],
@@ -90,7 +90,7 @@ def run_pipeline(
     """
     if slots < 1:
         raise ValueError("need at least one slot")
-    in_flight: List[Optional[Tuple[int, int]]] = [None] * slots
+    in_flight: list[tuple[int, int] | None] = [None] * slots
     for index, (start, stop) in enumerate(chunks):
         slot = index % slots
         previous = in_flight[slot]
@@ -112,9 +112,9 @@ def cuda_unary(
     src: np.ndarray,
     dst: np.ndarray,
     device: str,
-    compute_dtype: Optional[str] = None,
+    compute_dtype: str | None = None,
     check: bool = False,
-    chunk_bytes: Optional[int] = None,
+    chunk_bytes: int | None = None,
 ) -> bool:
     """``dst[:] = torch.<op_name>(src)`` on ``device``, streamed; 1-D contiguous same-dtype arrays.
 

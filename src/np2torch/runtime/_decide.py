@@ -36,7 +36,7 @@ import math
 import sys
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -57,7 +57,7 @@ CPU_PATHS = ("numpy", "cpu1", "cpu")
 ALL_PATHS = CPU_PATHS + ("cuda",)
 
 # Sizes at which the bands are evaluated: 24 per decade from 1 to 1e12.
-_GRID: Tuple[int, ...] = tuple(sorted({max(1, round(10 ** (k / 24))) for k in range(24 * 12 + 1)}))
+_GRID: tuple[int, ...] = tuple(sorted({max(1, round(10 ** (k / 24))) for k in range(24 * 12 + 1)}))
 
 
 @dataclass(frozen=True)
@@ -87,20 +87,20 @@ class Route:
 
 @dataclass(frozen=True)
 class Bands:
-    starts: Tuple[int, ...]
-    paths: Tuple[str, ...]
+    starts: tuple[int, ...]
+    paths: tuple[str, ...]
 
     def at(self, n: int) -> str:
         return self.paths[bisect.bisect_right(self.starts, n) - 1]
 
-    def first_torch(self) -> Optional[int]:
+    def first_torch(self) -> int | None:
         return next((start for start, path in zip(self.starts, self.paths) if path != "numpy"), None)
 
 
 def bands_of(curve: Curve, allowed: Sequence[str]) -> Bands:
     """The fastest allowed path at every size of the grid, as contiguous bands."""
-    starts: List[int] = []
-    paths: List[str] = []
+    starts: list[int] = []
+    paths: list[str] = []
     for n in _GRID:
         path = best_path(curve, allowed, n)
         if not paths or paths[-1] != path:
@@ -149,8 +149,8 @@ class _State:
     lock = threading.RLock()
     saved = 0.0
     """Seconds the torch path would have saved so far, while torch was not imported (ski rental)."""
-    bands: Dict[Tuple[str, Tuple[str, ...], bool], Tuple[int, Bands]] = {}
-    entries: Dict[Tuple[str, str, str, bool], Tuple[int, "_Entry"]] = {}
+    bands: dict[tuple[str, tuple[str, ...], bool], tuple[int, Bands]] = {}
+    entries: dict[tuple[str, str, str, bool], tuple[int, _Entry]] = {}
     calibrating: set = set()
     declined: set = set()
     """Keys whose on-the-spot measurement failed: never retried in this process."""
@@ -166,7 +166,7 @@ def reset() -> None:
         _State.declined = set()
 
 
-_LISTENERS: List[Callable[[], None]] = []
+_LISTENERS: list[Callable[[], None]] = []
 
 
 def on_change(listener: Callable[[], None]) -> None:
@@ -194,7 +194,7 @@ def _torch_ready() -> bool:
     return torch_if_loaded() is not None or "torch" in sys.modules
 
 
-def _curve(active: _profile.Active, key: str) -> Tuple[Optional[Curve], str]:
+def _curve(active: _profile.Active, key: str) -> tuple[Curve | None, str]:
     """The curve decisions use, and where it came from (``machine``, ``prior``, ``builtin``)."""
     if active.machine is not None and key in active.machine.curves:
         return active.machine.curves[key], "machine"
@@ -211,10 +211,10 @@ class _Entry:
     """What :func:`route` needs for one (function, dtype, device), cached per profile generation."""
 
     key: str
-    curve: Optional[Curve]
+    curve: Curve | None
     origin: str
-    allowed: Tuple[str, ...]
-    bands: Optional[Bands]
+    allowed: tuple[str, ...]
+    bands: Bands | None
 
 
 def _entry(active: _profile.Active, name: str, dtype: str, device: str, cuda_ok: bool) -> _Entry:
@@ -231,7 +231,7 @@ def _entry(active: _profile.Active, name: str, dtype: str, device: str, cuda_ok:
     return entry
 
 
-def _bands(active: _profile.Active, key: str, curve: Curve, origin: str, allowed: Tuple[str, ...]) -> Bands:
+def _bands(active: _profile.Active, key: str, curve: Curve, origin: str, allowed: tuple[str, ...]) -> Bands:
     cache_key = (key, allowed, origin == "machine")
     cached = _State.bands.get(cache_key)
     if cached is not None and cached[0] == active.generation:
@@ -262,11 +262,11 @@ def route(
     dtype: str,
     n: int,
     device: str,
-    min_size: Optional[int],
+    min_size: int | None,
     cuda_ok: bool,
     *,
     dry_run: bool = False,
-) -> Optional[Route]:
+) -> Route | None:
     """Where a call of ``name`` over ``n`` elements of loop ``dtype`` runs (None: the original).
 
     ``device``: the settings' device (``cpu``, ``auto``, ``cuda[:N]``); ``cuda_ok``:
@@ -311,7 +311,7 @@ def route(
     return Route(path, _device_for(path, device), (curve, n, origin))
 
 
-def _allowed(curve: Curve, device: str, cuda_ok: bool) -> Tuple[str, ...]:
+def _allowed(curve: Curve, device: str, cuda_ok: bool) -> tuple[str, ...]:
     if device == "cpu" or not cuda_ok:
         return CPU_PATHS
     if "cuda" in curve.seconds:
@@ -325,7 +325,7 @@ def _device_for(path: str, device: str) -> str:
     return device if device.startswith("cuda") else "cuda"
 
 
-def _explicit(device: str, n: int, min_size: int, cuda_ok: bool, dry_run: bool) -> Optional[Route]:
+def _explicit(device: str, n: int, min_size: int, cuda_ok: bool, dry_run: bool) -> Route | None:
     if n < min_size:
         return None
     why = f"min_size={min_size} set explicitly: torch from that size on"
@@ -336,7 +336,7 @@ def _explicit(device: str, n: int, min_size: int, cuda_ok: bool, dry_run: bool) 
     return Route("cpu", "cpu", why)
 
 
-def explicit_cuda_unmeasured(device: str, n: int, cuda_ok: bool, name: str, dtype: str) -> Optional[Route]:
+def explicit_cuda_unmeasured(device: str, n: int, cuda_ok: bool, name: str, dtype: str) -> Route | None:
     """An explicit CUDA device whose profile has no CUDA measurement: CUDA for large arrays, as configured."""
     if not (device.startswith("cuda") and cuda_ok and n >= CUDA_UNMEASURED_FROM):
         return None
@@ -365,7 +365,7 @@ def _rent(curve: Curve, path: str, n: int, active: _profile.Active) -> bool:
     return load_torch() is not None
 
 
-def _calibrate_now(name: str, dtype: str, key: str) -> Optional[Curve]:
+def _calibrate_now(name: str, dtype: str, key: str) -> Curve | None:
     """Measure (name, dtype) on this machine's CPU paths and record it; None if that cannot be done now."""
     with _State.lock:
         if key in _State.calibrating or key in _State.declined:
@@ -405,7 +405,7 @@ def _seconds(value: float) -> str:
     return f"{value * 1e9:.3g} ns"
 
 
-def original_reason(name: str, dtype: str, n: int, device: str, min_size: Optional[int]) -> str:
+def original_reason(name: str, dtype: str, n: int, device: str, min_size: int | None) -> str:
     """Why a call stays with the original (for :func:`which`)."""
     if device == "numpy":
         return "device='numpy': every call goes to the original"
@@ -418,7 +418,7 @@ def original_reason(name: str, dtype: str, n: int, device: str, min_size: Option
     return _reason(curve, "numpy", n, origin) + f": no torch path is predicted {MARGIN:.1f}x faster at {n:,} elements"
 
 
-def describe_bands(name: str, dtype: str, device: str = "auto") -> List[Tuple[int, str]]:
+def describe_bands(name: str, dtype: str, device: str = "auto") -> list[tuple[int, str]]:
     """The bands in force for (name, dtype): ``[(from_size, path), ...]`` (``np2torch tune --show``)."""
     active = _profile.active()
     key = curve_key(name, dtype)
@@ -429,7 +429,7 @@ def describe_bands(name: str, dtype: str, device: str = "auto") -> List[Tuple[in
     return list(zip(bands.starts, bands.paths))
 
 
-def predicted_speedup(name: str, dtype: str, n: int, path: str) -> Optional[float]:
+def predicted_speedup(name: str, dtype: str, n: int, path: str) -> float | None:
     active = _profile.active()
     curve, _ = _curve(active, curve_key(name, dtype))
     if curve is None:

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import sys
 import warnings
-from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
@@ -46,7 +46,7 @@ except ImportError:  # pragma: no cover - NumPy 1.x
     _np_get_extobj_dict = None
     _np_make_extobj = None
 
-ERR_KINDS: Tuple[str, ...] = ("divide", "over", "under", "invalid")
+ERR_KINDS: tuple[str, ...] = ("divide", "over", "under", "invalid")
 
 _RUNTIME_FILES: set = set()
 
@@ -59,12 +59,12 @@ def register_runtime_file(path: str) -> None:
 register_runtime_file(__file__)
 
 
-def error_modes() -> Dict[str, str]:
+def error_modes() -> dict[str, str]:
     """The current ``np.errstate`` modes (``np.geterr()``; ~0.5 us)."""
     return np.geterr()
 
 
-def quiet(modes: Dict[str, str]) -> bool:
+def quiet(modes: dict[str, str]) -> bool:
     """Whether no flag can be reported: then the runtime checks nothing."""
     return all(mode == "ignore" for mode in modes.values())
 
@@ -78,10 +78,10 @@ class ErrorChecks(NamedTuple):
     """``divide``/``over``/``invalid`` are not ignored: non-finite results are suspicious."""
 
 
-_CHECKS_CACHE: Dict[Any, Optional[ErrorChecks]] = {}
+_CHECKS_CACHE: dict[Any, ErrorChecks | None] = {}
 
 
-def error_checks() -> Optional[ErrorChecks]:
+def error_checks() -> ErrorChecks | None:
     """The checks the current ``np.errstate`` needs; None when every mode is ``ignore``.
 
     Cached per NumPy error-state object (``np.geterr()`` alone costs ~0.7 us).
@@ -129,7 +129,7 @@ class _WarnAtCaller:
 REDIRECT_MISS: Any = object()
 _REDIRECT_CACHE_LIMIT = 64
 # helper name -> {NumPy extobj -> extobj with warn->call, or None (call plainly)}
-_REDIRECTS: Dict[str, Dict[Any, Any]] = {}
+_REDIRECTS: dict[str, dict[Any, Any]] = {}
 
 
 def _build_redirect(name: str) -> Any:
@@ -141,7 +141,7 @@ def _build_redirect(name: str) -> Any:
     return _np_make_extobj(call=_WarnAtCaller(name), **{kind: "call" for kind in warned})
 
 
-def warn_redirect(name: str, cache: Optional[Dict[Any, Any]] = None) -> Tuple[Dict[Any, Any], Any, Any]:
+def warn_redirect(name: str, cache: dict[Any, Any] | None = None) -> tuple[dict[Any, Any], Any, Any]:
     """``(cache, current extobj, redirect)`` for ``name`` in the current error state.
 
     ``redirect`` is None when the original can be called plainly (no ``warn``
@@ -176,7 +176,7 @@ def _no_extobj() -> Any:
     return None
 
 
-def call_redirected(redirect: Any, original: Callable[..., Any], args: tuple, kwargs: Dict[str, Any]) -> Any:
+def call_redirected(redirect: Any, original: Callable[..., Any], args: tuple, kwargs: dict[str, Any]) -> Any:
     """``original(*args, **kwargs)`` with ``redirect`` as NumPy's error state."""
     token = _NP_EXTOBJ_VAR.set(redirect)
     try:

@@ -36,7 +36,7 @@ from __future__ import annotations
 import operator
 import sys
 import threading
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -81,7 +81,7 @@ class _LseScipy:
     """The original function, and what the check made of it; both loaded on first use."""
 
     function: Any = None
-    verdict: Optional[_logsumexp_check.LseVerdict] = None
+    verdict: _logsumexp_check.LseVerdict | None = None
     lock = threading.Lock()
 
 
@@ -137,7 +137,7 @@ def logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: Any = False, re
     return _lse_original()(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign)
 
 
-def torch_block_parts(a: np.ndarray, dims: Tuple[int, ...]) -> Optional[Tuple[np.ndarray, np.ndarray, np.ndarray]]:
+def torch_block_parts(a: np.ndarray, dims: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """One block's ``(a_max, m, s)`` per slice (keepdims shape, ``m`` int64) on torch, for a Dask chunk.
 
     None where the settings and this machine's profile keep the block on NumPy,
@@ -166,7 +166,7 @@ def torch_block_parts(a: np.ndarray, dims: Tuple[int, ...]) -> Optional[Tuple[np
     return reduced
 
 
-def _lse_try_torch(a: np.ndarray, axis: Any, keepdims: Any, return_sign: Any, settings: Settings, path: Optional[str] = None) -> Optional[Any]:
+def _lse_try_torch(a: np.ndarray, axis: Any, keepdims: Any, return_sign: Any, settings: Settings, path: str | None = None) -> Any | None:
     """The result computed with torch, or None where only SciPy can give it (``path``: forced, for calibration)."""
     if a.size == 0 or a.ndim == 0:
         return None
@@ -223,14 +223,14 @@ def _lse_try_torch(a: np.ndarray, axis: Any, keepdims: Any, return_sign: Any, se
         return _lse_finish(a, dims, flipped, reduced, work, *flags)
 
 
-def _lse_flag(value: Any) -> Optional[bool]:
+def _lse_flag(value: Any) -> bool | None:
     # SciPy only tests truth; other objects (arrays, ...) are left to it.
     if type(value) is bool or isinstance(value, np.bool_):
         return bool(value)
     return None
 
 
-def _lse_reduced_dims(axis: Any, ndim: int) -> Optional[Tuple[int, ...]]:
+def _lse_reduced_dims(axis: Any, ndim: int) -> tuple[int, ...] | None:
     """The reduced axes, sorted, or None for anything SciPy might treat differently."""
     if axis is None:
         return tuple(range(ndim))
@@ -248,7 +248,7 @@ def _lse_reduced_dims(axis: Any, ndim: int) -> Optional[Tuple[int, ...]]:
     return tuple(sorted(dims))
 
 
-def _lse_device_for(a: np.ndarray, work: np.dtype, settings: Settings, dry_run: bool = False) -> Optional[Route]:
+def _lse_device_for(a: np.ndarray, work: np.dtype, settings: Settings, dry_run: bool = False) -> Route | None:
     """Where the settings and the machine profile send this call (None: SciPy)."""
     if settings.device == "numpy":
         return None
@@ -269,7 +269,7 @@ def _lse_run_path(path: str, x: np.ndarray) -> Any:
     return result
 
 
-def _lse_which(a: Any, axis: Any = None, b: Any = None, keepdims: Any = False, return_sign: Any = False) -> Tuple[str, str]:
+def _lse_which(a: Any, axis: Any = None, b: Any = None, keepdims: Any = False, return_sign: Any = False) -> tuple[str, str]:
     settings = current_settings()
     if type(a) is not np.ndarray or b is not None:
         return "numpy", f"{_LSE_NAME}: not a plain ndarray call without b=: SciPy"
@@ -286,7 +286,7 @@ _calibrate.register(_LSE_NAME, _lse_run_path)
 logsumexp._np2torch_which = _lse_which  # type: ignore[attr-defined]
 
 
-def _lse_positive_strides(a: np.ndarray) -> Tuple[np.ndarray, Tuple[int, ...]]:
+def _lse_positive_strides(a: np.ndarray) -> tuple[np.ndarray, tuple[int, ...]]:
     """A view of ``a`` with every negative stride reversed, and the axes reversed.
 
     torch rejects negative strides; a reduction does not care about the order
@@ -299,7 +299,7 @@ def _lse_positive_strides(a: np.ndarray) -> Tuple[np.ndarray, Tuple[int, ...]]:
     return a[index], flipped
 
 
-def _lse_reduce(torch: Any, view: np.ndarray, dims: Tuple[int, ...], work: np.dtype, device: str) -> Optional[Tuple[np.ndarray, np.ndarray, np.ndarray]]:
+def _lse_reduce(torch: Any, view: np.ndarray, dims: tuple[int, ...], work: np.dtype, device: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """``(a_max, m, s)`` per slice as NumPy arrays of the keepdims shape (``m`` as int64)."""
     t = torch.from_numpy(view)
     if t.dtype == torch.bool:
@@ -319,7 +319,7 @@ def _lse_reduce(torch: Any, view: np.ndarray, dims: Tuple[int, ...], work: np.dt
     return a_max.cpu().numpy(), count.cpu().numpy(), total.cpu().numpy()
 
 
-def _lse_chunk_dim(shape: Sequence[int], strides: Sequence[int], block: int) -> Tuple[int, int]:
+def _lse_chunk_dim(shape: Sequence[int], strides: Sequence[int], block: int) -> tuple[int, int]:
     """The axis to cut into blocks and how many of its indices go in a block.
 
     The outermost axis in memory whose unit slab (one index along it) fits in a
@@ -337,7 +337,7 @@ def _lse_chunk_dim(shape: Sequence[int], strides: Sequence[int], block: int) -> 
     return max(order, key=lambda i: shape[i]), 1
 
 
-def _lse_blockwise(torch: Any, t: Any, dims: Tuple[int, ...], work: Any, device: Any, block: int) -> Tuple[Any, Any, Any]:
+def _lse_blockwise(torch: Any, t: Any, dims: tuple[int, ...], work: Any, device: Any, block: int) -> tuple[Any, Any, Any]:
     axis, step = _lse_chunk_dim(t.shape, t.stride(), block)
     starts = range(0, t.shape[axis], step)
     slab = t.numel() // t.shape[axis] * min(step, t.shape[axis])
@@ -387,7 +387,7 @@ def _lse_blockwise(torch: Any, t: Any, dims: Tuple[int, ...], work: Any, device:
 
 
 def _lse_block_sums(
-    torch: Any, chunk: Any, a_max: Any, dims: Tuple[int, ...], shifted: Any, is_max: Any, holds: Any, count: Any, count_dtype: Any
+    torch: Any, chunk: Any, a_max: Any, dims: tuple[int, ...], shifted: Any, is_max: Any, holds: Any, count: Any, count_dtype: Any
 ) -> Any:
     """``s`` of one block (sum of exp(x - a_max) over the non-maximal x); adds its maxima to ``count``.
 
@@ -455,7 +455,7 @@ class _LsePairwise:
     """Adds block partial sums pairwise (error ~log2(blocks) ULP, not ~blocks)."""
 
     def __init__(self) -> None:
-        self._stack: List[Tuple[int, Any]] = []
+        self._stack: list[tuple[int, Any]] = []
 
     def add(self, value: Any) -> None:
         level = 0
@@ -479,9 +479,9 @@ def _lse_subtraction_may_overflow(a_max: np.ndarray) -> bool:
 
 def _lse_finish(
     a: np.ndarray,
-    dims: Tuple[int, ...],
-    flipped: Tuple[int, ...],
-    reduced: Tuple[np.ndarray, np.ndarray, np.ndarray],
+    dims: tuple[int, ...],
+    flipped: tuple[int, ...],
+    reduced: tuple[np.ndarray, np.ndarray, np.ndarray],
     work: np.dtype,
     keepdims: bool,
     return_sign: bool,
@@ -511,7 +511,7 @@ def _lse_expected(a: np.ndarray, axis: Any, keepdims: bool, return_sign: bool) -
         return _lse_finish(a, dims, flipped, reduced, work, keepdims, return_sign)
 
 
-def _lse_reduce_like_blocks(view: np.ndarray, dims: Tuple[int, ...], work: np.dtype) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _lse_reduce_like_blocks(view: np.ndarray, dims: tuple[int, ...], work: np.dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(a_max, m, s)`` as ``_lse_block_sums`` computes them with the full mask, on one block."""
     x = view.astype(work)
     a_max = np.max(x, axis=dims, keepdims=True)
@@ -521,7 +521,7 @@ def _lse_reduce_like_blocks(view: np.ndarray, dims: Tuple[int, ...], work: np.dt
     return a_max, np.sum(is_max, axis=dims, keepdims=True).astype(np.int64), s
 
 
-def _lse_laid_out(a: np.ndarray, dims: Tuple[int, ...], flipped: Tuple[int, ...], values: np.ndarray, work: np.dtype) -> np.ndarray:
+def _lse_laid_out(a: np.ndarray, dims: tuple[int, ...], flipped: tuple[int, ...], values: np.ndarray, work: np.dtype) -> np.ndarray:
     """``values`` (keepdims shape, computed on the flipped view) in the layout SciPy's arrays have.
 
     NumPy lays a reduction's result out in the input's stride order; SciPy's
@@ -538,7 +538,7 @@ def _lse_laid_out(a: np.ndarray, dims: Tuple[int, ...], flipped: Tuple[int, ...]
     return result
 
 
-def _lse_squeezed(values: np.ndarray, dims: Tuple[int, ...], keepdims: bool) -> Any:
+def _lse_squeezed(values: np.ndarray, dims: tuple[int, ...], keepdims: bool) -> Any:
     if not keepdims:
         values = np.squeeze(values, axis=dims)
     return values[()] if values.ndim == 0 else values

@@ -34,7 +34,7 @@ import warnings
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
+from typing import Any, Iterator, Mapping
 
 import numpy as np
 
@@ -59,10 +59,10 @@ class ProfileError(ValueError):
 class Curve:
     """Seconds per call of each measured path at each size, for one (function, dtype)."""
 
-    sizes: Tuple[int, ...]
-    seconds: Mapping[str, Tuple[float, ...]]
+    sizes: tuple[int, ...]
+    seconds: Mapping[str, tuple[float, ...]]
 
-    def predict(self, path: str, n: int) -> Optional[float]:
+    def predict(self, path: str, n: int) -> float | None:
         """Predicted seconds for one call of ``n`` elements (None: the path was not measured).
 
         Between measured sizes: linear in log-log.  Below the smallest: its time
@@ -84,11 +84,11 @@ class Curve:
         f = (math.log(n) - math.log(sizes[i - 1])) / (math.log(sizes[i]) - math.log(sizes[i - 1]))
         return math.exp(math.log(times[i - 1]) * (1 - f) + math.log(times[i]) * f)
 
-    def to_json(self) -> Dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         return {"sizes": list(self.sizes), **{path: list(times) for path, times in self.seconds.items()}}
 
     @classmethod
-    def from_json(cls, data: Any, where: str) -> "Curve":
+    def from_json(cls, data: Any, where: str) -> Curve:
         if not isinstance(data, dict) or not isinstance(data.get("sizes"), list) or not data["sizes"]:
             raise ProfileError(f"{where}: needs a non-empty 'sizes' list")
         sizes = data["sizes"]
@@ -129,11 +129,11 @@ class Profile:
     """What ``import torch`` costs in a fresh process on that machine."""
     threads: int
     """torch's CPU threads when the ``cpu`` path was measured."""
-    curves: Dict[str, Curve] = field(default_factory=dict)
-    notes: Dict[str, Any] = field(default_factory=dict)
+    curves: dict[str, Curve] = field(default_factory=dict)
+    notes: dict[str, Any] = field(default_factory=dict)
     """Other measured facts (e.g. the behavioural check of the installed SciPy), keyed by name."""
 
-    def to_json(self) -> Dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         return {
             "np2torch_profile": FORMAT,
             "fingerprint": dict(self.fingerprint),
@@ -144,7 +144,7 @@ class Profile:
         }
 
     @classmethod
-    def from_json(cls, data: Any, source: str) -> "Profile":
+    def from_json(cls, data: Any, source: str) -> Profile:
         if not isinstance(data, dict) or data.get("np2torch_profile") != FORMAT:
             raise ProfileError(f"{source}: not an np2torch profile of format {FORMAT}")
         fingerprint = data.get("fingerprint")
@@ -164,7 +164,7 @@ class Profile:
 # ---------------------------------------------------------------- the fingerprint
 
 
-def fingerprint() -> Dict[str, Any]:
+def fingerprint() -> dict[str, Any]:
     """What decides which path is fastest here; computed without importing torch or SciPy."""
     return {
         "cpu": _cpu_model(),
@@ -191,7 +191,7 @@ def fingerprint_key(print_: Mapping[str, Any]) -> str:
     return f"{zlib.crc32(text):08x}{zlib.crc32(text[::-1]):08x}"
 
 
-def _machine_and_system() -> Tuple[str, str]:
+def _machine_and_system() -> tuple[str, str]:
     if hasattr(os, "uname"):
         name = os.uname()
         return name.machine, name.sysname
@@ -221,7 +221,7 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def _gpu_models() -> List[str]:
+def _gpu_models() -> list[str]:
     # The NVIDIA driver's own files: no CUDA initialization, no torch.
     root = Path("/proc/driver/nvidia/gpus")
     models = []
@@ -238,7 +238,7 @@ def _gpu_models() -> List[str]:
 _VERSION_RE = re.compile(r"""^(?:__version__|version)\s*(?::\s*str\s*)?=\s*['"]([^'"]+)['"]""", re.M)
 
 
-def package_version(name: str) -> Optional[str]:
+def package_version(name: str) -> str | None:
     """An installed package's version without importing it (importlib.metadata costs ~0.2 s)."""
     module = sys.modules.get(name)
     if module is not None and isinstance(getattr(module, "__version__", None), str):
@@ -276,7 +276,7 @@ def cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "np2torch"
 
 
-def default_path(print_: Optional[Mapping[str, Any]] = None) -> Path:
+def default_path(print_: Mapping[str, Any] | None = None) -> Path:
     """This machine's profile file."""
     return cache_dir() / f"profile-{fingerprint_key(print_ or fingerprint())}.json"
 
@@ -367,10 +367,10 @@ def _merge(path: Path, base: Profile, curves: Mapping[str, Curve], notes: Mappin
 class Active:
     """The profile the runtime decides from, resolved once per process."""
 
-    machine: Optional[Profile]
+    machine: Profile | None
     """This machine's measurements (None: none yet)."""
     builtin: Profile
-    write_to: Optional[Path]
+    write_to: Path | None
     """Where on-the-spot measurements are recorded (None: nowhere, e.g. ``NP2TORCH_PROFILE=builtin``)."""
     print_: Mapping[str, Any]
     generation: int = 0
@@ -379,7 +379,7 @@ class Active:
 
 class _State:
     lock = threading.RLock()
-    active: Optional[Active] = None
+    active: Active | None = None
     warned: bool = False
 
 
@@ -434,7 +434,7 @@ def _warn(message: str) -> None:
         warnings.warn(message, RuntimeWarning, stacklevel=2)
 
 
-def record(curves: Mapping[str, Curve], notes: Mapping[str, Any] = {}, import_seconds: Optional[float] = None, threads: Optional[int] = None) -> None:
+def record(curves: Mapping[str, Curve], notes: Mapping[str, Any] = {}, import_seconds: float | None = None, threads: int | None = None) -> None:
     """Add on-the-spot measurements to the profile in force (and to its file, when it has one)."""
     with _State.lock:
         current = active()

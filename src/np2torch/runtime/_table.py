@@ -22,7 +22,7 @@ row here, its fixtures, nothing else (CONTRIBUTING.md).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping, Optional, Tuple
+from typing import Mapping
 
 ELEMENTWISE = "elementwise"
 REDUCTION = "reduction"
@@ -42,12 +42,12 @@ class Function:
     """The original's loop dtype -> the torch dtype computed in, for the loops verified exact on the CPU."""
     cuda_loops: Mapping[str, str] = field(default_factory=dict)
     """The same for CUDA (a subset; loops not listed never run on CUDA)."""
-    domain: Tuple[float, float] = (-5.0, 5.0)
+    domain: tuple[float, float] = (-5.0, 5.0)
     """An input range raising no floating-point flag: what bench and tune time."""
     kind: str = ELEMENTWISE
-    numexpr: Optional[str] = None
+    numexpr: str | None = None
     """numexpr's name for it, where numexpr has it (bench's numexpr column)."""
-    naive: Optional[str] = None
+    naive: str | None = None
     """The plain torch function a user would call (bench's naive column), when not ``torch_op``."""
     bench_kwargs: Mapping[str, object] = field(default_factory=dict)
     """Keywords bench and tune pass to both the original and the helper (``axis=0``)."""
@@ -65,7 +65,7 @@ class Function:
         return self.qualname.rpartition(".")[0]
 
 
-FUNCTIONS: Tuple[Function, ...] = (
+FUNCTIONS: tuple[Function, ...] = (
     Function(
         code="NPT001",
         qualname="numpy.exp",
@@ -135,4 +135,4 @@ FUNCTIONS: Tuple[Function, ...] = (
 )
 
 FUNCTIONS_BY_NAME: Mapping[str, Function] = {row.name: row for row in FUNCTIONS}
-ELEMENTWISE_FUNCTIONS: Tuple[Function, ...] = tuple(row for row in FUNCTIONS if row.kind == ELEMENTWISE)
+ELEMENTWISE_FUNCTIONS: tuple[Function, ...] = tuple(row for row in FUNCTIONS if row.kind == ELEMENTWISE)

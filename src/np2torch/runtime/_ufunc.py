@@ -34,7 +34,7 @@ import math
 import sys
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -93,11 +93,11 @@ _UF_PIECE = 1 << 18
 @dataclass(frozen=True)
 class _UfuncPlan:
     loop: np.dtype
-    wide: Optional[str]
+    wide: str | None
     """torch dtype to compute in when wider than the loop's (float32 erf: float64), else None."""
     cuda_ok: bool
     """The loop is verified on CUDA."""
-    cuda_wide: Optional[str]
+    cuda_wide: str | None
     stage: bool
     """The input is cast into the result buffer first (NumPy's own input cast)."""
     name: str
@@ -109,10 +109,10 @@ class _UfuncState:
 
     def __init__(self, spec: UfuncSpec) -> None:
         self.spec = spec
-        self.floors: Dict[np.dtype, int] = {}
+        self.floors: dict[np.dtype, int] = {}
         """Input dtype -> the size below which a call with the default loop takes the original
         (from the profile; a dtype not yet seen has none, so its first call reads the profile)."""
-        self.plans: Dict[tuple, Optional[_UfuncPlan]] = {}
+        self.plans: dict[tuple, _UfuncPlan | None] = {}
         self.lock = threading.Lock()
         self.loaded: Any = getattr(np, spec.attr) if spec.module == "numpy" else None
         self.original: Callable[..., Any] = self.loaded if self.loaded is not None else self._load_and_call
@@ -138,7 +138,7 @@ class _UfuncState:
         """The profile changed: every dtype's next call re-reads it."""
         self.floors = {}
 
-    def plan(self, x_dtype: np.dtype, out_dtype: Optional[np.dtype], dtype: Any, casting: str) -> Optional[_UfuncPlan]:
+    def plan(self, x_dtype: np.dtype, out_dtype: np.dtype | None, dtype: Any, casting: str) -> _UfuncPlan | None:
         key = (x_dtype, out_dtype, dtype, casting)
         try:
             return self.plans[key]
@@ -150,8 +150,8 @@ class _UfuncState:
 
 
 def _uf_make_plan(
-    spec: UfuncSpec, original: Any, x_dtype: np.dtype, out_dtype: Optional[np.dtype], dtype: Any, casting: str
-) -> Optional[_UfuncPlan]:
+    spec: UfuncSpec, original: Any, x_dtype: np.dtype, out_dtype: np.dtype | None, dtype: Any, casting: str
+) -> _UfuncPlan | None:
     # The original's own type resolution, never a guess: scipy.special.erf
     # returns float64 for float16 input, np.exp float16 for int8.
     if not x_dtype.isnative:
@@ -194,7 +194,7 @@ def make_ufunc_helper(spec: UfuncSpec) -> Callable[..., Any]:
     get_extobj = extobj_getter()
     set_extobj = NP_EXTOBJ_VAR.set if NP_EXTOBJ_VAR is not None else None
     reset_extobj = NP_EXTOBJ_VAR.reset if NP_EXTOBJ_VAR is not None else None
-    redirects: Dict[Any, Any] = {None: None}  # NumPy error state -> how to call the original
+    redirects: dict[Any, Any] = {None: None}  # NumPy error state -> how to call the original
     miss = REDIRECT_MISS
     modules = sys.modules
 
@@ -234,7 +234,7 @@ def make_ufunc_helper(spec: UfuncSpec) -> Callable[..., Any]:
     return helper
 
 
-def _uf_fallback(state: _UfuncState, redirects: Dict[Any, Any], redirect: Any, x: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
+def _uf_fallback(state: _UfuncState, redirects: dict[Any, Any], redirect: Any, x: Any, args: tuple, kwargs: dict[str, Any]) -> Any:
     """The original with the caller's arguments, its warnings pointing at the caller's line."""
     if redirect is REDIRECT_MISS:
         _, _, redirect = warn_redirect(state.spec.attr, redirects)
@@ -243,7 +243,7 @@ def _uf_fallback(state: _UfuncState, redirects: Dict[Any, Any], redirect: Any, x
     return call_redirected(redirect, state.original, (x, *args), kwargs)
 
 
-def _uf_parse_call(args: tuple, kwargs: Dict[str, Any]) -> Optional[Tuple[Any, str, str, Any]]:
+def _uf_parse_call(args: tuple, kwargs: dict[str, Any]) -> tuple[Any, str, str, Any] | None:
     """``(out, casting, order, dtype)`` when every argument is one we reproduce, else None."""
     out = None
     if args:
@@ -281,7 +281,7 @@ def _uf_parse_call(args: tuple, kwargs: Dict[str, Any]) -> Optional[Tuple[Any, s
     return out, casting, order, dtype
 
 
-def _uf_route(state: _UfuncState, settings: Any, plan: _UfuncPlan, size: int, dry_run: bool = False) -> Optional[Route]:
+def _uf_route(state: _UfuncState, settings: Any, plan: _UfuncPlan, size: int, dry_run: bool = False) -> Route | None:
     """Where this call runs (None: the original); a clear error for an explicit CUDA device without CUDA."""
     device = settings.device
     found = _decide.route(state.spec.name, plan.name, size, device, settings.min_size, plan.cuda_ok, dry_run=dry_run)
@@ -294,7 +294,7 @@ def _uf_route(state: _UfuncState, settings: Any, plan: _UfuncPlan, size: int, dr
 
 
 def _uf_dispatch(
-    state: _UfuncState, redirects: Dict[Any, Any], settings: Any, x: np.ndarray, args: tuple, kwargs: Dict[str, Any]
+    state: _UfuncState, redirects: dict[Any, Any], settings: Any, x: np.ndarray, args: tuple, kwargs: dict[str, Any]
 ) -> Any:
     result = _uf_try_torch(state, settings, x, args, kwargs)
     if result is _UF_DECLINED:
@@ -305,7 +305,7 @@ def _uf_dispatch(
 _UF_DECLINED = object()
 
 
-def _uf_try_torch(state: _UfuncState, settings: Any, x: np.ndarray, args: tuple, kwargs: Dict[str, Any]) -> Any:
+def _uf_try_torch(state: _UfuncState, settings: Any, x: np.ndarray, args: tuple, kwargs: dict[str, Any]) -> Any:
     if settings.gate is None and x.dtype not in state.floors:
         state.learn_floor(x.dtype)
         if x.size < state.floors[x.dtype]:
@@ -325,7 +325,7 @@ def _uf_try_torch(state: _UfuncState, settings: Any, x: np.ndarray, args: tuple,
     return result[()] if result.ndim == 0 else result
 
 
-def _uf_prepare(state: _UfuncState, settings: Any, x: np.ndarray, args: tuple, kwargs: Dict[str, Any], dry_run: bool) -> Any:
+def _uf_prepare(state: _UfuncState, settings: Any, x: np.ndarray, args: tuple, kwargs: dict[str, Any], dry_run: bool) -> Any:
     """``(route, plan, out, order, inplace, checks)`` for a call torch serves, else why not (a string)."""
     call = _uf_parse_call(args, kwargs)
     if call is None:
@@ -356,7 +356,7 @@ def _uf_prepare(state: _UfuncState, settings: Any, x: np.ndarray, args: tuple, k
     return route, plan, out, order, inplace, checks
 
 
-def _uf_which(state: _UfuncState, x: Any, args: tuple, kwargs: Dict[str, Any]) -> Tuple[str, str]:
+def _uf_which(state: _UfuncState, x: Any, args: tuple, kwargs: dict[str, Any]) -> tuple[str, str]:
     """``(path, why)`` for a call, without running it (no ski-rental count, no measurement)."""
     name = state.spec.name
     if type(x) is not np.ndarray:
@@ -400,7 +400,7 @@ def _uf_scipy_reports() -> bool:
     return any(mode != "ignore" for kind, mode in geterr().items() if kind != "memory")
 
 
-def _uf_out_relation(x: np.ndarray, out: np.ndarray, plan: _UfuncPlan) -> Optional[bool]:
+def _uf_out_relation(x: np.ndarray, out: np.ndarray, plan: _UfuncPlan) -> bool | None:
     """For a served ``out``: False (disjoint), True (exactly in place), None (decline)."""
     if out.shape != x.shape or out.dtype != plan.loop or not out.flags.writeable or not can_view(out):
         # NumPy raises for a read-only out (torch would write into it) and
@@ -485,7 +485,7 @@ def _uf_run(
     x: np.ndarray,
     result: np.ndarray,
     inplace: bool,
-    checks: Optional[ErrorChecks],
+    checks: ErrorChecks | None,
 ) -> None:
     spec = state.spec
     src = x
@@ -593,11 +593,11 @@ def _uf_suspects(x: np.ndarray, result: np.ndarray, under: bool) -> np.ndarray:
     return mask
 
 
-def _uf_parts(a: np.ndarray) -> List[np.ndarray]:
+def _uf_parts(a: np.ndarray) -> list[np.ndarray]:
     return [a.real, a.imag] if a.dtype.kind == "c" else [a]
 
 
-def _uf_settle(state: _UfuncState, x: np.ndarray, result: np.ndarray, under: bool) -> Optional[np.ndarray]:
+def _uf_settle(state: _UfuncState, x: np.ndarray, result: np.ndarray, under: bool) -> np.ndarray | None:
     """Give suspicious elements the original's own values; returns their inputs (None if none)."""
     mask = _uf_suspects(x, result, under)
     if not mask.any():
@@ -608,7 +608,7 @@ def _uf_settle(state: _UfuncState, x: np.ndarray, result: np.ndarray, under: boo
     return inputs
 
 
-def _uf_report(state: _UfuncState, inputs: Optional[np.ndarray]) -> None:
+def _uf_report(state: _UfuncState, inputs: np.ndarray | None) -> None:
     """Let NumPy report the flags the original raises on ``inputs``: warn (at the user's line), raise, call, log."""
     if inputs is not None:
         numpy_call(state.load(), state.spec.attr, inputs)
@@ -621,7 +621,7 @@ def _uf_inplace_checked(state: _UfuncState, plan: _UfuncPlan, result: np.ndarray
     flat = _uf_flat(result)
     piece = max(_UF_PIECE, 32768 * torch.get_num_threads())
     saved = np.empty(min(piece, flat.size), dtype=flat.dtype)
-    suspects: List[np.ndarray] = []
+    suspects: list[np.ndarray] = []
     for start in range(0, flat.size, piece):
         part = flat[start : start + piece]
         kept = saved[: part.size]
@@ -647,5 +647,5 @@ def _spec(row: Function) -> UfuncSpec:
     )
 
 
-UFUNC_SPECS: Tuple[UfuncSpec, ...] = tuple(_spec(row) for row in ELEMENTWISE_FUNCTIONS)
+UFUNC_SPECS: tuple[UfuncSpec, ...] = tuple(_spec(row) for row in ELEMENTWISE_FUNCTIONS)
 HELPERS: Mapping[str, Callable[..., Any]] = {spec.name: make_ufunc_helper(spec) for spec in UFUNC_SPECS}
