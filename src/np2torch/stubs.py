@@ -52,7 +52,7 @@ ALIASES = '''\
 _ScalarLike = Union[complex, str, bytes, np.generic]
 _CastingKind = Literal["no", "equiv", "safe", "same_kind", "unsafe"]
 _OrderKACF = Optional[Literal["K", "A", "C", "F"]]
-_Out = Union[NDArray[Any], tuple[NDArray[Any]], _Ellipsis, None]
+_Out = Union[NDArray[Any], Tuple[NDArray[Any]], _Ellipsis, None]
 
 class _SupportsArrayUFunc(Protocol):
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, /, *inputs: Any, **kwargs: Any) -> Any: ...
@@ -81,7 +81,7 @@ ELEMENTWISE_PROTOCOL = "class _ElementwiseHelper(Protocol):\n    __name__: str\n
 REDUCTIONS: dict[str, str] = {
     # SciPy ships no types for it: a result is a NumPy scalar or array (Any), a pair with return_sign=True.
     "scipy.special.logsumexp": '''\
-_Axis = Union[int, tuple[int, ...], None]
+_Axis = Union[int, Tuple[int, ...], None]
 
 @overload
 def logsumexp(
