@@ -35,6 +35,7 @@ from np2torch.runtime import _logsumexp_check as lse_check
 from np2torch.runtime._backend import load_torch
 
 MAX_ULP = 4
+PRODUCTION_BLOCK = lse._LSE_CPU_BLOCK  # before the fixture below shrinks it
 
 
 @pytest.fixture(autouse=True)
@@ -335,6 +336,17 @@ def test_parity_with_a_few_maxima_per_block(axis: Any, monkeypatch: pytest.Monke
         for return_sign in (False, True):
             assert_parity(a, axis, return_sign=return_sign)
 
+
+
+@pytest.mark.parametrize("layout", [pytest.param(lambda a: a, id="C"), pytest.param(np.asfortranarray, id="F")])
+def test_parity_with_the_production_block_size(layout: Callable, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Blocks of 2**19 elements over a 1.1e6-element input: slices span blocks or fill them."""
+    monkeypatch.setattr(lse, "_LSE_CPU_BLOCK", PRODUCTION_BLOCK)
+    monkeypatch.setattr(lse, "_LSE_GRAIN", 1 << 15)
+    a = layout(np.random.default_rng(12).standard_normal((1200, 900)))
+    a[::97, ::5] = 4.5  # tied maxima in many columns and rows
+    for axis in (0, 1, None):
+        assert_parity(a, axis, return_sign=True)
 
 # ---------------------------------------------------------------- what goes to SciPy
 
