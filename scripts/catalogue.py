@@ -1,31 +1,35 @@
 #!/usr/bin/env python
-"""Which NumPy/SciPy functions can np2torch.runtime serve with torch? Measure semantics and speed.
+"""Which NumPy/SciPy functions can np2torch.runtime serve with torch? Exactness decides; speed is informational.
 
 For every candidate (NumPy ufuncs, ``scipy.special`` functions, a few non-ufuncs)
-this measures, against the runtime contract (docs/runtime.md):
+this judges each real loop of the original (float16, float32, float64 where the
+original has one) against the runtime contract (docs/runtime.md), computed in the
+loop's own dtype and, where that fails, in a wider one rounded once:
 
-* **dtypes**: the original's result dtype for every input dtype (as its own type
-  resolution picks it) next to what torch returns or whether it rejects the dtype;
-* **float16**: all 65,536 inputs, torch (in float16) against the original, bitwise;
-* **special values** (NaN, ±inf, ±0, subnormals, ±max, the function's poles and
-  domain edges): torch against the original, bitwise (a NaN whose sign alone
-  differs is counted apart: the dispatcher recomputes non-finite results with
-  the original under any reporting ``np.errstate``);
-* **ULP**: the largest distance from the original on ``--samples`` inputs over the
-  function's range, and on a subsample the error of both against mpmath (200 bits);
-* **errstate**: whether the original raises the same flags on the elements the
-  dispatcher would recompute (non-finite torch results; with ``under`` on, tiny
-  results and inputs) as on the whole array — the dispatcher's scheme only
-  reproduces NumPy's warnings when that holds;
-* **speed** at ``--size`` (1e7) float64 and float32: the median of the original and
-  of the runtime's torch path (torch writing into ``np.empty_like`` plus the
-  finite check of the default errstate).
+* **special values**: NaN where the original has NaN, inf and zero bitwise (signs
+  included), finite where it is finite;
+* **ULP**: at most 4 from the original on every finite input;
+* **accuracy**: against mpmath at 200 bits, torch's worst error may exceed the
+  original's by at most 0.01 ULP (a misrounding within 0.01 ULP of a tie);
+* **errstate**: the original raises no flag on the elements the dispatcher would
+  *not* recompute (runtime/_ufunc.py ``_uf_suspects``: non-finite results; with
+  ``under`` on, tiny results and inputs), under the default error state and with
+  ``under`` on -- otherwise the helper would lose that warning.
 
-Torch's float32 result is also tried computed in float64 and rounded once (what
-SciPy's float32 loops of some functions do), and the closer of the two is kept.
-Timings are medians; on a shared machine they are noisy, say so when quoting them.
+The inputs: ``--samples`` draws over the function's range, the special values
+(NaN, ±inf, ±0, subnormals, ±max, poles and domain edges) and a sweep over every
+exponent: all 65,536 float16 values, every 1024th float32 bit pattern (4,194,304),
+2,000,000 random float64 bit patterns. ``--ref-samples`` of them per loop are
+checked against mpmath. The first computation that passes each loop is the loop
+for the function's row in runtime/_table.py (docs/catalogue.md).
 
-    .venv/bin/python scripts/catalogue.py                 # markdown to stdout, ~5 min
+Also reported: the original's result dtype for every input dtype next to torch's
+(``dtypes``); with ``--details`` the first catalogue's per-dtype value table; with
+``--speed`` the median time of the original and of the runtime's torch path at
+``--size`` elements -- informational only (noisy on a shared machine, and which
+path is faster is measured per machine by ``np2torch tune``).
+
+    .venv/bin/python scripts/catalogue.py                 # markdown to stdout, ~4 min on 2 cores
     .venv/bin/python scripts/catalogue.py --only sin,cos --json out.json
 """
 
@@ -87,6 +91,14 @@ _TINY = lambda rng, n: _lu(rng, n, -300, -1, signed=True)  # noqa: E731
 _SQ2 = mpmath.sqrt(2)
 
 
+def _ndtri_ref(v: Any) -> Any:
+    if not 0 <= v <= 1:
+        return mpmath.nan
+    # 2v - 1 must not round to -1 for tiny v: enough bits to hold it exactly
+    with mpmath.workprec(200 + max(0, int(-mpmath.log(v, 2))) if v > 0 else 200):
+        return _SQ2 * mpmath.erfinv(2 * v - 1)
+
+
 def _gammaln_ref(v: Any) -> Any:
     return mpmath.log(abs(mpmath.gamma(v)))
 
@@ -110,7 +122,9 @@ CANDIDATES: List[Candidate] = [
     Candidate("arcsinh", "numpy.arcsinh", np.arcsinh, torch.asinh, mpmath.asinh, _mix(lambda r, n: _lu(r, n, -300, 300, True), _u(-4, 4))),
     Candidate("arccosh", "numpy.arccosh", np.arccosh, torch.acosh, mpmath.acosh, _mix(lambda r, n: 1 + _lu(r, n, -15, 300), _u(1, 4))),
     Candidate("arctanh", "numpy.arctanh", np.arctanh, torch.atanh, mpmath.atanh, _mix(_u(-1, 1), _TINY, lambda r, n: 1 - _lu(r, n, -15, -1)), edges=(1.0, -1.0)),
+    Candidate("cbrt", "numpy.cbrt", np.cbrt, lambda t: t.sign() * t.abs().pow(1.0 / 3.0), lambda v: mpmath.sign(v) * mpmath.cbrt(abs(v)), _mix(lambda r, n: _lu(r, n, -300, 300, True), _u(-4, 4))),
     Candidate("erfc", "scipy.special.erfc", sc.erfc, torch.erfc, mpmath.erfc, _mix(_u(-6, 27), _u(-1, 1))),
+    Candidate("erfcx", "scipy.special.erfcx", sc.erfcx, _TS.erfcx, lambda v: mpmath.exp(v * v) * mpmath.erfc(v), _mix(_u(-27, 1e5), _u(-3, 3), lambda r, n: _lu(r, n, 3, 300))),
     Candidate("erfinv", "scipy.special.erfinv", sc.erfinv, torch.erfinv, mpmath.erfinv, _mix(_u(-1, 1), _TINY, lambda r, n: 1 - _lu(r, n, -15, -1)), edges=(1.0, -1.0)),
     Candidate("expit", "scipy.special.expit", sc.expit, torch.sigmoid, lambda v: 1 / (1 + mpmath.exp(-v)), _mix(_u(-750, 750), _u(-40, 40), _TINY)),
     Candidate("logit", "scipy.special.logit", sc.logit, torch.logit, lambda v: mpmath.log(v / (1 - v)), _mix(_u(0, 1), _u(0.4, 0.6), lambda r, n: _lu(r, n, -300, -1)), edges=(1.0,)),
@@ -118,7 +132,7 @@ CANDIDATES: List[Candidate] = [
     Candidate("digamma", "scipy.special.digamma", sc.digamma, torch.digamma, mpmath.digamma, _mix(_u(-100, 100), _u(0, 5), lambda r, n: _lu(r, n, 2, 300)), edges=(-1.0, -2.0, 1.0)),
     Candidate("ndtr", "scipy.special.ndtr", sc.ndtr, _TS.ndtr, mpmath.ncdf, _mix(_u(-40, 10), _u(-3, 3))),
     Candidate("log_ndtr", "scipy.special.log_ndtr", sc.log_ndtr, _TS.log_ndtr, lambda v: mpmath.log(mpmath.ncdf(v)), _mix(_u(-1e5, 40), _u(-5, 5))),
-    Candidate("ndtri", "scipy.special.ndtri", sc.ndtri, _TS.ndtri, lambda v: _SQ2 * mpmath.erfinv(2 * v - 1), _mix(_u(0, 1), lambda r, n: _lu(r, n, -300, -1)), edges=(1.0,)),
+    Candidate("ndtri", "scipy.special.ndtri", sc.ndtri, _TS.ndtri, _ndtri_ref, _mix(_u(0, 1), lambda r, n: _lu(r, n, -300, -1)), edges=(1.0,)),
     Candidate("i0", "scipy.special.i0", sc.i0, torch.i0, lambda v: mpmath.besseli(0, v), _mix(_u(-700, 700), _u(-5, 5))),
     Candidate("i0e", "scipy.special.i0e", sc.i0e, _TS.i0e, lambda v: mpmath.besseli(0, v) * mpmath.exp(-abs(v)), _mix(_u(-1e4, 1e4), _u(-5, 5))),
     Candidate("i1", "scipy.special.i1", sc.i1, _TS.i1, lambda v: mpmath.besseli(1, v), _mix(_u(-700, 700), _u(-5, 5))),
@@ -395,7 +409,150 @@ def speed_row(cand: Candidate, size: int, repeats: int, rng: np.random.Generator
     return row
 
 
-def measure(names: Optional[List[str]], samples: int, ref_samples: int, size: int, repeats: int, speed: bool, values: bool = True) -> List[dict]:
+# --- acceptance: the runtime contract, loop by loop ---------------------------------
+
+_TORCH_DTYPES = {"float16": torch.float16, "float32": torch.float32, "float64": torch.float64}
+_KINDS = ("divide", "over", "under", "invalid")
+
+
+def sweep_inputs(dtype: np.dtype, rng: np.random.Generator) -> np.ndarray:
+    """Inputs spread over every exponent of ``dtype``, both signs, subnormals, inf and NaN included.
+
+    float16: all 65,536 values; float32: every 1024th bit pattern (4,194,304 values);
+    float64: 2,000,000 random bit patterns (log-uniform over the whole range).
+    """
+    if dtype == np.float16:
+        return np.arange(1 << 16, dtype=np.uint16).view(np.float16)
+    if dtype == np.float32:
+        return np.arange(0, 1 << 32, 1024, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    return rng.integers(0, np.iinfo(np.uint64).max, 2_000_000, dtype=np.uint64).view(np.float64)
+
+
+def torch_in(cand: Candidate, x: np.ndarray, compute: str) -> np.ndarray:
+    """torch's values for ``x``, computed in ``compute`` and rounded once to ``x``'s dtype."""
+    t = torch.from_numpy(np.ascontiguousarray(x))
+    return cand.torch_op(t.to(_TORCH_DTYPES[compute])).to(t.dtype).numpy()
+
+
+def class_mismatches(got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """NaN where the original has NaN; inf and zero bitwise (sign included); finite where finite."""
+    with np.errstate(all="ignore"):
+        nan = np.isnan(got) != np.isnan(want)
+        fin = np.isfinite(got) != np.isfinite(want)
+        special = (np.isinf(want) | (want == 0)) & differences(got, want)
+    return nan | fin | special
+
+
+def flags_missed(cand: Candidate, x: np.ndarray, got: np.ndarray, under: bool) -> List[tuple]:
+    """Inputs the dispatcher would not recompute on which the original raises a flag (per errstate)."""
+    kinds = _KINDS if under else ("divide", "over", "invalid")
+    rest = x[~suspects(x, got, under)]
+    if not raised_flags(cand.original, rest, kinds):
+        return []
+    missed: List[tuple] = []
+    for chunk in np.array_split(rest, max(1, rest.size // 4096)):
+        if raised_flags(cand.original, chunk, kinds):
+            for v in chunk:
+                flags = raised_flags(cand.original, np.array([v]), kinds)
+                if flags:
+                    missed.append((repr(float(v)), sorted(flags)))
+                    if len(missed) >= 4:
+                        return missed
+    return missed or [("(only on the whole array)", [])]
+
+
+def judge_loop(cand: Candidate, dtype: np.dtype, compute: str, rng: np.random.Generator, samples: int, ref_samples: int) -> Dict[str, Any]:
+    """One loop computed in ``compute``: the contract's checks, each with its measured evidence."""
+    with np.errstate(all="ignore"):
+        x = np.concatenate([cand.domain(rng, samples).astype(dtype), special_inputs(cand, dtype), sweep_inputs(dtype, rng)])
+        want = cand.original(x)
+    try:
+        with np.errstate(all="ignore"):
+            got = torch_in(cand, x, compute)
+    except (RuntimeError, TypeError) as exc:
+        return {"compute": compute, "pass": False, "reason": "torch rejects: " + str(exc).splitlines()[0][:70]}
+    verdict: Dict[str, Any] = {"compute": compute, "of": int(x.size)}
+    bad = class_mismatches(got, want)
+    verdict["class mismatches"] = [(repr(float(a)), repr(float(b)), repr(float(c))) for a, b, c in zip(x[bad][:4], want[bad][:4], got[bad][:4])]
+    verdict["class mismatch count"] = int(np.count_nonzero(bad))
+    with np.errstate(all="ignore"):
+        finite = np.isfinite(got) & np.isfinite(want) & (want != 0) & ~bad & (np.signbit(got) == np.signbit(want))
+    dist = np.abs(_ordered(got[finite]) - _ordered(want[finite])) if finite.any() else np.zeros(1, np.int64)
+    verdict["max ulp"] = int(dist.max())
+    verdict["differ"] = int(np.count_nonzero(differences(got, want)))
+    if verdict["max ulp"]:
+        verdict["worst input"] = repr(float(x[finite][dist.argmax()]))
+    if cand.reference is not None:
+        # the domain draw and the special values, plus a slice of the sweep
+        head = samples + len(special_inputs(cand, dtype))
+        step = max(1, (x.size - head) // max(1, ref_samples // 2))
+        pick = np.concatenate([np.arange(0, head, max(1, head // ref_samples)), np.arange(head, x.size, step)])
+        verdict.update(reference_errors(cand, x[pick], want[pick], got[pick]))
+    verdict["missed flags (default)"] = flags_missed(cand, x, got, under=False)
+    verdict["missed flags (under)"] = flags_missed(cand, x, got, under=True)
+    reasons = []
+    if verdict["class mismatch count"]:
+        a, b, c = verdict["class mismatches"][0]
+        reasons.append(f"special value: {cand.name}({a}) original {b}, torch {c} ({verdict['class mismatch count']} inputs)")
+    if verdict["max ulp"] > 4:
+        reasons.append(f"ULP: {verdict['max ulp']} ULP from the original at x = {verdict['worst input']}")
+    if verdict.get("torch vs exact", 0.0) > verdict.get("original vs exact", 0.0) + 0.01:
+        reasons.append(f"less accurate: {verdict['torch vs exact']} ULP from exact where the original is {verdict['original vs exact']}")
+    for label in ("default", "under"):
+        missed = verdict[f"missed flags ({label})"]
+        if missed:
+            reasons.append(f"errstate ({label}): the original flags {missed[0][1]} at x = {missed[0][0]}, not recomputed")
+    verdict["pass"] = not reasons
+    verdict["reason"] = "; ".join(reasons)
+    return verdict
+
+
+def judge(cand: Candidate, samples: int, ref_samples: int) -> Dict[str, Any]:
+    """Per real loop of the original: the first computation that passes (the loop's own dtype, then wider)."""
+    if cand.kind != "unary":
+        return {"note": f"not a unary ufunc ({cand.kind}): needs its own helper"}
+    loops: Dict[str, Any] = {}
+    for code in ("e", "f", "d"):
+        dt = np.dtype(code)
+        with np.errstate(all="ignore"):
+            result = np.asarray(cand.original(np.ones(2, dt))).dtype
+        if result != dt:
+            continue  # no loop of its own: the input is cast into the loop that resolves (integers alike)
+        tried = []
+        for compute in [dt.name] + [w for w in ("float32", "float64") if np.dtype(w).itemsize > dt.itemsize]:
+            verdict = judge_loop(cand, dt, compute, np.random.default_rng(0), samples, ref_samples)
+            tried.append(verdict)
+            if verdict["pass"]:
+                break
+        loops[dt.name] = {"accepted": tried[-1]["compute"] if tried[-1]["pass"] else None, "tried": tried}
+    return {"loops": loops}
+
+
+def acceptance_markdown(rows: List[dict]) -> str:
+    lines = ["## Acceptance (the runtime contract per loop; the first computation that passes is kept)", ""]
+    lines.append("| function | loop | verdict | computed in | differ / of | max ULP vs original | exact: original / torch | reason |")
+    lines.append("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        j = r.get("judge") or {}
+        if "note" in j:
+            lines.append(f"| {r['name']} | - | rejected | - | - | - | - | {j['note']} |")
+            continue
+        for loop, v in j.get("loops", {}).items():
+            for t in v["tried"]:
+                status = "**accepted**" if t["pass"] else "fails"
+                exact = f"{t.get('original vs exact', '-')} / {t.get('torch vs exact', '-')}"
+                lines.append(f"| {r['name']} | {loop} | {status} | {t['compute']} | {t.get('differ', '-')} / {t.get('of', '-')} | "
+                             f"{t.get('max ulp', '-')} | {exact} | {t['reason'] or '-'} |")
+    lines += ["", "Loops for the table (`loops=`):", ""]
+    for r in rows:
+        loops = (r.get("judge") or {}).get("loops")
+        if loops is not None:
+            ok = {k: v["accepted"] for k, v in loops.items() if v["accepted"]}
+            lines.append(f"- {r['name']}: {ok or 'none'}")
+    return "\n".join(lines)
+
+
+def measure(names: Optional[List[str]], samples: int, ref_samples: int, size: int, repeats: int, speed: bool, details: bool) -> List[dict]:
     rows = []
     for cand in CANDIDATES:
         if names and cand.name not in names:
@@ -403,9 +560,10 @@ def measure(names: Optional[List[str]], samples: int, ref_samples: int, size: in
         rng = np.random.default_rng(0)
         t0 = time.perf_counter()
         row: Dict[str, Any] = {"name": cand.name, "qualname": cand.qualname, "kind": cand.kind, "dtypes": dtype_row(cand)}
-        row["values"] = value_rows(cand, samples, ref_samples, rng) if values else {}
-        wide32 = bool(row["values"].get("f", {}).get("wide"))
+        row["judge"] = judge(cand, samples, ref_samples)
+        row["values"] = value_rows(cand, samples, ref_samples, rng) if details else {}
         if speed:
+            wide32 = any(t["pass"] and t["compute"] == "float64" for t in row["judge"].get("loops", {}).get("float32", {}).get("tried", []))
             row["speed"] = speed_row(cand, size, repeats, rng, wide32)
         rows.append(row)
         print(f"{cand.name}: {time.perf_counter() - t0:.0f} s", file=sys.stderr)
@@ -431,12 +589,20 @@ def _cell_values(v: Dict[str, Any]) -> str:
 
 
 def markdown(rows: List[dict]) -> str:
-    lines = ["## Dtypes (input: original's result / torch's result; `!` torch rejects, `-` original rejects)", ""]
+    lines = [acceptance_markdown(rows), "", "## Dtypes (input: original's result / torch's result; `!` torch rejects, `-` original rejects)", ""]
     lines.append("| function | " + " | ".join(INPUT_DTYPES) + " |")
     lines.append("|---|" + "---|" * len(INPUT_DTYPES))
     for r in rows:
         lines.append(f"| {r['name']} | " + " | ".join(r["dtypes"][c] for c in INPUT_DTYPES) + " |")
-    lines += ["", "## Values (torch vs the original; float16: all 65,536 inputs)", ""]
+    if any(r["values"] for r in rows):
+        lines += value_markdown(rows)
+    if rows and "speed" in rows[0]:
+        lines += speed_markdown(rows)
+    return "\n".join(lines)
+
+
+def value_markdown(rows: List[dict]) -> List[str]:
+    lines = ["", "## Values (torch vs the original; float16: all 65,536 inputs)", ""]
     lines.append("| function | float16 | float32 | float64 | special-value mismatches (x, original, torch) | finite/zero class mismatches | errstate (default / all / unflagged) |")
     lines.append("|---|---|---|---|---|---|---|")
     for r in rows:
@@ -456,20 +622,23 @@ def markdown(rows: List[dict]) -> str:
                 errs.append(f"{code}: {e['default']} / {e['all']} / {e['unflagged elements'] or 'none'}")
         lines.append(f"| {r['name']} | {_cell_values(v.get('e'))} | {_cell_values(v.get('f'))} | {_cell_values(v.get('d'))} | "
                      f"{'<br>'.join(specials) or 'none'} | {'<br>'.join(classes) or 'none'} | {'<br>'.join(errs) or '-'} |")
-    if rows and "speed" in rows[0]:
-        lines += ["", "## Speed (median ms per call, original / torch path, noisy)", ""]
-        lines.append("| function | float64 | speed-up | float32 | speed-up |")
-        lines.append("|---|---|---|---|---|")
-        for r in rows:
-            cells = []
-            for code in ("d", "f"):
-                s = r["speed"].get(code)
-                if isinstance(s, dict):
-                    cells += [f"{s['original ms']} / {s['torch ms']}", f"{s['speed-up']}×"]
-                else:
-                    cells += [str(s), "-"]
-            lines.append(f"| {r['name']} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    return lines
+
+
+def speed_markdown(rows: List[dict]) -> List[str]:
+    lines = ["", "## Speed (informational: median ms per call, original / torch path, this machine, noisy)", ""]
+    lines.append("| function | float64 | speed-up | float32 | speed-up |")
+    lines.append("|---|---|---|---|---|")
+    for r in rows:
+        cells = []
+        for code in ("d", "f"):
+            s = r["speed"].get(code)
+            if isinstance(s, dict):
+                cells += [f"{s['original ms']} / {s['torch ms']}", f"{s['speed-up']}×"]
+            else:
+                cells += [str(s), "-"]
+        lines.append(f"| {r['name']} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -479,15 +648,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--ref-samples", type=int, default=1000, help="inputs per dtype checked against mpmath")
     parser.add_argument("--size", type=int, default=10_000_000)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--no-speed", action="store_true")
-    parser.add_argument("--speed-only", action="store_true", help="skip the value and errstate checks")
+    parser.add_argument("--speed", action="store_true", help="also time the original and the torch path (informational)")
+    parser.add_argument("--details", action="store_true", help="also the per-dtype value table of the first catalogue")
     parser.add_argument("--threads", type=int, help="torch.set_num_threads (default: torch's own)")
     parser.add_argument("--json", help="also write the raw results here")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
     names = args.only.split(",") if args.only else None
-    rows = measure(names, args.samples, args.ref_samples, args.size, args.repeats, not args.no_speed, not args.speed_only)
+    rows = measure(names, args.samples, args.ref_samples, args.size, args.repeats, args.speed, args.details)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(rows, fh, indent=1, default=str)
