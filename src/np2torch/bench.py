@@ -66,7 +66,9 @@ def _recipe(row: Function) -> Recipe:
         return x
 
     def torch_call(torch: Any, t: Any) -> Any:
-        function = getattr(torch, naive)
+        function = torch
+        for part in naive.split("."):  # a dotted name: torch.special.ndtr
+            function = getattr(function, part)
         if "axis" in kwargs:
             return function(t, dim=kwargs["axis"])
         return function(t)

@@ -527,9 +527,14 @@ def _uf_compute_cpu(op_name: str, plan: _UfuncPlan, src: np.ndarray, dst: np.nda
 
 
 def _uf_torch_op(torch: Any, name: str) -> Callable[..., Any]:
-    """``torch.<name>``, or one of the exact compositions in :data:`_UF_COMPOSED`."""
+    """``torch.<name>`` (a dotted name such as ``special.ndtr`` too), or a composition in :data:`_UF_COMPOSED`."""
     composed = _UF_COMPOSED.get(name)
-    return getattr(torch, name) if composed is None else composed
+    if composed is not None:
+        return composed
+    op = torch
+    for part in name.split("."):
+        op = getattr(op, part)
+    return op
 
 
 def _uf_erfinv_unsigned_zero(t: Any, out: Any = None) -> Any:
