@@ -113,7 +113,8 @@ def benchmarked_rules(names: Sequence[str] | None = None) -> list[Rule]:
 def original_function(rule: Rule) -> Callable[..., Any]:
     """The function a rule's qualified name names, e.g. ``scipy.special.logsumexp``."""
     module, _, attribute = rule.qualname.rpartition(".")
-    return getattr(importlib.import_module(module), attribute)
+    function: Callable[..., Any] = getattr(importlib.import_module(module), attribute)
+    return function
 
 
 # ---------------------------------------------------------------- parsing options
@@ -133,7 +134,7 @@ def parse_size(text: str) -> Shape:
 
 def sweep_sizes(max_size: int) -> list[int]:
     """1, 3, 10, 30, ... up to ``max_size`` (and ``max_size`` itself)."""
-    sizes = []
+    sizes: list[int] = []
     decade = 1
     while decade <= max_size:
         sizes.extend(n for n in (decade, 3 * decade) if n <= max_size)
@@ -271,8 +272,9 @@ def measure(rule: Rule, shape: Shape, dtype: np.dtype, env: Environment, repeat:
                     mismatches.append(key)
             times[key] = time_call(call, repeat, min_run_time)
     base = times["original"]
+    assert base is not None  # the original always runs
     speedups = {key: (None if t is None or key == "original" else base / t) for key, t in times.items()}
-    candidates = {key: times[key] for key in BEST_OF if times.get(key) is not None}
+    candidates = {key: t for key in BEST_OF if (t := times.get(key)) is not None}
     best = min(candidates, key=lambda key: candidates[key])
     mine = times.get("np2torch")
     path = env.runtime.which(rule.helper, x, **recipe.kwargs)[0] if env.runtime is not None else "numpy"

@@ -85,7 +85,8 @@ class Cache:
             return None
         if entry.get("digest") != content_digest or not isinstance(entry.get("findings"), list):
             return None
-        return entry["findings"]
+        findings: list[dict[str, Any]] = entry["findings"]
+        return findings
 
     def put(self, path: str, settings: RunSettings, content_digest: str, findings: Sequence[Any]) -> None:
         entry = {

@@ -217,7 +217,9 @@ def _requirement_names(value: Any) -> Iterable[str]:
 
 
 def _dependency_lists(data: dict[str, Any]) -> Iterable[Any]:
-    project = data.get("project") if isinstance(data.get("project"), dict) else {}
+    project = data.get("project")
+    if not isinstance(project, dict):
+        project = {}
     yield project.get("dependencies")
     for table in (project.get("optional-dependencies"), data.get("dependency-groups")):
         if isinstance(table, dict):

@@ -31,7 +31,7 @@ import os
 import re
 from dataclasses import dataclass
 from json.decoder import scanstring  # type: ignore[attr-defined]
-from typing import Sequence
+from typing import Any, Sequence
 
 from np2torch import engine
 from np2torch.files import is_notebook
@@ -111,14 +111,14 @@ class NotebookError(engine.SourceError):
     """The file is not a notebook this module can read (bad JSON, unexpected structure)."""
 
 
-def _load(text: str) -> tuple[dict, list[_Cell]]:
+def _load(text: str) -> tuple[dict[str, Any], list[_Cell]]:
     try:
         return _load_unguarded(text)
     except RecursionError:  # json recurses once per nested array or object
         raise NotebookError("not a notebook: the JSON is nested too deeply") from None
 
 
-def _load_unguarded(text: str) -> tuple[dict, list[_Cell]]:
+def _load_unguarded(text: str) -> tuple[dict[str, Any], list[_Cell]]:
     body = text[1:] if text.startswith("\ufeff") else text
     shift = len(text) - len(body)
     try:
@@ -150,7 +150,7 @@ def _load_unguarded(text: str) -> tuple[dict, list[_Cell]]:
     return document, cells
 
 
-def _is_python(document: dict) -> bool:
+def _is_python(document: dict[str, Any]) -> bool:
     metadata = _object(document, "metadata", "metadata")
     languages = [
         _object(metadata, "language_info", "metadata.language_info").get("name"),
@@ -162,7 +162,7 @@ def _is_python(document: dict) -> bool:
 _JSON_TYPES = ((bool, "a boolean"), (str, "a string"), (list, "an array"), ((int, float), "a number"))
 
 
-def _object(parent: dict, key: str, where: str) -> dict:
+def _object(parent: dict[str, Any], key: str, where: str) -> dict[str, Any]:
     """``parent[key]``, which nbformat says is an object; absent or null: an empty one."""
     value = parent.get(key)
     if value is None:
@@ -313,7 +313,7 @@ def _source_json(raw: str, value: object, new_text: str, ascii_only: bool) -> st
     lines = new_text.split("\n")
     new_lines = [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
     items = _items(raw, 0)
-    tokens = {}
+    tokens: dict[str, str] = {}
     for (start, end), line in zip(items, value):
         tokens.setdefault(line, raw[start:end])
     if not items:

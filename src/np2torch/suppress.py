@@ -53,7 +53,7 @@ def file_suppression(text: str) -> FileSuppression:
         return EVERYTHING
     if not _has_pragma_line(text):  # the common case: a few substring scans, no tokenizing
         return NOTHING
-    codes: set = set()
+    codes: set[str] = set()
     for comment in _own_line_comments(text):
         rest = comment[_HEAD.match(comment).end():]  # type: ignore[union-attr]
         if not rest.lstrip(" \t").startswith(":"):
@@ -85,7 +85,7 @@ def _own_line_comments(text: str) -> Iterator[str]:
     except (tokenize.TokenError, SyntaxError):  # unparsable text: the line-based reading is the best there is
         yield from (match.group(1) for match in _PRAGMA.finditer(text))
         return
-    first_on_line = {}
+    first_on_line: dict[int, tokenize.TokenInfo] = {}
     for tok in tokens:
         first_on_line.setdefault(tok.start[0], tok)
     for tok in tokens:

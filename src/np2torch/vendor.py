@@ -160,7 +160,7 @@ def _dynamic_import(call: ast.Call) -> str | None:
     return None
 
 
-def _check_absolute(name: str, rel: str, line: int, also: frozenset = frozenset()) -> None:
+def _check_absolute(name: str, rel: str, line: int, also: frozenset[str] = frozenset()) -> None:
     top = name.split(".")[0]
     if top in also:
         return

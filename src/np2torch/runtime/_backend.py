@@ -158,7 +158,7 @@ _LOAD_TTL = 0.05
 def _busy_elsewhere() -> int:
     if not _Load.cores:
         try:
-            _Load.cores = len(os.sched_getaffinity(0))  # type: ignore[attr-defined]
+            _Load.cores = len(os.sched_getaffinity(0))
         except (AttributeError, OSError):
             _Load.cores = os.cpu_count() or 1
     try:

@@ -22,7 +22,7 @@ import sys
 import threading
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
-from typing import Iterator, Mapping
+from typing import Any, Iterator, Mapping
 
 import numpy as np
 
@@ -122,7 +122,7 @@ _CFG_KEEP: object = object()
 
 
 def _cfg_updated(base: Settings, device: object, min_size: object) -> Settings:
-    changes = {}
+    changes: dict[str, Any] = {}
     if device is not _CFG_KEEP:
         changes["device"] = parse_device(device)
     if min_size is not _CFG_KEEP:

@@ -139,7 +139,7 @@ def cuda_unary(
 
     with _SlotCache.lock, torch.cuda.device(dev):
         streams, pinned, buffers, events = _slots(torch, dev, dtype, span, slots)
-        flags = []
+        flags: list[Any] = []
         for stream in streams[:slots]:
             with torch.cuda.stream(stream):
                 flags.append(torch.zeros((), dtype=torch.int64, device=dev) if check else None)

@@ -151,8 +151,8 @@ class _State:
     """Seconds the torch path would have saved so far, while torch was not imported (ski rental)."""
     bands: dict[tuple[str, tuple[str, ...], bool], tuple[int, Bands]] = {}
     entries: dict[tuple[str, str, str, bool], tuple[int, _Entry]] = {}
-    calibrating: set = set()
-    declined: set = set()
+    calibrating: set[str] = set()
+    declined: set[str] = set()
     """Keys whose on-the-spot measurement failed: never retried in this process."""
 
 

@@ -33,10 +33,15 @@ from __future__ import annotations
 
 import sys
 import warnings
-from typing import Any, Callable, NamedTuple
+from types import FrameType
+from typing import Any, Callable, Mapping, NamedTuple
 
 import numpy as np
 
+# Any: NumPy's stubs type these private names (Final, a TypedDict keyed by literals), the fallback is None.
+_NP_EXTOBJ_VAR: Any
+_np_get_extobj_dict: Any
+_np_make_extobj: Any
 try:  # NumPy >= 2.0: the error state is a context variable holding an "extobj"
     from numpy._core.umath import _extobj_contextvar as _NP_EXTOBJ_VAR
     from numpy._core.umath import _get_extobj_dict as _np_get_extobj_dict
@@ -48,7 +53,7 @@ except ImportError:  # pragma: no cover - NumPy 1.x
 
 ERR_KINDS: tuple[str, ...] = ("divide", "over", "under", "invalid")
 
-_RUNTIME_FILES: set = set()
+_RUNTIME_FILES: set[str] = set()
 
 
 def register_runtime_file(path: str) -> None:
@@ -59,12 +64,12 @@ def register_runtime_file(path: str) -> None:
 register_runtime_file(__file__)
 
 
-def error_modes() -> dict[str, str]:
+def error_modes() -> Mapping[str, object]:
     """The current ``np.errstate`` modes (``np.geterr()``; ~0.5 us)."""
     return np.geterr()
 
 
-def quiet(modes: dict[str, str]) -> bool:
+def quiet(modes: Mapping[str, object]) -> bool:
     """Whether no flag can be reported: then the runtime checks nothing."""
     return all(mode == "ignore" for mode in modes.values())
 
@@ -105,7 +110,7 @@ def error_checks() -> ErrorChecks | None:
 
 def user_stacklevel() -> int:
     """``stacklevel`` for ``warnings.warn`` called from a runtime function: the first frame outside the runtime."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     level = 1
     while frame is not None and frame.f_code.co_filename in _RUNTIME_FILES:
         frame = frame.f_back
@@ -176,7 +181,7 @@ def _no_extobj() -> Any:
     return None
 
 
-def call_redirected(redirect: Any, original: Callable[..., Any], args: tuple, kwargs: dict[str, Any]) -> Any:
+def call_redirected(redirect: Any, original: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """``original(*args, **kwargs)`` with ``redirect`` as NumPy's error state."""
     token = _NP_EXTOBJ_VAR.set(redirect)
     try:

@@ -22,7 +22,7 @@ raised with ``warnings.warn`` are not watched (catching them is process-wide).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Literal
 
 import numpy as np
 
@@ -42,7 +42,7 @@ class Probe:
     axis: Any = None
     keepdims: bool = False
     return_sign: bool = False
-    over: str = "raise"
+    over: Literal["ignore", "raise"] = "raise"
     """``np.errstate(over=)`` for the call: ``ignore`` where the torch path serves only then."""
 
 
@@ -82,7 +82,7 @@ def same_value(got: Any, want: Any) -> bool:
 
 
 def same_layout(got: np.ndarray, want: np.ndarray) -> bool:
-    flags = ("C_CONTIGUOUS", "F_CONTIGUOUS", "WRITEABLE")
+    flags: tuple[Literal["C_CONTIGUOUS", "F_CONTIGUOUS", "WRITEABLE"], ...] = ("C_CONTIGUOUS", "F_CONTIGUOUS", "WRITEABLE")
     return got.strides == want.strides and all(got.flags[f] == want.flags[f] for f in flags)
 
 

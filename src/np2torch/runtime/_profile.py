@@ -203,7 +203,7 @@ def _machine_and_system() -> tuple[str, str]:
 def usable_cores() -> int:
     """The cores this process may run on (its affinity mask), not the machine's total."""
     try:
-        return len(os.sched_getaffinity(0))  # type: ignore[attr-defined]
+        return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return os.cpu_count() or 1
 
@@ -241,8 +241,9 @@ _VERSION_RE = re.compile(r"""^(?:__version__|version)\s*(?::\s*str\s*)?=\s*['"](
 def package_version(name: str) -> str | None:
     """An installed package's version without importing it (importlib.metadata costs ~0.2 s)."""
     module = sys.modules.get(name)
-    if module is not None and isinstance(getattr(module, "__version__", None), str):
-        return module.__version__
+    version = getattr(module, "__version__", None)
+    if module is not None and isinstance(version, str):
+        return version
     try:
         spec = importlib.util.find_spec(name)
     except (ImportError, ValueError):
