@@ -4,6 +4,7 @@ written for a newer Python than the one running np2torch is still analysed."""
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -147,3 +148,44 @@ def test_a_real_syntax_error_is_still_an_error(capsys: pytest.CaptureFixture[str
     write("bad.py", "import numpy as np\ny = np.exp(x)\n" + text)  # the prefilter lets it through
     code, out, err = run(capsys, "check", "--no-cache", "bad.py")
     assert code == 2 and err.startswith("bad.py:") and ": error: " in err and "skipped" not in err
+
+
+# ---------------------------------------------------------------- editors: stdin, as ruff's --stdin-filename
+
+
+def np2torch_stdin(*args: str, text: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([sys.executable, "-m", "np2torch", *args], input=text.encode("utf-8"), capture_output=True,
+                          timeout=120)
+
+
+def test_check_reads_stdin_and_reports_it_under_the_given_name() -> None:
+    write("pyproject.toml", "[tool.np2torch]\nignore = ['NPT002']\n")
+    done = np2torch_stdin("check", "--stdin-filename", "pkg/mod.py", "-", text=EXP + "z = np.log(x)\n")
+    assert done.returncode == 1
+    assert done.stdout.decode().splitlines()[0].startswith("pkg/mod.py:3:5: NPT001 ")  # NPT002: the project's ignore
+    assert "NPT002" not in done.stdout.decode() and not Path("pkg/mod.py").exists()
+
+
+def test_fix_writes_the_fixed_source_to_stdout_and_the_report_to_stderr() -> None:
+    done = np2torch_stdin("fix", "--stdin-filename", "mod.py", "-", text=EXP)
+    assert done.returncode == 0
+    assert done.stdout.decode() == "import numpy as np\nimport np2torch.runtime as np2t\n\ny = np2t.exp(x)\n"
+    assert done.stderr.decode() == "Fixed 1 error in 1 file.\n"
+    assert not Path("mod.py").exists()
+
+
+@pytest.mark.parametrize("args", [
+    pytest.param(("--stdin-filename", "gen/mod.py", "--force-exclude", "-"), id="excluded"),
+    pytest.param(("--stdin-filename", "bad.py", "-"), id="does not parse"),
+])
+def test_fix_echoes_the_source_it_does_not_fix(args: tuple[str, ...]) -> None:
+    write("pyproject.toml", "[tool.np2torch]\nextend-exclude = ['gen/']\n")
+    text = EXP + ("" if "gen/mod.py" in args else "def broken(:\n")
+    done = np2torch_stdin("fix", *args, text=text)
+    assert done.stdout.decode() == text  # an editor replacing its buffer with stdout loses nothing
+    assert done.returncode == (0 if "gen/mod.py" in args else 2)
+
+
+def test_stdin_is_not_combined_with_paths() -> None:
+    done = np2torch_stdin("check", "-", "other.py", text=EXP)
+    assert done.returncode == 2 and b"cannot be combined" in done.stderr

@@ -3,7 +3,8 @@
 Exit codes: 0 nothing found (or ``--exit-zero``), 1 findings (``fix``: findings
 left, a ``--diff`` to show, or with ``--exit-non-zero-on-fix`` a file changed),
 2 a usage or configuration error, or a file that could not be read, parsed or
-fixed.  Nothing reads stdin: pre-commit runs hooks without one.
+fixed.  Only ``-`` (with ``--stdin-filename``) reads stdin, as ruff's: pre-commit runs
+hooks without one.
 """
 
 from __future__ import annotations
@@ -29,12 +30,14 @@ from np2torch.config import (
     check_selectors,
     check_target_version,
     depends_on,
+    PathMatcher,
     load_explicit_config,
     project_file,
     run_settings,
     split_codes,
 )
 from np2torch.discovery import discover
+from np2torch.files import FileError, decode_notebook, decode_source, is_notebook
 from np2torch.output import (
     FORMATS,
     Progress,
@@ -158,6 +161,9 @@ _SHARED_OPTIONS = [
     click.option("--target-version", callback=_validated(check_target_version), metavar="pyXY",
                  help="The oldest Python the code supports, e.g. py312 (as ruff's). Code in a newer syntax than "
                       "the running Python can read is skipped with a warning, an error if it is newer than this."),
+    click.option("--stdin-filename", metavar="PATH",
+                 help="Read the source from stdin (path `-`) and report it as PATH, whose settings apply; "
+                      "`fix` writes the fixed source to stdout, its report to stderr."),
     click.option("--force-exclude", is_flag=True,
                  help="Apply exclude settings to files named on the command line too (the pre-commit hooks do)."),
     click.option("--no-cache", is_flag=True, help="Neither read nor write the .np2torch_cache folder."),
@@ -242,11 +248,18 @@ def _as_bytes(line: str, encoding: str) -> bytes:
 def _run(mode: str, *, paths: tuple[str, ...], select: tuple[str, ...] | None, ignore: tuple[str, ...] | None,
          fmt: str, exit_zero: bool, quiet: bool, config_path: str | None, runtime_module: str | None,
          alias: str | None, force_exclude: bool, no_cache: bool, jobs: int | None,
-         target_version: tuple[int, int] | None = None,
+         target_version: tuple[int, int] | None = None, stdin_filename: str | None = None,
          statistics: bool = False, show_fixes: bool = False, unsafe_fixes: bool = False,
          exit_non_zero_on_fix: bool = False) -> int:
     overrides = Overrides(select=select, ignore=ignore or (), runtime_module=runtime_module, alias=alias,
                           unsafe_fixes=unsafe_fixes, target_version=target_version)
+    if STDIN in paths or (stdin_filename is not None and not paths):
+        if paths not in ((), (STDIN,)):
+            _error(f"error: `{STDIN}` (stdin) cannot be combined with other paths")
+            return 2
+        return _run_stdin(mode, stdin_filename, overrides, config_path=config_path, force_exclude=force_exclude,
+                          fmt=fmt, quiet=quiet, exit_zero=exit_zero, statistics=statistics, show_fixes=show_fixes,
+                          exit_non_zero_on_fix=exit_non_zero_on_fix)
     try:
         finder = ConfigFinder(load_explicit_config(config_path) if config_path else None)
         targets, missing = discover(list(paths) or [os.curdir], finder, force_exclude=force_exclude)
@@ -296,6 +309,42 @@ def dependency_notice(results: Sequence[runner.FileResult]) -> str | None:
             f"(then fix with --runtime-module)")
 
 
+STDIN = "-"
+
+
+def _run_stdin(mode: str, stdin_filename: str | None, overrides: Overrides, *, config_path: str | None,
+               force_exclude: bool, fmt: str, quiet: bool, exit_zero: bool, statistics: bool, show_fixes: bool,
+               exit_non_zero_on_fix: bool) -> int:
+    """``check``/``fix`` of the source on stdin, as an editor calls ruff: ``fix`` echoes the (fixed) source to
+    stdout whatever happens, so an editor replacing its buffer with it never loses text; the report goes
+    to stderr then."""
+    raw = sys.stdin.buffer.read()
+    display = stdin_filename or STDIN
+    path = os.path.abspath(stdin_filename or "stdin.py")
+    result: runner.FileResult | None = None
+    try:
+        config = load_explicit_config(config_path) if config_path else ConfigFinder().for_file(path)
+        excluded = force_exclude and PathMatcher(config.root, config.exclude_patterns).excludes(path, is_dir=False)
+        if not excluded:
+            settings = run_settings(config, overrides)
+            source = (decode_notebook if is_notebook(path) else decode_source)(raw, display)
+            result = runner.run_job(runner.Job(display, path, source, None, settings, mode, ""))  # type: ignore[arg-type]
+    except ConfigError as exc:
+        result = runner.FileResult(display, errors=[f"error: {exc}"])
+    except FileError as exc:
+        result = runner.FileResult(display, errors=[str(exc)])
+    to_stderr = mode == runner.FIX
+    if to_stderr:
+        sys.stdout.buffer.write(result.new_bytes if result is not None and result.new_bytes is not None else raw)
+        sys.stdout.flush()
+    results = [] if result is None else [result]
+    code = _report(mode, results, fmt=fmt, quiet=quiet, exit_zero=exit_zero, stats=statistics,
+                   show_fixes=show_fixes, err=to_stderr)
+    if code == 0 and exit_non_zero_on_fix and any(r.changed for r in results):
+        return 1
+    return code
+
+
 def _progress_bar(total: int) -> Progress | None:
     stream = sys.stderr
     return Progress(total, stream) if stream.isatty() else None
@@ -305,7 +354,8 @@ _RULE_NAMES = {rule.code: rule.name for rule in RULES}
 
 
 def _report(mode: str, results: list[runner.FileResult], *, fmt: str, quiet: bool, exit_zero: bool,
-            stats: bool = False, show_fixes: bool = False) -> int:
+            stats: bool = False, show_fixes: bool = False, err: bool = False) -> int:
+    """Print the results (to stderr with ``err``: stdout carries the fixed source) and return the exit code."""
     failed = sum(1 for r in results if r.errors)
     for result in results:
         for message in result.errors:
@@ -332,10 +382,10 @@ def _report(mode: str, results: list[runner.FileResult], *, fmt: str, quiet: boo
     else:
         lines = render(findings, fmt, [m for r in results for m in r.errors])
     for line in lines:
-        _echo(line)
+        _echo(line, err=err)
     if show_fixes and mode == runner.FIX:
         for line in fixed_report(fixed, _RULE_NAMES, would=False):
-            _echo(line)
+            _echo(line, err=err)
     fixable = sum(1 for f in findings if f.fixable)
     if not quiet and (fmt == "text" or (stats and fmt != "json")):
         if mode == runner.CHECK:
@@ -343,10 +393,10 @@ def _report(mode: str, results: list[runner.FileResult], *, fmt: str, quiet: boo
         else:
             summary = fix_summary(sum(r.fixed for r in results), len(changed), len(findings), fixable, failed)
         for line in summary:
-            _echo(line)
+            _echo(line, err=err)
         hidden = sum(1 for f in findings if not f.fixable and f.reason and "--unsafe-fixes" in f.reason)
         if hidden:
-            _echo(f"{plural(hidden, 'hidden fix')} can be enabled with the `--unsafe-fixes` option.")
+            _echo(f"{plural(hidden, 'hidden fix')} can be enabled with the `--unsafe-fixes` option.", err=err)
     if failed:
         return 2
     return 1 if findings and not exit_zero else 0
