@@ -47,11 +47,11 @@ from np2torch.output import (
     fixed_report,
     plural,
     render,
-    rules_table,
     show_fixes_check,
     sort_key,
     statistics,
 )
+from np2torch.pages import rules_table
 from np2torch.rules import RULES
 from np2torch import runner
 
@@ -131,7 +131,7 @@ def _codes(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -
 
 
 def _validated(check: Callable[[str], Any]) -> Callable[[click.Context, click.Parameter, Any], Any]:
-    def callback(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    def callback(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
         if value is None:
             return None
         try:
@@ -190,7 +190,7 @@ def _shared_options(function: Callable[..., Any]) -> Callable[..., Any]:
 @cli.command(short_help="Report NumPy/SciPy calls np2torch can rewrite.")
 @_shared_options
 @click.pass_context
-def check(ctx: click.Context, **options: Any) -> None:
+def check(ctx: click.Context, /, **options: Any) -> None:
     """Report NumPy/SciPy calls that np2torch can rewrite (exit 1 when there are any)."""
     ctx.exit(_run(runner.CHECK, **options))
 
@@ -200,7 +200,7 @@ def check(ctx: click.Context, **options: Any) -> None:
 @click.option("--diff", is_flag=True, help="Print a unified diff of the fixes, write nothing (exit 1 if any).")
 @click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit 1 whenever a file was rewritten.")
 @click.pass_context
-def fix(ctx: click.Context, diff: bool, exit_non_zero_on_fix: bool, **options: Any) -> None:
+def fix(ctx: click.Context, /, diff: bool, exit_non_zero_on_fix: bool, **options: Any) -> None:
     """Rewrite NumPy/SciPy calls to np2torch.runtime helpers, in place."""
     ctx.exit(_run(runner.DIFF if diff else runner.FIX, exit_non_zero_on_fix=exit_non_zero_on_fix, **options))
 
