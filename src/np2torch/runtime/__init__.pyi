@@ -88,7 +88,7 @@ __all__ = [
     "erfinv",
 ]
 
-def which(name: str, *args: Any, **kwargs: Any) -> Tuple[str, str]: ...
+def which(name: str, *args: Any, **kwargs: Any) -> tuple[str, str]: ...
 
 _Axis = Union[int, Tuple[int, ...], None]
 
