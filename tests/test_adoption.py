@@ -189,3 +189,28 @@ def test_fix_echoes_the_source_it_does_not_fix(args: tuple[str, ...]) -> None:
 def test_stdin_is_not_combined_with_paths() -> None:
     done = np2torch_stdin("check", "-", "other.py", text=EXP)
     assert done.returncode == 2 and b"cannot be combined" in done.stderr
+
+
+# ---------------------------------------------------------------- flake8 plugin
+
+
+def test_flake8_reports_the_findings_through_the_plugin() -> None:
+    pytest.importorskip("flake8")
+    write("pyproject.toml", "[tool.np2torch]\nignore = ['NPT005']\n")
+    write("pkg/mod.py", EXP + "z = np.log(x)  # noqa: NPT002\nw = np.sin(x)\nv = np.cos(x)\n")
+    done = subprocess.run([sys.executable, "-m", "flake8", "--select", "NPT", "pkg/mod.py"], capture_output=True,
+                          text=True, stdin=subprocess.DEVNULL, timeout=120)
+    assert done.returncode == 1, done.stderr
+    assert done.stdout.splitlines() == [  # NPT002: its noqa; NPT005: the project's ignore
+        "pkg/mod.py:3:5: NPT001 `numpy.exp` can run on torch via `np2torch.runtime.exp`",
+        "pkg/mod.py:6:5: NPT006 `numpy.cos` can run on torch via `np2torch.runtime.cos`",
+    ]
+
+
+def test_the_plugin_yields_nothing_for_a_file_that_does_not_parse() -> None:
+    from np2torch.flake8_plugin import Plugin
+
+    lines = ["import numpy as np\n", "y = np.exp(x)\n", "def broken(:\n"]
+    assert list(Plugin(None, "bad.py", lines).run()) == []  # type: ignore[arg-type]  # flake8's E999 reports it
+    found = list(Plugin(None, "ok.py", lines[:2]).run())  # type: ignore[arg-type]
+    assert [(line, col, text.split()[0]) for line, col, text, _ in found] == [(2, 4, "NPT001")]
