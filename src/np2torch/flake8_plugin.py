@@ -29,13 +29,14 @@ class Plugin:
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         from np2torch import engine
         from np2torch.config import ConfigError, ConfigFinder, Overrides, run_settings
+        from np2torch.model import DEFAULT_SETTINGS
         from np2torch.runner import engine_settings
 
         path = self.filename if self.filename not in ("-", "stdin") else "stdin.py"
         try:
             settings = engine_settings(run_settings(ConfigFinder().for_file(os.path.abspath(path)), Overrides()))
         except ConfigError:
-            settings = engine.DEFAULT_SETTINGS  # a broken [tool.np2torch] is `np2torch check`'s to report
+            settings = DEFAULT_SETTINGS  # a broken [tool.np2torch] is `np2torch check`'s to report
         try:
             findings = engine.check_source("".join(self.lines), self.filename, settings=settings)
         except engine.SourceError:
