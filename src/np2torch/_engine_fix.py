@@ -425,7 +425,7 @@ def _unused_imports(
     fixes: list[Planned],
     import_froms: Mapping[int, ast.ImportFrom],
     path: str,
-    lines,  # type: ignore[no-untyped-def]
+    lines: Lines,
     unsafe: bool = False,
 ) -> _Removals:
     """``from``-import aliases that bound only the replaced names and nothing else uses.
@@ -448,7 +448,7 @@ def _unused_imports(
         ref = planned.ref
         if type(ref.node) is not ast.Name or not ref.imports:
             continue
-        name = ref.node.id  # type: ignore[attr-defined]
+        name = ref.node.id
         replaced[name] = replaced.get(name, 0) + 1
         for alias in ref.imports:
             stmt = import_froms.get(id(alias))
@@ -482,7 +482,7 @@ def _unused_imports(
     return removals
 
 
-def _holds_a_comment(stmt: ast.stmt, lines) -> bool:  # type: ignore[no-untyped-def]
+def _holds_a_comment(stmt: ast.stmt, lines: Lines) -> bool:
     """A multi-line import with a comment: removing names from it could drop the comment."""
     last = stmt.end_lineno or stmt.lineno
     return last > stmt.lineno and any("#" in lines[n] for n in range(stmt.lineno, last + 1))
@@ -504,7 +504,7 @@ def _collapse(outer: cst.Call, func: cst.Attribute) -> cst.Call:
     return cst.Call(func=func, args=[x, *rest], lpar=outer.lpar, rpar=outer.rpar)
 
 
-def _has_comment(lines: list[cst.EmptyLine] | tuple[cst.EmptyLine, ...]) -> bool:
+def _has_comment(lines: Sequence[cst.EmptyLine]) -> bool:
     return any(line.comment is not None for line in lines)
 
 
@@ -607,7 +607,7 @@ class _Rewriter(cst.CSTTransformer):
         body, footer = self._settle(list(updated_node.body), list(updated_node.footer), may_empty=True)
         return updated_node.with_changes(body=body, footer=footer)
 
-    def _settle(self, body: list[cst.BaseStatement], footer: list[cst.EmptyLine], may_empty: bool) -> tuple[list, list]:
+    def _settle(self, body: list[cst.BaseStatement], footer: list[cst.EmptyLine], may_empty: bool) -> tuple[list[cst.BaseStatement], list[cst.EmptyLine]]:
         """Drop emptied lines, keeping every comment they had.
 
         A dropped line's comments (the lines above it, and its own trailing
@@ -621,13 +621,13 @@ class _Rewriter(cst.CSTTransformer):
         first_marker: cst.SimpleStatementLine | None = None
         for stmt in body:
             if id(stmt) not in self.emptied:
-                leading = list(stmt.leading_lines)
+                leading = list(stmt.leading_lines)  # type: ignore[attr-defined]  # BaseStatement lacks it, both kinds have it
                 if not kept and first_marker is not None:
                     leading = _strip_blank_start(leading)
                 elif not leading:
                     leading = blanks
                 leading = [*comments, *leading]
-                if leading != list(stmt.leading_lines):
+                if leading != list(stmt.leading_lines):  # type: ignore[attr-defined]
                     stmt = stmt.with_changes(leading_lines=leading)
                 comments, blanks = [], []
                 kept.append(stmt)

@@ -79,7 +79,7 @@ def compiled_regions(tree: ast.Module, res: Resolution) -> list[Region]:
             continue
         for target in _targets(ref, res):
             if type(target) is ast.Name:
-                by_name.setdefault(target.id, family)  # type: ignore[attr-defined]
+                by_name.setdefault(target.id, family)
             else:
                 regions.append(_body_region(target, family))
     if by_name:
@@ -106,7 +106,7 @@ def _targets(ref: Ref, res: Resolution) -> Iterator[ast.AST]:
         return
     if type(parent) is not ast.Call:
         return
-    call: ast.Call = parent  # type: ignore[assignment]
+    call: ast.Call = parent
     if call.func is node:  # jit(f), jit(lambda ...), or jit(options) used as a decorator / called on f
         if call.args and type(call.args[0]) in (ast.Name, ast.Lambda):
             yield call.args[0]
@@ -114,8 +114,8 @@ def _targets(ref: Ref, res: Resolution) -> Iterator[ast.AST]:
         return  # passed to something else: not known to compile anything
     if _decorates(call, grand):
         yield grand  # type: ignore[misc]
-    elif type(grand) is ast.Call and grand.func is call and grand.args:  # type: ignore[union-attr]
-        first = grand.args[0]  # type: ignore[union-attr]
+    elif type(grand) is ast.Call and grand.func is call and grand.args:
+        first = grand.args[0]
         if type(first) in (ast.Name, ast.Lambda):
             yield first
 
@@ -126,8 +126,8 @@ def _decorates(node: ast.AST, owner: ast.AST | None) -> bool:
 
 def _body_region(target: ast.AST, family: str) -> Region:
     if type(target) is ast.Lambda:
-        body = target.body  # type: ignore[attr-defined]
-        return (body.lineno, body.col_offset), (body.end_lineno, body.end_col_offset), family
+        body = target.body
+        return (body.lineno, body.col_offset), (body.end_lineno, body.end_col_offset), family  # type: ignore[return-value]
     first = target.body[0]  # type: ignore[attr-defined]
     end = (target.end_lineno, target.end_col_offset)  # type: ignore[attr-defined]
-    return (first.lineno, first.col_offset), end, family  # type: ignore[return-value]
+    return (first.lineno, first.col_offset), end, family

@@ -53,7 +53,7 @@ import re
 import tokenize
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
 
 from np2torch import compiled
 from np2torch.resolve import Ref, Resolution, bound_names, resolve
@@ -208,33 +208,34 @@ class _Noqa:
 
 
 def _is_inspector(func: ast.expr) -> bool:
-    return type(func) is ast.Name and func.id in _INSPECTORS  # type: ignore[attr-defined]
+    return type(func) is ast.Name and func.id in _INSPECTORS
 
 
 def _is_constant(expr: ast.expr, res: Resolution) -> bool:
     """A numeric constant expression; iterative because operator chains can nest deeply."""
-    stack = [expr]
+    # Any: the loop dispatches on `type(node) is X` held in a variable, which mypy does not narrow
+    stack: list[Any] = [expr]
     while stack:
         node = stack.pop()
         t = type(node)
         if t is ast.Constant:
-            if type(node.value) not in (int, float, complex):  # type: ignore[attr-defined]
+            if type(node.value) not in (int, float, complex):
                 return False
         elif t is ast.UnaryOp:
-            if type(node.op) not in (ast.USub, ast.UAdd, ast.Invert):  # type: ignore[attr-defined]
+            if type(node.op) not in (ast.USub, ast.UAdd, ast.Invert):
                 return False
-            stack.append(node.operand)  # type: ignore[attr-defined]
+            stack.append(node.operand)
         elif t is ast.BinOp:
-            stack.append(node.left)  # type: ignore[attr-defined]
-            stack.append(node.right)  # type: ignore[attr-defined]
+            stack.append(node.left)
+            stack.append(node.right)
         elif t is ast.Name or t is ast.Attribute:
             if res.qualname(node) not in CONSTANTS:
                 return False
         elif t is ast.Call:
-            if res.qualname(node.func) not in _FUNCTION_TARGETS:  # type: ignore[attr-defined]
+            if res.qualname(node.func) not in _FUNCTION_TARGETS:
                 return False
-            stack.extend(node.args)  # type: ignore[attr-defined]
-            stack.extend(k.value for k in node.keywords)  # type: ignore[attr-defined]
+            stack.extend(node.args)
+            stack.extend(k.value for k in node.keywords)
         else:
             return False
     return True
@@ -259,12 +260,12 @@ def _classify(ref: Ref, res: Resolution) -> tuple[bool, str | None] | None:
             return False, REASON_INSPECTED
         return False, REASON_REFERENCE
     if pt is ast.keyword:
-        if type(grand) is ast.Call and _is_inspector(grand.func):  # type: ignore[union-attr]
+        if type(grand) is ast.Call and _is_inspector(grand.func):
             return False, REASON_INSPECTED
         return False, REASON_REFERENCE
     if pt is ast.Attribute:  # the function is the value of an attribute access
-        if type(grand) is ast.Call and grand.func is parent:  # type: ignore[union-attr]
-            return False, _reason_method(parent.attr)  # type: ignore[union-attr]
+        if type(grand) is ast.Call and grand.func is parent:
+            return False, _reason_method(parent.attr)  # type: ignore[attr-defined]
         return None
     if pt is ast.Compare or (pt in (ast.Tuple, ast.List, ast.Set) and type(grand) is ast.Compare):
         return False, REASON_COMPARED
@@ -412,9 +413,9 @@ def _pattern_matches(rule: Rule, res: Resolution) -> list[Ref]:
     found = []
     for ref in res.refs:
         call = ref.parent
-        if ref.qualname != outer or type(call) is not ast.Call or call.func is not ref.node:  # type: ignore[union-attr]
+        if ref.qualname != outer or type(call) is not ast.Call or call.func is not ref.node:
             continue
-        if len(call.args) == 1 and not call.keywords and _reduces(call.args[0], reduction, inner, res):  # type: ignore[union-attr]
+        if len(call.args) == 1 and not call.keywords and _reduces(call.args[0], reduction, inner, res):
             found.append(Ref(call, outer, ref.grand, None, (), ref.in_class, ref.bindings))
     return found
 
@@ -423,21 +424,21 @@ def _reduces(node: ast.expr, reduction: str, inner: str, res: Resolution) -> boo
     """``reduction(inner(x), [axis], axis=, keepdims=)`` or ``inner(x).<reduction's name>(...)``."""
     if type(node) is not ast.Call:
         return False
-    call: ast.Call = node  # type: ignore[assignment]
+    call: ast.Call = node
     if any(k.arg not in _REDUCTION_KEYWORDS for k in call.keywords) or any(type(a) is ast.Starred for a in call.args):
         return False
     method = reduction.rpartition(".")[2]
     if res.qualname(call.func) == reduction:
         return 1 <= len(call.args) <= 2 and _unary_call(call.args[0], inner, res)
     func = call.func
-    return (type(func) is ast.Attribute and func.attr == method  # type: ignore[attr-defined]
-            and len(call.args) <= 1 and _unary_call(func.value, inner, res))  # type: ignore[attr-defined]
+    return (type(func) is ast.Attribute and func.attr == method
+            and len(call.args) <= 1 and _unary_call(func.value, inner, res))
 
 
 def _unary_call(node: ast.expr, qualname: str, res: Resolution) -> bool:
-    return (type(node) is ast.Call and res.qualname(node.func) == qualname  # type: ignore[attr-defined]
-            and len(node.args) == 1 and not node.keywords  # type: ignore[attr-defined]
-            and type(node.args[0]) is not ast.Starred)  # type: ignore[attr-defined]
+    return (type(node) is ast.Call and res.qualname(node.func) == qualname
+            and len(node.args) == 1 and not node.keywords
+            and type(node.args[0]) is not ast.Starred)
 
 
 def _choose_alias(tree: ast.Module, text: str, settings: Settings) -> str:
@@ -466,8 +467,8 @@ def _runs_strings(names: dict[str, list[str]]) -> bool:
 def _words_in_strings(tree: ast.Module) -> frozenset[str]:
     words = set()
     for node in ast.walk(tree):
-        if type(node) is ast.Constant and isinstance(node.value, str):  # type: ignore[attr-defined]
-            words.update(re.findall(r"\w+", node.value))  # type: ignore[attr-defined]
+        if type(node) is ast.Constant and isinstance(node.value, str):
+            words.update(re.findall(r"\w+", node.value))
     return frozenset(words)
 
 

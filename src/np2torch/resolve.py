@@ -36,7 +36,7 @@ from __future__ import annotations
 import ast
 import re
 from bisect import bisect_left
-from typing import Collection, Iterable, Iterator, Optional
+from typing import Any, Collection, Iterable, Iterator, Optional
 
 __all__ = ["Ref", "Resolution", "resolve", "bound_names"]
 
@@ -157,7 +157,7 @@ def is_type_checking(test: ast.expr) -> bool:
 
 
 def _stmt_first_line(stmt: ast.stmt) -> int:
-    decorators = getattr(stmt, "decorator_list", None)
+    decorators: list[ast.expr] | None = getattr(stmt, "decorator_list", None)
     if decorators:
         return min(stmt.lineno, min(d.lineno for d in decorators))
     return stmt.lineno
@@ -324,7 +324,8 @@ class _Walker:
     def expr(self, root: ast.AST, parent: ast.AST | None, grand: ast.AST | None, scope: Scope) -> None:
         cand = self.cand
         raw = self.raw
-        stack: list[tuple[ast.AST, ast.AST | None, ast.AST | None, Scope]] = [(root, parent, grand, scope)]
+        # node: Any, as this hot loop dispatches on `type(node) is X` held in a variable, which mypy does not narrow
+        stack: list[tuple[Any, ast.AST | None, ast.AST | None, Scope]] = [(root, parent, grand, scope)]
         pop = stack.pop
         push = stack.append
         Name, Attribute, Constant, Load = ast.Name, ast.Attribute, ast.Constant, ast.Load
@@ -546,15 +547,15 @@ def resolve(
         attrs: list[str] = []
         value = node
         while type(value) is ast.Attribute:
-            attrs.append(value.attr)  # type: ignore[union-attr]
-            value = value.value  # type: ignore[union-attr]
+            attrs.append(value.attr)
+            value = value.value
         meaning, aliases = lookup.meaning(scope, value.id)  # type: ignore[attr-defined]
         if meaning is None:
             continue
         qualname = meaning + "." + ".".join(reversed(attrs)) if attrs else meaning
         if qualname in known:
-            imports = () if attrs else aliases
-            refs.append(Ref(node, qualname, parent, grand, imports, scope.kind == "class", aliases))
+            binding = () if attrs else aliases
+            refs.append(Ref(node, qualname, parent, grand, binding, scope.kind == "class", aliases))
     return Resolution(refs, walker.import_froms)
 
 
