@@ -58,7 +58,8 @@ from typing import Any, Counter, Dict, Iterable, List, Optional, Sequence, Set, 
 import np2torch
 from np2torch import engine
 from np2torch.config import ConfigFinder
-from np2torch.files import FileError, decode_source, discover
+from np2torch.discovery import discover
+from np2torch.files import FileError, decode_source
 from np2torch.rules import RULES, RULES_BY_CODE
 
 DEFAULT_PACKAGES = ("scipy", "sklearn", "statsmodels")
