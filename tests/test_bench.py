@@ -139,7 +139,7 @@ def test_plot_without_matplotlib_is_a_clear_error(tmp_path: Path, monkeypatch: p
 @pytest.mark.parametrize(
     "args, message",
     [
-        pytest.param(["--functions", "exp,sqrt"], "unknown function(s) sqrt", id="unknown function"),
+        pytest.param(["--functions", "exp,square"], "unknown function(s) square", id="unknown function"),
         pytest.param(["--size", "ten"], "not a size", id="bad size"),
         pytest.param(["--size", "0x10"], "whole number >= 1", id="empty size"),
         pytest.param(["--size", "2.5"], "whole number >= 1", id="fractional size"),

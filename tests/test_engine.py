@@ -192,7 +192,7 @@ def test_prefilter_is_exact_on_fixtures(path: Path) -> None:
 
 def test_prefilter_needs_module_and_name_of_one_rule() -> None:
     assert may_contain("import numpy as np\nnp.exp(x)", RULES)
-    assert not may_contain("import numpy as np\nnp.sqrt(x)", RULES)
+    assert not may_contain("import numpy as np\nnp.square(x)", RULES)
     assert not may_contain("import numpy as np\nerf(x)", select_rules(["NPT001", "NPT002"]))
     assert not may_contain("from math import exp\nexp(x)", RULES)
 

@@ -8,7 +8,9 @@ Layout (ids are the file names, relative to ``fixtures/``):
 * ``fixtures/noop/<name>.py``: ``fix`` leaves it byte-identical; findings (all
   unfixable) in ``<name>.findings``, no such file meaning no finding at all.
 * a fixture anywhere below a folder named ``unsafe/`` runs with ``--unsafe-fixes``
-  (``Settings(unsafe_fixes=True)``), for check and fix alike.
+  (``Settings(unsafe_fixes=True)``), for check and fix alike;
+* a fixture below a folder named ``opt_in/`` runs with every rule selected
+  (``--select ALL``), opt-in rules included; everywhere else the default selection applies.
 
 Files are read as bytes and decoded without newline translation, so CRLF, a
 lone CR, a BOM and a missing final newline are exercised as they are on disk.
@@ -26,7 +28,7 @@ import pytest
 
 from np2torch import check_source, fix_source
 from np2torch.engine import Finding, Settings
-from np2torch.rules import RULES
+from np2torch.rules import RULES, select_rules
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 FIX_CASES = sorted((FIXTURES / "fix").rglob("*.in.py"))
@@ -46,7 +48,9 @@ def _engine_path(path: Path) -> str:
 
 
 def _settings(path: Path) -> Settings:
-    return Settings(unsafe_fixes="unsafe" in path.relative_to(FIXTURES).parts[:-1])
+    folders = path.relative_to(FIXTURES).parts[:-1]
+    rules = select_rules(["ALL"]) if "opt_in" in folders else select_rules()
+    return Settings(rules=rules, unsafe_fixes="unsafe" in folders)
 
 
 def _format(findings: list[Finding]) -> list[str]:

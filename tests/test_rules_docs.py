@@ -9,7 +9,7 @@ import pytest
 from np2torch import check_source, explain, fix_source
 from np2torch.cli import main
 from np2torch.engine import Settings
-from np2torch.rules import CODE_RANGES, LEGACY_CODES, RULES, Rule, code_category
+from np2torch.rules import CODE_RANGES, DEFAULT_RULES, LEGACY_CODES, RULES, RULES_BY_CODE, Rule, code_category, select_rules
 
 ROOT = Path(__file__).resolve().parent.parent
 SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "Fix safety", "Known problems")
@@ -51,19 +51,62 @@ def test_every_rule_has_a_page_with_all_sections(rule: Rule) -> None:
 @pytest.mark.parametrize("rule", RULES, ids=lambda r: r.code)
 def test_the_example_is_a_finding_and_its_fix_is_the_use_instead(rule: Rule) -> None:
     """The generated example really triggers the rule, and fixing it gives the documented call."""
-    findings = [f for f in check_source(rule.example_code) if f.code == rule.code]
+    selected = Settings(rules=select_rules([rule.code]))  # opt-in rules are enabled by their code
+    findings = [f for f in check_source(rule.example_code, settings=selected) if f.code == rule.code]
     assert findings, f"{rule.code}'s example is not a finding"
     last_line = rule.use_instead_code.rstrip("\n").splitlines()[-1]
     if rule.fix_safety == "unsafe":
         assert not any(f.fixable for f in findings)
-        assert last_line not in fix_source(rule.example_code)
-        settings = Settings(unsafe_fixes=True)
+        assert last_line not in fix_source(rule.example_code, settings=selected)
+        settings = Settings(rules=selected.rules, unsafe_fixes=True)
         assert all(f.fixable for f in check_source(rule.example_code, settings=settings) if f.code == rule.code)
         assert last_line in fix_source(rule.example_code, settings=settings)
         return
     assert all(f.fixable for f in findings)
-    assert last_line in fix_source(rule.example_code)
-    assert not [f for f in check_source(rule.use_instead_code) if f.code == rule.code]
+    assert last_line in fix_source(rule.example_code, settings=selected)
+    assert not [f for f in check_source(rule.use_instead_code, settings=selected) if f.code == rule.code]
+
+
+# --- opt-in rules: on only through --select ---------------------------------------
+
+SEED_DEFAULTS = ("NPT001", "NPT002", "NPT003", "NPT004", "NPT005", "NPT006", "NPT101", "NPT901")
+
+
+def test_the_default_selection_is_unchanged_by_new_rows() -> None:
+    assert tuple(r.code for r in select_rules()) == SEED_DEFAULTS
+    assert tuple(r.code for r in DEFAULT_RULES) == SEED_DEFAULTS
+    assert Settings().rules == DEFAULT_RULES  # the engine's default is the CLI's
+    assert len([r for r in RULES if r.helper]) >= 20
+
+
+@pytest.mark.parametrize(
+    "selector,wanted",
+    [
+        (["NPT1"], {"NPT101", "NPT102", "NPT112"}),
+        (["NPT019"], {"NPT019"}),
+        (["ALL"], {"NPT007", "NPT022", "NPT112", "NPT901"}),
+        (["NPT"], {"NPT007", "NPT001"}),
+    ],
+    ids=["prefix", "exact code", "ALL", "NPT"],
+)
+def test_a_selector_naming_an_opt_in_rule_enables_it(selector: list, wanted: set) -> None:
+    assert wanted <= {r.code for r in select_rules(selector)}
+
+
+def test_opt_in_rules_report_only_when_selected() -> None:
+    source = "import numpy as np\n\ny = np.tanh(x) + np.exp(x)\n"
+    assert [f.code for f in check_source(source)] == ["NPT001"]
+    chosen = Settings(rules=select_rules(["NPT0"]))
+    assert sorted(f.code for f in check_source(source, settings=chosen)) == ["NPT001", "NPT019"]
+    assert "Opt-in" in explain.page(RULES_BY_CODE["NPT019"]) and "Opt-in" not in explain.page(RULES_BY_CODE["NPT001"])
+
+
+def test_cli_selects_opt_in_rules(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "m.py"
+    target.write_text("import numpy as np\n\ny = np.tanh(x)\n")
+    assert main(["check", "--no-cache", str(target)]) == 0
+    assert main(["check", "--no-cache", "--select", "NPT019", str(target)]) == 1
+    assert "NPT019" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("rule", RULES, ids=lambda r: r.code)

@@ -147,11 +147,16 @@ def test_specials_are_bitwise_numpys_under_default_errstate(forced, helper, orig
     assert got[bad].tobytes() == want[bad].tobytes()
 
 
-def layouts() -> dict:
-    base = np.linspace(0.1, 5.0, 2 * 3 * 4 * 5).reshape(2, 3, 4, 5)
+def served_dtype(spec: _ufunc.UfuncSpec) -> np.dtype:
+    """The widest real loop the spec serves (float64 where it can): the dtype its layout tests use."""
+    return np.dtype(next(name for name in ("float64", "float32", "float16") if name in spec.compute))
+
+
+def layouts(dtype: np.dtype = np.dtype(np.float64)) -> dict:
+    base = np.linspace(0.1, 5.0, 2 * 3 * 4 * 5).reshape(2, 3, 4, 5).astype(dtype)
     readonly = base.copy()
     readonly.flags.writeable = False
-    unaligned_buf = np.zeros(base.size * 8 + 1, dtype=np.uint8)[1:].view(np.float64)
+    unaligned_buf = np.zeros(base.size * dtype.itemsize + 1, dtype=np.uint8)[1:].view(dtype)
     unaligned_buf[...] = base.ravel()
     return {
         "C": base,
@@ -160,14 +165,14 @@ def layouts() -> dict:
         "strided": base[:, ::2, :, 1:],
         "negative strides": base[::-1, :, ::-2],
         "1-d negative": base.ravel()[::-1],
-        "broadcast": np.broadcast_to(np.linspace(0.1, 1.0, 5), (3, 4, 5)),
-        "broadcast middle": np.broadcast_to(np.linspace(0.1, 1.0, 4)[:, None], (3, 4, 5)),
+        "broadcast": np.broadcast_to(np.linspace(0.1, 1.0, 5).astype(dtype), (3, 4, 5)),
+        "broadcast middle": np.broadcast_to(np.linspace(0.1, 1.0, 4).astype(dtype)[:, None], (3, 4, 5)),
         "broadcast F": np.broadcast_to(np.asfortranarray(base[0, :, :, 0]), (2, 3, 4)),
         "read-only": readonly,
         "unaligned": unaligned_buf,
-        "0-d": np.array(0.7),
-        "empty": np.ones((0, 3)),
-        "empty transposed": np.ones((3, 0, 2)).T,
+        "0-d": np.array(0.7, dtype=dtype),
+        "empty": np.ones((0, 3), dtype=dtype),
+        "empty transposed": np.ones((3, 0, 2), dtype=dtype).T,
         "length-1 axes": base[:, :1, :, :1],
         "F strided": np.asfortranarray(base)[:, :, ::2],
     }
@@ -177,7 +182,7 @@ def layouts() -> dict:
 @pytest.mark.parametrize("name", list(layouts()))
 @pytest.mark.parametrize("order", ["K", "A", "C", "F"])
 def test_layouts(forced, torch_calls, helper, original, name, order):
-    x = layouts()[name]
+    x = layouts(served_dtype(SPECS[helper.__name__]))[name]
     assert_parity(helper, original, x, order=order)
     if name != "unaligned" and x.size:
         assert torch_calls, "expected the torch path"
@@ -221,8 +226,9 @@ def test_scalars_and_lists(forced, torch_calls, helper, original, name):
 
 @pytest.mark.parametrize("helper,original", PAIRS)
 def test_zero_d_array_returns_numpy_scalar(forced, torch_calls, helper, original):
-    got = assert_parity(helper, original, np.array(0.25))
-    assert type(got) is np.float64
+    dtype = served_dtype(SPECS[helper.__name__])
+    got = assert_parity(helper, original, np.array(0.25, dtype=dtype))
+    assert type(got) is dtype.type
     assert torch_calls
 
 

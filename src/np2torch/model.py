@@ -13,13 +13,14 @@ from dataclasses import dataclass
 from typing import Optional
 
 from np2torch.resolve import Ref
-from np2torch.rules import RULES, Rule
+from np2torch.rules import DEFAULT_RULES, Rule
 
 @dataclass(frozen=True)
 class LintSettings:
     """What the engine looks for and how a fix spells the helper."""
 
-    rules: tuple[Rule, ...] = RULES
+    rules: tuple[Rule, ...] = DEFAULT_RULES
+    """The default selection, as ``np2torch check`` without ``--select`` (opt-in rules need ``select_rules``)."""
     runtime_module: str = "np2torch.runtime"
     alias: str = "np2t"
     unsafe_fixes: bool = False

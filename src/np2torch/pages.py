@@ -20,13 +20,14 @@ def rules_table(rules: Sequence[Rule], fmt: str) -> list[str]:
     if fmt == "json":
         rows = [
             {"code": r.code, "name": r.name, "function": r.qualname, "helper": r.helper, "category": r.category,
-             "fixable": r.fixable, "fix_safety": r.fix_safety, "summary": r.summary}
+             "fixable": r.fixable, "fix_safety": r.fix_safety, "default": r.default, "summary": r.summary}
             for r in rules
         ]
         return [json.dumps(rows, indent=2)]
-    header = ("code", "name", "function", "helper", "fixable", "safety")
+    header = ("code", "name", "function", "helper", "fixable", "safety", "default")
     body = [
-        (r.code, r.name, r.qualname, f"np2torch.runtime.{r.helper}", "yes" if r.fixable else "no", r.fix_safety)
+        (r.code, r.name, r.qualname, f"np2torch.runtime.{r.helper}", "yes" if r.fixable else "no", r.fix_safety,
+         "on" if r.default else "opt-in")
         for r in rules
     ]
     if fmt == "markdown":
@@ -50,9 +51,12 @@ def page(rule: Rule, heading: str = "#") -> str:
     fix_line = f"Fix is always available ({rule.fix_safety})." if rule.fix_safety == "safe" else (
         "Fix is available with `--unsafe-fixes`."
     )
+    selection = "" if rule.default else (
+        f" Opt-in: enabled only by a selector naming it (`--select {rule.code}`, `--select {rule.code[:4]}`, `ALL`)."
+    )
     sections = [
         f"{heading} {rule.code}: {rule.name}",
-        f"Derived from `{rule.qualname}` ({rule.category}). {fix_line}",
+        f"Derived from `{rule.qualname}` ({rule.category}). {fix_line}{selection}",
         f"{sub} What it does\n\nFinds: {rule.summary}. The fix replaces it with "
         f"`np2torch.runtime.{rule.helper}`.",
         f"{sub} Why is this bad?\n\n{rule.why}",
@@ -74,7 +78,11 @@ def rules_document(rules: Sequence[Rule] = RULES) -> str:
         "do not edit by hand (tests/test_rules_docs.py fails when it is stale). -->",
         "Each rule finds calls of (or references to) one NumPy/SciPy function that "
         "`np2torch.runtime` serves as an exact drop-in, or a pattern of calls. "
-        "`np2torch explain CODE` prints a rule's page; `np2torch rules` lists them.",
+        "`np2torch explain CODE` prints a rule's page; `np2torch rules` lists them. "
+        "Rules marked opt-in are off by default and enabled only by a `--select` (or `select =`) "
+        "selector that names them: their code, a prefix of it such as `NPT1`, or `ALL`. A new "
+        "function's rule is opt-in until its speed is shown on the reference machines; "
+        "every rule's helper is exact (docs/catalogue.md).",
         f"## Code ranges\n\n{ranges}\n\n{legacy} predate the ranges and keep their codes.",
         "## Overview\n\n" + "\n".join(rules_table(rules, "markdown")),
     ]

@@ -79,6 +79,9 @@ class Rule:
     """The rule's name when it is not the function's short name (pattern rules)."""
     message_text: str | None = None
     """The finding's message when it is not the standard "can run on torch" one."""
+    default: bool = True
+    """On without ``--select``.  An opt-in rule (a function row with ``default=False``) is enabled
+    only by a selector that names it: its code, a prefix of it (``NPT1``) or ``ALL``."""
 
     @property
     def is_pattern(self) -> bool:
@@ -238,6 +241,15 @@ def _category(row: Any) -> str:
     return SPECIAL if row.module == "scipy.special" else ELEMENTARY
 
 
+def _loops_text(row: Any) -> str:
+    """The generated "Known problems" opening: the loops torch serves and the row's measured note."""
+    loops = ", ".join(name if compute == name else f"{name} (computed in {compute}, rounded once)"
+                      for name, compute in row.loops.items())
+    note = f" {row.note}" if row.note else ""
+    return (f"torch serves the original's {loops} loops (integer and bool inputs the original casts into "
+            f"one of them too); every other dtype calls the original.{note} ")
+
+
 def _function_rule(row: Any) -> Rule:
     """The rule for one row of the function table: its facts from the row, its page from :data:`_DOCS`."""
     docs = _DOCS.get(row.code, {})
@@ -249,7 +261,8 @@ def _function_rule(row: Any) -> Rule:
         summary=f"`{row.qualname}` call or reference",
         category=_category(row),
         why=docs.get("why", _UFUNC_WHY.format(library=library, name=row.name)),
-        known_problems=docs.get("known_problems", _MEASURED_PER_MACHINE + _COMMON_GAPS),
+        known_problems=docs.get("known_problems", _loops_text(row) + _MEASURED_PER_MACHINE + _COMMON_GAPS),
+        default=row.default,
     )
 
 
@@ -301,6 +314,8 @@ RULES_BY_CODE: Mapping[str, Rule] = {rule.code: rule for rule in RULES}
 RULES_BY_QUALNAME: Mapping[str, Rule] = {rule.qualname: rule for rule in RULES if not rule.is_pattern}
 FUNCTION_RULES: tuple[Rule, ...] = tuple(rule for rule in RULES if not rule.is_pattern)
 """The rows that each name one function (everything but the NPT9xx patterns)."""
+DEFAULT_RULES: tuple[Rule, ...] = tuple(rule for rule in RULES if rule.default)
+"""The rules on without ``--select``; the others are opt-in (``--select NPT1``, an exact code, ``ALL``)."""
 
 
 def code_category(code: str) -> str | None:
@@ -335,6 +350,8 @@ _check_table(RULES)
 def select_rules(select: list[str] | None = None, ignore: list[str] | None = None) -> tuple[Rule, ...]:
     """The rules enabled by ``select``/``ignore`` prefixes (``NPT``, ``NPT00``, ``NPT001``, ``ALL``).
 
+    Without ``select``: the default rules only (:data:`DEFAULT_RULES`).  A selector enables every
+    rule it matches, opt-in rules included (as ruff's ``--select`` with preview on).
     Raises ``ValueError`` naming the first selector that matches no rule.
     """
 
@@ -347,7 +364,7 @@ def select_rules(select: list[str] | None = None, ignore: list[str] | None = Non
             raise ValueError(f"unknown rule selector {selector!r}")
         return hit
 
-    chosen = list(RULES) if select is None else [r for s in select for r in matches(s)]
+    chosen = list(DEFAULT_RULES) if select is None else [r for s in select for r in matches(s)]
     dropped = {r.code for s in (ignore or []) for r in matches(s)}
     seen: set[str] = set()
     result = []

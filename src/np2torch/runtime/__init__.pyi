@@ -86,6 +86,33 @@ __all__ = [
     "sin",
     "cos",
     "erfinv",
+    "exp2",
+    "expm1",
+    "log2",
+    "log10",
+    "log1p",
+    "sqrt",
+    "tan",
+    "arcsin",
+    "arccos",
+    "arctan",
+    "sinh",
+    "cosh",
+    "tanh",
+    "arcsinh",
+    "arccosh",
+    "arctanh",
+    "expit",
+    "logit",
+    "erfc",
+    "erfcx",
+    "log_ndtr",
+    "ndtri",
+    "digamma",
+    "i0",
+    "i0e",
+    "i1",
+    "i1e",
 ]
 
 def which(name: str, *args: Any, **kwargs: Any) -> tuple[str, str]: ...
@@ -119,3 +146,30 @@ erf: _ElementwiseHelper
 sin: _ElementwiseHelper
 cos: _ElementwiseHelper
 erfinv: _ElementwiseHelper
+exp2: _ElementwiseHelper
+expm1: _ElementwiseHelper
+log2: _ElementwiseHelper
+log10: _ElementwiseHelper
+log1p: _ElementwiseHelper
+sqrt: _ElementwiseHelper
+tan: _ElementwiseHelper
+arcsin: _ElementwiseHelper
+arccos: _ElementwiseHelper
+arctan: _ElementwiseHelper
+sinh: _ElementwiseHelper
+cosh: _ElementwiseHelper
+tanh: _ElementwiseHelper
+arcsinh: _ElementwiseHelper
+arccosh: _ElementwiseHelper
+arctanh: _ElementwiseHelper
+expit: _ElementwiseHelper
+logit: _ElementwiseHelper
+erfc: _ElementwiseHelper
+erfcx: _ElementwiseHelper
+log_ndtr: _ElementwiseHelper
+ndtri: _ElementwiseHelper
+digamma: _ElementwiseHelper
+i0: _ElementwiseHelper
+i0e: _ElementwiseHelper
+i1: _ElementwiseHelper
+i1e: _ElementwiseHelper
