@@ -101,7 +101,7 @@ def _dk_environment_settings() -> RuntimeSettings | None:
 # ---------------------------------------------------------------- elementwise helpers
 
 
-def elementwise(helper: Callable[..., Any], original: Any, x: Any, args: tuple, kwargs: dict[str, Any]) -> Any:
+def elementwise(helper: Callable[..., Any], original: Any, x: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """``helper(x, *args, **kwargs)`` for a Dask array ``x``: the graph ``original`` builds, blocks computed by ``helper``.
 
     Mirrors ``dask.array.Array.__array_ufunc__`` for a one-input ufunc:
@@ -223,7 +223,7 @@ def _dk_parts_dtype(work: np.dtype) -> np.dtype:
 
 def _dk_lse_reduction(a: Any, dims: tuple[int, ...], work: np.dtype, settings: Any, torch_parts: Callable[..., Any]) -> Any:
     """Per slice ``(a_max, m, s)`` of the whole array, keepdims-shaped, as one structured Dask array."""
-    from dask.array.reductions import reduction
+    from dask.array import reduction
 
     dtype = _dk_parts_dtype(work)
     chunk = partial(BlockCall(_dk_lse_chunk, settings), work=work.str, torch_parts=torch_parts)
@@ -271,7 +271,8 @@ def _dk_numpy_parts(x: np.ndarray, dims: tuple[int, ...], work: np.dtype) -> tup
         is_max = shifted == 0
         terms = np.exp(shifted)
         terms[is_max] = 0
-        return a_max, np.sum(is_max, axis=dims, keepdims=True, dtype=np.int64), np.sum(terms, axis=dims, keepdims=True)
+        # NumPy's stub for sum(dtype=int64) says scalar or array whatever keepdims is: hence the ignore
+        return a_max, np.sum(is_max, axis=dims, keepdims=True, dtype=np.int64), np.sum(terms, axis=dims, keepdims=True)  # type: ignore[return-value]
 
 
 def _dk_lse_combine(parts: np.ndarray, axis: tuple[int, ...], keepdims: bool) -> np.ndarray:

@@ -154,7 +154,7 @@ def torch_block_parts(a: np.ndarray, dims: tuple[int, ...]) -> tuple[np.ndarray,
         return None
     route = _lse_device_for(a, work, settings)
     torch = None if route is None else load_torch()
-    if torch is None:
+    if torch is None or route is None:
         return None
     if route.device == "cpu":
         with threads(route.threads, adapt=False):
@@ -177,8 +177,8 @@ def _lse_try_torch(a: np.ndarray, axis: Any, keepdims: Any, return_sign: Any, se
     else:
         return None
     dims = _lse_reduced_dims(axis, a.ndim)
-    flags = _lse_flag(keepdims), _lse_flag(return_sign)
-    if dims is None or None in flags:
+    keep, sign = _lse_flag(keepdims), _lse_flag(return_sign)
+    if dims is None or keep is None or sign is None:
         return None
     if not _LseGate.known and path is None:
         _LseGate.refresh()
@@ -220,7 +220,7 @@ def _lse_try_torch(a: np.ndarray, axis: Any, keepdims: Any, return_sign: Any, se
             # NumPy's SIMD kernels (float64 exp keeps it, float32 exp and max
             # clear it here); torch's max makes a new NaN.  Left to SciPy.
             return None
-        return _lse_finish(a, dims, flipped, reduced, work, *flags)
+        return _lse_finish(a, dims, flipped, reduced, work, keep, sign)
 
 
 def _lse_flag(value: Any) -> bool | None:

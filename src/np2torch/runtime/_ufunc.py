@@ -34,7 +34,7 @@ import math
 import sys
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Literal, Mapping
 
 import numpy as np
 
@@ -112,7 +112,7 @@ class _UfuncState:
         self.floors: dict[np.dtype, int] = {}
         """Input dtype -> the size below which a call with the default loop takes the original
         (from the profile; a dtype not yet seen has none, so its first call reads the profile)."""
-        self.plans: dict[tuple, _UfuncPlan | None] = {}
+        self.plans: dict[tuple[Any, ...], _UfuncPlan | None] = {}
         self.lock = threading.Lock()
         self.loaded: Any = getattr(np, spec.attr) if spec.module == "numpy" else None
         self.original: Callable[..., Any] = self.loaded if self.loaded is not None else self._load_and_call
@@ -192,8 +192,9 @@ def make_ufunc_helper(spec: UfuncSpec) -> Callable[..., Any]:
     get_scoped = SETTINGS_VAR.get
     process = PROCESS_SETTINGS
     get_extobj = extobj_getter()
-    set_extobj = NP_EXTOBJ_VAR.set if NP_EXTOBJ_VAR is not None else None
-    reset_extobj = NP_EXTOBJ_VAR.reset if NP_EXTOBJ_VAR is not None else None
+    # Any: None on NumPy 1.x, where no redirect is ever built and these are never called
+    set_extobj: Any = NP_EXTOBJ_VAR.set if NP_EXTOBJ_VAR is not None else None
+    reset_extobj: Any = NP_EXTOBJ_VAR.reset if NP_EXTOBJ_VAR is not None else None
     redirects: dict[Any, Any] = {None: None}  # NumPy error state -> how to call the original
     miss = REDIRECT_MISS
     modules = sys.modules
@@ -234,7 +235,7 @@ def make_ufunc_helper(spec: UfuncSpec) -> Callable[..., Any]:
     return helper
 
 
-def _uf_fallback(state: _UfuncState, redirects: dict[Any, Any], redirect: Any, x: Any, args: tuple, kwargs: dict[str, Any]) -> Any:
+def _uf_fallback(state: _UfuncState, redirects: dict[Any, Any], redirect: Any, x: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """The original with the caller's arguments, its warnings pointing at the caller's line."""
     if redirect is REDIRECT_MISS:
         _, _, redirect = warn_redirect(state.spec.attr, redirects)
@@ -243,7 +244,7 @@ def _uf_fallback(state: _UfuncState, redirects: dict[Any, Any], redirect: Any, x
     return call_redirected(redirect, state.original, (x, *args), kwargs)
 
 
-def _uf_parse_call(args: tuple, kwargs: dict[str, Any]) -> tuple[Any, str, str, Any] | None:
+def _uf_parse_call(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, str, str, Any] | None:
     """``(out, casting, order, dtype)`` when every argument is one we reproduce, else None."""
     out = None
     if args:
@@ -294,7 +295,7 @@ def _uf_route(state: _UfuncState, settings: Any, plan: _UfuncPlan, size: int, dr
 
 
 def _uf_dispatch(
-    state: _UfuncState, redirects: dict[Any, Any], settings: Any, x: np.ndarray, args: tuple, kwargs: dict[str, Any]
+    state: _UfuncState, redirects: dict[Any, Any], settings: Any, x: np.ndarray, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
     result = _uf_try_torch(state, settings, x, args, kwargs)
     if result is _UF_DECLINED:
@@ -305,7 +306,7 @@ def _uf_dispatch(
 _UF_DECLINED = object()
 
 
-def _uf_try_torch(state: _UfuncState, settings: Any, x: np.ndarray, args: tuple, kwargs: dict[str, Any]) -> Any:
+def _uf_try_torch(state: _UfuncState, settings: Any, x: np.ndarray, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     if settings.gate is None and x.dtype not in state.floors:
         state.learn_floor(x.dtype)
         if x.size < state.floors[x.dtype]:
@@ -325,7 +326,7 @@ def _uf_try_torch(state: _UfuncState, settings: Any, x: np.ndarray, args: tuple,
     return result[()] if result.ndim == 0 else result
 
 
-def _uf_prepare(state: _UfuncState, settings: Any, x: np.ndarray, args: tuple, kwargs: dict[str, Any], dry_run: bool) -> Any:
+def _uf_prepare(state: _UfuncState, settings: Any, x: np.ndarray, args: tuple[Any, ...], kwargs: dict[str, Any], dry_run: bool) -> Any:
     """``(route, plan, out, order, inplace, checks)`` for a call torch serves, else why not (a string)."""
     call = _uf_parse_call(args, kwargs)
     if call is None:
@@ -346,7 +347,7 @@ def _uf_prepare(state: _UfuncState, settings: Any, x: np.ndarray, args: tuple, k
     if not dry_run and load_torch() is None:
         return "torch is not installed"
     checks = error_checks()
-    inplace = False
+    inplace: bool | None = False
     if out is not None:
         inplace = _uf_out_relation(x, out, plan)
         if inplace is None:
@@ -356,7 +357,7 @@ def _uf_prepare(state: _UfuncState, settings: Any, x: np.ndarray, args: tuple, k
     return route, plan, out, order, inplace, checks
 
 
-def _uf_which(state: _UfuncState, x: Any, args: tuple, kwargs: dict[str, Any]) -> tuple[str, str]:
+def _uf_which(state: _UfuncState, x: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, str]:
     """``(path, why)`` for a call, without running it (no ski-rental count, no measurement)."""
     name = state.spec.name
     if type(x) is not np.ndarray:
@@ -436,7 +437,7 @@ def _uf_no_self_overlap(a: np.ndarray) -> bool:
     return True
 
 
-def _uf_allocate(x: np.ndarray, plan: _UfuncPlan, order: str) -> np.ndarray:
+def _uf_allocate(x: np.ndarray, plan: _UfuncPlan, order: Literal["K", "A", "C", "F"]) -> np.ndarray:
     """An uninitialized result with exactly the strides the ufunc would give it.
 
     Mirrors NumPy's ``check_for_trivial_loop``/``try_trivial_single_output_loop``
@@ -466,7 +467,8 @@ def _uf_allocate(x: np.ndarray, plan: _UfuncPlan, order: str) -> np.ndarray:
         order=order,
         casting="unsafe",
     )
-    return it.operands[1]
+    allocated: np.ndarray = it.operands[1]
+    return allocated
 
 
 def _uf_flat_pair(a: np.ndarray, b: np.ndarray) -> bool:
@@ -531,7 +533,7 @@ def _uf_torch_op(torch: Any, name: str) -> Callable[..., Any]:
     composed = _UF_COMPOSED.get(name)
     if composed is not None:
         return composed
-    op = torch
+    op: Callable[..., Any] = torch
     for part in name.split("."):
         op = getattr(op, part)
     return op
@@ -585,7 +587,7 @@ def _uf_all_finite(t: Any) -> bool:
 def _uf_suspects(x: np.ndarray, result: np.ndarray, under: bool) -> np.ndarray:
     """Elements whose flags NumPy might raise: non-finite results; with ``under``, tiny ones."""
     with np.errstate(all="ignore"):
-        mask = ~np.isfinite(result)
+        mask: np.ndarray = ~np.isfinite(result)
         if under:
             tiny = np.finfo(result.dtype).smallest_normal
             for part in _uf_parts(result):
@@ -607,7 +609,7 @@ def _uf_settle(state: _UfuncState, x: np.ndarray, result: np.ndarray, under: boo
     mask = _uf_suspects(x, result, under)
     if not mask.any():
         return None
-    inputs = x[mask]
+    inputs: np.ndarray = x[mask]
     with np.errstate(all="ignore"):
         result[mask] = state.load()(inputs)
     return inputs
