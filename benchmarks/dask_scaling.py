@@ -7,7 +7,8 @@ Starts a ``distributed.LocalCluster`` (worker processes, loopback only, no
 dashboard), makes a random array on the workers and keeps it there
 (``persist``), then times, per function, from submitting the graph until every
 result block is in worker memory (``persist`` + ``wait``: nothing travels back
-to the client):
+to the client; each run waits until the scheduler has dropped the previous
+run's results, which would otherwise be reused):
 
 - ``dask``: the original on the Dask array -- ``np.exp(x)`` is Dask's
   ``elemwise``, NumPy per chunk;
@@ -41,6 +42,7 @@ def loadavg() -> str:
 
 
 def timed(client: Any, build: Callable[[], Any], repeat: int) -> Tuple[float, float]:
+    from dask.core import flatten
     from distributed import wait
 
     runs: List[float] = []
@@ -49,10 +51,21 @@ def timed(client: Any, build: Callable[[], Any], repeat: int) -> Tuple[float, fl
         result = client.persist(build())
         wait(result)
         elapsed = time.perf_counter() - start
+        keys = list(flatten(result.__dask_keys__()))
         del result
+        released(client, keys)  # else the next run finds the same keys in memory and computes nothing
         if i:  # the first run is the warm-up
             runs.append(elapsed)
     return min(runs), statistics.median(runs)
+
+
+def released(client: Any, keys: List[Any]) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if not client.run_on_scheduler(lambda dask_scheduler: [k for k in keys if k in dask_scheduler.tasks]):
+            return
+        time.sleep(0.005)
+    raise RuntimeError("the scheduler kept the results of the previous run")
 
 
 def main() -> None:
