@@ -31,8 +31,10 @@ QUICK_MAX_CALL = 0.004
 BAND_SIZES = (10**3, 10**4, 10**5, 10**6, 10**7, 10**8)
 
 
-def pairs(names: Sequence[str] | None = None) -> list[tuple[str, str]]:
-    """(function, loop dtype) pairs of the table, in table order."""
+def pairs(names: Sequence[str] | None = None, everything: bool = False) -> list[tuple[str, str]]:
+    """(function, loop dtype) pairs of the table, in table order: ``names``, else every function
+    (``everything``), else those whose rules are on by default (what fixed code calls unless the
+    project opted into more; the others are measured on the spot when first used)."""
     from np2torch.runtime._table import FUNCTIONS
 
     known = [row.name for row in FUNCTIONS]
@@ -40,7 +42,8 @@ def pairs(names: Sequence[str] | None = None) -> list[tuple[str, str]]:
         unknown = [name for name in names if name not in known]
         if unknown:
             raise click.BadParameter(f"unknown function(s) {', '.join(unknown)}; choose from {', '.join(known)}", param_hint="--functions")
-    return [(row.name, dtype) for row in FUNCTIONS if names is None or row.name in names for dtype in row.loops]
+    chosen = [row for row in FUNCTIONS if (row.name in names if names is not None else everything or row.default)]
+    return [(row.name, dtype) for row in chosen for dtype in row.loops]
 
 
 def measure_import_seconds(repeat: int = 3) -> float:
@@ -55,7 +58,7 @@ def measure_import_seconds(repeat: int = 3) -> float:
     return sorted(runs)[len(runs) // 2]
 
 
-def run_tune(names: Sequence[str] | None, quick: bool, cuda: bool, progress: Any = None) -> Any:
+def run_tune(names: Sequence[str] | None, quick: bool, cuda: bool, progress: Any = None, everything: bool = False) -> Any:
     """Measure and return a :class:`Profile` (not written)."""
     from np2torch.runtime import _calibrate, _profile
     from np2torch.runtime._backend import cuda_available, load_torch
@@ -67,7 +70,7 @@ def run_tune(names: Sequence[str] | None, quick: bool, cuda: bool, progress: Any
     use_cuda = cuda and cuda_available()
     sizes = QUICK_SIZES if quick else SIZES
     curves = {}
-    for name, dtype in pairs(names):
+    for name, dtype in pairs(names, everything):
         paths = ["numpy", "cpu1", "cpu"]
         if use_cuda and dtype in FUNCTIONS_BY_NAME[name].cuda_loops:
             paths.append("cuda")
@@ -159,12 +162,13 @@ def _show(as_json: bool) -> None:
 
 @click.command("tune")
 @click.option("--quick", is_flag=True, help="Fewer and smaller sizes (~15 s on 2 cores).")
-@click.option("--functions", "function_text", metavar="NAMES", help="Comma-separated helpers (default: all).")
+@click.option("--functions", "function_text", metavar="NAMES", help="Comma-separated helpers (default: those whose rules are on by default).")
+@click.option("--all", "everything", is_flag=True, help="Every helper of the table, opt-in rules' too.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write the profile here (default: this machine's file in the cache directory, or NP2TORCH_PROFILE).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @click.option("--show", is_flag=True, help="Print the profile in force and the path per size band; measure nothing.")
 @click.option("--no-cuda", is_flag=True, help="Do not measure CUDA even when a GPU is present.")
-def command(quick: bool, function_text: str | None, output: str | None, as_json: bool, show: bool, no_cuda: bool) -> None:
+def command(quick: bool, function_text: str | None, everything: bool, output: str | None, as_json: bool, show: bool, no_cuda: bool) -> None:
     """Measure which path is fastest on this machine and store it for np2torch.runtime.
 
     Run it once per machine (and after upgrading NumPy, SciPy or torch), on a
@@ -178,15 +182,15 @@ def command(quick: bool, function_text: str | None, output: str | None, as_json:
         _show(as_json)
         return
     names = None if function_text is None else [n.strip() for n in function_text.split(",") if n.strip()]
-    chosen = pairs(names)
+    chosen = pairs(names, everything)
     sizes = QUICK_SIZES if quick else SIZES
     _warn_if_busy()
     started = time.perf_counter()
     with click.progressbar(length=len(chosen) * len(sizes) + 1, label="np2torch tune", file=sys.stderr) as bar:
-        profile = run_tune(names, quick, not no_cuda, bar)
+        profile = run_tune(names, quick, not no_cuda, bar, everything)
     target = _target(output)
     with _profile.locked(target):
-        if names is not None:
+        if names is not None or not everything:
             profile = _merged_with_existing(target, profile)
         _profile.write_profile(target, profile)
     rows = bands_report(profile)
