@@ -366,7 +366,7 @@ def test_threads_follow_the_route_and_are_restored(monkeypatch):
     seen = []
     with _backend.threads(1):
         seen.append(torch.get_num_threads())
-    monkeypatch.setattr(_backend, "_busy_elsewhere", lambda: 10**6)  # every core busy elsewhere
+    monkeypatch.setattr(_backend, "_sample_load", lambda now: setattr(_backend._Load, "busy", 10**6))  # every core busy
     monkeypatch.setattr(_backend._Load, "when", -1.0)
     with _backend.threads(0):
         seen.append(torch.get_num_threads())
@@ -391,3 +391,34 @@ def test_calibration_times_each_path(monkeypatch):
     curve = _calibrate.measure("sin", np.dtype(np.float64), ("numpy", "cpu1", "cpu"), sizes=(4096, 32768), max_call=None, repeat=1)
     assert curve.sizes == (4096, 32768) and set(curve.seconds) == {"numpy", "cpu1", "cpu"}
     assert all(t > 0 for times in curve.seconds.values() for t in times)
+
+
+def test_the_load_is_measured_over_a_window(monkeypatch):
+    # Another process keeps 1.6 of 2 cores busy over the window: one core is taken out of the pool;
+    # a transient 0.2 core is noise and leaves the pool whole.
+    import os as os_module
+
+    ticks = iter([(0, 0), (160, 200), (180, 400)])  # busy, total jiffies of the machine (2 CPUs)
+    monkeypatch.setattr(_backend, "_cpu_jiffies", lambda: next(ticks))
+    monkeypatch.setattr(os_module, "cpu_count", lambda: 2)
+    monkeypatch.setattr(_backend._Load, "cores", 2)
+    monkeypatch.setattr(_backend._Load, "stat", None)
+    monkeypatch.setattr(_backend._Load, "busy", 0)
+    monkeypatch.setattr(os_module, "times", lambda: os_module.times_result((0.0, 0.0, 0.0, 0.0, 0.0)))
+    _backend._sample_load(1.0)
+    assert _backend._Load.busy == 0  # the first window has no previous sample
+    _backend._sample_load(2.0)
+    assert _backend._Load.busy == 1
+    monkeypatch.setattr(_backend._Load, "when", 2.0)
+    monkeypatch.setattr(_backend.time, "monotonic", lambda: 2.01)  # within the window: no new sample
+    assert _backend.free_cores(2) == 1
+    _backend._sample_load(3.0)
+    assert _backend._Load.busy == 0
+
+
+def test_the_builtin_profile_is_valid_and_read_as_validated():
+    # The runtime reads the shipped profile without validating it (import cost): it must validate.
+    path = Path(_profile.__file__).with_name("builtin_profile.json")
+    validated = _profile.read_profile(path)
+    assert validated.curves == _profile.load_builtin().curves and validated.curves
+    assert validated.import_seconds > 0 and validated.threads >= 1

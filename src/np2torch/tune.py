@@ -129,7 +129,7 @@ def _target(output: str | None) -> Path:
     named = os.environ.get(_profile.PROFILE_ENV, "").strip()
     if named and named != _profile.BUILTIN:
         return Path(named).expanduser()
-    return _profile.default_path()
+    return Path(_profile.default_path())
 
 
 def _show(as_json: bool) -> None:

@@ -135,38 +135,66 @@ def free_cores(threads: int) -> int:
 
     A parallel op finishes when its slowest thread does; a thread placed on a
     core another process keeps busy waits for a time slice (milliseconds),
-    which on a shared machine made a 66 us call take 7 ms.  Linux's
-    ``/proc/loadavg`` counts the runnable tasks (this thread among them);
-    elsewhere the pool is used whole.  Cached for :data:`_LOAD_TTL` seconds.
+    which on a shared machine made a 66 us call take 7 ms.  What other
+    processes use is measured, not guessed from one instant: the machine's
+    busy time over the last window (Linux's ``/proc/stat``) less this
+    process's own CPU time (``os.times``), resampled at most every
+    :data:`_LOAD_WINDOW` seconds; a transient task does not halve the pool, a
+    process that keeps a core busy takes that core out of it.  Elsewhere, and
+    before the first window, the pool is used whole.
     """
     now = time.monotonic()
-    if now - _Load.when > _LOAD_TTL:
-        _Load.busy = _busy_elsewhere()
-        _Load.when = now
+    if now - _Load.when >= _LOAD_WINDOW:
+        _sample_load(now)
     return max(1, min(threads, _Load.cores - _Load.busy))
 
 
 class _Load:
     when = -1.0
     busy = 0
+    """Cores of this process's affinity that other processes kept busy over the last window."""
     cores = 0
+    stat: tuple[int, int] | None = None
+    own = 0.0
 
 
-_LOAD_TTL = 0.05
+_LOAD_WINDOW = 0.1
+_NOISE_CORES = 0.3
+"""Busy time of others below this many cores (kernel threads, short jobs) leaves the pool whole."""
 
 
-def _busy_elsewhere() -> int:
+def _sample_load(now: float) -> None:
     if not _Load.cores:
         try:
             _Load.cores = len(os.sched_getaffinity(0))
         except (AttributeError, OSError):
             _Load.cores = os.cpu_count() or 1
+    stat = _cpu_jiffies()
+    own = sum(os.times()[:2])
+    previous, before, then = _Load.stat, _Load.own, _Load.when
+    _Load.stat, _Load.own, _Load.when = stat, own, now
+    if stat is None or previous is None or stat[1] <= previous[1] or now <= then:
+        return
+    machine = os.cpu_count() or _Load.cores
+    busy_cores = (stat[0] - previous[0]) / (stat[1] - previous[1]) * machine
+    others = busy_cores - (own - before) / (now - then)
+    # Others spread over the whole machine; the share that lands on this process's cores.
+    others *= _Load.cores / machine
+    _Load.busy = max(0, int(others - _NOISE_CORES + 0.5))
+
+
+def _cpu_jiffies() -> tuple[int, int] | None:
+    """``(busy, total)`` clock ticks of all CPUs since boot (``/proc/stat``'s first line), or None."""
     try:
-        with open("/proc/loadavg", "rb") as handle:
-            running = int(handle.read().split()[3].split(b"/")[0])
-    except (OSError, ValueError, IndexError):
-        return 0
-    return max(0, running - 1)
+        with open("/proc/stat", "rb") as handle:
+            fields = [int(v) for v in handle.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    if len(fields) < 5:
+        return None
+    idle = fields[3] + fields[4]  # idle + iowait
+    total = sum(fields)
+    return total - idle, total
 
 
 @contextlib.contextmanager

@@ -21,7 +21,6 @@ import re
 import sys
 import threading
 from contextvars import ContextVar
-from dataclasses import dataclass, field, replace
 from typing import Any, Iterator, Mapping
 
 import numpy as np
@@ -34,18 +33,39 @@ _CFG_CUDA_RE = re.compile(r"cuda(?::(\d+))?\Z")
 DEVICES_HELP = "cpu, cuda, cuda:N, auto or numpy"
 
 
-@dataclass(frozen=True)
 class RuntimeSettings:
-    device: str = "auto"
-    """``auto`` (the fastest measured path) | ``cpu`` | ``cuda`` | ``cuda:N`` | ``numpy`` (off)."""
-    min_size: int | None = None
-    """Dispatch threshold in elements for every helper; ``None``: the machine profile decides."""
-    gate: int | None = field(init=False, repr=False, compare=False)
-    """The size gate overriding the per-function defaults, or None to use them (a plain
-    attribute, not a property: the helpers read it on every call)."""
+    """The runtime's settings: ``device`` (``auto``: the fastest measured path | ``cpu`` | ``cuda`` |
+    ``cuda:N`` | ``numpy``: off) and ``min_size`` (a dispatch threshold in elements for every
+    helper; ``None``: the machine profile decides).  Immutable; ``gate`` is the size gate the
+    helpers read on every call (a plain attribute, not a property)."""
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "gate", _CFG_GATE_OFF if self.device == "numpy" else self.min_size)
+    __slots__ = ("device", "min_size", "gate")
+    device: str
+    min_size: int | None
+    gate: int | None
+
+    def __init__(self, device: str = "auto", min_size: int | None = None) -> None:
+        object.__setattr__(self, "device", device)
+        object.__setattr__(self, "min_size", min_size)
+        object.__setattr__(self, "gate", _CFG_GATE_OFF if device == "numpy" else min_size)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"RuntimeSettings is immutable; use configure() or using() to change {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not RuntimeSettings:
+            return NotImplemented
+        return (self.device, self.min_size) == (other.device, other.min_size)
+
+    def __hash__(self) -> int:
+        return hash((self.device, self.min_size))
+
+    def __repr__(self) -> str:
+        return f"RuntimeSettings(device={self.device!r}, min_size={self.min_size!r})"
+
+    def replace(self, **changes: Any) -> RuntimeSettings:
+        """A copy with ``changes`` applied."""
+        return RuntimeSettings(changes.get("device", self.device), changes.get("min_size", self.min_size))
 
 
 Settings = RuntimeSettings
@@ -127,7 +147,7 @@ def _cfg_updated(base: Settings, device: object, min_size: object) -> Settings:
         changes["device"] = parse_device(device)
     if min_size is not _CFG_KEEP:
         changes["min_size"] = parse_min_size(min_size)
-    return replace(base, **changes)
+    return base.replace(**changes)
 
 
 def configure(device: str | object = _CFG_KEEP, min_size: int | None | object = _CFG_KEEP) -> Settings:

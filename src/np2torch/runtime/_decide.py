@@ -31,11 +31,9 @@ replaces all of this: from that size on, torch on the configured device.
 
 from __future__ import annotations
 
-import bisect
 import math
 import sys
 import threading
-from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -43,6 +41,7 @@ import numpy as np
 from . import _calibrate, _profile
 from ._backend import cuda_available, load_torch, torch_if_loaded
 from ._profile import Curve, curve_key
+from ._record import Record
 
 MARGIN = 1.1
 """A torch path is chosen only where predicted at least 10 % faster than the original."""
@@ -56,20 +55,21 @@ CUDA_UNMEASURED_FROM = 1_000_000
 CPU_PATHS = ("numpy", "cpu1", "cpu")
 ALL_PATHS = CPU_PATHS + ("cuda",)
 
-# Sizes at which the bands are evaluated: 24 per decade from 1 to 1e12.
-_GRID: tuple[int, ...] = tuple(sorted({max(1, round(10 ** (k / 24))) for k in range(24 * 12 + 1)}))
+# Sizes at which the bands are evaluated: 12 per decade (21 % apart) from 1 to 1e12.
+_GRID: tuple[int, ...] = tuple(sorted({max(1, round(10 ** (k / 12))) for k in range(12 * 12 + 1)}))
 
 
-@dataclass(frozen=True)
-class Route:
-    """Where one call runs."""
+class Route(Record):
+    """Where one call runs: ``path`` (``numpy`` | ``cpu1`` | ``cpu`` | ``cuda``), ``device``
+    (``cpu`` or the CUDA device, ``cuda:1``) and ``reason`` (a string, or ``(curve, n, origin)``
+    formatted only when asked: :attr:`why`)."""
 
-    path: str
-    """``numpy`` | ``cpu1`` | ``cpu`` | ``cuda``."""
-    device: str
-    """``cpu`` or the CUDA device (``cuda``, ``cuda:1``)."""
-    reason: Any = ""
-    """What decided it: a string, or ``(curve, n, origin)`` formatted only when asked (:attr:`why`)."""
+    __slots__ = ("path", "device", "reason")
+
+    def __init__(self, path: str, device: str, reason: Any = "") -> None:
+        self.path = path
+        self.device = device
+        self.reason = reason
 
     @property
     def why(self) -> str:
@@ -85,13 +85,22 @@ class Route:
         return 1 if self.path == "cpu1" else 0
 
 
-@dataclass(frozen=True)
-class Bands:
-    starts: tuple[int, ...]
-    paths: tuple[str, ...]
+class Bands(Record):
+    """``paths[i]`` from ``starts[i]`` elements on."""
+
+    __slots__ = ("starts", "paths")
+
+    def __init__(self, starts: tuple[int, ...], paths: tuple[str, ...]) -> None:
+        self.starts = starts
+        self.paths = paths
 
     def at(self, n: int) -> str:
-        return self.paths[bisect.bisect_right(self.starts, n) - 1]
+        # A handful of bands: a scan from the top costs less than importing bisect.
+        starts = self.starts
+        i = len(starts) - 1
+        while i and starts[i] > n:
+            i -= 1
+        return self.paths[i]
 
     def first_torch(self) -> int | None:
         return next((start for start, path in zip(self.starts, self.paths) if path != "numpy"), None)
@@ -206,15 +215,17 @@ def _curve(active: _profile.Active, key: str) -> tuple[Curve | None, str]:
     return scaled_prior(builtin, active.builtin.threads, active.print_["cores"]), "prior"
 
 
-@dataclass(frozen=True)
-class _Entry:
+class _Entry(Record):
     """What :func:`route` needs for one (function, dtype, device), cached per profile generation."""
 
-    key: str
-    curve: Curve | None
-    origin: str
-    allowed: tuple[str, ...]
-    bands: Bands | None
+    __slots__ = ("key", "curve", "origin", "allowed", "bands")
+
+    def __init__(self, key: str, curve: Curve | None, origin: str, allowed: tuple[str, ...], bands: Bands | None) -> None:
+        self.key = key
+        self.curve = curve
+        self.origin = origin
+        self.allowed = allowed
+        self.bands = bands
 
 
 def _entry(active: _profile.Active, name: str, dtype: str, device: str, cuda_ok: bool) -> _Entry:

@@ -36,15 +36,18 @@ from __future__ import annotations
 import operator
 import sys
 import threading
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from . import _calibrate, _decide, _logsumexp_check
+from . import _calibrate, _decide
 from ._backend import can_view, cuda_available, load_torch, note_parallel_use, threads
 from ._config import RuntimeSettings, Settings, current_settings
 from ._dask import DASK_ARRAY, is_dask_array, logsumexp as dask_logsumexp
 from ._decide import Route
+
+if TYPE_CHECKING:
+    from ._logsumexp_check import LseVerdict
 
 _LSE_NAME = "logsumexp"
 
@@ -81,7 +84,7 @@ class _LseScipy:
     """The original function, and what the check made of it; both loaded on first use."""
 
     function: Any = None
-    verdict: _logsumexp_check.LseVerdict | None = None
+    verdict: LseVerdict | None = None
     lock = threading.Lock()
 
 
@@ -93,12 +96,14 @@ def _lse_original() -> Any:
     return _LseScipy.function
 
 
-def _lse_verdict() -> _logsumexp_check.LseVerdict:
+def _lse_verdict() -> LseVerdict:
     """Which slices the torch path serves for the installed SciPy (checked once per process)."""
     verdict = _LseScipy.verdict
     if verdict is None:
         with _LseScipy.lock:
             if _LseScipy.verdict is None:
+                from . import _logsumexp_check  # only when a call may take the torch path
+
                 _LseScipy.verdict = _logsumexp_check.check(_lse_original(), _lse_expected)
             verdict = _LseScipy.verdict
     return verdict

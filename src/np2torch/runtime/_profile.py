@@ -32,11 +32,11 @@ import sys
 import threading
 import warnings
 import zlib
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 import numpy as np
+
+from ._record import Record
 
 PROFILE_ENV = "NP2TORCH_PROFILE"
 CACHE_ENV = "NP2TORCH_CACHE_DIR"
@@ -45,7 +45,7 @@ FORMAT = 1
 PATHS = ("numpy", "cpu1", "cpu", "cuda")
 """The paths a call can take: the original; torch on the CPU with one thread; with its pool; CUDA end to end."""
 TORCH_PATHS = PATHS[1:]
-_BUILTIN_FILE = Path(__file__).with_name("builtin_profile.json")
+_BUILTIN_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "builtin_profile.json")
 
 
 class ProfileError(ValueError):
@@ -55,12 +55,14 @@ class ProfileError(ValueError):
 # ---------------------------------------------------------------- the cost model
 
 
-@dataclass(frozen=True)
-class Curve:
+class Curve(Record):
     """Seconds per call of each measured path at each size, for one (function, dtype)."""
 
-    sizes: tuple[int, ...]
-    seconds: Mapping[str, tuple[float, ...]]
+    __slots__ = ("sizes", "seconds")
+
+    def __init__(self, sizes: tuple[int, ...], seconds: Mapping[str, tuple[float, ...]]) -> None:
+        self.sizes = sizes
+        self.seconds = seconds
 
     def predict(self, path: str, n: int) -> float | None:
         """Predicted seconds for one call of ``n`` elements (None: the path was not measured).
@@ -118,20 +120,32 @@ def curve_key(name: str, dtype: str) -> str:
     return f"{name}/{dtype}"
 
 
-@dataclass
-class Profile:
-    """A machine profile (or the built-in one)."""
+class Profile(Record):
+    """A machine profile (or the built-in one).
 
-    source: str
-    """``builtin`` or the file it was read from."""
-    fingerprint: Mapping[str, Any]
-    import_seconds: float
-    """What ``import torch`` costs in a fresh process on that machine."""
-    threads: int
-    """torch's CPU threads when the ``cpu`` path was measured."""
-    curves: dict[str, Curve] = field(default_factory=dict)
-    notes: dict[str, Any] = field(default_factory=dict)
-    """Other measured facts (e.g. the behavioural check of the installed SciPy), keyed by name."""
+    ``source``: ``builtin`` or the file it was read from; ``import_seconds``: what
+    ``import torch`` costs in a fresh process on that machine; ``threads``:
+    torch's CPU threads when the ``cpu`` path was measured; ``notes``: other
+    measured facts, keyed by name.
+    """
+
+    __slots__ = ("source", "fingerprint", "import_seconds", "threads", "curves", "notes")
+
+    def __init__(
+        self,
+        source: str,
+        fingerprint: Mapping[str, Any],
+        import_seconds: float,
+        threads: int,
+        curves: dict[str, Curve] | None = None,
+        notes: dict[str, Any] | None = None,
+    ) -> None:
+        self.source = source
+        self.fingerprint = fingerprint
+        self.import_seconds = import_seconds
+        self.threads = threads
+        self.curves: dict[str, Curve] = {} if curves is None else curves
+        self.notes: dict[str, Any] = {} if notes is None else notes
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -142,6 +156,15 @@ class Profile:
             "curves": {key: curve.to_json() for key, curve in sorted(self.curves.items())},
             "notes": self.notes,
         }
+
+    @classmethod
+    def trusted(cls, data: dict[str, Any], source: str) -> Profile:
+        """The profile np2torch ships, read without validation (tests/test_runtime_profile.py validates it)."""
+        curves = {
+            key: Curve(tuple(value["sizes"]), {path: tuple(value[path]) for path in PATHS if path in value})
+            for key, value in data["curves"].items()
+        }
+        return cls(source, data["fingerprint"], float(data["import_seconds"]), data["threads"], curves, dict(data.get("notes", {})))
 
     @classmethod
     def from_json(cls, data: Any, source: str) -> Profile:
@@ -223,13 +246,12 @@ def _cpu_model() -> str:
 
 def _gpu_models() -> list[str]:
     # The NVIDIA driver's own files: no CUDA initialization, no torch.
-    root = Path("/proc/driver/nvidia/gpus")
-    models = []
+    root = "/proc/driver/nvidia/gpus"
+    models: list[str] = []
     try:
-        for folder in sorted(root.iterdir()):
-            for line in (folder / "information").read_text(errors="replace").splitlines():
-                if line.startswith("Model:"):
-                    models.append(line.partition(":")[2].strip())
+        for folder in sorted(os.listdir(root)):
+            with open(os.path.join(root, folder, "information"), encoding="utf-8", errors="replace") as handle:
+                models.extend(line.partition(":")[2].strip() for line in handle if line.startswith("Model:"))
     except OSError:
         pass
     return models
@@ -253,7 +275,8 @@ def package_version(name: str) -> str | None:
     for folder in spec.submodule_search_locations:
         for candidate in ("version.py", "_version.py"):
             try:
-                match = _VERSION_RE.search((Path(folder) / candidate).read_text(encoding="utf-8", errors="replace"))
+                with open(os.path.join(folder, candidate), encoding="utf-8", errors="replace") as handle:
+                    match = _VERSION_RE.search(handle.read())
             except OSError:
                 continue
             if match:
@@ -264,51 +287,55 @@ def package_version(name: str) -> str | None:
 # ---------------------------------------------------------------- where profiles live
 
 
-def cache_dir() -> Path:
+def cache_dir() -> str:
     """np2torch's folder in the user's cache directory (``NP2TORCH_CACHE_DIR`` overrides)."""
     explicit = os.environ.get(CACHE_ENV)
     if explicit:
-        return Path(explicit)
+        return explicit
+    home = os.path.expanduser("~")
     if sys.platform == "win32":
-        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
-        return Path(base) / "np2torch" / "Cache"
+        base = os.environ.get("LOCALAPPDATA") or os.path.join(home, "AppData", "Local")
+        return os.path.join(base, "np2torch", "Cache")
     if sys.platform == "darwin":
-        return Path.home() / "Library" / "Caches" / "np2torch"
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "np2torch"
+        return os.path.join(home, "Library", "Caches", "np2torch")
+    return os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache"), "np2torch")
 
 
-def default_path(print_: Mapping[str, Any] | None = None) -> Path:
+def default_path(print_: Mapping[str, Any] | None = None) -> str:
     """This machine's profile file."""
-    return cache_dir() / f"profile-{fingerprint_key(print_ or fingerprint())}.json"
+    return os.path.join(cache_dir(), f"profile-{fingerprint_key(print_ or fingerprint())}.json")
 
 
-def read_profile(path: Path) -> Profile:
+def read_profile(path: str | os.PathLike[str]) -> Profile:
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        with open(path, encoding="utf-8") as handle:
+            data = json.loads(handle.read())
     except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise ProfileError(f"{path}: {exc}") from None
-    return Profile.from_json(data, str(path))
+    return Profile.from_json(data, os.fspath(path))
 
 
 def load_builtin() -> Profile:
     """The reference VM's profile shipped with np2torch (an empty one, with a warning, if it is damaged)."""
     try:
-        profile = read_profile(_BUILTIN_FILE)
-    except ProfileError as exc:
+        with open(_BUILTIN_FILE, encoding="utf-8") as handle:
+            profile = Profile.trusted(json.loads(handle.read()), BUILTIN)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
         _warn(f"np2torch: the built-in profile is unusable ({exc}); every call goes to NumPy/SciPy until `np2torch tune` runs")
         return Profile(BUILTIN, {}, 3.0, 1)
     profile.source = BUILTIN
     return profile
 
 
-def write_profile(path: Path, profile: Profile) -> None:
+def write_profile(path: str | os.PathLike[str], profile: Profile) -> None:
     """Write atomically (a temporary file renamed over the old one): readers see the old or the new file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
     import tempfile  # only here: importing it costs ~20 ms, more than reading a profile
 
     text = json.dumps(profile.to_json(), indent=1, sort_keys=True) + "\n"
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=str(path.parent))
+    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
@@ -324,16 +351,17 @@ def write_profile(path: Path, profile: Profile) -> None:
 
 
 @contextlib.contextmanager
-def locked(path: Path) -> Iterator[None]:
+def locked(path: str | os.PathLike[str]) -> Iterator[None]:
     """An advisory lock beside ``path`` for read-modify-write (POSIX ``flock``; elsewhere none: the
     write stays atomic, and a lost update only means one measurement is repeated later)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = os.fspath(path)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     try:
         import fcntl
     except ImportError:  # pragma: no cover - Windows
         yield
         return
-    with open(str(path) + ".lock", "a") as handle:
+    with open(path + ".lock", "a") as handle:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
         try:
             yield
@@ -341,13 +369,13 @@ def locked(path: Path) -> Iterator[None]:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
-def merge_into_file(path: Path, base: Profile, curves: Mapping[str, Curve], notes: Mapping[str, Any] = {}) -> Profile:
+def merge_into_file(path: str | os.PathLike[str], base: Profile, curves: Mapping[str, Curve], notes: Mapping[str, Any] = {}) -> Profile:
     """Add ``curves``/``notes`` to the profile at ``path`` (re-read under a lock, so concurrent writers' curves survive)."""
-    with locked(Path(path)):
-        return _merge(Path(path), base, curves, notes)
+    with locked(path):
+        return _merge(os.fspath(path), base, curves, notes)
 
 
-def _merge(path: Path, base: Profile, curves: Mapping[str, Curve], notes: Mapping[str, Any]) -> Profile:
+def _merge(path: str, base: Profile, curves: Mapping[str, Curve], notes: Mapping[str, Any]) -> Profile:
     try:
         current = read_profile(path)
         if current.fingerprint != base.fingerprint:
@@ -364,18 +392,25 @@ def _merge(path: Path, base: Profile, curves: Mapping[str, Curve], notes: Mappin
 # ---------------------------------------------------------------- the profile in force
 
 
-@dataclass
-class Active:
-    """The profile the runtime decides from, resolved once per process."""
+class Active(Record):
+    """The profile the runtime decides from, resolved once per process.
 
-    machine: Profile | None
-    """This machine's measurements (None: none yet)."""
-    builtin: Profile
-    write_to: Path | None
-    """Where on-the-spot measurements are recorded (None: nowhere, e.g. ``NP2TORCH_PROFILE=builtin``)."""
-    print_: Mapping[str, Any]
-    generation: int = 0
-    """Bumped whenever ``machine`` changes, so cached decisions are recomputed."""
+    ``machine``: this machine's measurements (None: none yet); ``write_to``:
+    where on-the-spot measurements are recorded (None: nowhere, e.g.
+    ``NP2TORCH_PROFILE=builtin``); ``generation``: bumped whenever ``machine``
+    changes, so cached decisions are recomputed.
+    """
+
+    __slots__ = ("machine", "builtin", "write_to", "print_", "generation")
+
+    def __init__(
+        self, machine: Profile | None, builtin: Profile, write_to: str | None, print_: Mapping[str, Any], generation: int = 0
+    ) -> None:
+        self.machine = machine
+        self.builtin = builtin
+        self.write_to = write_to
+        self.print_ = print_
+        self.generation = generation
 
 
 class _State:
@@ -407,8 +442,8 @@ def _resolve(choice: str) -> Active:
     print_ = fingerprint()
     if choice == BUILTIN:
         return Active(None, builtin, None, print_)
-    path = Path(choice).expanduser() if choice else default_path(print_)
-    if choice or path.exists():
+    path = os.path.expanduser(choice) if choice else default_path(print_)
+    if choice or os.path.exists(path):
         try:
             machine = read_profile(path)
         except ProfileError as exc:

@@ -21,7 +21,6 @@ row here, its fixtures, nothing else (CONTRIBUTING.md).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Mapping
 
 ELEMENTWISE = "elementwise"
@@ -30,33 +29,58 @@ REDUCTION = "reduction"
 _REAL_AND_COMPLEX = {"float16": "float16", "float32": "float32", "float64": "float64", "complex64": "complex64", "complex128": "complex128"}
 
 
-@dataclass(frozen=True)
 class Function:
-    code: str
-    """The linter's finding code, e.g. ``NPT001``."""
-    qualname: str
-    """The original's fully qualified name, e.g. ``scipy.special.erf``; its last part names the helper."""
-    torch_op: str
-    """``torch.<torch_op>`` computes it (or a composition :mod:`._ufunc` defines, e.g. ``erfinv_unsigned_zero``)."""
-    loops: Mapping[str, str]
-    """The original's loop dtype -> the torch dtype computed in, for the loops verified exact on the CPU."""
-    cuda_loops: Mapping[str, str] = field(default_factory=dict)
-    """The same for CUDA (a subset; loops not listed never run on CUDA)."""
-    domain: tuple[float, float] = (-5.0, 5.0)
-    """An input range raising no floating-point flag: what bench and tune time."""
-    kind: str = ELEMENTWISE
-    numexpr: str | None = None
-    """numexpr's name for it, where numexpr has it (bench's numexpr column)."""
-    naive: str | None = None
-    """The plain torch function a user would call (bench's naive column), when not ``torch_op``."""
-    bench_kwargs: Mapping[str, object] = field(default_factory=dict)
-    """Keywords bench and tune pass to both the original and the helper (``axis=0``)."""
-    note: str = ""
-    """Why the loops are what they are (measured facts; docs/catalogue.md)."""
-    default: bool = False
-    """Whether its rule is on without ``--select`` (the linter's default selection).  A new row is
-    opt-in (``--select NPT1``, ``--select NPT105``, ``ALL``) until its speed is shown on the
-    reference machines; exactness is what admits a row at all."""
+    """One function np2torch serves (a plain class: ``@dataclass`` costs ~2 ms at import).
+
+    ``code``: the linter's finding code (``NPT001``); ``qualname``: the
+    original's fully qualified name (``scipy.special.erf``), whose last part
+    names the helper; ``torch_op``: ``torch.<torch_op>`` computes it (dotted for
+    ``torch.special.*``, or a composition :mod:`._ufunc` defines, e.g.
+    ``erfinv_unsigned_zero``); ``loops``: the original's loop dtype -> the torch
+    dtype computed in, for the loops verified exact on the CPU; ``cuda_loops``:
+    the same for CUDA (a subset); ``domain``: an input range raising no
+    floating-point flag (what bench and tune time); ``numexpr``: numexpr's name
+    for it, if any; ``naive``: the plain torch function a user would call, when
+    not ``torch_op``; ``bench_kwargs``: keywords bench and tune pass to the
+    original and the helper (``axis=0``); ``note``: why the loops are what they
+    are; ``default``: whether its rule is on without ``--select`` (a new row is
+    opt-in until its speed is shown on the reference machines; exactness is what
+    admits a row at all).
+    """
+
+    __slots__ = ("code", "qualname", "torch_op", "loops", "cuda_loops", "domain", "kind", "numexpr", "naive",
+                 "bench_kwargs", "note", "default")
+
+    def __init__(
+        self,
+        code: str,
+        qualname: str,
+        torch_op: str,
+        loops: Mapping[str, str],
+        cuda_loops: Mapping[str, str] | None = None,
+        domain: tuple[float, float] = (-5.0, 5.0),
+        kind: str = ELEMENTWISE,
+        numexpr: str | None = None,
+        naive: str | None = None,
+        bench_kwargs: Mapping[str, object] | None = None,
+        note: str = "",
+        default: bool = False,
+    ) -> None:
+        self.code = code
+        self.qualname = qualname
+        self.torch_op = torch_op
+        self.loops = loops
+        self.cuda_loops: Mapping[str, str] = {} if cuda_loops is None else cuda_loops
+        self.domain = domain
+        self.kind = kind
+        self.numexpr = numexpr
+        self.naive = naive
+        self.bench_kwargs: Mapping[str, object] = {} if bench_kwargs is None else bench_kwargs
+        self.note = note
+        self.default = default
+
+    def __repr__(self) -> str:
+        return f"Function(code={self.code!r}, qualname={self.qualname!r})"
 
     @property
     def name(self) -> str:

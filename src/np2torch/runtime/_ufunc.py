@@ -33,7 +33,6 @@ import importlib
 import math
 import sys
 import threading
-from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Mapping
 
 import numpy as np
@@ -44,6 +43,7 @@ from ._config import PROCESS_SETTINGS, SETTINGS_VAR, device_kind
 from ._cuda import cuda_unary
 from ._dask import DASK_ARRAY, elementwise as dask_elementwise, is_dask_array
 from ._decide import Route
+from ._record import Record
 from ._table import ELEMENTWISE_FUNCTIONS, FUNCTIONS_BY_NAME, Function
 from ._errstate import (
     NP_EXTOBJ_VAR,
@@ -63,23 +63,34 @@ register_runtime_file(__file__)
 _UF_PUBLIC_MODULE = __name__.rsplit("._ufunc", 1)[0]
 
 
-@dataclass(frozen=True)
-class UfuncSpec:
-    """What the dispatcher needs to know about one elementwise function."""
+class UfuncSpec(Record):
+    """What the dispatcher needs to know about one elementwise function.
 
-    name: str
-    """Helper name; also its key in the threshold table."""
-    module: str
-    """Module holding the original, imported on first use (``numpy``, ``scipy.special``)."""
-    attr: str
-    """The original's name in ``module``."""
-    torch_op: str
-    """The torch function computing the same values (``torch.<torch_op>(t, out=...)``)."""
-    compute: Mapping[str, str]
-    """Loop dtype -> torch dtype computed in, for the loops verified exact on the CPU."""
-    cuda_compute: Mapping[str, str] = field(default_factory=dict)
-    """The same for CUDA (a subset: loops not listed there use the CPU path)."""
-    doc: str = ""
+    ``name``: the helper's name; ``module``/``attr``: where the original lives
+    (imported on first use); ``torch_op``: the torch function computing the same
+    values; ``compute``: loop dtype -> torch dtype computed in, for the loops
+    verified exact on the CPU; ``cuda_compute``: the same for CUDA (a subset).
+    """
+
+    __slots__ = ("name", "module", "attr", "torch_op", "compute", "cuda_compute", "doc")
+
+    def __init__(
+        self,
+        name: str,
+        module: str,
+        attr: str,
+        torch_op: str,
+        compute: Mapping[str, str],
+        cuda_compute: Mapping[str, str] | None = None,
+        doc: str = "",
+    ) -> None:
+        self.name = name
+        self.module = module
+        self.attr = attr
+        self.torch_op = torch_op
+        self.compute = compute
+        self.cuda_compute: Mapping[str, str] = {} if cuda_compute is None else cuda_compute
+        self.doc = doc
 
 
 _SERVED_KEYWORDS = frozenset(("out", "where", "casting", "order", "dtype", "subok"))
@@ -90,18 +101,25 @@ _ORDERS = frozenset(("K", "A", "C", "F"))
 _UF_PIECE = 1 << 18
 
 
-@dataclass(frozen=True)
-class _UfuncPlan:
-    loop: np.dtype
-    wide: str | None
-    """torch dtype to compute in when wider than the loop's (float32 erf: float64), else None."""
-    cuda_ok: bool
-    """The loop is verified on CUDA."""
-    cuda_wide: str | None
-    stage: bool
-    """The input is cast into the result buffer first (NumPy's own input cast)."""
-    name: str
-    """The loop's dtype name (``dtype.name`` costs ~2 us: looked up once)."""
+class _UfuncPlan(Record):
+    """How one (input dtype, out dtype, dtype=, casting) call is served.
+
+    ``wide``: the torch dtype to compute in when wider than the loop's (float32
+    erf: float64), else None; ``cuda_ok``: the loop is verified on CUDA;
+    ``stage``: the input is cast into the result buffer first (NumPy's own
+    input cast); ``name``: the loop's dtype name (``dtype.name`` costs ~2 us:
+    looked up once).
+    """
+
+    __slots__ = ("loop", "wide", "cuda_ok", "cuda_wide", "stage", "name")
+
+    def __init__(self, loop: np.dtype[Any], wide: str | None, cuda_ok: bool, cuda_wide: str | None, stage: bool, name: str) -> None:
+        self.loop = loop
+        self.wide = wide
+        self.cuda_ok = cuda_ok
+        self.cuda_wide = cuda_wide
+        self.stage = stage
+        self.name = name
 
 
 class _UfuncState:
