@@ -387,15 +387,15 @@ def plot_sweep(rows: Sequence[Mapping[str, Any]], path: str) -> None:
     plt.close(figure)
 
 
-def _warn_if_busy() -> None:
-    click.echo(QUIET_MACHINE_NOTE, err=True)
+def warn_if_busy(consequence: str = "the numbers will be noisy") -> None:
+    """One warning line when other programs keep this machine's cores busy (timings then mislead)."""
     try:
         load = os.getloadavg()[0]
     except (AttributeError, OSError):
         return
     cores = os.cpu_count() or 1
     if load > 0.5 * cores:
-        click.echo(f"warning: the load average is {load:.1f} on {cores} cores: other programs are running and the numbers will be noisy.", err=True)
+        click.echo(f"warning: the load average is {load:.1f} on {cores} cores: other programs are running and {consequence}.", err=True)
 
 
 # ---------------------------------------------------------------- the command
@@ -435,7 +435,8 @@ def command(
     max_size = int(np.prod(parse_size(max_size_text)))
     if plot_path is not None:
         _require_matplotlib()  # before minutes of timing, not after
-    _warn_if_busy()
+    click.echo(QUIET_MACHINE_NOTE, err=True)
+    warn_if_busy()
     env = Environment.load()
     numpy_dtype = np.dtype(dtype)
     report: dict[str, Any] = {"machine": env.describe(), "dtype": dtype, "repeat": repeat}

@@ -281,7 +281,7 @@ def replace_file(
             pass
         raise
     if durable:
-        _fsync_folder(folder)
+        fsync_folder(folder)
 
 
 def _refuse_special(target: str | os.PathLike[str]) -> None:
@@ -311,7 +311,7 @@ def _new_file_mode() -> int:
     return 0o666 & ~umask
 
 
-def _fsync_folder(folder: str) -> None:
+def fsync_folder(folder: str | os.PathLike[str]) -> None:
     """Make the rename durable; not every platform can open a folder, which is fine."""
     try:
         fd = os.open(folder, os.O_RDONLY)

@@ -184,7 +184,9 @@ def command(quick: bool, function_text: str | None, everything: bool, output: st
     names = None if function_text is None else [n.strip() for n in function_text.split(",") if n.strip()]
     chosen = pairs(names, everything)
     sizes = QUICK_SIZES if quick else SIZES
-    _warn_if_busy()
+    from np2torch.bench import warn_if_busy
+
+    warn_if_busy("the profile will be pessimistic about torch's thread pool: run it again on a quiet machine")
     started = time.perf_counter()
     with click.progressbar(length=len(chosen) * len(sizes) + 1, label="np2torch tune", file=sys.stderr) as bar:
         profile = run_tune(names, quick, not no_cuda, bar, everything)
@@ -214,14 +216,3 @@ def _merged_with_existing(target: Path, profile: Any) -> Any:
     existing.curves.update(profile.curves)
     existing.import_seconds, existing.threads = profile.import_seconds, profile.threads
     return existing
-
-
-def _warn_if_busy() -> None:
-    try:
-        load = os.getloadavg()[0]
-    except (AttributeError, OSError):
-        return
-    cores = os.cpu_count() or 1
-    if load > 0.5 * cores:
-        click.echo(f"warning: the load average is {load:.1f} on {cores} cores: other programs are running; "
-                   "the profile will be pessimistic about torch's thread pool. Run it again on a quiet machine.", err=True)

@@ -30,6 +30,7 @@ from typing import Iterator, Optional
 import click
 
 from np2torch import __version__
+from np2torch.files import fsync_folder
 from np2torch.suppress import MARKER
 
 PACKAGE = "np2torch.runtime"
@@ -301,7 +302,7 @@ def _replace_folder(target: Path, files: dict[str, bytes]) -> None:
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.rename(staging, target)
-        _fsync_folder(target.parent)
+        fsync_folder(target.parent)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -316,7 +317,7 @@ def _write_files(folder: Path, files: dict[str, bytes]) -> None:
             folders.add(path.parent)
         _write_file(path, content)
     for written in folders:
-        _fsync_folder(written)
+        fsync_folder(written)
 
 
 def _write_file(path: Path, content: bytes) -> None:
@@ -324,19 +325,6 @@ def _write_file(path: Path, content: bytes) -> None:
         handle.write(content)
         handle.flush()
         os.fsync(handle.fileno())
-
-
-def _fsync_folder(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return  # not every platform opens folders
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 # ---------------------------------------------------------------- the command
