@@ -113,3 +113,15 @@ def test_cli_reports_always_fixes_only_with_unsafe_fixes(in_tmp: Path, capsys: p
     assert main(["fix", "--unsafe-fixes", "a.py"]) == 0
     capsys.readouterr()
     assert Path("a.py").read_text() == "import numpy as np\nimport np2torch.runtime as np2t\n\ny = np2t.logsumexp(x, axis=1)\n"
+
+
+def test_a_pattern_row_is_the_one_shape_the_engine_matches() -> None:
+    from dataclasses import replace
+
+    import pytest
+
+    from np2torch import rules
+
+    row = next(rule for rule in rules.RULES if rule.is_pattern)
+    with pytest.raises(AssertionError, match=r"\(outer, reduction, inner\)"):
+        rules._check_table((replace(row, pattern=("numpy.log", "numpy.exp")),))

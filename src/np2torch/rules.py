@@ -72,9 +72,12 @@ class Rule:
     known_problems: str = ""
     """The docs' "Known problems": where the helper falls back to NumPy/SciPy, measured gaps."""
     pattern: tuple[str, ...] = ()
-    """A pattern rule (NPT9xx): the qualified names of the nested calls, outermost first,
-    e.g. ``("numpy.log", "numpy.sum", "numpy.exp")``; ``qualname`` is then the outermost.
-    Empty for a function rule."""
+    """A pattern rule (NPT9xx): ``(outer, reduction, inner)``, the qualified names of the one
+    shape the engine matches, ``outer(reduction(inner(x), ...))`` or
+    ``outer(inner(x).reduction(...))``, e.g. ``("numpy.log", "numpy.sum", "numpy.exp")``;
+    the fix rewrites it to ``<alias>.<helper>(x, ...)``. ``qualname`` is then the outermost.
+    Empty for a function rule. (Exactly three names: other shapes are not matched, and the
+    table check refuses them rather than let a row promise what the engine does not do.)"""
     title: str | None = None
     """The rule's name when it is not the function's short name (pattern rules)."""
     message_text: str | None = None
@@ -334,6 +337,8 @@ def _check_table(rules: tuple[Rule, ...]) -> None:
     for rule in rules:
         if rule.is_pattern != (rule.category == PATTERN) or (rule.is_pattern and rule.pattern[0] != rule.qualname):
             raise AssertionError(f"{rule.code}: a pattern row is in the patterns category and names its outer call")
+        if rule.is_pattern and len(rule.pattern) != 3:
+            raise AssertionError(f"{rule.code}: a pattern is (outer, reduction, inner): the one shape the engine matches")
     functions = [r for r in rules if not r.is_pattern]
     codes = [r.code for r in rules]
     names = [r.qualname for r in functions]
