@@ -306,7 +306,8 @@ def test_a_pair_missing_from_the_profile_is_measured_on_the_spot_and_recorded(tm
     env = {"NP2TORCH_CACHE_DIR": str(tmp_path)}
     code = """
         import torch, numpy as np, np2torch.runtime as r
-        from np2torch.runtime import _profile
+        from np2torch.runtime import _decide, _profile
+        _decide._quiet_enough_to_keep = lambda threads: True  # the test suite itself loads the machine
         x = np.linspace(-2, 2, 300_000)
         r.erf(x)
         print(_profile.active().write_to)
@@ -422,3 +423,20 @@ def test_the_builtin_profile_is_valid_and_read_as_validated():
     validated = _profile.read_profile(path)
     assert validated.curves == _profile.load_builtin().curves and validated.curves
     assert validated.import_seconds > 0 and validated.threads >= 1
+
+
+def test_measurements_on_a_busy_machine_or_in_a_forked_child_are_not_kept(monkeypatch, tmp_path, profile_env):
+    import os as os_module
+
+    monkeypatch.setattr(os_module, "getloadavg", lambda: (3.9, 3.0, 2.0))
+    assert not _decide._quiet_enough_to_keep(2)
+    monkeypatch.setattr(os_module, "getloadavg", lambda: (0.4, 0.3, 0.2))
+    assert _decide._quiet_enough_to_keep(2)
+    monkeypatch.setattr(_backend._TorchState, "forked_child", True)
+    assert not _decide._quiet_enough_to_keep(2)
+    # Not kept: this process decides from it, the file is not written.
+    profile_env(None)
+    curve = synthetic(1.0, cpu1=(5e-6, 0.5))
+    _profile.record({"exp/float64": curve}, threads=2, persist=False)
+    assert _profile.active().machine.curves["exp/float64"] == curve
+    assert not os_module.path.exists(_profile.active().write_to)

@@ -109,6 +109,11 @@ def _consume_readonly_warning(torch: Any) -> None:
         torch.from_numpy(probe)
 
 
+def in_forked_child() -> bool:
+    """Whether this process was forked from one with torch imported (its torch runs on one thread)."""
+    return _TorchState.forked_child
+
+
 def note_parallel_use() -> None:
     """Record that this process ran a (possibly) multithreaded torch CPU op."""
     _TorchState.parallel_used = True

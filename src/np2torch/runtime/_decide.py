@@ -32,6 +32,7 @@ replaces all of this: from that size on, torch on the configured device.
 from __future__ import annotations
 
 import math
+import os
 import sys
 import threading
 from typing import Any, Callable, Sequence
@@ -39,7 +40,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import _calibrate, _profile
-from ._backend import cuda_available, load_torch, torch_if_loaded
+from ._backend import cuda_available, in_forked_child, load_torch, torch_if_loaded
 from ._profile import Curve, curve_key
 from ._record import Record
 
@@ -391,11 +392,29 @@ def _calibrate_now(name: str, dtype: str, key: str) -> Curve | None:
         except Exception:  # a measurement must never break the user's call: the prior stays
             _State.declined.add(key)
             return None
-        _profile.record({key: curve}, threads=torch.get_num_threads())
+        threads = torch.get_num_threads()
+        _profile.record({key: curve}, threads=threads, persist=_quiet_enough_to_keep(threads))
         changed()
         return curve
     finally:
         _State.calibrating.discard(key)
+
+
+def _quiet_enough_to_keep(threads: int) -> bool:
+    """Whether a measurement taken now may stand for this machine in later processes.
+
+    Not in a child forked from a torch process (one thread only), and not while
+    other programs keep the cores busy (the 1-minute load average above half the
+    pool): the pool's times would be a busy machine's for good.  Such measurements
+    still decide in this process; ``np2torch tune`` on a quiet machine records them.
+    """
+    if in_forked_child():
+        return False
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return True
+    return load <= 0.5 * threads
 
 
 def _reason(curve: Curve, path: str, n: int, origin: str) -> str:

@@ -470,8 +470,15 @@ def _warn(message: str) -> None:
         warnings.warn(message, RuntimeWarning, stacklevel=2)
 
 
-def record(curves: Mapping[str, Curve], notes: Mapping[str, Any] = {}, import_seconds: float | None = None, threads: int | None = None) -> None:
-    """Add on-the-spot measurements to the profile in force (and to its file, when it has one)."""
+def record(
+    curves: Mapping[str, Curve],
+    notes: Mapping[str, Any] = {},
+    import_seconds: float | None = None,
+    threads: int | None = None,
+    persist: bool = True,
+) -> None:
+    """Add on-the-spot measurements to the profile in force, and to its file when it has one and
+    ``persist`` (measurements taken on a busy machine serve this process only)."""
     with _State.lock:
         current = active()
         base = current.machine or Profile(
@@ -483,7 +490,7 @@ def record(curves: Mapping[str, Curve], notes: Mapping[str, Any] = {}, import_se
         merged = Profile(base.source, base.fingerprint, base.import_seconds, threads or base.threads, dict(base.curves), dict(base.notes))
         merged.curves.update(curves)
         merged.notes.update(notes)
-        if current.write_to is not None:
+        if current.write_to is not None and persist:
             try:
                 merged = merge_into_file(current.write_to, merged, curves, notes)
             except OSError:
