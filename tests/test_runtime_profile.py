@@ -74,8 +74,8 @@ def test_prediction_interpolates_and_extrapolates():
     assert curve.predict("numpy", 1000) == pytest.approx(1e-6)
     assert curve.predict("numpy", 10_000) == pytest.approx(1e-5)  # log-log between the points
     assert curve.predict("numpy", 10) == pytest.approx(1e-6)  # below: the smallest size's time
-    # above: the affine model through the two largest sizes
-    assert curve.predict("numpy", 1_000_000) == pytest.approx(1e-4 + (1e-4 - 1e-6) / 99_000 * 900_000)
+    # above: proportional to the size (the ratios measured at the largest size hold beyond it)
+    assert curve.predict("numpy", 1_000_000) == pytest.approx(1e-3)
     assert curve.predict("cpu", 1000) is None
 
 
@@ -376,15 +376,37 @@ def test_threads_follow_the_route_and_are_restored(monkeypatch):
     assert seen == [1, 1, before] and torch.get_num_threads() == before
 
 
-def test_thread_count_never_changes_values():
-    torch = _backend.load_torch()
-    x = np.random.default_rng(3).standard_normal(200_003) * 5
-    results = []
-    for count in (1, 2):
+def test_the_pool_shrinks_under_load_only_where_the_thread_count_changes_no_bit(monkeypatch):
+    # torch's sigmoid rounds the element at a thread boundary differently on 1 and 2 threads;
+    # exp does not. Measurement records which; only invariant pairs may shrink the pool.
+    _backend.load_torch()
+    from np2torch.runtime import _ufunc
+
+    def invariant(name: str, dtype: str) -> bool:
+        state = getattr(np2t, name)._np2torch_state
+        x = _calibrate.make_input(name, np.dtype(dtype), 70_001)
+        return _calibrate._same_bits(lambda path, a: _ufunc._uf_run_path(state, path, a), x)
+
+    one, pool = [], []
+    x = _calibrate.make_input("expit", np.dtype("float64"), 70_001)
+    for count, out in ((1, one), (2, pool)):
         with np2t.using(min_size=0), _backend.threads(count):
-            results.append(np2t.exp(x).tobytes() + np2t.erf(x).tobytes())
-    assert results[0] == results[1]
-    assert torch.get_num_threads() >= 1
+            out.append(np2t.expit(x).tobytes())
+    if one != pool:  # the thread count showed a difference: the detector must have seen it too
+        assert not invariant("expit", "float64")
+    assert invariant("exp", "float64")
+    curve = synthetic(1.0, cpu1=(5e-6, 0.5), cpu=(3e-5, 0.1))
+    assert not _decide.Route("cpu", "cpu", (curve, 10**6, "machine")).adapt
+    curve.thread_invariant = True
+    assert _decide.Route("cpu", "cpu", (curve, 10**6, "machine")).adapt
+    assert not _decide.Route("cpu", "cpu", "min_size=0 set explicitly").adapt
+
+
+def test_measure_records_thread_invariance():
+    _backend.load_torch()
+    curve = _calibrate.measure("exp", np.dtype(np.float64), ("numpy", "cpu1", "cpu"), sizes=(4096, 70_001), max_call=None, repeat=1)
+    assert curve.thread_invariant is True
+    assert _profile.Curve.from_json(curve.to_json(), "x").thread_invariant is True
 
 
 def test_calibration_times_each_path(monkeypatch):

@@ -102,7 +102,30 @@ def measure(
             progress()
         if max_call is not None and len(measured) >= 2 and seconds["numpy"][-1] > max_call:
             break
-    return Curve(tuple(measured), {path: tuple(times) for path, times in seconds.items()})
+    invariant = "cpu1" in paths and "cpu" in paths and _same_bits(run, make_input(name, dtype, _ODD_SIZE))
+    return Curve(tuple(measured), {path: tuple(times) for path, times in seconds.items()}, invariant)
+
+
+_ODD_SIZE = 100_003
+"""A length whose split between threads is not a multiple of any vector width."""
+
+
+def _same_bits(run: Runner, x: np.ndarray) -> bool:
+    """Whether torch's result can depend on how the elements are split between threads.
+
+    A split puts a few elements in a scalar tail instead of the vectorized loop;
+    where the two round differently (torch's sigmoid and atanh do), the thread
+    count changes bits.  A strided input runs every element through the scalar
+    loop: it must match the contiguous (vectorized) result, and one thread the pool.
+    """
+    if x.ndim != 1:
+        return False  # reductions keep their configured thread count anyway
+    spread = np.empty(2 * x.size, x.dtype)[::2]
+    spread[...] = x
+    vectorized = np.asarray(run("cpu1", x))
+    scalar = np.ascontiguousarray(run("cpu1", spread))
+    pool = np.asarray(run("cpu", x))
+    return vectorized.tobytes() == scalar.tobytes() == pool.tobytes()
 
 
 def registered() -> Iterable[str]:

@@ -82,8 +82,14 @@ class Route(Record):
 
     @property
     def threads(self) -> int:
-        """1 for ``cpu1``; 0 (the pool, shrunk to the free cores) otherwise."""
+        """1 for ``cpu1``; 0 (the pool) otherwise."""
         return 1 if self.path == "cpu1" else 0
+
+    @property
+    def adapt(self) -> bool:
+        """Whether the pool may shrink to the free cores: only where the profile measured that the
+        thread count changes no value (else the bits would depend on the machine's load)."""
+        return not isinstance(self.reason, str) and self.reason[0].thread_invariant
 
 
 class Bands(Record):

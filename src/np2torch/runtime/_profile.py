@@ -58,18 +58,24 @@ class ProfileError(ValueError):
 class Curve(Record):
     """Seconds per call of each measured path at each size, for one (function, dtype)."""
 
-    __slots__ = ("sizes", "seconds")
+    __slots__ = ("sizes", "seconds", "thread_invariant")
 
-    def __init__(self, sizes: tuple[int, ...], seconds: Mapping[str, tuple[float, ...]]) -> None:
+    def __init__(self, sizes: tuple[int, ...], seconds: Mapping[str, tuple[float, ...]], thread_invariant: bool = False) -> None:
         self.sizes = sizes
         self.seconds = seconds
+        self.thread_invariant = thread_invariant
+        """torch gave the same bits on one thread and on the pool (measured): only then may the
+        pool shrink under load without changing a value (torch's sigmoid and atanh, for one,
+        round the element at a thread boundary differently)."""
 
     def predict(self, path: str, n: int) -> float | None:
         """Predicted seconds for one call of ``n`` elements (None: the path was not measured).
 
         Between measured sizes: linear in log-log.  Below the smallest: its time
-        (per-call overheads dominate there).  Above the largest: the affine
-        model through the two largest sizes (overhead + per-element cost).
+        (per-call overheads dominate there).  Above the largest: proportional to
+        the size, so every path keeps the ratios measured at the largest size
+        (an affine fit through the two largest sizes let one noisy point swing
+        the decision for every size beyond).
         """
         times = self.seconds.get(path)
         if times is None:
@@ -78,16 +84,16 @@ class Curve(Record):
         if n <= sizes[0]:
             return times[0]
         if n >= sizes[-1]:
-            if len(sizes) == 1:
-                return times[-1] * n / sizes[-1]
-            slope = max(0.0, (times[-1] - times[-2]) / (sizes[-1] - sizes[-2]))
-            return times[-1] + slope * (n - sizes[-1])
+            return times[-1] * n / sizes[-1]
         i = next(k for k in range(1, len(sizes)) if sizes[k] >= n)
         f = (math.log(n) - math.log(sizes[i - 1])) / (math.log(sizes[i]) - math.log(sizes[i - 1]))
         return math.exp(math.log(times[i - 1]) * (1 - f) + math.log(times[i]) * f)
 
     def to_json(self) -> dict[str, Any]:
-        return {"sizes": list(self.sizes), **{path: list(times) for path, times in self.seconds.items()}}
+        data: dict[str, Any] = {"sizes": list(self.sizes), **{path: list(times) for path, times in self.seconds.items()}}
+        if self.thread_invariant:
+            data["thread_invariant"] = True
+        return data
 
     @classmethod
     def from_json(cls, data: Any, where: str) -> Curve:
@@ -106,10 +112,13 @@ class Curve(Record):
             seconds[path] = tuple(float(t) for t in times)
         if "numpy" not in seconds:
             raise ProfileError(f"{where}: the original ('numpy') must be measured")
-        unknown = set(data) - {"sizes", *PATHS}
+        unknown = set(data) - {"sizes", "thread_invariant", *PATHS}
         if unknown:
             raise ProfileError(f"{where}: unknown keys {sorted(unknown)}")
-        return cls(tuple(sizes), seconds)
+        invariant = data.get("thread_invariant", False)
+        if type(invariant) is not bool:
+            raise ProfileError(f"{where}: 'thread_invariant' must be true or false")
+        return cls(tuple(sizes), seconds, invariant)
 
 
 def _positive_number(value: Any) -> bool:
@@ -161,7 +170,7 @@ class Profile(Record):
     def trusted(cls, data: dict[str, Any], source: str) -> Profile:
         """The profile np2torch ships, read without validation (tests/test_runtime_profile.py validates it)."""
         curves = {
-            key: Curve(tuple(value["sizes"]), {path: tuple(value[path]) for path in PATHS if path in value})
+            key: Curve(tuple(value["sizes"]), {path: tuple(value[path]) for path in PATHS if path in value}, value.get("thread_invariant", False) is True)
             for key, value in data["curves"].items()
         }
         return cls(source, data["fingerprint"], float(data["import_seconds"]), data["threads"], curves, dict(data.get("notes", {})))

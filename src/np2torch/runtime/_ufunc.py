@@ -335,7 +335,7 @@ def _uf_try_torch(state: _UfuncState, settings: Any, x: np.ndarray, args: tuple[
     route, plan, out, order, inplace, checks = prepared
     result = out if out is not None else _uf_allocate(x, plan, order)
     if route.device == "cpu":
-        with threads(route.threads):
+        with threads(route.threads, adapt=route.adapt):
             _uf_run(state, route.device, plan, x, result, inplace, checks)
     else:
         _uf_run(state, route.device, plan, x, result, inplace, checks)
@@ -401,7 +401,7 @@ def _uf_run_path(state: _UfuncState, path: str, x: np.ndarray) -> Any:
     result = _uf_allocate(x, plan, "K")
     checks = error_checks()
     if device == "cpu":
-        with threads(1 if path == "cpu1" else 0):
+        with threads(1 if path == "cpu1" else 0, adapt=False):  # the pool as it is, never shrunk: what tune measures
             _uf_run(state, device, plan, x, result, False, checks)
     else:
         _uf_run(state, device, plan, x, result, False, checks)
