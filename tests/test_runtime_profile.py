@@ -260,6 +260,8 @@ def test_ski_rental_imports_torch_when_the_savings_reach_its_cost(tmp_path):
     proc = run_python(
         """
         import sys, numpy as np, np2torch.runtime as r
+        from np2torch.runtime import _decide
+        _decide.DEFER_ELEMENTS = 0  # the rental itself, from the first call
         x = np.full(100_000, 0.5, dtype=np.float32)
         seen = []
         for _ in range(12):
@@ -300,6 +302,22 @@ def test_one_call_does_not_import_torch():
         {},
     )
     assert proc.stdout.split() == ["False"], proc.stderr
+
+
+def test_a_short_script_does_not_even_read_the_profile():
+    proc = run_python(
+        """
+        import sys, numpy as np, np2torch.runtime as r
+        from np2torch.runtime import _profile
+        x = np.linspace(-3, 3, 100_000)
+        r.exp(x); r.erf(x); r.exp(np.ones(10))
+        before = _profile.loaded()
+        r.exp(np.linspace(-3, 3, 3_000_000))  # past DEFER_ELEMENTS: now the profile decides
+        print(before, _profile.loaded(), 'torch' in sys.modules)
+        """,
+        {},
+    )
+    assert proc.stdout.split() == ["False", "True", "False"], proc.stderr
 
 
 def test_a_pair_missing_from_the_profile_is_measured_on_the_spot_and_recorded(tmp_path):

@@ -165,6 +165,8 @@ class _State:
     lock = threading.RLock()
     saved = 0.0
     """Seconds the torch path would have saved so far, while torch was not imported (ski rental)."""
+    deferred = 0
+    """Elements the helpers saw before the profile was read (:func:`deferring`)."""
     bands: dict[tuple[str, tuple[str, ...], bool], tuple[int, Bands]] = {}
     entries: dict[tuple[str, str, str, bool], tuple[int, _Entry]] = {}
     calibrating: set[str] = set()
@@ -176,6 +178,7 @@ def reset() -> None:
     """Forget the ski-rental sum and cached bands (tests)."""
     with _State.lock:
         _State.saved = 0.0
+        _State.deferred = 0
         _State.bands = {}
         _State.entries = {}
         _State.calibrating = set()
@@ -257,6 +260,27 @@ def _bands(active: _profile.Active, key: str, curve: Curve, origin: str, allowed
     found = bands_of(curve, allowed)
     _State.bands[cache_key] = (active.generation, found)
     return found
+
+
+DEFER_ELEMENTS = 1 << 21
+"""While torch is not imported, the profile is read only once the helpers have seen this many
+elements: before that, the time torch could save (a few ms) is far below what importing it costs
+(seconds), so the ski rental could not switch anyway, and a short script pays nothing for reading
+the profile (~5 ms: a tenth of a `python -c` that calls one helper once)."""
+DEFER_FLOOR = 1 << 12
+"""Calls below this size do not count towards :data:`DEFER_ELEMENTS` (nor pay for the count)."""
+
+
+def deferring(n: int) -> bool:
+    """Whether a call of ``n`` elements should go to the original without reading the profile yet."""
+    if _profile.loaded() or _torch_ready():
+        return False
+    with _State.lock:
+        _State.deferred += n
+        if _State.deferred < DEFER_ELEMENTS:
+            return True
+    changed()  # the deferred calls' provisional floors give way to the profile's
+    return False
 
 
 def torch_floor(name: str, dtypes: Sequence[str]) -> int:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import json
 import math
 import os
 import re
@@ -219,7 +218,7 @@ def fingerprint_key(print_: Mapping[str, Any]) -> str:
     CRC-32 twice (over the text and its reverse), not SHA-256: ``import hashlib``
     and ``tempfile`` cost ~30 ms, a tenth of a short script's run.
     """
-    text = json.dumps(print_, sort_keys=True, separators=(",", ":")).encode()
+    text = _json().dumps(print_, sort_keys=True, separators=(",", ":")).encode()
     return f"{zlib.crc32(text):08x}{zlib.crc32(text[::-1]):08x}"
 
 
@@ -318,7 +317,7 @@ def default_path(print_: Mapping[str, Any] | None = None) -> str:
 def read_profile(path: str | os.PathLike[str]) -> Profile:
     try:
         with open(path, encoding="utf-8") as handle:
-            data = json.loads(handle.read())
+            data = _json().loads(handle.read())
     except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise ProfileError(f"{path}: {exc}") from None
     return Profile.from_json(data, os.fspath(path))
@@ -328,7 +327,7 @@ def load_builtin() -> Profile:
     """The reference VM's profile shipped with np2torch (an empty one, with a warning, if it is damaged)."""
     try:
         with open(_BUILTIN_FILE, encoding="utf-8") as handle:
-            profile = Profile.trusted(json.loads(handle.read()), BUILTIN)
+            profile = Profile.trusted(_json().loads(handle.read()), BUILTIN)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         _warn(f"np2torch: the built-in profile is unusable ({exc}); every call goes to NumPy/SciPy until `np2torch tune` runs")
         return Profile(BUILTIN, {}, 3.0, 1)
@@ -343,7 +342,7 @@ def write_profile(path: str | os.PathLike[str], profile: Profile) -> None:
     os.makedirs(folder, exist_ok=True)
     import tempfile  # only here: importing it costs ~20 ms, more than reading a profile
 
-    text = json.dumps(profile.to_json(), indent=1, sort_keys=True) + "\n"
+    text = _json().dumps(profile.to_json(), indent=1, sort_keys=True) + "\n"
     fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -437,6 +436,17 @@ def active() -> Active:
                 _State.active = _resolve(os.environ.get(PROFILE_ENV, "").strip())
             found = _State.active
     return found
+
+
+def _json() -> Any:
+    import json  # on first use: a script whose calls never reach the profile skips it (~3 ms)
+
+    return json
+
+
+def loaded() -> bool:
+    """Whether the profile has been read in this process."""
+    return _State.active is not None
 
 
 def reset() -> None:

@@ -326,6 +326,9 @@ _UF_DECLINED = object()
 
 def _uf_try_torch(state: _UfuncState, settings: Any, x: np.ndarray, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     if settings.gate is None and x.dtype not in state.floors:
+        if _decide.deferring(x.size):
+            state.floors[x.dtype] = _decide.DEFER_FLOOR  # smaller calls skip even this test
+            return _UF_DECLINED
         state.learn_floor(x.dtype)
         if x.size < state.floors[x.dtype]:
             return _UF_DECLINED
