@@ -57,7 +57,6 @@ class _TorchState:
     tried = False
     module: Any = None
     cuda: bool | None = None
-    parallel_used = False
     fork_hook = False
     forked_child = False
     """This process was forked from one where torch was imported: one thread only."""
@@ -114,11 +113,6 @@ def in_forked_child() -> bool:
     return _TorchState.forked_child
 
 
-def note_parallel_use() -> None:
-    """Record that this process ran a (possibly) multithreaded torch CPU op."""
-    _TorchState.parallel_used = True
-
-
 def _after_fork_in_child() -> None:
     # GNU OpenMP's worker threads do not exist in the child, but its pool state
     # says they do: the first parallel region would wait for them forever.  The
@@ -129,7 +123,6 @@ def _after_fork_in_child() -> None:
     if torch is None and _TorchState.module is None:
         return
     _TorchState.forked_child = True
-    _TorchState.parallel_used = False
     setter = getattr(torch, "set_num_threads", None)
     if setter is not None:
         setter(1)

@@ -11,7 +11,7 @@ common case); they are never the user's arrays.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -126,11 +126,3 @@ def _same_bits(run: Runner, x: np.ndarray) -> bool:
     scalar = np.ascontiguousarray(run("cpu1", spread))
     pool = np.asarray(run("cpu", x))
     return vectorized.tobytes() == scalar.tobytes() == pool.tobytes()
-
-
-def registered() -> Iterable[str]:
-    return tuple(_RUNNERS)
-
-
-def loops(name: str) -> Mapping[str, str]:
-    return FUNCTIONS_BY_NAME[name].loops

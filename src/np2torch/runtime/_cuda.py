@@ -28,7 +28,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ._backend import load_torch, note_parallel_use, torch_dtype
+from ._backend import load_torch, torch_dtype
 
 # 32 MiB per chunk: large enough that per-chunk launch and event costs vanish,
 # small enough that two slots of pinned and device memory stay modest.
@@ -123,7 +123,6 @@ def cuda_unary(
     result is non-finite (else False).  ``src`` may be ``dst`` (in place).
     """
     torch = load_torch()
-    note_parallel_use()  # the host-side chunk copies use torch's CPU thread pool
     n = src.shape[0]
     if n == 0:
         return False

@@ -205,10 +205,6 @@ def reload() -> None:
     changed()
 
 
-def saved_seconds() -> float:
-    return _State.saved
-
-
 def _torch_ready() -> bool:
     return torch_if_loaded() is not None or "torch" in sys.modules
 
@@ -487,15 +483,3 @@ def describe_bands(name: str, dtype: str, device: str = "auto") -> list[tuple[in
         return []
     bands = _bands(active, key, curve, origin, _allowed(curve, device, True))
     return list(zip(bands.starts, bands.paths))
-
-
-def predicted_speedup(name: str, dtype: str, n: int, path: str) -> float | None:
-    active = _profile.active()
-    curve, _ = _curve(active, curve_key(name, dtype))
-    if curve is None:
-        return None
-    original, chosen = curve.predict("numpy", n), curve.predict(path, n)
-    if original is None or chosen is None or math.isclose(chosen, 0.0):
-        return None
-    return original / chosen
-

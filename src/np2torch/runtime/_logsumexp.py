@@ -41,10 +41,11 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from . import _calibrate, _decide
-from ._backend import can_view, cuda_available, load_torch, note_parallel_use, threads
+from ._backend import can_view, cuda_available, load_torch, threads
 from ._config import RuntimeSettings, Settings, current_settings
 from ._dask import DASK_ARRAY, is_dask_array, logsumexp as dask_logsumexp
 from ._decide import Route
+from ._table import FUNCTIONS_BY_NAME
 
 if TYPE_CHECKING:
     from ._logsumexp_check import LseVerdict
@@ -73,7 +74,7 @@ _LSE_LOOK = "look"
 # Dtypes SciPy promotes to float64 (xp_promote(force_floating=True)) and that
 # torch can view; the conversion happens block by block, as NumPy's astype would.
 _LSE_TO_FLOAT64 = frozenset(np.dtype(c) for c in "?bBhil") | {np.dtype(np.int64)}
-_LSE_FLOATS = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
+_LSE_FLOATS = frozenset(np.dtype(name) for name in FUNCTIONS_BY_NAME[_LSE_NAME].loops)
 
 # |a_max| from which SciPy's ``a - a_max`` can overflow (x >= -max must round
 # past -max): half an ULP of the largest finite value.
@@ -117,7 +118,7 @@ class _LseGate:
 
     @classmethod
     def refresh(cls) -> None:
-        cls.floor = _decide.torch_floor(_LSE_NAME, ("float64", "float32"))
+        cls.floor = _decide.torch_floor(_LSE_NAME, tuple(FUNCTIONS_BY_NAME[_LSE_NAME].loops))
         cls.known = True
 
     @classmethod
@@ -310,7 +311,6 @@ def _lse_reduce(torch: Any, view: np.ndarray, dims: tuple[int, ...], work: np.dt
     if t.dtype == torch.bool:
         t = t.view(torch.uint8)
     if device == "cpu":
-        note_parallel_use()
         block = max(_LSE_CPU_BLOCK, torch.get_num_threads() * _LSE_GRAIN)
     else:
         # One host -> device copy (the reduction reads the input twice when

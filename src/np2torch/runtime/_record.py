@@ -26,6 +26,3 @@ class Record:
     def __repr__(self) -> str:
         fields = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__)
         return f"{type(self).__name__}({fields})"
-
-    def _values(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, k) for k in self.__slots__)

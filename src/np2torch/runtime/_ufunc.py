@@ -38,7 +38,7 @@ from typing import Any, Callable, Literal, Mapping
 import numpy as np
 
 from . import _calibrate, _decide
-from ._backend import can_view, cuda_available, load_torch, note_parallel_use, tensor_view, threads
+from ._backend import can_view, cuda_available, load_torch, tensor_view, threads
 from ._config import PROCESS_SETTINGS, SETTINGS_VAR, device_kind
 from ._cuda import cuda_unary
 from ._dask import DASK_ARRAY, elementwise as dask_elementwise, is_dask_array
@@ -537,7 +537,6 @@ def _uf_run(
 def _uf_compute_cpu(op_name: str, plan: _UfuncPlan, src: np.ndarray, dst: np.ndarray) -> None:
     """``dst[...] = op(src)`` with torch on the host, writing into ``dst``'s memory."""
     torch = load_torch()
-    note_parallel_use()
     op = _uf_torch_op(torch, op_name)
     if plan.wide is None:
         op(tensor_view(src), out=tensor_view(dst))
