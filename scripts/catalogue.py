@@ -21,7 +21,7 @@ The inputs: ``--samples`` draws over the function's range, the special values
 exponent: all 65,536 float16 values, every 1024th float32 bit pattern (4,194,304),
 2,000,000 random float64 bit patterns. ``--ref-samples`` of them per loop are
 checked against mpmath. The first computation that passes each loop is the loop
-for the function's row in runtime/_table.py (docs/catalogue.md).
+for the function's row in runtime/table.py (docs/catalogue.md).
 
 Also reported: the original's result dtype for every input dtype next to torch's
 (``dtypes``); with ``--details`` the first catalogue's per-dtype value table; with

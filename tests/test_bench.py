@@ -24,7 +24,7 @@ def run(*args: str) -> "click.testing.Result":
 
 
 def test_every_rule_has_a_recipe_and_the_list_comes_from_the_rules() -> None:
-    from np2torch.runtime._table import FUNCTIONS
+    from np2torch.runtime.table import FUNCTIONS
 
     assert [rule.helper for rule in bench.benchmarked_rules()] == [rule.helper for rule in RULES if not rule.is_pattern]
     assert set(bench.RECIPES) == {rule.helper for rule in RULES} == {row.name for row in FUNCTIONS}

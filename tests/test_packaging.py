@@ -88,7 +88,7 @@ def test_the_wheel_is_typed_licensed_and_described(dists: tuple[Path, Path, str]
         entry_points = archive.read(f"{info}/entry_points.txt").decode("utf-8")
         license_text = archive.read(f"{info}/licenses/LICENSE").decode("utf-8")
     assert {"np2torch/py.typed", "np2torch/runtime/__init__.pyi", "np2torch/runtime/builtin_profile.json",
-            "np2torch/runtime/_table.py"} <= names
+            "np2torch/runtime/table.py"} <= names
     assert {name.split("/")[0] for name in names} == {"np2torch", info}  # no tests/ or fixtures/ package
     assert license_text == (ROOT / "LICENSE").read_text(encoding="utf-8") and "MIT License" in license_text
     assert metadata["Version"] == version

@@ -149,10 +149,10 @@ def test_rules_markdown_lists_every_row(capsys: pytest.CaptureFixture[str]) -> N
 
 
 def test_the_rules_the_runtime_and_bench_derive_from_one_function_table() -> None:
-    # A function is described once (np2torch/runtime/_table.py); everything else follows from it.
+    # A function is described once (np2torch/runtime/table.py); everything else follows from it.
     import np2torch.runtime as np2t
     from np2torch import bench
-    from np2torch.runtime import _table, _ufunc
+    from np2torch.runtime import _ufunc, table as _table
 
     rows = {row.code: row for row in _table.FUNCTIONS}
     functions = {rule.code: rule for rule in RULES if not rule.is_pattern}

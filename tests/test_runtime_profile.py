@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import np2torch.runtime as np2t
-from np2torch.runtime import _backend, _calibrate, _decide, _profile
+from np2torch.runtime import _backend, _calibrate, _decide, _fork, _profile
 from np2torch.runtime._profile import Curve, Profile
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -472,7 +472,7 @@ def test_measurements_on_a_busy_machine_or_in_a_forked_child_are_not_kept(monkey
     assert not _decide._quiet_enough_to_keep(2)
     monkeypatch.setattr(os_module, "getloadavg", lambda: (0.4, 0.3, 0.2))
     assert _decide._quiet_enough_to_keep(2)
-    monkeypatch.setattr(_backend._TorchState, "forked_child", True)
+    monkeypatch.setattr(_fork._Fork, "child", True)
     assert not _decide._quiet_enough_to_keep(2)
     # Not kept: this process decides from it, the file is not written.
     profile_env(None)

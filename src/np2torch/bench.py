@@ -3,7 +3,7 @@
 The functions come from the rule table (:data:`np2torch.rules.RULES`): each
 rule's original (its qualified name) against its runtime helper.  How to
 benchmark each -- its input domain, keywords, numexpr name and naive torch
-call -- is derived from the function table (``np2torch/runtime/_table.py``)
+call -- is derived from the function table (``np2torch/runtime/table.py``)
 in :data:`RECIPES`.  torch, numexpr and matplotlib are imported inside the
 command, never at import.
 
@@ -36,7 +36,7 @@ import numpy as np
 
 from np2torch import __version__
 from np2torch.rules import RULES, Rule
-from np2torch.runtime._table import FUNCTIONS, Function
+from np2torch.runtime.table import FUNCTIONS, Function
 
 Shape = tuple[int, ...]
 

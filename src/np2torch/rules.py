@@ -3,7 +3,7 @@
 The linter, the fixer, ``--select``/``--ignore``, the rule docs
 (``np2torch explain``, ``docs/rules.md``) and the fixture-coverage tests all
 read :data:`RULES`.  A function's rule is derived from its row in the function
-table (``np2torch/runtime/_table.py``, read here without importing NumPy):
+table (:mod:`np2torch.runtime.table`, standard library only: importing it loads no NumPy):
 adding a function is that row and its fixtures (CONTRIBUTING.md); its page
 text is generated unless :data:`_DOCS` spells it out.  Pattern rules are
 written here.
@@ -22,12 +22,10 @@ Code ranges (the hundreds digit names the category, see :data:`CODE_RANGES`):
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from dataclasses import dataclass
-from pathlib import Path
-from types import ModuleType
 from typing import Any, Mapping
+
+from np2torch.runtime.table import FUNCTIONS
 
 ELEMENTARY = "elementary functions"
 SPECIAL = "special functions"
@@ -221,23 +219,6 @@ _DOCS: Mapping[str, Mapping[str, str]] = {
 """Hand-written page text per code; a function without an entry gets the generated defaults."""
 
 
-def _load_function_table() -> ModuleType:
-    """``np2torch/runtime/_table.py``, read without importing the runtime package (which needs NumPy).
-
-    Registered under its package name, so the runtime, when imported later, uses the same module.
-    """
-    name = "np2torch.runtime._table"
-    module = sys.modules.get(name)
-    if module is None:
-        path = Path(__file__).resolve().parent / "runtime" / "_table.py"
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return module
-
-
 def _category(row: Any) -> str:
     if row.kind == "reduction":
         return REDUCTION
@@ -269,8 +250,8 @@ def _function_rule(row: Any) -> Rule:
     )
 
 
-FUNCTION_TABLE = _load_function_table().FUNCTIONS
-"""The rows of np2torch/runtime/_table.py: the one description of each function np2torch serves."""
+FUNCTION_TABLE = FUNCTIONS
+"""The rows of np2torch/runtime/table.py: the one description of each function np2torch serves."""
 
 RULES: tuple[Rule, ...] = tuple(sorted((_function_rule(row) for row in FUNCTION_TABLE), key=lambda rule: rule.code)) + (
     Rule(

@@ -35,7 +35,7 @@ def pairs(names: Sequence[str] | None = None, everything: bool = False) -> list[
     """(function, loop dtype) pairs of the table, in table order: ``names``, else every function
     (``everything``), else those whose rules are on by default (what fixed code calls unless the
     project opted into more; the others are measured on the spot when first used)."""
-    from np2torch.runtime._table import FUNCTIONS
+    from np2torch.runtime.table import FUNCTIONS
 
     known = [row.name for row in FUNCTIONS]
     if names is not None:
@@ -62,8 +62,10 @@ def run_tune(names: Sequence[str] | None, quick: bool, cuda: bool, progress: Any
     """Measure and return a :class:`Profile` (not written)."""
     from np2torch.runtime import _calibrate, _profile
     from np2torch.runtime._backend import cuda_available, load_torch
-    from np2torch.runtime._table import FUNCTIONS_BY_NAME
+    from np2torch.runtime.table import FUNCTIONS_BY_NAME
+    import np2torch.runtime
 
+    np2torch.runtime.which  # loads the helpers, which register what _calibrate times
     torch = load_torch()
     if torch is None:
         raise click.ClickException("torch is not installed: np2torch.runtime calls NumPy/SciPy for everything, there is nothing to tune")

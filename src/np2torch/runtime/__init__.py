@@ -15,37 +15,35 @@ Configuration: ``NP2TORCH_DEVICE`` (auto | cpu | cuda | cuda:N | numpy),
 path) and ``NP2TORCH_PROFILE`` (a profile file, or ``builtin``), or
 :func:`configure` and the :func:`using` context manager.  :func:`which` says
 where a call would run and why.
+
+Importing this package costs nothing but the function table: NumPy and the
+helpers load on the first attribute that needs them (``np2t.exp``), so the
+linter can read :mod:`.table` and a script that never calls a helper pays
+nothing.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ._backend import install_fork_hook
-from ._config import RuntimeSettings, Settings, configure, current_settings, using
-from ._logsumexp import logsumexp
-from ._table import FUNCTIONS_BY_NAME
-from ._ufunc import HELPERS
+from . import _config, _fork  # _config reads NP2TORCH_DEVICE/_MIN_SIZE: a bad value fails the import
+from .table import FUNCTIONS
 
-install_fork_hook()
+_fork.install()
 
-# The elementwise helpers: one per row of the table (_table.py), nothing to keep in sync here.
-globals().update(HELPERS)
+_API = ("RuntimeSettings", "Settings", "configure", "current_settings", "using", "which")
+__all__ = [*_API, *(row.name for row in FUNCTIONS)]
 
 
-def which(name: str, *args: Any, **kwargs: Any) -> tuple[str, str]:
-    """Where ``np2torch.runtime.<name>(*args, **kwargs)`` would run, and why, without running it.
+def __getattr__(name: str) -> Any:
+    """The helpers and the API, loaded together on first use and then plain module attributes."""
+    if name not in __all__:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from . import _api
 
-    Returns ``(path, reason)``: ``path`` is ``"numpy"`` (the original),
-    ``"cpu"`` (torch on the host) or ``"cuda"``; ``reason`` is one line.
-    Nothing is counted, measured or imported.
-    """
-    if name not in FUNCTIONS_BY_NAME:
-        raise ValueError(f"np2torch.runtime has no helper {name!r}; choose from {', '.join(FUNCTIONS_BY_NAME)}")
-    helper = logsumexp if name == "logsumexp" else HELPERS[name]
-    if not args:
-        raise TypeError(f"which({name!r}, ...) needs the call's arguments")
-    return helper._np2torch_which(*args, **kwargs)  # type: ignore[no-any-return]
+    globals().update({public: getattr(_api, public) for public in __all__})
+    return globals()[name]
 
 
-__all__ = ["RuntimeSettings", "Settings", "configure", "current_settings", "using", "which", "logsumexp", *HELPERS]  # pyright: ignore[reportUnsupportedDunderAll]
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

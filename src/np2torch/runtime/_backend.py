@@ -7,11 +7,8 @@ hazards measured on the issue's VM:
 * libgomp's default spin-wait made every parallel op cost ~12 ms under CPU
   contention: ``OMP_WAIT_POLICY=PASSIVE`` is set *before* torch loads, unless
   the user set it (or torch was already imported, when it is too late);
-* GNU OpenMP's thread pool does not survive ``fork``: a child's first parallel
-  op hangs.  Whoever ran the parent's first parallel op (the runtime or the
-  user's own torch code), a child forked while torch is imported sets torch
-  to one thread (``os.register_at_fork``, registered when the runtime is
-  imported, so it also covers torch imported before or without the runtime);
+* GNU OpenMP's thread pool does not survive ``fork``: :mod:`._fork` sets a
+  child's torch to one thread (registered when the package is imported);
 * ``torch.from_numpy`` warns once per process on a read-only array (a tensor
   cannot be marked read-only; we never write to inputs), so that one warning is
   consumed at load time instead of surfacing at a user's first read-only call.
@@ -33,6 +30,8 @@ import warnings
 from typing import Any, Iterator, Mapping
 
 import numpy as np
+
+from ._fork import in_forked_child
 
 # NumPy dtype -> torch dtype attribute, for the dtypes where both sides use the
 # same IEEE format (so a from_numpy view reinterprets nothing).  longdouble,
@@ -57,9 +56,6 @@ class _TorchState:
     tried = False
     module: Any = None
     cuda: bool | None = None
-    fork_hook = False
-    forked_child = False
-    """This process was forked from one where torch was imported: one thread only."""
 
 
 def torch_if_loaded() -> Any:
@@ -86,16 +82,9 @@ def _import_torch() -> Any:
     except ImportError:
         return None
     _consume_readonly_warning(torch)
-    if _TorchState.forked_child:
+    if in_forked_child():
         torch.set_num_threads(1)
     return torch
-
-
-def install_fork_hook() -> None:
-    """Protect forked children from the parent's OpenMP pool (called when the runtime is imported)."""
-    if hasattr(os, "register_at_fork") and not _TorchState.fork_hook:
-        os.register_at_fork(after_in_child=_after_fork_in_child)
-        _TorchState.fork_hook = True
 
 
 def _consume_readonly_warning(torch: Any) -> None:
@@ -108,24 +97,12 @@ def _consume_readonly_warning(torch: Any) -> None:
         torch.from_numpy(probe)
 
 
-def in_forked_child() -> bool:
-    """Whether this process was forked from one with torch imported (its torch runs on one thread)."""
-    return _TorchState.forked_child
-
-
-def _after_fork_in_child() -> None:
-    # GNU OpenMP's worker threads do not exist in the child, but its pool state
-    # says they do: the first parallel region would wait for them forever.  The
-    # parent's pool may have been started by the user's own torch code, which
-    # the runtime cannot see: any parent with torch imported counts.
+def _forget_cuda_in_child() -> None:
     _TorchState.cuda = None  # CUDA cannot be re-initialized in a forked child
-    torch = sys.modules.get("torch")
-    if torch is None and _TorchState.module is None:
-        return
-    _TorchState.forked_child = True
-    setter = getattr(torch, "set_num_threads", None)
-    if setter is not None:
-        setter(1)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_cuda_in_child)
 
 
 def free_cores(threads: int) -> int:
@@ -200,7 +177,7 @@ def threads(count: int, adapt: bool = True) -> Iterator[None]:
     """Run the body on ``count`` torch threads (0: the pool; with ``adapt``, shrunk to the free cores)."""
     torch = _TorchState.module
     before = torch.get_num_threads()
-    if _TorchState.forked_child:
+    if in_forked_child():
         wanted = 1
     elif count:
         wanted = count

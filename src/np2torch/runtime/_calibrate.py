@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ._profile import Curve
-from ._table import FUNCTIONS_BY_NAME
+from .table import FUNCTIONS_BY_NAME
 
 Runner = Callable[[str, np.ndarray], Any]
 

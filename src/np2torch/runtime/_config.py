@@ -16,14 +16,13 @@ number replaces the profile: torch from that size on.
 from __future__ import annotations
 
 import contextlib
+import numbers
 import os
 import re
 import sys
 import threading
 from contextvars import ContextVar
 from typing import Any, Iterator, Mapping
-
-import numpy as np
 
 DEVICE_ENV = "NP2TORCH_DEVICE"
 MIN_SIZE_ENV = "NP2TORCH_MIN_SIZE"
@@ -102,7 +101,7 @@ def parse_min_size(value: object, source: str = "min_size") -> int | None:
             except ValueError:
                 number = float("nan")
             value = int(number) if number == number and number.is_integer() else text
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= 0:
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and int(value) >= 0:
         return int(value)
     raise ValueError(f"{source}={value!r} is not a valid size; use a whole number of elements >= 0")
 

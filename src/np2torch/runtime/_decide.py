@@ -40,7 +40,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import _calibrate, _profile
-from ._backend import cuda_available, in_forked_child, load_torch, torch_if_loaded
+from ._backend import cuda_available, load_torch, torch_if_loaded
+from ._fork import in_forked_child
 from ._profile import Curve, curve_key
 from ._record import Record
 

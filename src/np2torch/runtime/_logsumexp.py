@@ -45,7 +45,7 @@ from ._backend import can_view, cuda_available, load_torch, threads
 from ._config import RuntimeSettings, Settings, current_settings
 from ._dask import DASK_ARRAY, is_dask_array, logsumexp as dask_logsumexp
 from ._decide import Route
-from ._table import FUNCTIONS_BY_NAME
+from .table import FUNCTIONS_BY_NAME
 
 if TYPE_CHECKING:
     from ._logsumexp_check import LseVerdict

@@ -24,7 +24,7 @@ only for arrays that may take the torch path:
 Anything else goes to the original with the caller's exact arguments.
 
 The helpers are made from the elementwise rows of the one table
-(:mod:`._table`): :data:`UFUNC_SPECS` and :data:`HELPERS` derive from it.
+(:mod:`.table`): :data:`UFUNC_SPECS` and :data:`HELPERS` derive from it.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from ._cuda import cuda_unary
 from ._dask import DASK_ARRAY, elementwise as dask_elementwise, is_dask_array
 from ._decide import Route
 from ._record import Record
-from ._table import ELEMENTWISE_FUNCTIONS, FUNCTIONS_BY_NAME, Function
+from .table import ELEMENTWISE_FUNCTIONS, FUNCTIONS_BY_NAME, Function
 from ._errstate import (
     NP_EXTOBJ_VAR,
     REDIRECT_MISS,
