@@ -56,11 +56,11 @@ from pathlib import Path
 from typing import Any, Counter, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import np2torch
-from np2torch import engine
-from np2torch.config import ConfigFinder
-from np2torch.discovery import discover
-from np2torch.files import FileError, decode_source
-from np2torch.rules import RULES, RULES_BY_CODE
+from np2torch.lint import engine
+from np2torch.cli.config import ConfigFinder
+from np2torch.cli.discovery import discover
+from np2torch.cli.files import FileError, decode_source
+from np2torch.lint.rules import RULES, RULES_BY_CODE
 
 DEFAULT_PACKAGES = ("scipy", "sklearn", "statsmodels")
 CANARY_NAME = "_np2torch_corpus_canary.py"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from np2torch.cli import main
-from np2torch.config import depends_on
+from np2torch.cli.config import depends_on
 
 EXP = "import numpy as np\n\ny = np.exp(x)\n"
 NOTICE = "note: the fixed files now import np2torch.runtime at run time"
@@ -208,7 +208,7 @@ def test_flake8_reports_the_findings_through_the_plugin() -> None:
 
 
 def test_the_plugin_yields_nothing_for_a_file_that_does_not_parse() -> None:
-    from np2torch.flake8_plugin import Plugin
+    from np2torch.cli.flake8_plugin import Plugin
 
     lines = ["import numpy as np\n", "y = np.exp(x)\n", "def broken(:\n"]
     assert list(Plugin(None, "bad.py", lines).run()) == []  # type: ignore[arg-type]  # flake8's E999 reports it

@@ -11,9 +11,9 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from np2torch import bench
+from np2torch.tools import bench
 from np2torch.cli import main
-from np2torch.rules import RULES
+from np2torch.lint.rules import RULES
 
 FAST = ["--repeat", "1", "--min-run-time", "0.0005"]
 TITLES = [title for _, title in bench.BACKENDS]
@@ -170,7 +170,7 @@ def test_mismatch_is_reported_and_fails(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_importing_bench_loads_neither_torch_nor_numexpr() -> None:
-    code = "import sys, np2torch.bench; assert 'torch' not in sys.modules and 'numexpr' not in sys.modules; print('ok')"
+    code = "import sys, np2torch.tools.bench; assert 'torch' not in sys.modules and 'numexpr' not in sys.modules; print('ok')"
     child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert child.returncode == 0 and child.stdout.strip() == "ok", child.stderr
 

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from np2torch import runner
-from np2torch.cache import CACHEDIR_TAG, Cache
+from np2torch.cli import runner
+from np2torch.cli.cache import CACHEDIR_TAG, Cache
 from np2torch.cli import main
-from np2torch.config import RunSettings
-from np2torch.output import Progress
+from np2torch.cli.config import RunSettings
+from np2torch.cli.output import Progress
 
 EXP = "import numpy as np\n\ny = np.exp(x)\n"
 
@@ -31,7 +31,7 @@ def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture
 def engine_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Paths the engine was asked to check, in this process."""
-    from np2torch import engine
+    from np2torch.lint import engine
 
     calls: list[str] = []
     real = engine.check_source
@@ -137,7 +137,7 @@ def test_tool_change_misses(in_tmp: Path) -> None:
 
 
 def test_fingerprint_follows_the_package_sources() -> None:
-    from np2torch.cache import tool_fingerprint
+    from np2torch.cli.cache import tool_fingerprint
 
     assert tool_fingerprint() == tool_fingerprint()
     assert len(tool_fingerprint()) == 64
@@ -261,7 +261,7 @@ def test_pool_really_uses_other_processes(in_tmp: Path) -> None:
     make_tree(in_tmp / "src", 16)
     code = f"""
 import os
-from np2torch import engine
+from np2torch.lint import engine
 from np2torch.cli import main
 
 real = engine.check_source

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from np2torch import cli
+from np2torch.cli import app as cli
 from np2torch.cli import main
 
 EXP = "import numpy as np\n\ny = np.exp(x)\n"
@@ -386,7 +386,7 @@ def test_non_regular_files_are_refused_and_others_go_on(in_tmp: Path, command: s
 
 def test_a_file_above_the_size_limit_is_one_error(capsys: pytest.CaptureFixture[str],
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    from np2torch import files
+    from np2torch.cli import files
 
     monkeypatch.setattr(files, "MAX_FILE_BYTES", len(EXP))
     write("big.py", EXP + "\n")
@@ -405,7 +405,7 @@ def test_missing_path(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_internal_error_is_named_not_hidden(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    from np2torch import engine
+    from np2torch.lint import engine
 
     real = engine.check_source
 
@@ -424,7 +424,7 @@ def test_internal_error_is_named_not_hidden(capsys: pytest.CaptureFixture[str], 
 
 
 def test_fix_error_leaves_the_file_untouched(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    from np2torch import engine
+    from np2torch.lint import engine
 
     def broken(source: str, path: str = "<string>", **kwargs: object) -> str:
         raise engine.FixError("the fixed text does not parse")
@@ -507,7 +507,7 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_rules_lists_the_table(capsys: pytest.CaptureFixture[str]) -> None:
-    from np2torch.rules import RULES
+    from np2torch.lint.rules import RULES
 
     code, out, _ = run(capsys, "rules")
     assert code == 0

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from np2torch.config import (
+from np2torch.cli.config import (
     DEFAULT_EXCLUDE,
     ConfigError,
     ConfigFinder,
@@ -17,7 +17,7 @@ from np2torch.config import (
     load_explicit_config,
     run_settings,
 )
-from np2torch.rules import RULES
+from np2torch.lint.rules import RULES
 
 
 def write_pyproject(folder: Path, body: str) -> Path:
@@ -120,7 +120,7 @@ def test_toml_nested_thousands_deep_is_one_line(tmp_path: Path, nested: str) -> 
 
 
 def test_oversized_config_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from np2torch import files
+    from np2torch.cli import files
 
     monkeypatch.setattr(files, "MAX_FILE_BYTES", 20)
     with pytest.raises(ConfigError, match=r"^pyproject.toml: file larger than 20 bytes, not read$"):

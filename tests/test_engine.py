@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 import np2torch
-from np2torch import engine
-from np2torch.engine import (
+from np2torch.lint import engine
+from np2torch.lint.engine import (
     REASON_CLASS_ATTRIBUTE,
     REASON_COMPARED,
     REASON_REFERENCE,
@@ -25,7 +25,7 @@ from np2torch.engine import (
     fix_source,
     may_contain,
 )
-from np2torch.rules import RULES, RULES_BY_CODE, select_rules
+from np2torch.lint.rules import RULES, RULES_BY_CODE, select_rules
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 ALL_FIXTURES = sorted(FIXTURES.rglob("*.py"))
@@ -146,7 +146,7 @@ def test_prefilter_does_not_parse_text_that_cannot_have_findings() -> None:
 
 
 def test_fix_error_when_the_rewrite_does_not_parse(monkeypatch: pytest.MonkeyPatch) -> None:
-    import np2torch._engine_fix as fixer
+    import np2torch.lint.rewrite as fixer
 
     monkeypatch.setattr(fixer, "apply_fixes", lambda *args, **kwargs: "def broken(:\n")
     with pytest.raises(FixError):
@@ -154,7 +154,7 @@ def test_fix_error_when_the_rewrite_does_not_parse(monkeypatch: pytest.MonkeyPat
 
 
 def test_fix_error_when_the_rewrite_parses_but_does_not_compile(monkeypatch: pytest.MonkeyPatch) -> None:
-    import np2torch._engine_fix as fixer
+    import np2torch.lint.rewrite as fixer
 
     monkeypatch.setattr(fixer, "apply_fixes", lambda *args, **kwargs: "def f():\n    nonlocal x\n")
     with pytest.raises(FixError, match="does not compile"):
@@ -429,12 +429,12 @@ def test_a_form_feed_libcst_cannot_parse_is_a_one_line_fix_error() -> None:
 
 
 def test_an_unexpected_libcst_error_is_a_fix_error_naming_the_lines(monkeypatch: pytest.MonkeyPatch) -> None:
-    from np2torch import _engine_fix
+    from np2torch.lint import rewrite
 
     def broken(*_args: object) -> str:
         raise ValueError("Got an invalid value for default_indent: '\\x0c    '")
 
-    monkeypatch.setattr(_engine_fix, "_rewrite", broken)
+    monkeypatch.setattr(rewrite, "_rewrite", broken)
     with pytest.raises(FixError, match=r"lines 3-4 \(ValueError: Got an invalid value for default_indent"):
         fix_source("import numpy as np\n\ndef f(x):\n    return np.exp(x)\n")
 
@@ -447,7 +447,7 @@ def test_a_large_module_is_fixed_by_splicing_only_what_changed(monkeypatch: pyte
 
     The timing (50,000 lines in ~1.3 s instead of ~66 s) is measured by benchmarks/fix_large_file.py.
     """
-    from np2torch import _engine_fix
+    from np2torch.lint import rewrite
 
     blocks = [f"def f{i}(x):\r\n    if x:\r\n        return [x, {i}]  # \x0c odd bytes stay\r\n    return x\r\n" for i in range(3000)]
     head = '"""Doc."""\r\nimport numpy as np\r\n\r\n'
@@ -455,8 +455,8 @@ def test_a_large_module_is_fixed_by_splicing_only_what_changed(monkeypatch: pyte
     tail = "def hot(x):\r\n    return np.log(x)"  # no final newline
     source = head + "\r\n".join(blocks[:1500]) + middle + "\r\n".join(blocks[1500:]) + tail
     parsed = []
-    real_parse = _engine_fix.cst.parse_module
-    monkeypatch.setattr(_engine_fix.cst, "parse_module", lambda text: parsed.append(text) or real_parse(text))
+    real_parse = rewrite.cst.parse_module
+    monkeypatch.setattr(rewrite.cst, "parse_module", lambda text: parsed.append(text) or real_parse(text))
     fixed = fix_source(source)
     assert parsed == [middle, tail]
     expected = source.replace("import numpy as np\r\n", "import numpy as np\r\nimport np2torch.runtime as np2t\r\n", 1)

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from np2torch import files
-from np2torch.config import ConfigFinder
-from np2torch.discovery import discover
-from np2torch.files import FileError, Stamp, decode_source, read_bytes, write_atomic
+from np2torch.cli import files
+from np2torch.cli.config import ConfigFinder
+from np2torch.cli.discovery import discover
+from np2torch.cli.files import FileError, Stamp, decode_source, read_bytes, write_atomic
 
 # ---------------------------------------------------------------- decoding
 

@@ -15,7 +15,7 @@ from typing import Dict, Optional, Sequence, Tuple
 
 import pytest
 
-from np2torch.engine import Settings, fix_source
+from np2torch.lint.engine import Settings, fix_source
 
 
 def _write(root: Path, files: Dict[str, str]) -> None:

@@ -27,8 +27,8 @@ from pathlib import Path
 import pytest
 
 from np2torch import check_source, fix_source
-from np2torch.engine import Finding, Settings
-from np2torch.rules import RULES, select_rules
+from np2torch.lint.engine import Finding, Settings
+from np2torch.lint.rules import RULES, select_rules
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 FIX_CASES = sorted((FIXTURES / "fix").rglob("*.in.py"))

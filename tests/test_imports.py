@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 HEAVY = ("torch", "libcst")
-LAZY_SUBCOMMANDS = ("np2torch.bench", "np2torch.vendor", "np2torch.explain")
+LAZY_SUBCOMMANDS = ("np2torch.tools.bench", "np2torch.tools.vendor", "np2torch.cli.explain")
 
 
 def loaded_after(code: str, *, cwd: Path | None = None, env: dict[str, str] | None = None) -> dict[str, object]:
@@ -31,9 +31,9 @@ def test_import_np2torch_is_light() -> None:
     result = loaded_after("""
         import json, sys
         import np2torch
-        print(json.dumps({m: m in sys.modules for m in ("torch", "libcst", "click", "np2torch.engine")}))
+        print(json.dumps({m: m in sys.modules for m in ("torch", "libcst", "click", "np2torch.lint.engine")}))
     """)
-    assert result == {"torch": False, "libcst": False, "click": False, "np2torch.engine": False}
+    assert result == {"torch": False, "libcst": False, "click": False, "np2torch.lint.engine": False}
 
 
 def test_import_cli_loads_no_engine_torch_or_subcommands() -> None:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from np2torch import engine
+from np2torch.lint import engine
 from np2torch.cli import main
-from np2torch.notebook import check_notebook, fix_notebook
+from np2torch.lint.notebook import check_notebook, fix_notebook
 
 
 def code(source: object, n: int = 1) -> dict:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from np2torch import output
-from np2torch.rules import RULES
+from np2torch.cli import output
+from np2torch.lint.rules import RULES
 
 
 @dataclass(frozen=True)

@@ -99,7 +99,7 @@ def test_the_wheel_is_typed_licensed_and_described(dists: tuple[Path, Path, str]
     assert urls["Repository"] == URL and urls["Issues"] == f"{URL}/issues"
     assert metadata["Description-Content-Type"] == "text/markdown" and "](docs/" not in metadata.get_payload()
     assert "np2torch = np2torch.cli:main" in entry_points
-    assert "[flake8.extension]\nNPT = np2torch.flake8_plugin:Plugin" in entry_points
+    assert "[flake8.extension]\nNPT = np2torch.cli.flake8_plugin:Plugin" in entry_points
 
 
 def test_the_sdist_carries_its_tests_and_they_run(dists: tuple[Path, Path, str], tmp_path: Path) -> None:

@@ -9,8 +9,8 @@ import pytest
 
 from np2torch import check_source, fix_source
 from np2torch.cli import main
-from np2torch.engine import Settings
-from np2torch.rules import select_rules
+from np2torch.lint.engine import Settings
+from np2torch.lint.rules import select_rules
 
 UNSAFE = Settings(unsafe_fixes=True)
 
@@ -120,7 +120,7 @@ def test_a_pattern_row_is_the_one_shape_the_engine_matches() -> None:
 
     import pytest
 
-    from np2torch import rules
+    from np2torch.lint import rules
 
     row = next(rule for rule in rules.RULES if rule.is_pattern)
     with pytest.raises(AssertionError, match=r"\(outer, reduction, inner\)"):

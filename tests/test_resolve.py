@@ -18,10 +18,10 @@ from libcst.metadata import (
     QualifiedNameProvider,
 )
 
-from np2torch.engine import CONSTANTS
-from np2torch.model import Lines as _Lines
-from np2torch.resolve import bound_names, resolve
-from np2torch.rules import RULES
+from np2torch.lint.engine import CONSTANTS
+from np2torch.lint.model import Lines as _Lines
+from np2torch.lint.resolve import bound_names, resolve
+from np2torch.lint.rules import RULES
 
 KNOWN = frozenset({r.qualname for r in RULES} | CONSTANTS)
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"

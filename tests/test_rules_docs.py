@@ -6,28 +6,30 @@ from pathlib import Path
 
 import pytest
 
-from np2torch import check_source, explain, fix_source
+from np2torch import check_source, fix_source
+from np2torch.lint import pages
+from np2torch.tools import docs
 from np2torch.cli import main
-from np2torch.engine import Settings
-from np2torch.rules import CODE_RANGES, DEFAULT_RULES, LEGACY_CODES, RULES, RULES_BY_CODE, Rule, code_category, select_rules
+from np2torch.lint.engine import Settings
+from np2torch.lint.rules import CODE_RANGES, DEFAULT_RULES, LEGACY_CODES, RULES, RULES_BY_CODE, Rule, code_category, select_rules
 
 ROOT = Path(__file__).resolve().parent.parent
 SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "Fix safety", "Known problems")
 
 
 def test_docs_rules_md_is_generated_from_the_table() -> None:
-    on_disk = (ROOT / explain.DOCS_PATH).read_bytes().decode("utf-8")
-    assert on_disk == explain.rules_document(), "docs/rules.md is stale: run `python -m np2torch.explain --write-docs`"
+    on_disk = (ROOT / pages.DOCS_PATH).read_bytes().decode("utf-8")
+    assert on_disk == pages.rules_document(), "docs/rules.md is stale: run `python -m np2torch.tools.docs --write`"
 
 
 def test_stale_docs_are_detected(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    assert explain.main(["--check"]) == 1
-    assert explain.main(["--write-docs"]) == 0
-    assert explain.main(["--check"]) == 0
-    path = tmp_path / explain.DOCS_PATH
+    assert docs.main(["--check"]) == 1
+    assert docs.main(["--write"]) == 0
+    assert docs.main(["--check"]) == 0
+    path = tmp_path / pages.DOCS_PATH
     path.write_text(path.read_text().replace("NPT001", "NPT00X", 1))
-    assert explain.main(["--check"]) == 1
+    assert docs.main(["--check"]) == 1
 
 
 @pytest.mark.parametrize("rule", RULES, ids=lambda r: r.code)
@@ -39,11 +41,11 @@ def test_every_rule_has_a_runtime_helper(rule: Rule) -> None:
 
 @pytest.mark.parametrize("rule", RULES, ids=lambda r: r.code)
 def test_every_rule_has_a_page_with_all_sections(rule: Rule) -> None:
-    text = explain.page(rule)
+    text = pages.page(rule)
     headings = [line[3:] for line in text.splitlines() if line.startswith("## ")]
     assert headings == list(SECTIONS)
     assert rule.why.strip() and rule.summary.strip() and rule.fix_safety_text.strip()
-    document = explain.rules_document()
+    document = pages.rules_document()
     assert f'<a id="{rule.code.lower()}"></a>' in document
     assert f"## {rule.code}: {rule.name}" in document
 
@@ -98,7 +100,7 @@ def test_opt_in_rules_report_only_when_selected() -> None:
     assert [f.code for f in check_source(source)] == ["NPT001"]
     chosen = Settings(rules=select_rules(["NPT0"]))
     assert sorted(f.code for f in check_source(source, settings=chosen)) == ["NPT001", "NPT019"]
-    assert "Opt-in" in explain.page(RULES_BY_CODE["NPT019"]) and "Opt-in" not in explain.page(RULES_BY_CODE["NPT001"])
+    assert "Opt-in" in pages.page(RULES_BY_CODE["NPT019"]) and "Opt-in" not in pages.page(RULES_BY_CODE["NPT001"])
 
 
 def test_cli_selects_opt_in_rules(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -131,7 +133,7 @@ def test_ranges_are_the_documented_ones() -> None:
 def test_explain_prints_the_page(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["explain", "npt001"]) == 0
     out = capsys.readouterr().out
-    assert out == explain.page(RULES[0])
+    assert out == pages.page(RULES[0])
     assert out.startswith("# NPT001: exp\n")
 
 
@@ -151,7 +153,7 @@ def test_rules_markdown_lists_every_row(capsys: pytest.CaptureFixture[str]) -> N
 def test_the_rules_the_runtime_and_bench_derive_from_one_function_table() -> None:
     # A function is described once (np2torch/runtime/table.py); everything else follows from it.
     import np2torch.runtime as np2t
-    from np2torch import bench
+    from np2torch.tools import bench
     from np2torch.runtime import _ufunc, table as _table
 
     rows = {row.code: row for row in _table.FUNCTIONS}
@@ -174,6 +176,6 @@ def test_reading_the_rules_imports_no_numpy() -> None:
     import subprocess
     import sys
 
-    code = "import sys, np2torch.rules as r; assert len(r.RULES) > 1; print('numpy' in sys.modules, 'torch' in sys.modules)"
+    code = "import sys, np2torch.lint.rules as r; assert len(r.RULES) > 1; print('numpy' in sys.modules, 'torch' in sys.modules)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.stdout.split() == ["False", "False"], proc.stderr

@@ -20,7 +20,7 @@ from test_runtime_errstate import CALL_LINE, MODES, observe
 from test_runtime_errstate import __file__ as ERRSTATE_FILE
 
 import np2torch.runtime as np2t
-from np2torch.rules import RULES
+from np2torch.lint.rules import RULES
 from np2torch.runtime import _ufunc
 from np2torch.runtime import _profile, table as _table
 

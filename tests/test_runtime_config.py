@@ -285,7 +285,7 @@ def test_helpers_look_like_the_originals():
 
 
 def test_every_rule_has_its_helper():
-    from np2torch.rules import RULES
+    from np2torch.lint.rules import RULES
 
     for rule in RULES:
         assert callable(getattr(np2t, rule.helper)), rule.helper

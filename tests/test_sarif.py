@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from np2torch.cli import main
-from np2torch.rules import RULES
-from np2torch.sarif import sarif_log
+from np2torch.lint.rules import RULES
+from np2torch.cli.sarif import sarif_log
 
 jsonschema = pytest.importorskip("jsonschema")
 
@@ -118,7 +118,7 @@ def test_multiline_region_and_non_ascii_columns(capsys: pytest.CaptureFixture[st
 
 @pytest.mark.skipif(sys.platform != "linux", reason="Linux file names are bytes")
 def test_names_that_are_not_utf8_stay_exact_in_uris_and_readable_in_messages() -> None:
-    from np2torch import sarif
+    from np2torch.cli import sarif
 
     name = os.fsdecode(b"d\xe9j\xe0 vu/caf\xe9.py")  # latin-1 bytes: invalid UTF-8
     assert sarif._uri(name) == "d%E9j%E0%20vu/caf%E9.py"

@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from np2torch import fix_source, stubs
-from np2torch.engine import Settings
-from np2torch.rules import FUNCTION_TABLE, RULES
+from np2torch import fix_source
+from np2torch.tools import stubs
+from np2torch.lint.engine import Settings
+from np2torch.lint.rules import FUNCTION_TABLE, RULES
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 ERROR = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+): (?P<kind>error|note): (?P<message>.*)$")

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from np2torch.engine import Settings, check_source, fix_source
-from np2torch.suppress import MARKER, in_runtime_module
+from np2torch.lint.engine import Settings, check_source, fix_source
+from np2torch.lint.suppress import MARKER, in_runtime_module
 
 CODE = "import numpy as np\nimport scipy.special\n\ny = np.exp(x)\nz = np.log(x)\nw = scipy.special.erf(x)\n"
 ALL = ["NPT001", "NPT002", "NPT003"]

@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from np2torch import __version__, vendor
+from np2torch import __version__
+from np2torch.tools import vendor
 from np2torch.cli import main
-from np2torch.rules import RULES
-from np2torch.vendor import MARKER, VendorError, command, package_files, runtime_folder, write_package
+from np2torch.lint.rules import RULES
+from np2torch.tools.vendor import MARKER, VendorError, command, package_files, runtime_folder, write_package
 
 # Blocks np2torch (and torch when asked) before anything is imported: a clean
 # interpreter (-I: no PYTHONPATH, no user site, not the script's folder) that
@@ -211,7 +212,7 @@ def test_dask_is_imported_inside_functions_only() -> None:
         pytest.param({"_a.py": "import dask.array\n"}, "_a.py line 1: imports 'dask.array'", id="dask at the top level"),
         pytest.param({"_a.py": "import importlib\nm = importlib.import_module('pandas')\n"}, "imports 'pandas'", id="dynamic third-party import"),
         pytest.param({"sub/_b.py": "import yaml\n"}, "sub/_b.py line 1: imports 'yaml'", id="in a subpackage"),
-        pytest.param({"_a.py": "from np2torch.rules import RULES\n"}, "absolute np2torch import", id="absolute np2torch import"),
+        pytest.param({"_a.py": "from np2torch.lint.rules import RULES\n"}, "absolute np2torch import", id="absolute np2torch import"),
         pytest.param({"_a.py": "import np2torch.runtime\n"}, "absolute np2torch import", id="import np2torch"),
         pytest.param({"_a.py": "from .. import rules\n"}, "leaves the package", id="relative import out of the package"),
         pytest.param({"_a.py": "from ._missing import x\n"}, "imports ._missing, which is not in the runtime", id="missing sibling"),

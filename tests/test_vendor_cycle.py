@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from np2torch.suppress import MARKER
+from np2torch.lint.suppress import MARKER
 
 MODEL = textwrap.dedent(
     """

@@ -14,7 +14,7 @@ from typing import Callable, TypeVar
 
 import pytest
 
-from np2torch import runner
+from np2torch.cli import runner
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
@@ -122,7 +122,8 @@ def run_with_patched_worker(tmp_path: Path, patch: str, *args: str) -> subproces
     """``np2torch fix -j 2 src`` in a fresh interpreter whose (forked) workers inherit ``patch``."""
     code = f"""
 import os, signal, sys
-from np2torch import engine, runner
+from np2torch.lint import engine
+from np2torch.cli import runner
 from np2torch.cli import main
 PARENT = os.getpid()
 {patch}

@@ -13,12 +13,12 @@ __version__ = "0.1.0"
 __all__ = ["Finding", "Settings", "check_source", "fix_source", "__version__"]
 
 if TYPE_CHECKING:
-    from np2torch.engine import Finding, Settings, check_source, fix_source
+    from np2torch.lint.engine import Finding, Settings, check_source, fix_source
 
 
 def __getattr__(name: str) -> Any:
     if name in {"Finding", "Settings", "check_source", "fix_source"}:
-        from np2torch import engine
+        from np2torch.lint import engine
 
         return getattr(engine, name)
     raise AttributeError(f"module 'np2torch' has no attribute {name!r}")

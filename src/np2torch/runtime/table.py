@@ -8,7 +8,7 @@ from it, never written again:
 
 * the runtime's helpers and exports (:mod:`._ufunc` builds one helper per
   elementwise row; ``__all__`` lists them),
-* the rule table of the linter (:mod:`np2torch.rules` reads this file *by path*,
+* the rule table of the linter (:mod:`np2torch.lint.rules` reads this file *by path*,
   without importing the runtime package, so the linter never imports NumPy),
 * ``np2torch bench``'s and ``np2torch tune``'s inputs and naive torch calls.
 

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from np2torch import __version__
-from np2torch.config import RunSettings
-from np2torch.files import FileError, read_regular, replace_file
+from np2torch.cli.config import RunSettings
+from np2torch.cli.files import FileError, read_regular, replace_file
 
 CACHE_DIR_NAME = ".np2torch_cache"
 CACHE_DIR_ENV = "NP2TORCH_CACHE_DIR"
@@ -47,14 +47,14 @@ def digest(raw: bytes) -> str:
 
 def tool_fingerprint() -> str:
     """Changes whenever anything that decides findings may have changed."""
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parent.parent
     parts = [__version__, "%d.%d" % sys.version_info[:2]]
-    for path in sorted(package.glob("*.py")):
+    for path in sorted(package.rglob("*.py")):
         try:
             st = path.stat()
         except OSError:
             continue
-        parts.append(f"{path.name}:{st.st_size}:{st.st_mtime_ns}")
+        parts.append(f"{path.relative_to(package)}:{st.st_size}:{st.st_mtime_ns}")
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from np2torch.resolve import Ref, Resolution
+from np2torch.lint.resolve import Ref, Resolution
 
 __all__ = ["COMPILERS", "PARTIAL", "RESOLVED_NAMES", "compiled_regions", "inside", "reason"]
 

@@ -21,8 +21,8 @@ from typing import Any, Sequence
 from urllib.parse import quote
 
 from np2torch import __version__
-from np2torch.pages import page
-from np2torch.rules import RULES, Rule
+from np2torch.lint.pages import page
+from np2torch.lint.rules import RULES, Rule
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVEL = "warning"

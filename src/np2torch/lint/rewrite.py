@@ -1,6 +1,6 @@
 """The rewriting half of the engine: LibCST, touched only for files with something to fix.
 
-The analysis (``ast`` + :mod:`np2torch.resolve`) has already decided which
+The analysis (``ast`` + :mod:`np2torch.lint.resolve`) has already decided which
 expressions to replace; here they are found again by position
 (``PositionProvider``, 0-based character columns, like the findings) and
 replaced by ``<alias>.<helper>``.  Only the top-level statements that hold a
@@ -25,8 +25,8 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
-from np2torch.model import FixError, Lines, LintSettings, Planned
-from np2torch.resolve import bound_names, is_type_checking
+from np2torch.lint.model import FixError, Lines, LintSettings, Planned
+from np2torch.lint.resolve import bound_names, is_type_checking
 
 _Span = tuple[int, int, int, int]
 _Removals = dict[tuple[int, int], set[tuple[str, Optional[str]]]]

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Sequence
 
-from np2torch.rules import CODE_RANGES, LEGACY_CODES, RULES, Rule
+from np2torch.lint.rules import CODE_RANGES, LEGACY_CODES, RULES, Rule
 
 DOCS_PATH = Path("docs") / "rules.md"
 
@@ -74,7 +74,7 @@ def rules_document(rules: Sequence[Rule] = RULES) -> str:
     legacy = ", ".join(sorted(LEGACY_CODES))
     parts = [
         "# Rules\n\n"
-        "<!-- Generated from the rule table by `python -m np2torch.explain --write-docs`; "
+        "<!-- Generated from the rule table by `python -m np2torch.tools.docs --write`; "
         "do not edit by hand (tests/test_rules_docs.py fails when it is stale). -->",
         "Each rule finds calls of (or references to) one NumPy/SciPy function that "
         "`np2torch.runtime` serves as an exact drop-in, or a pattern of calls. "

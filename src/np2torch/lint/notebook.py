@@ -33,10 +33,9 @@ from dataclasses import dataclass
 from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any, Sequence
 
-from np2torch import engine
-from np2torch.files import is_notebook
+from np2torch.lint import engine
 
-__all__ = ["CellFinding", "check_notebook", "fix_notebook", "is_notebook"]
+__all__ = ["CellFinding", "check_notebook", "fix_notebook"]
 
 _MARKER = "# np2torch:cell "
 _MARKER_LINE = re.compile(r"^# np2torch:cell (\d+)\n", re.MULTILINE)

@@ -1,6 +1,6 @@
 """The shared model of the linter: settings, findings, errors, source lines and planned fixes.
 
-:mod:`np2torch.engine` (analysis) and :mod:`np2torch._engine_fix` (rewriting)
+:mod:`np2torch.lint.engine` (analysis) and :mod:`np2torch.lint.rewrite` (rewriting)
 both use these; neither imports the other's internals, so there is no import
 circle between them.
 """
@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-from np2torch.resolve import Ref
-from np2torch.rules import DEFAULT_RULES, Rule
+from np2torch.lint.resolve import Ref
+from np2torch.lint.rules import DEFAULT_RULES, Rule
 
 @dataclass(frozen=True)
 class LintSettings:

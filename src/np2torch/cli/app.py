@@ -18,9 +18,9 @@ from typing import Any, Callable, Sequence
 import click
 
 from np2torch import __version__
-from np2torch.cache import Cache
-from np2torch.cache import default_folder as default_cache_folder
-from np2torch.config import (
+from np2torch.cli.cache import Cache
+from np2torch.cli.cache import default_folder as default_cache_folder
+from np2torch.cli.config import (
     ConfigError,
     ConfigFinder,
     Overrides,
@@ -36,9 +36,9 @@ from np2torch.config import (
     run_settings,
     split_codes,
 )
-from np2torch.discovery import discover
-from np2torch.files import FileError, decode_notebook, decode_source, is_notebook
-from np2torch.output import (
+from np2torch.cli.discovery import discover
+from np2torch.cli.files import FileError, decode_notebook, decode_source, is_notebook
+from np2torch.cli.output import (
     FORMATS,
     Progress,
     check_summary,
@@ -51,17 +51,17 @@ from np2torch.output import (
     sort_key,
     statistics,
 )
-from np2torch.pages import rules_table
-from np2torch.rules import RULES
-from np2torch import runner
+from np2torch.lint.pages import rules_table
+from np2torch.lint.rules import RULES
+from np2torch.cli import runner
 
 # Subcommands other modules provide: name -> (module, attribute, one-line help). Listed only when the
 # module exists, imported only when run, so `import np2torch.cli` never loads them.
 LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
-    "bench": ("np2torch.bench", "command", "Time NumPy/SciPy against np2torch.runtime on this machine."),
-    "tune": ("np2torch.tune", "command", "Measure this machine's profile: which path is fastest, per function and size."),
-    "vendor": ("np2torch.vendor", "command", "Copy the runtime into a project as a package."),
-    "explain": ("np2torch.explain", "command", "Explain a rule, e.g. `np2torch explain NPT001`."),
+    "bench": ("np2torch.tools.bench", "command", "Time NumPy/SciPy against np2torch.runtime on this machine."),
+    "tune": ("np2torch.tools.tune", "command", "Measure this machine's profile: which path is fastest, per function and size."),
+    "vendor": ("np2torch.tools.vendor", "command", "Copy the runtime into a project as a package."),
+    "explain": ("np2torch.cli.explain", "command", "Explain a rule, e.g. `np2torch explain NPT001`."),
 }
 
 

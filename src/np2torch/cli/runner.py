@@ -22,12 +22,12 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from np2torch.cache import Cache, digest
-from np2torch.config import RunSettings
-from np2torch.discovery import Target
-from np2torch.files import FileError, Source, Stamp, decode_notebook, decode_source, is_notebook, read_bytes, write_atomic
-from np2torch.output import Progress, diff_bytes, sort_key
-from np2torch.rules import RULES_BY_CODE, Rule
+from np2torch.cli.cache import Cache, digest
+from np2torch.cli.config import RunSettings
+from np2torch.cli.discovery import Target
+from np2torch.cli.files import FileError, Source, Stamp, decode_notebook, decode_source, is_notebook, read_bytes, write_atomic
+from np2torch.cli.output import Progress, diff_bytes, sort_key
+from np2torch.lint.rules import RULES_BY_CODE, Rule
 
 CHECK, FIX, DIFF = "check", "fix", "diff"
 
@@ -42,7 +42,7 @@ class FileResult:
     changed: bool = False
     """``fix``: the file was rewritten; ``--diff``: it would be."""
     diff: bytes = b""
-    """``--diff``: the patch, in the file's own encoding (see :func:`np2torch.output.diff_bytes`)."""
+    """``--diff``: the patch, in the file's own encoding (see :func:`np2torch.cli.output.diff_bytes`)."""
     fixed_codes: dict[str, int] = field(default_factory=dict)
     """``fix``/``--diff``: how many findings of each code were (or would be) fixed."""
     digest: str | None = None
@@ -79,7 +79,7 @@ def _rules(codes: tuple[str, ...]) -> tuple[Rule, ...]:
 
 @functools.lru_cache(maxsize=None)
 def engine_settings(settings: RunSettings) -> Any:
-    from np2torch import engine
+    from np2torch.lint import engine
 
     kwargs: dict[str, Any] = {"rules": _rules(settings.codes)}
     if settings.runtime_module is not None:
@@ -93,7 +93,7 @@ def engine_settings(settings: RunSettings) -> Any:
 
 def might_have_findings(text: str, settings: RunSettings) -> bool:
     """False only when no finding is possible; the engine's own prefilter, so the two cannot disagree."""
-    from np2torch import engine
+    from np2torch.lint import engine
 
     return engine.may_contain(text, _rules(settings.codes))
 
@@ -140,13 +140,13 @@ def run_job(job: Job) -> FileResult:
 
 
 def _notebook_api() -> tuple[Any, Any]:
-    from np2torch import notebook
+    from np2torch.lint import notebook
 
     return notebook.check_notebook, notebook.fix_notebook
 
 
 def _run_job(job: Job) -> FileResult:
-    from np2torch import engine
+    from np2torch.lint import engine
 
     settings = engine_settings(job.settings)
     text = job.source.text
@@ -256,7 +256,7 @@ def cached_findings(entries: Sequence[Any], display: str) -> list[Any] | None:
     The cache may only ever cost speed: an entry written by another tool, edited, or torn on a
     disk that lies about fsync must not reach the output as a wrong position or a crash.
     """
-    from np2torch import engine
+    from np2torch.lint import engine
 
     hints = _finding_fields()
     findings = []
@@ -274,7 +274,7 @@ def _finding_fields() -> dict[str, Any]:
     """The cached fields of a finding (all but ``path``) and their types."""
     import typing
 
-    from np2torch import engine
+    from np2torch.lint import engine
 
     hints = typing.get_type_hints(engine.Finding)
     return {f.name: hints[f.name] for f in dataclasses.fields(engine.Finding) if f.name != "path"}

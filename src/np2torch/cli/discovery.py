@@ -1,7 +1,7 @@
 """Which files a run looks at: the paths on the command line expanded, excluded and ordered.
 
 Discovery needs the configuration (excludes, per-folder ``pyproject.toml``);
-the configuration needs safe file reading (:mod:`np2torch.files`); reading
+the configuration needs safe file reading (:mod:`np2torch.cli.files`); reading
 needs neither, so the three modules import in one direction only.
 """
 
@@ -13,8 +13,8 @@ import subprocess
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from np2torch.config import Config, ConfigFinder, PathMatcher
-from np2torch.files import SOURCE_SUFFIXES, FileError, os_error
+from np2torch.cli.config import Config, ConfigFinder, PathMatcher
+from np2torch.cli.files import SOURCE_SUFFIXES, FileError, os_error
 
 
 

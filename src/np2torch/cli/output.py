@@ -13,9 +13,9 @@ import os
 import time
 from typing import Any, Iterable, Iterator, Protocol, Sequence, TextIO
 
-from np2torch.pages import rules_table
-from np2torch.rules import Rule
-from np2torch.sarif import sarif_document
+from np2torch.lint.pages import rules_table
+from np2torch.lint.rules import Rule
+from np2torch.cli.sarif import sarif_document
 
 FORMATS = ("text", "json", "github", "sarif")
 

@@ -1,9 +1,9 @@
 """The engine: ``check_source`` and ``fix_source``, text in and text out, no file I/O.
 
 Both run the same analysis (:func:`_analyze`): a text prefilter derived from the
-rule table, ``ast.parse``, the qualified-name resolver of :mod:`np2torch.resolve`,
+rule table, ``ast.parse``, the qualified-name resolver of :mod:`np2torch.lint.resolve`,
 and the classification below.  ``fix_source`` then hands exactly the fixable
-findings' nodes to LibCST (:mod:`np2torch._engine_fix`), so check and fix
+findings' nodes to LibCST (:mod:`np2torch.lint.rewrite`), so check and fix
 cannot disagree about what a finding is.
 
 What a finding is
@@ -31,7 +31,7 @@ span is what the fix replaces.
 * reading a plain attribute of the function (``np.exp.__name__``, ``np.exp.nin``)
   does not pass the function on and computes nothing: no finding;
 * anything inside a function that numba, JAX, TorchScript/``torch.compile`` or
-  ``cupy.fuse`` compiles (:mod:`np2torch.compiled`): reported, not fixable (they
+  ``cupy.fuse`` compiles (:mod:`np2torch.lint.compiled`): reported, not fixable (they
   compile the NumPy call, not a call of a helper).
 
 A ``# noqa`` or ``# noqa: NPT001`` comment on the line where a finding starts
@@ -55,11 +55,11 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from np2torch import compiled
-from np2torch.resolve import Ref, Resolution, bound_names, resolve
-from np2torch.rules import RULES, Rule
-from np2torch.suppress import file_rules, in_runtime_module, no_fix_reason
-from np2torch.model import DEFAULT_SETTINGS, Finding, FixError, LintSettings, Lines, Planned, Settings, SourceError
+from np2torch.lint import compiled
+from np2torch.lint.resolve import Ref, Resolution, bound_names, resolve
+from np2torch.lint.rules import RULES, Rule
+from np2torch.lint.suppress import file_rules, in_runtime_module, no_fix_reason
+from np2torch.lint.model import DEFAULT_SETTINGS, Finding, FixError, LintSettings, Lines, Planned, Settings, SourceError
 
 __all__ = [
     "CONSTANTS",
@@ -319,7 +319,7 @@ def _parse(text: str) -> ast.Module:
     try:
         return ast.parse(text)
     except SyntaxError as exc:
-        from np2torch.syntax import newer_syntax  # LibCST's parser reads every version's grammar
+        from np2torch.lint.syntax import newer_syntax  # LibCST's parser reads every version's grammar
 
         needed = newer_syntax(text)
         if needed is not None:
@@ -336,7 +336,7 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
     analysis = _Analysis(text=text, bom=bom)
     if not settings.rules or (prefilter and not may_contain(text, settings.rules)):
         return analysis
-    rules = file_rules(text, settings.rules)  # np2torch's own files, `# np2torch: noqa` (np2torch.suppress)
+    rules = file_rules(text, settings.rules)  # np2torch's own files, `# np2torch: noqa` (np2torch.lint.suppress)
     if not rules:
         return analysis
     tree = analysis.tree = _parse(text)
@@ -491,7 +491,7 @@ def fix_source(source: str, path: str = "<string>", *, settings: Settings | None
     analysis = _analyze(source, path, settings)
     if not analysis.fixes:
         return source
-    from np2torch._engine_fix import apply_fixes  # LibCST loads only when there is something to fix
+    from np2torch.lint.rewrite import apply_fixes  # LibCST loads only when there is something to fix
 
     assert analysis.tree is not None and analysis.resolution is not None and analysis.alias is not None
     fixed = apply_fixes(

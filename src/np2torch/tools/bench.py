@@ -1,6 +1,6 @@
 """``np2torch bench``: NumPy/SciPy vs numexpr vs torch vs np2torch.runtime, on this machine.
 
-The functions come from the rule table (:data:`np2torch.rules.RULES`): each
+The functions come from the rule table (:data:`np2torch.lint.rules.RULES`): each
 rule's original (its qualified name) against its runtime helper.  How to
 benchmark each -- its input domain, keywords, numexpr name and naive torch
 call -- is derived from the function table (``np2torch/runtime/table.py``)
@@ -35,7 +35,7 @@ import click
 import numpy as np
 
 from np2torch import __version__
-from np2torch.rules import RULES, Rule
+from np2torch.lint.rules import RULES, Rule
 from np2torch.runtime.table import FUNCTIONS, Function
 
 Shape = tuple[int, ...]

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from np2torch.files import FileError, read_regular
-from np2torch.rules import select_rules
+from np2torch.cli.files import FileError, read_regular
+from np2torch.lint.rules import select_rules
 
 if sys.version_info >= (3, 11):
     import tomllib

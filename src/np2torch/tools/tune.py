@@ -186,7 +186,7 @@ def command(quick: bool, function_text: str | None, everything: bool, output: st
     names = None if function_text is None else [n.strip() for n in function_text.split(",") if n.strip()]
     chosen = pairs(names, everything)
     sizes = QUICK_SIZES if quick else SIZES
-    from np2torch.bench import warn_if_busy
+    from np2torch.tools.bench import warn_if_busy
 
     warn_if_busy("the profile will be pessimistic about torch's thread pool: run it again on a quiet machine")
     started = time.perf_counter()

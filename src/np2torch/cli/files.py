@@ -22,7 +22,6 @@ import tokenize
 from dataclasses import dataclass
 from typing import Callable
 
-
 SOURCE_SUFFIXES: frozenset[str] = frozenset({".py", ".ipynb"})
 """Suffixes that directory walks collect; files named explicitly are read whatever their suffix.
 ``.ipynb`` files are Jupyter notebooks (their code cells are checked, see notebook.py)."""
@@ -32,6 +31,7 @@ NOTEBOOK_SUFFIX = ".ipynb"
 
 def is_notebook(path: str) -> bool:
     return os.path.splitext(path)[1].lower() == NOTEBOOK_SUFFIX
+
 
 _BOM = b"\xef\xbb\xbf"
 

@@ -30,8 +30,8 @@ from typing import Iterator, Optional
 import click
 
 from np2torch import __version__
-from np2torch.files import fsync_folder
-from np2torch.suppress import MARKER
+from np2torch.cli.files import fsync_folder
+from np2torch.lint.suppress import MARKER
 
 PACKAGE = "np2torch.runtime"
 ALLOWED_IMPORTS = frozenset({"numpy", "torch", "scipy"})
@@ -56,7 +56,7 @@ class VendorUsageError(click.ClickException):
 
 def runtime_folder() -> Path:
     """The folder holding np2torch.runtime's files."""
-    return Path(__file__).resolve().parent / "runtime"
+    return Path(__file__).resolve().parent.parent / "runtime"
 
 
 # ---------------------------------------------------------------- what is copied
