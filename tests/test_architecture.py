@@ -100,3 +100,25 @@ def test_the_runtime_never_imports_the_linter() -> None:
             continue
         for module, _ in _imports(name, path):
             assert not (module.startswith("np2torch") and not module.startswith("np2torch.runtime")), (name, module)
+
+
+def _crossings(layer: str, forbidden: tuple[str, ...]) -> List[str]:
+    found = []
+    for name, path in MODULES.items():
+        if name == layer or name.startswith(layer + "."):
+            found += [f"{name} imports {module}" for module, _ in _imports(name, path)
+                      if any(module == f or module.startswith(f + ".") for f in forbidden)]
+    return found
+
+
+def test_the_lint_core_imports_no_command_line_or_tool_module() -> None:
+    assert _crossings("np2torch.lint", ("np2torch.cli", "np2torch.tools")) == []
+
+
+def test_the_command_line_imports_no_tool_module() -> None:
+    # `np2torch bench|tune|vendor` are listed by name (cli.app.LAZY_COMMANDS) and imported only when run.
+    assert _crossings("np2torch.cli", ("np2torch.tools",)) == []
+
+
+def test_the_crossing_check_sees_an_import() -> None:
+    assert _crossings("np2torch.tools", ("np2torch.runtime",)) != []

@@ -110,7 +110,7 @@ def test_the_sdist_carries_its_tests_and_they_run(dists: tuple[Path, Path, str],
         archive.extractall(tmp_path, filter="data") if sys.version_info >= (3, 12) else archive.extractall(tmp_path)
     wanted = {str(path.as_posix()) for path in _source_files() if path.parts[0] in SDIST_FOLDERS}
     assert wanted - names == set(), "MANIFEST.in misses these"
-    assert {"LICENSE", "README.md", "pyproject.toml", "tests/runtime_checks.py", "tests/data/sarif-schema-2.1.0.json",
+    assert {"LICENSE", "README.md", "pyproject.toml", "tests/runtime/runtime_checks.py", "tests/data/sarif-schema-2.1.0.json",
             "src/np2torch/py.typed", "src/np2torch/runtime/__init__.pyi"} <= names
     unpacked = tmp_path / top
     # The unpacked sdist's own source, not the editable install this suite runs from.
@@ -118,8 +118,8 @@ def test_the_sdist_carries_its_tests_and_they_run(dists: tuple[Path, Path, str],
     where = subprocess.run([sys.executable, "-c", "import np2torch; print(np2torch.__file__)"], cwd=unpacked, env=env,
                            capture_output=True, text=True, stdin=subprocess.DEVNULL)
     assert Path(where.stdout.strip()).is_relative_to(unpacked), where.stdout + where.stderr
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_fixtures.py",
-                           "tests/test_sarif.py", "tests/test_rules_docs.py", "tests/test_stubs.py",
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/lint/test_fixtures.py",
+                           "tests/cli/test_sarif.py", "tests/lint/test_rules_docs.py", "tests/tools/test_stubs.py",
                            "-k", "not mypy and not type_check"],
                           cwd=unpacked, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=600)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]

@@ -75,7 +75,7 @@ def rules_document(rules: Sequence[Rule] = RULES) -> str:
     parts = [
         "# Rules\n\n"
         "<!-- Generated from the rule table by `python -m np2torch.tools.docs --write`; "
-        "do not edit by hand (tests/test_rules_docs.py fails when it is stale). -->",
+        "do not edit by hand (tests/lint/test_rules_docs.py fails when it is stale). -->",
         "Each rule finds calls of (or references to) one NumPy/SciPy function that "
         "`np2torch.runtime` serves as an exact drop-in, or a pattern of calls. "
         "`np2torch explain CODE` prints a rule's page; `np2torch rules` lists them. "

@@ -167,7 +167,7 @@ class Profile(Record):
 
     @classmethod
     def trusted(cls, data: dict[str, Any], source: str) -> Profile:
-        """The profile np2torch ships, read without validation (tests/test_runtime_profile.py validates it)."""
+        """The profile np2torch ships, read without validation (tests/runtime/test_runtime_profile.py validates it)."""
         curves = {
             key: Curve(tuple(value["sizes"]), {path: tuple(value[path]) for path in PATHS if path in value}, value.get("thread_invariant", False) is True)
             for key, value in data["curves"].items()

@@ -16,7 +16,7 @@ The stub gives each helper the signature NumPy's own stubs give the original:
   in ``_api.py`` itself, declared with the signature written there.
 
 Regenerate with ``python -m np2torch.tools.stubs --write`` (from anywhere);
-``--check`` exits 1 when the file on disk is stale (tests/test_stubs.py runs it).
+``--check`` exits 1 when the file on disk is stale (tests/tools/test_stubs.py runs it).
 """
 
 from __future__ import annotations

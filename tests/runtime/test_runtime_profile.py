@@ -24,7 +24,7 @@ import np2torch.runtime as np2t
 from np2torch.runtime import _backend, _calibrate, _decide, _fork, _profile
 from np2torch.runtime._profile import Curve, Profile
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SIZES = (1_000, 10_000, 100_000, 1_000_000, 10_000_000)
 
 

@@ -15,7 +15,7 @@ from np2torch.cli.sarif import sarif_log
 
 jsonschema = pytest.importorskip("jsonschema")
 
-SCHEMA = json.loads((Path(__file__).parent / "data" / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
+SCHEMA = json.loads((Path(__file__).parent.parent / "data" / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
 
 
 def validate(log: dict) -> None:

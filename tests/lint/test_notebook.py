@@ -203,7 +203,7 @@ def test_cli_sarif_for_a_notebook(in_tmp: Path, capsys: pytest.CaptureFixture[st
     code_, out, _ = run(capsys, "check", "--format", "sarif", "n.ipynb")
     assert code_ == 1
     log = json.loads(out)
-    schema = json.loads((Path(__file__).parent / "data" / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
+    schema = json.loads((Path(__file__).parent.parent / "data" / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
     jsonschema.Draft4Validator(schema).validate(log)
     result = log["runs"][0]["results"][0]
     assert result["properties"]["cell"] == 3

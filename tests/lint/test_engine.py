@@ -27,7 +27,7 @@ from np2torch.lint.engine import (
 )
 from np2torch.lint.rules import RULES, RULES_BY_CODE, select_rules
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 ALL_FIXTURES = sorted(FIXTURES.rglob("*.py"))
 
 

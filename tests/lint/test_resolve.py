@@ -24,7 +24,7 @@ from np2torch.lint.resolve import bound_names, resolve
 from np2torch.lint.rules import RULES
 
 KNOWN = frozenset({r.qualname for r in RULES} | CONSTANTS)
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 FIXTURE_FILES = sorted(p for p in FIXTURES.rglob("*.py"))
 
 _Span = Tuple[int, int, int, int, str]

@@ -20,7 +20,7 @@ from np2torch.tools import stubs
 from np2torch.lint.engine import Settings
 from np2torch.lint.rules import FUNCTION_TABLE, RULES
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 ERROR = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+): (?P<kind>error|note): (?P<message>.*)$")
 
 

@@ -18,7 +18,7 @@ import pytest
 
 import np2torch
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "corpus.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "corpus.py"
 SUBPACKAGES = ("special", "optimize")
 
 

@@ -14,7 +14,7 @@ import pytest
 import np2torch.runtime as np2t
 from np2torch.runtime import _backend, _config, _decide, _profile, _ufunc
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def run_python(code: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:

@@ -1,7 +1,7 @@
 """The catalogue's helpers (docs/catalogue.md): the facts measured there, pinned.
 
 The shared matrix (dtypes, layouts, keywords, special values) runs every spec in
-tests/test_runtime_parity.py; here: every ``np.errstate`` mode on each spec's
+tests/runtime/test_runtime_parity.py; here: every ``np.errstate`` mode on each spec's
 special values, SciPy's own error state, and the function-specific findings that
 decided how each spec is restricted.
 """

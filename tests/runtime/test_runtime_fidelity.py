@@ -14,7 +14,7 @@ from numpy.lib.stride_tricks import as_strided
 
 import np2torch.runtime as np2t
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @pytest.mark.parametrize("min_size", [None, 0], ids=["default settings", "torch forced"])

@@ -13,7 +13,7 @@ from np2torch.cli import main
 from np2torch.lint.engine import Settings
 from np2torch.lint.rules import CODE_RANGES, DEFAULT_RULES, LEGACY_CODES, RULES, RULES_BY_CODE, Rule, code_category, select_rules
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "Fix safety", "Known problems")
 
 

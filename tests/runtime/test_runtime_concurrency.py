@@ -14,7 +14,7 @@ import scipy.special
 
 import np2torch.runtime as np2t
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_many_threads_compute_exactly():

@@ -30,7 +30,7 @@ from np2torch import check_source, fix_source
 from np2torch.lint.engine import Finding, Settings
 from np2torch.lint.rules import RULES, select_rules
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 FIX_CASES = sorted((FIXTURES / "fix").rglob("*.in.py"))
 NOOP_CASES = sorted((FIXTURES / "noop").rglob("*.py"))
 
@@ -120,7 +120,7 @@ def test_every_fixture_parses() -> None:
 @pytest.mark.parametrize("rule", RULES, ids=lambda r: r.code)
 def test_every_rule_has_fix_fixtures(rule) -> None:  # type: ignore[no-untyped-def]
     """Adding a row to the table without fixtures fails here."""
-    if rule.fix_safety == "unsafe":  # fixed only with --unsafe-fixes (tests/test_rules_docs.py): reported, not fixed
+    if rule.fix_safety == "unsafe":  # fixed only with --unsafe-fixes (tests/lint/test_rules_docs.py): reported, not fixed
         sidecars = [Path(str(p).replace(".in.py", ".findings")) for p in FIX_CASES]
         assert any(f" {rule.code} nofix" in line for s in sidecars for line in _expected(s)), rule.code
         return
