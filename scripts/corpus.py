@@ -56,10 +56,10 @@ from pathlib import Path
 from typing import Any, Counter, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import np2torch
-from np2torch.lint import engine
 from np2torch.cli.config import ConfigFinder
 from np2torch.cli.discovery import discover
 from np2torch.cli.files import FileError, decode_source
+from np2torch.lint import engine
 from np2torch.lint.rules import RULES, RULES_BY_CODE
 
 DEFAULT_PACKAGES = ("scipy", "sklearn", "statsmodels")
@@ -292,7 +292,7 @@ def check_changed_file(report: TreeReport, rel: str, raw_before: bytes, raw_afte
     try:
         again = np2torch.fix_source(text_after, path, settings=settings)
         left = np2torch.check_source(text_after, path, settings=settings)
-    except Exception as exc:  # noqa: BLE001 -- any exception here is a finding of this script
+    except Exception as exc:
         report.violate(path, "crash after fix", f"{type(exc).__name__}: {exc}")
         return
     if again != text_after:
@@ -355,7 +355,7 @@ def _api_pass(report: TreeReport, root: Path, rels: Sequence[str], raw: Dict[str
             if parses:
                 report.violate(rel, "false parse error", f"check_source raised SourceError: {exc}")
             continue
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             report.violate(rel, "API crash", f"check_source raised {type(exc).__name__}: {exc}")
             continue
         if not parses and _prefilter(text) is not False:
@@ -428,7 +428,7 @@ def run_tree(source: Path, name: str, workdir: Path, *, canary: bool = True, uns
         report.violate(CANARY_NAME, "canary", "the unparsable canary file was not rejected by the API")
     all_findings = [(rel, f) for rel in sorted(api) for f in api[rel]]
     report.finding_sites = all_findings
-    for rel, f in all_findings:
+    for _rel, f in all_findings:
         report.findings[f.code] += 1
         if not f.fixable:
             report.unfixable[f.code] += 1

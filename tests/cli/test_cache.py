@@ -12,9 +12,8 @@ from typing import Any
 
 import pytest
 
-from np2torch.cli import runner
+from np2torch.cli import main, runner
 from np2torch.cli.cache import CACHEDIR_TAG, Cache
-from np2torch.cli import main
 from np2torch.cli.config import RunSettings
 from np2torch.cli.output import Progress
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from np2torch.cli import output
+from np2torch.lint import pages
 from np2torch.lint.rules import RULES
 
 
@@ -154,14 +155,14 @@ def test_git_apply_accepts_the_diff(tmp_path: Path, before: str, after: str) -> 
 
 
 def test_rules_table_lists_every_rule_from_the_table() -> None:
-    lines = output.rules_table(RULES, "text")
+    lines = pages.rules_table(RULES, "text")
     assert lines[0].split() == ["code", "name", "function", "helper", "fixable", "safety", "default"]
     assert [line.split() for line in lines[1:]] == [
         [r.code, r.name, r.qualname, f"np2torch.runtime.{r.helper}", "yes" if r.fixable else "no", r.fix_safety,
          "on" if r.default else "opt-in"]
         for r in RULES
     ]
-    rows = json.loads(output.rules_table(RULES, "json")[0])
+    rows = json.loads(pages.rules_table(RULES, "json")[0])
     assert [(row["code"], row["helper"], row["fix_safety"], row["default"]) for row in rows] == [
         (r.code, r.helper, r.fix_safety, r.default) for r in RULES
     ]

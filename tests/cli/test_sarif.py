@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from np2torch.cli import main
-from np2torch.lint.rules import RULES
 from np2torch.cli.sarif import sarif_log
+from np2torch.lint.rules import RULES
 
 jsonschema = pytest.importorskip("jsonschema")
 

@@ -98,7 +98,7 @@ def test_workers_die_with_a_killed_parent(tmp_path: Path, sig: signal.Signals) -
 
 def test_an_orphaned_worker_exits_at_once(tmp_path: Path) -> None:
     # The parent died between fork and the initializer: the worker notices its new parent pid.
-    code = f"import os; from np2torch import runner; runner._die_with_parent(os.getppid() + 1); print('survived')"
+    code = "import os; from np2torch.cli import runner; runner._die_with_parent(os.getppid() + 1); print('survived')"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and "survived" not in done.stdout
 

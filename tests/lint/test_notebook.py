@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from np2torch.lint import engine
 from np2torch.cli import main
+from np2torch.lint import engine
 from np2torch.lint.notebook import check_notebook, fix_notebook
 
 

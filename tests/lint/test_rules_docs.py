@@ -7,11 +7,20 @@ from pathlib import Path
 import pytest
 
 from np2torch import check_source, fix_source
-from np2torch.lint import pages
-from np2torch.tools import docs
 from np2torch.cli import main
+from np2torch.lint import pages
 from np2torch.lint.engine import Settings
-from np2torch.lint.rules import CODE_RANGES, DEFAULT_RULES, LEGACY_CODES, RULES, RULES_BY_CODE, Rule, code_category, select_rules
+from np2torch.lint.rules import (
+    CODE_RANGES,
+    DEFAULT_RULES,
+    LEGACY_CODES,
+    RULES,
+    RULES_BY_CODE,
+    Rule,
+    code_category,
+    select_rules,
+)
+from np2torch.tools import docs
 
 ROOT = Path(__file__).resolve().parents[2]
 SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "Fix safety", "Known problems")
@@ -153,8 +162,9 @@ def test_rules_markdown_lists_every_row(capsys: pytest.CaptureFixture[str]) -> N
 def test_the_rules_the_runtime_and_bench_derive_from_one_function_table() -> None:
     # A function is described once (np2torch/runtime/table.py); everything else follows from it.
     import np2torch.runtime as np2t
+    from np2torch.runtime import _ufunc
+    from np2torch.runtime import table as _table
     from np2torch.tools import bench
-    from np2torch.runtime import _ufunc, table as _table
 
     rows = {row.code: row for row in _table.FUNCTIONS}
     functions = {rule.code: rule for rule in RULES if not rule.is_pattern}

@@ -21,8 +21,8 @@ from test_runtime_errstate import __file__ as ERRSTATE_FILE
 
 import np2torch.runtime as np2t
 from np2torch.lint.rules import RULES
-from np2torch.runtime import _ufunc
-from np2torch.runtime import _profile, table as _table
+from np2torch.runtime import _profile, _ufunc
+from np2torch.runtime import table as _table
 
 SPECS = {spec.name: spec for spec in _ufunc.UFUNC_SPECS}
 

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import np2torch.runtime as np2t
-from np2torch.runtime import _backend, _config, _decide, _profile, _ufunc
+from np2torch.runtime import _backend, _config, _decide, _ufunc
+from np2torch.runtime.table import FUNCTIONS_BY_NAME
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -144,7 +145,7 @@ def test_small_arrays_take_the_numpy_path(torch_calls, torch_loaded):
     pairs = [(row.name, d) for row in _ufunc.ELEMENTWISE_FUNCTIONS for d in row.loops if d.startswith("float")]
     name, dtype, threshold = next((n, d, t) for n, d in pairs if (t := _first_torch_size(n, d)) is not None)
     helper = getattr(np2t, name)
-    low = _ufunc.FUNCTIONS_BY_NAME[name].domain[0]
+    low = FUNCTIONS_BY_NAME[name].domain[0]
     helper(np.full(10, low, dtype=dtype))
     helper(np.full(threshold - 1, low, dtype=dtype))
     assert not torch_calls

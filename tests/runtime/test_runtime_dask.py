@@ -22,8 +22,8 @@ sc = pytest.importorskip("scipy.special")
 
 import np2torch.runtime as np2t  # noqa: E402
 from np2torch.runtime._dask import explicit_settings, is_dask_array  # noqa: E402
-from np2torch.runtime.table import FUNCTIONS_BY_NAME  # noqa: E402
 from np2torch.runtime._ufunc import HELPERS, UFUNC_SPECS  # noqa: E402
+from np2torch.runtime.table import FUNCTIONS_BY_NAME  # noqa: E402
 
 ORIGINALS = {spec.name: getattr(np if spec.module == "numpy" else sc, spec.attr) for spec in UFUNC_SPECS}
 SYNC = {"scheduler": "synchronous"}

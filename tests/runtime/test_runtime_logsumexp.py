@@ -68,7 +68,7 @@ def outcome(func: Callable, *args: Any, **kwargs: Any) -> Any:
         warnings.simplefilter("always")
         try:
             value = func(*args, **kwargs)
-        except Exception as exc:  # noqa: BLE001 - compared against SciPy's
+        except Exception as exc:
             value = (type(exc), str(exc))
     return value, [(w.category, str(w.message)) for w in caught]
 
@@ -721,7 +721,7 @@ def test_threads_each_with_their_own_errstate() -> None:
                             np2t.logsumexp(a, axis=0)
                     else:
                         np.testing.assert_allclose(np2t.logsumexp(a, axis=0), want, rtol=1e-14)
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=work, args=(mode,)) for mode in ("ignore", "raise") * 4]

@@ -7,7 +7,6 @@ new spec runs through the whole matrix.
 from __future__ import annotations
 
 import importlib
-import mmap
 import warnings
 from typing import Any, Callable
 
@@ -21,6 +20,7 @@ from runtime_checks import assert_same_result, assert_same_values
 
 import np2torch.runtime as np2t
 from np2torch.runtime import _ufunc
+
 
 def _original(spec: _ufunc.UfuncSpec) -> Callable:
     return getattr(importlib.import_module(spec.module), spec.attr)
@@ -57,7 +57,7 @@ def outcome(func: Callable, *args: Any, **kwargs: Any) -> Any:
         warnings.simplefilter("always")
         try:
             value = func(*args, **kwargs)
-        except Exception as exc:  # noqa: BLE001 - compared against the original's
+        except Exception as exc:
             value = (type(exc), str(exc))
     return value, [(w.category, str(w.message)) for w in caught]
 

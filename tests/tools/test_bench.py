@@ -11,9 +11,9 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from np2torch.tools import bench
 from np2torch.cli import main
 from np2torch.lint.rules import RULES
+from np2torch.tools import bench
 
 FAST = ["--repeat", "1", "--min-run-time", "0.0005"]
 TITLES = [title for _, title in bench.BACKENDS]

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from np2torch import fix_source
-from np2torch.tools import stubs
 from np2torch.lint.engine import Settings
 from np2torch.lint.rules import FUNCTION_TABLE, RULES
+from np2torch.tools import stubs
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 ERROR = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+): (?P<kind>error|note): (?P<message>.*)$")

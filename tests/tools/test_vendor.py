@@ -14,9 +14,9 @@ import pytest
 from click.testing import CliRunner
 
 from np2torch import __version__
-from np2torch.tools import vendor
 from np2torch.cli import main
 from np2torch.lint.rules import RULES
+from np2torch.tools import vendor
 from np2torch.tools.vendor import MARKER, VendorError, command, package_files, runtime_folder, write_package
 
 # Blocks np2torch (and torch when asked) before anything is imported: a clean

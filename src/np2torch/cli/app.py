@@ -18,19 +18,20 @@ from typing import Any, Callable, Sequence
 import click
 
 from np2torch import __version__
+from np2torch.cli import runner
 from np2torch.cli.cache import Cache
 from np2torch.cli.cache import default_folder as default_cache_folder
 from np2torch.cli.config import (
     ConfigError,
     ConfigFinder,
     Overrides,
+    PathMatcher,
     RunSettings,
     check_alias,
     check_module,
     check_selectors,
     check_target_version,
     depends_on,
-    PathMatcher,
     load_explicit_config,
     project_file,
     run_settings,
@@ -53,7 +54,6 @@ from np2torch.cli.output import (
 )
 from np2torch.lint.pages import rules_table
 from np2torch.lint.rules import RULES
-from np2torch.cli import runner
 
 # Subcommands other modules provide: name -> (module, attribute, one-line help). Listed only when the
 # module exists, imported only when run, so `import np2torch.cli` never loads them.

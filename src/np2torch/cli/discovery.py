@@ -17,7 +17,6 @@ from np2torch.cli.config import Config, ConfigFinder, PathMatcher
 from np2torch.cli.files import SOURCE_SUFFIXES, FileError, os_error
 
 
-
 @dataclass(frozen=True)
 class Target:
     display: str

@@ -27,10 +27,10 @@ class Plugin:
         self.lines = lines
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
-        from np2torch.lint import engine
         from np2torch.cli.config import ConfigError, ConfigFinder, Overrides, run_settings
-        from np2torch.lint.model import DEFAULT_SETTINGS
         from np2torch.cli.runner import engine_settings
+        from np2torch.lint import engine
+        from np2torch.lint.model import DEFAULT_SETTINGS
 
         path = self.filename if self.filename not in ("-", "stdin") else "stdin.py"
         try:

@@ -13,8 +13,6 @@ import os
 import time
 from typing import Any, Iterable, Iterator, Protocol, Sequence, TextIO
 
-from np2torch.lint.pages import rules_table
-from np2torch.lint.rules import Rule
 from np2torch.cli.sarif import sarif_document
 
 FORMATS = ("text", "json", "github", "sarif")

@@ -25,7 +25,16 @@ from typing import Any, Callable, Sequence
 from np2torch.cli.cache import Cache, digest
 from np2torch.cli.config import RunSettings
 from np2torch.cli.discovery import Target
-from np2torch.cli.files import FileError, Source, Stamp, decode_notebook, decode_source, is_notebook, read_bytes, write_atomic
+from np2torch.cli.files import (
+    FileError,
+    Source,
+    Stamp,
+    decode_notebook,
+    decode_source,
+    is_notebook,
+    read_bytes,
+    write_atomic,
+)
 from np2torch.cli.output import Progress, diff_bytes, sort_key
 from np2torch.lint.rules import RULES_BY_CODE, Rule
 

@@ -48,7 +48,6 @@ from __future__ import annotations
 import ast
 import functools
 import io
-import keyword
 import re
 import tokenize
 import unicodedata
@@ -56,10 +55,10 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from np2torch.lint import compiled
+from np2torch.lint.model import DEFAULT_SETTINGS, Finding, FixError, Lines, Planned, Settings, SourceError
 from np2torch.lint.resolve import Ref, Resolution, bound_names, resolve
 from np2torch.lint.rules import RULES, Rule
 from np2torch.lint.suppress import file_rules, in_runtime_module, no_fix_reason
-from np2torch.lint.model import DEFAULT_SETTINGS, Finding, FixError, LintSettings, Lines, Planned, Settings, SourceError
 
 __all__ = [
     "CONSTANTS",

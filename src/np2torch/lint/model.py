@@ -15,6 +15,7 @@ from typing import Optional
 from np2torch.lint.resolve import Ref
 from np2torch.lint.rules import DEFAULT_RULES, Rule
 
+
 @dataclass(frozen=True)
 class LintSettings:
     """What the engine looks for and how a fix spells the helper."""

@@ -57,7 +57,7 @@ def file_suppression(text: str) -> FileSuppression:
     for comment in _own_line_comments(text):
         rest = comment[_HEAD.match(comment).end():]  # type: ignore[union-attr]
         if not rest.lstrip(" \t").startswith(":"):
-            return EVERYTHING  # `# np2torch: noqa` or `# flake8: noqa  (generated)`
+            return EVERYTHING  # `# np2torch: noqa` or flake8's file-wide pragma (`generated` after it)
         listed = _CODES.match(rest)
         if listed:  # `# np2torch: noqa:` with no valid code suppresses nothing, as in ruff
             codes.update(code.upper() for code in re.split(r"[\s,]+", listed.group(1)))

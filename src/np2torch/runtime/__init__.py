@@ -26,13 +26,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import _config, _fork  # _config reads NP2TORCH_DEVICE/_MIN_SIZE: a bad value fails the import
+# Importing _config reads NP2TORCH_DEVICE and NP2TORCH_MIN_SIZE: a bad value fails this import, naming it.
+from . import (
+    _config,  # noqa: F401
+    _fork,
+)
 from .table import FUNCTIONS
 
 _fork.install()
 
 _API = ("RuntimeSettings", "Settings", "configure", "current_settings", "using", "which")
-__all__ = [*_API, *(row.name for row in FUNCTIONS)]
+__all__ = list(_API) + [row.name for row in FUNCTIONS]
 
 
 def __getattr__(name: str) -> Any:

@@ -6,8 +6,8 @@ from typing import Any
 
 from ._config import RuntimeSettings, Settings, configure, current_settings, using
 from ._logsumexp import logsumexp
-from .table import FUNCTIONS_BY_NAME
 from ._ufunc import HELPERS
+from .table import FUNCTIONS_BY_NAME
 
 # The elementwise helpers: one per row of the table (table.py), nothing to keep in sync here.
 globals().update(HELPERS)
@@ -25,8 +25,8 @@ def which(name: str, *args: Any, **kwargs: Any) -> tuple[str, str]:
     helper = logsumexp if name == "logsumexp" else HELPERS[name]
     if not args:
         raise TypeError(f"which({name!r}, ...) needs the call's arguments")
-    answer: tuple[str, str] = getattr(helper, "_np2torch_which")(*args, **kwargs)
+    answer: tuple[str, str] = helper._np2torch_which(*args, **kwargs)  # type: ignore[attr-defined]
     return answer
 
 
-__all__ = ["RuntimeSettings", "Settings", "configure", "current_settings", "using", "which", "logsumexp", *HELPERS]  # pyright: ignore[reportUnsupportedDunderAll]
+__all__ = ["RuntimeSettings", "Settings", "configure", "current_settings", "using", "which", "logsumexp"] + list(HELPERS)

@@ -32,7 +32,15 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ._config import DEVICE_ENV, MIN_SIZE_ENV, PROCESS_SETTINGS, SETTINGS_VAR, RuntimeSettings, parse_device, parse_min_size
+from ._config import (
+    DEVICE_ENV,
+    MIN_SIZE_ENV,
+    PROCESS_SETTINGS,
+    SETTINGS_VAR,
+    RuntimeSettings,
+    parse_device,
+    parse_min_size,
+)
 
 DASK_ARRAY = "dask.array"
 """The module whose presence in ``sys.modules`` the helpers test before :func:`is_dask_array`."""

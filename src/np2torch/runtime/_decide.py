@@ -31,7 +31,6 @@ replaces all of this: from that size on, torch on the configured device.
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 import threading

@@ -43,7 +43,8 @@ import numpy as np
 from . import _calibrate, _decide
 from ._backend import can_view, cuda_available, load_torch, threads
 from ._config import RuntimeSettings, Settings, current_settings
-from ._dask import DASK_ARRAY, is_dask_array, logsumexp as dask_logsumexp
+from ._dask import DASK_ARRAY, is_dask_array
+from ._dask import logsumexp as dask_logsumexp
 from ._decide import Route
 from .table import FUNCTIONS_BY_NAME
 

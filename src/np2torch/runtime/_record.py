@@ -7,8 +7,6 @@ is paid by every script that calls a helper once: these classes spell their
 
 from __future__ import annotations
 
-from typing import Any
-
 
 class Record:
     """Equality and repr over ``__slots__``; subclasses define the slots and ``__init__``."""

@@ -39,23 +39,24 @@ import numpy as np
 
 from . import _calibrate, _decide
 from ._backend import can_view, cuda_available, load_torch, tensor_view, threads
-from ._config import PROCESS_SETTINGS, SETTINGS_VAR, device_kind
+from ._config import PROCESS_SETTINGS, SETTINGS_VAR
 from ._cuda import cuda_unary
-from ._dask import DASK_ARRAY, elementwise as dask_elementwise, is_dask_array
+from ._dask import DASK_ARRAY, is_dask_array
+from ._dask import elementwise as dask_elementwise
 from ._decide import Route
-from ._record import Record
-from .table import ELEMENTWISE_FUNCTIONS, FUNCTIONS_BY_NAME, Function
 from ._errstate import (
     NP_EXTOBJ_VAR,
     REDIRECT_MISS,
-    call_redirected,
     ErrorChecks,
+    call_redirected,
     error_checks,
     extobj_getter,
     numpy_call,
     register_runtime_file,
     warn_redirect,
 )
+from ._record import Record
+from .table import ELEMENTWISE_FUNCTIONS, Function
 
 register_runtime_file(__file__)
 

@@ -60,12 +60,14 @@ def measure_import_seconds(repeat: int = 3) -> float:
 
 def run_tune(names: Sequence[str] | None, quick: bool, cuda: bool, progress: Any = None, everything: bool = False) -> Any:
     """Measure and return a :class:`Profile` (not written)."""
-    from np2torch.runtime import _calibrate, _profile
+    from np2torch.runtime import (
+        _api,  # noqa: F401  (the helpers register what _calibrate times)
+        _calibrate,
+        _profile,
+    )
     from np2torch.runtime._backend import cuda_available, load_torch
     from np2torch.runtime.table import FUNCTIONS_BY_NAME
-    import np2torch.runtime
 
-    np2torch.runtime.which  # loads the helpers, which register what _calibrate times
     torch = load_torch()
     if torch is None:
         raise click.ClickException("torch is not installed: np2torch.runtime calls NumPy/SciPy for everything, there is nothing to tune")

@@ -25,7 +25,7 @@ import secrets
 import shutil
 import sys
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Iterator
 
 import click
 
