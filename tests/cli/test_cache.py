@@ -16,6 +16,8 @@ from np2torch.cli import main, runner
 from np2torch.cli.cache import CACHEDIR_TAG, Cache
 from np2torch.cli.config import RunSettings
 from np2torch.cli.output import Progress
+from np2torch.lint.engine import Settings
+from np2torch.lint.rules import RULES_BY_CODE
 
 EXP = "import numpy as np\n\ny = np.exp(x)\n"
 
@@ -128,7 +130,7 @@ def test_fix_skips_files_cached_as_clean(capsys: pytest.CaptureFixture[str], eng
 
 
 def test_tool_change_misses(in_tmp: Path) -> None:
-    settings = RunSettings(codes=("NPT001",))
+    settings = RunSettings(Settings(rules=(RULES_BY_CODE["NPT001"],)))
     Cache(in_tmp / "c", fingerprint="old").put("a.py", settings, "d1", [])
     assert Cache(in_tmp / "c", fingerprint="old").get("a.py", settings, "d1") == []
     assert Cache(in_tmp / "c", fingerprint="new").get("a.py", settings, "d1") is None
@@ -144,7 +146,7 @@ def test_fingerprint_follows_the_package_sources() -> None:
 
 @pytest.mark.parametrize("garbage", [b"", b"{not json", b"[]", b'{"fingerprint": 3}', b"\xff\xfe"])
 def test_corrupt_entries_are_misses(in_tmp: Path, garbage: bytes) -> None:
-    settings = RunSettings(codes=("NPT001",))
+    settings = RunSettings(Settings(rules=(RULES_BY_CODE["NPT001"],)))
     cache = Cache(in_tmp / "c", fingerprint="f")
     cache.put("a.py", settings, "d", [])
     [entry] = (in_tmp / "c").glob("*/*.json")
@@ -183,7 +185,7 @@ def test_malformed_cached_findings_are_misses(capsys: pytest.CaptureFixture[str]
 
 
 def test_deeply_nested_entry_is_a_miss(in_tmp: Path) -> None:
-    settings = RunSettings(codes=("NPT001",))
+    settings = RunSettings(Settings(rules=(RULES_BY_CODE["NPT001"],)))
     cache = Cache(in_tmp / "c", fingerprint="f")
     cache.put("a.py", settings, "d", [])
     [entry] = (in_tmp / "c").glob("*/*.json")
@@ -193,7 +195,7 @@ def test_deeply_nested_entry_is_a_miss(in_tmp: Path) -> None:
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
 def test_an_entry_that_is_not_a_regular_file_is_a_miss(in_tmp: Path) -> None:
-    settings = RunSettings(codes=("NPT001",))
+    settings = RunSettings(Settings(rules=(RULES_BY_CODE["NPT001"],)))
     cache = Cache(in_tmp / "c", fingerprint="f")
     cache.put("a.py", settings, "d", [])
     [entry] = (in_tmp / "c").glob("*/*.json")

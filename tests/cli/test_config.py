@@ -225,6 +225,6 @@ def test_resolve_cli_select_replaces_file_select_and_ignore(tmp_path: Path) -> N
 def test_resolve_cli_runtime_options_win(tmp_path: Path) -> None:
     config = load_config(write_pyproject(tmp_path, "[tool.np2torch]\nalias='a'\nruntime-module='m'\n"))
     assert config is not None
-    assert run_settings(config, Overrides()).alias == "a"
-    settings = run_settings(config, Overrides(alias="b", runtime_module="pkg.m"))
+    assert run_settings(config, Overrides()).lint.alias == "a"
+    settings = run_settings(config, Overrides(alias="b", runtime_module="pkg.m")).lint
     assert (settings.alias, settings.runtime_module) == ("b", "pkg.m")

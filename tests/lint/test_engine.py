@@ -305,6 +305,21 @@ def test_bad_settings_are_value_errors(kwargs, word: str) -> None:  # type: igno
         Settings(**kwargs)
 
 
+def test_settings_travel_to_worker_processes_as_rule_codes() -> None:
+    import pickle
+
+    everything = Settings(rules=RULES, alias="fast", unsafe_fixes=True)
+    data = pickle.dumps(everything)
+    assert pickle.loads(data) == everything and len(data) < 2_000  # not the rules' documentation
+    own = dataclasses.replace(RULES_BY_CODE["NPT001"], why="a rule of the caller's own")
+    mixed = Settings(rules=(own, RULES_BY_CODE["NPT002"]))
+    assert pickle.loads(pickle.dumps(mixed)).rules[0].why == "a rule of the caller's own"
+
+
+def test_np2torch_settings_is_the_engine_settings() -> None:
+    assert np2torch.Settings is Settings and Settings.__name__ == "Settings"
+
+
 def test_alias_spelled_in_fullwidth_is_still_taken() -> None:
     source = "import numpy as np\nｎｐ２ｔ = 1\ny = np.exp(x)\n"  # NFKC: ｎｐ２ｔ is np2t
     assert check_source(source)[0].fix_title == "Replace with `np2t_1.exp`"

@@ -27,8 +27,6 @@ from np2torch.cli.config import (
     Overrides,
     PathMatcher,
     RunSettings,
-    check_alias,
-    check_module,
     check_selectors,
     check_target_version,
     depends_on,
@@ -52,6 +50,7 @@ from np2torch.cli.output import (
     sort_key,
     statistics,
 )
+from np2torch.lint.model import check_alias, check_module
 from np2torch.lint.pages import rules_table
 from np2torch.lint.rules import RULES
 

@@ -71,7 +71,8 @@ class Cache:
         self._prepared = False
 
     def _entry(self, path: str, settings: RunSettings) -> Path:
-        key = hashlib.sha256(f"{os.path.abspath(path)}\0{settings!r}".encode("utf-8", "surrogateescape")).hexdigest()
+        named = f"{os.path.abspath(path)}\0{settings_key(settings)}"
+        key = hashlib.sha256(named.encode("utf-8", "surrogateescape")).hexdigest()
         return self.folder / key[:2] / f"{key[2:32]}.json"
 
     def get(self, path: str, settings: RunSettings, content_digest: str) -> list[dict[str, Any]] | None:
@@ -115,6 +116,12 @@ class Cache:
 def _write_atomic(target: Path, data: bytes) -> None:
     # A cache entry need not survive a crash: no fsync.
     replace_file(target, data, durable=False)
+
+
+def settings_key(settings: RunSettings) -> str:
+    """Every setting, the rules as their codes (a rule's documentation does not decide a finding)."""
+    lint = {f.name: getattr(settings.lint, f.name) for f in dataclasses.fields(settings.lint) if f.name != "rules"}
+    return repr((settings.codes, sorted(lint.items()), settings.target_version))
 
 
 def finding_to_dict(finding: Any) -> dict[str, Any]:

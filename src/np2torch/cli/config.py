@@ -24,7 +24,6 @@ from the file, ``--ignore`` adds to ``ignore``.
 
 from __future__ import annotations
 
-import keyword
 import os
 import re
 import sys
@@ -33,6 +32,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from np2torch.cli.files import FileError, read_regular
+from np2torch.lint.model import DEFAULT_SETTINGS, Settings, check_alias, check_module
 from np2torch.lint.rules import select_rules
 
 if sys.version_info >= (3, 11):
@@ -52,9 +52,6 @@ DEFAULT_EXCLUDE: tuple[str, ...] = (
     "node_modules",
     "site-packages",
 )
-
-# `npt` is numpy.typing's conventional alias; a rewrite that shadows it would confuse readers.
-FORBIDDEN_ALIASES = frozenset({"npt"})
 
 SECTION = "[tool.np2torch]"
 _LIST_KEYS = ("select", "ignore", "exclude", "extend-exclude")
@@ -96,23 +93,6 @@ def display_path(path: os.PathLike[str] | str) -> str:
 
 
 # ---------------------------------------------------------------- validation
-
-
-def check_alias(value: str) -> str:
-    """``value`` if it can name the runtime module in an import; ``ValueError`` otherwise."""
-    if not isinstance(value, str) or not value.isidentifier() or keyword.iskeyword(value):
-        raise ValueError(f"alias must be a Python identifier, got {value!r}")
-    if value in FORBIDDEN_ALIASES:
-        raise ValueError(f"alias {value!r} is reserved (numpy.typing's conventional alias)")
-    return value
-
-
-def check_module(value: str) -> str:
-    """``value`` if it is a dotted module name; ``ValueError`` otherwise."""
-    parts = value.split(".") if isinstance(value, str) else [""]
-    if not all(p.isidentifier() and not keyword.iskeyword(p) for p in parts):
-        raise ValueError(f"runtime module must be a dotted module name, got {value!r}")
-    return value
 
 
 _TARGET_VERSION = re.compile(r"py3(\d{1,2})\Z")
@@ -412,30 +392,29 @@ class Overrides:
 
 @dataclass(frozen=True)
 class RunSettings:
-    """Everything that changes a file's findings; hashable, picklable and cheap (no engine import).
+    """Everything that decides a file's result: the engine's settings, built once per configuration
+    (:func:`run_settings`), and the project's target Python.  Hashable and cheap to send to a worker
+    process (:class:`Settings` pickles its rules as their codes)."""
 
-    ``None`` leaves the engine's default in place.
-    """
-
-    codes: tuple[str, ...]
-    runtime_module: str | None = None
-    alias: str | None = None
-    unsafe_fixes: bool = False
+    lint: Settings = DEFAULT_SETTINGS
     target_version: tuple[int, int] | None = None
     """The oldest Python the code supports; decides whether syntax this interpreter cannot read is an error."""
 
+    @property
+    def codes(self) -> tuple[str, ...]:
+        """The selected rules' codes, in table order."""
+        return tuple(rule.code for rule in self.lint.rules)
+
 
 def run_settings(config: Config, overrides: Overrides) -> RunSettings:
+    """The settings of the files ``config`` governs, with the command line's ``overrides``."""
     if overrides.select is not None:
         select: tuple[str, ...] | None = overrides.select
         ignore = overrides.ignore
     else:
         select, ignore = config.select, config.ignore + overrides.ignore
-    rules = select_rules(None if select is None else list(select), list(ignore))
-    return RunSettings(
-        codes=tuple(rule.code for rule in rules),
-        runtime_module=overrides.runtime_module or config.runtime_module,
-        alias=overrides.alias or config.alias,
-        unsafe_fixes=overrides.unsafe_fixes,
-        target_version=overrides.target_version or config.target_version,
-    )
+    lint = Settings(rules=select_rules(None if select is None else list(select), list(ignore)),
+                    runtime_module=overrides.runtime_module or config.runtime_module or DEFAULT_SETTINGS.runtime_module,
+                    alias=overrides.alias or config.alias or DEFAULT_SETTINGS.alias,
+                    unsafe_fixes=overrides.unsafe_fixes)
+    return RunSettings(lint, overrides.target_version or config.target_version)

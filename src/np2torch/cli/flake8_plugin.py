@@ -28,13 +28,12 @@ class Plugin:
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         from np2torch.cli.config import ConfigError, ConfigFinder, Overrides, run_settings
-        from np2torch.cli.runner import engine_settings
         from np2torch.lint import engine
         from np2torch.lint.model import DEFAULT_SETTINGS
 
         path = self.filename if self.filename not in ("-", "stdin") else "stdin.py"
         try:
-            settings = engine_settings(run_settings(ConfigFinder().for_file(os.path.abspath(path)), Overrides()))
+            settings = run_settings(ConfigFinder().for_file(os.path.abspath(path)), Overrides()).lint
         except ConfigError:
             settings = DEFAULT_SETTINGS  # a broken [tool.np2torch] is `np2torch check`'s to report
         try:

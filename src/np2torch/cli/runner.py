@@ -36,7 +36,6 @@ from np2torch.cli.files import (
     write_atomic,
 )
 from np2torch.cli.output import Progress, diff_bytes, sort_key
-from np2torch.lint.rules import RULES_BY_CODE, Rule
 
 CHECK, FIX, DIFF = "check", "fix", "diff"
 
@@ -81,30 +80,11 @@ class Job:
 # ---------------------------------------------------------------- the engine, loaded lazily
 
 
-@functools.lru_cache(maxsize=None)
-def _rules(codes: tuple[str, ...]) -> tuple[Rule, ...]:
-    return tuple(RULES_BY_CODE[code] for code in codes)
-
-
-@functools.lru_cache(maxsize=None)
-def engine_settings(settings: RunSettings) -> Any:
-    from np2torch.lint import engine
-
-    kwargs: dict[str, Any] = {"rules": _rules(settings.codes)}
-    if settings.runtime_module is not None:
-        kwargs["runtime_module"] = settings.runtime_module
-    if settings.alias is not None:
-        kwargs["alias"] = settings.alias
-    if settings.unsafe_fixes:
-        kwargs["unsafe_fixes"] = True
-    return engine.Settings(**kwargs)
-
-
 def might_have_findings(text: str, settings: RunSettings) -> bool:
     """False only when no finding is possible; the engine's own prefilter, so the two cannot disagree."""
     from np2torch.lint import engine
 
-    return engine.may_contain(text, _rules(settings.codes))
+    return engine.may_contain(text, settings.lint.rules)
 
 
 # ---------------------------------------------------------------- one file
@@ -157,7 +137,7 @@ def _notebook_api() -> tuple[Any, Any]:
 def _run_job(job: Job) -> FileResult:
     from np2torch.lint import engine
 
-    settings = engine_settings(job.settings)
+    settings = job.settings.lint
     text = job.source.text
     if is_notebook(job.path):
         check_source, fix_source = _notebook_api()

@@ -2,22 +2,45 @@
 
 :mod:`np2torch.lint.engine` (analysis) and :mod:`np2torch.lint.rewrite` (rewriting)
 both use these; neither imports the other's internals, so there is no import
-circle between them.
+circle between them.  Importing this module loads no analysis code (the
+resolver is named for type checkers only), so the command line can build
+:class:`Settings` and read :class:`Finding` without loading the engine.
 """
 
 from __future__ import annotations
 
 import keyword
 import re
-from dataclasses import dataclass
-from typing import Optional
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any, Optional
 
-from np2torch.lint.resolve import Ref
-from np2torch.lint.rules import DEFAULT_RULES, Rule
+from np2torch.lint.rules import DEFAULT_RULES, RULES_BY_CODE, Rule
+
+if TYPE_CHECKING:
+    from np2torch.lint.resolve import Ref
+
+RESERVED_ALIASES = frozenset({"npt"})
+"""Names a fix never binds the runtime to: ``npt`` is numpy.typing's conventional alias."""
+
+
+def check_alias(value: object) -> str:
+    """``value`` if it can name the runtime module in an import; ``ValueError`` otherwise."""
+    if not isinstance(value, str) or not value.isidentifier() or keyword.iskeyword(value):
+        raise ValueError(f"alias must be a Python identifier, got {value!r}")
+    if value in RESERVED_ALIASES:
+        raise ValueError(f"alias {value!r} is reserved (numpy.typing's conventional alias)")
+    return value
+
+
+def check_module(value: object) -> str:
+    """``value`` if it is a dotted module name; ``ValueError`` otherwise."""
+    if isinstance(value, str) and all(p.isidentifier() and not keyword.iskeyword(p) for p in value.split(".")):
+        return value
+    raise ValueError(f"runtime module must be a dotted module name, got {value!r}")
 
 
 @dataclass(frozen=True)
-class LintSettings:
+class Settings:
     """What the engine looks for and how a fix spells the helper."""
 
     rules: tuple[Rule, ...] = DEFAULT_RULES
@@ -28,18 +51,23 @@ class LintSettings:
     """Also make the findings of rules whose ``fix_safety`` is ``unsafe`` fixable."""
 
     def __post_init__(self) -> None:
-        if not all(part.isidentifier() and not keyword.iskeyword(part) for part in self.runtime_module.split(".")):
-            raise ValueError(f"runtime-module {self.runtime_module!r} is not a dotted module name")
-        if not self.alias.isidentifier() or keyword.iskeyword(self.alias):
-            raise ValueError(f"alias {self.alias!r} is not a Python identifier")
-        if self.alias == "npt":
-            raise ValueError("alias 'npt' is reserved: it is numpy.typing's conventional alias")
+        check_module(self.runtime_module)
+        check_alias(self.alias)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Worker processes receive settings with every file: the table's rules travel as their codes
+        # (a few hundred bytes, not the rules' documentation).
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        values["rules"] = tuple(rule.code if RULES_BY_CODE.get(rule.code) is rule else rule for rule in self.rules)
+        return _settings, (values,)
 
 
-Settings = LintSettings
-"""The engine's settings under their earlier name (the runtime's are ``RuntimeSettings``)."""
+def _settings(values: dict[str, Any]) -> Settings:
+    rules = tuple(RULES_BY_CODE[rule] if isinstance(rule, str) else rule for rule in values["rules"])
+    return Settings(**{**values, "rules": rules})
 
-DEFAULT_SETTINGS = LintSettings()
+
+DEFAULT_SETTINGS = Settings()
 
 
 @dataclass(frozen=True)
@@ -68,7 +96,8 @@ class SourceError(Exception):
 
 
 class FixError(Exception):
-    """The fixed text would not parse (a bug in np2torch): the file must be left as it was."""
+    """The fix cannot be applied safely (LibCST cannot rewrite the text exactly, or the result would not
+    compile): a bug in np2torch, and the text must be left as it was."""
 
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")

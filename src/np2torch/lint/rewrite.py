@@ -25,7 +25,7 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
-from np2torch.lint.model import FixError, Lines, LintSettings, Planned
+from np2torch.lint.model import FixError, Lines, Planned, Settings
 from np2torch.lint.resolve import bound_names, is_type_checking
 
 _Span = tuple[int, int, int, int]
@@ -38,7 +38,7 @@ def apply_fixes(
     fixes: list[Planned],
     import_froms: Mapping[int, ast.ImportFrom],
     alias: str,
-    settings: LintSettings,
+    settings: Settings,
     path: str,
 ) -> str:
     """``text`` with ``fixes`` applied: only the top-level statements holding a fix go through LibCST.
