@@ -120,5 +120,10 @@ def test_the_command_line_imports_no_tool_module() -> None:
     assert _crossings("np2torch.cli", ("np2torch.tools",)) == []
 
 
+def test_the_flake8_plugin_needs_no_runner() -> None:
+    # flake8 runs the plugin once per file in its own processes: config and engine, no worker pools or cache.
+    assert _crossings("np2torch.cli.flake8_plugin", ("np2torch.cli.runner", "np2torch.cli.cache")) == []
+
+
 def test_the_crossing_check_sees_an_import() -> None:
     assert _crossings("np2torch.tools", ("np2torch.runtime",)) != []

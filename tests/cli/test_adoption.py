@@ -198,13 +198,50 @@ def test_flake8_reports_the_findings_through_the_plugin() -> None:
     pytest.importorskip("flake8")
     write("pyproject.toml", "[tool.np2torch]\nignore = ['NPT005']\n")
     write("pkg/mod.py", EXP + "z = np.log(x)  # noqa: NPT002\nw = np.sin(x)\nv = np.cos(x)\n")
-    done = subprocess.run([sys.executable, "-m", "flake8", "--select", "NPT", "pkg/mod.py"], capture_output=True,
-                          text=True, stdin=subprocess.DEVNULL, timeout=120)
+    done = flake8("pkg/mod.py")
     assert done.returncode == 1, done.stderr
     assert done.stdout.splitlines() == [  # NPT002: its noqa; NPT005: the project's ignore
         "pkg/mod.py:3:5: NPT001 `numpy.exp` can run on torch via `np2torch.runtime.exp`",
         "pkg/mod.py:6:5: NPT006 `numpy.cos` can run on torch via `np2torch.runtime.cos`",
     ]
+
+
+def flake8(*paths: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "flake8", "--select", "NPT", *paths], capture_output=True,
+                          text=True, stdin=subprocess.DEVNULL, timeout=120)
+
+
+@pytest.mark.parametrize("table", [
+    pytest.param("extend-exclude = ['gen/']", id="extend-exclude"),
+    pytest.param("exclude = ['gen']", id="exclude"),
+    pytest.param("extend-exclude = ['pkg/gen/*.py']", id="an anchored glob"),
+])
+def test_flake8_skips_the_files_the_project_excludes(table: str) -> None:
+    pytest.importorskip("flake8")
+    write("pyproject.toml", f"[tool.np2torch]\n{table}\n")
+    write("pkg/gen/made.py", EXP)
+    write("pkg/mod.py", EXP)
+    done = flake8("pkg/gen/made.py", "pkg/mod.py")
+    assert done.returncode == 1, done.stderr
+    assert done.stdout.splitlines() == ["pkg/mod.py:3:5: NPT001 `numpy.exp` can run on torch via `np2torch.runtime.exp`"]
+
+
+@pytest.mark.parametrize("table, message", [
+    pytest.param("selekt = ['NPT001']", "unknown key 'selekt' in [tool.np2torch]", id="unknown key"),
+    pytest.param("select = ['NPT999']", "'select' in [tool.np2torch]", id="a code no rule has"),
+    pytest.param("alias = 'npt'", "'alias' in [tool.np2torch]: alias 'npt' is reserved", id="a reserved alias"),
+    pytest.param("select = [", "invalid TOML", id="not TOML"),
+])
+def test_flake8_stops_on_a_broken_config_and_names_it(table: str, message: str) -> None:
+    pytest.importorskip("flake8")
+    write("pyproject.toml", f"[tool.np2torch]\n{table}\n")
+    write("pkg/mod.py", EXP)
+    done = flake8("pkg/mod.py")
+    assert done.returncode == 1
+    assert "NPT001" not in done.stdout  # no findings under settings other than the project's
+    [failure] = [line for line in done.stdout.splitlines() if "failed during execution" in line]
+    assert f"np2torch: pyproject.toml: {message}" in failure, done.stdout
+    assert "Traceback" not in done.stdout + done.stderr
 
 
 def test_the_plugin_yields_nothing_for_a_file_that_does_not_parse() -> None:
