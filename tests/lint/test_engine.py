@@ -339,6 +339,40 @@ def test_nothing_to_fix_returns_the_text_unchanged() -> None:
         assert fix_source(source) == source
 
 
+@pytest.mark.parametrize("source", [
+    pytest.param("import numpy as np\ny = np.exp(x) + np.log(x)\n", id="every finding fixable"),
+    pytest.param("import numpy as np\ny = np.exp(x); t = f is np.exp\nk = {np.log: np.log(y)}\n",
+                 id="findings left, on the lines and columns the fix moved"),
+    pytest.param("import numpy as np\nt = f is np.exp\n", id="nothing fixable"),
+    pytest.param("x = 1\n", id="no finding"),
+])
+def test_fix_and_check_is_check_then_fix_then_check_in_one_analysis(source: str) -> None:
+    result = engine.fix_and_check(source, "m.py")
+    assert list(result.findings) == check_source(source, "m.py")
+    assert result.text == fix_source(source, "m.py")
+    assert list(result.remaining) == check_source(result.text, "m.py")
+    assert result.fixed == tuple(f for f in result.findings if f.fixable)
+    if not result.fixed:
+        assert result.text is source
+
+
+def test_fix_and_check_analyses_the_fixed_text_only_to_place_what_is_left(monkeypatch: pytest.MonkeyPatch) -> None:
+    analysed: list[str] = []
+    real = engine._analyze
+
+    def counting(source: str, *args: object, **kwargs: object) -> object:
+        analysed.append(source)
+        return real(source, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(engine, "_analyze", counting)
+    every = engine.fix_and_check("import numpy as np\ny = np.exp(x)\n")
+    assert len(analysed) == 1 and every.remaining == ()
+    source = "import numpy as np\ny = np.exp(x)\nt = f is np.exp\n"
+    left = engine.fix_and_check(source)
+    assert analysed[1:] == [source, left.text]
+    assert [(f.line, f.code, f.fixable) for f in left.remaining] == [(5, "NPT001", False)]
+
+
 @pytest.mark.parametrize(
     ("path", "kept"),
     [("pkg/__init__.py", True), ("pkg\\__init__.py", True), ("__init__.py", True), ("pkg/mod.py", False), ("<string>", False)],

@@ -9,7 +9,7 @@ import pytest
 
 from np2torch.cli import main
 from np2torch.lint import engine
-from np2torch.lint.notebook import check_notebook, fix_notebook
+from np2torch.lint.notebook import check_notebook, fix_and_check_notebook, fix_notebook
 
 
 def code(source: object, n: int = 1) -> dict:
@@ -111,6 +111,22 @@ def test_fix_changes_only_the_changed_cells_sources_byte_for_byte() -> None:
     assert after == nbformat_text(expected)
     assert fix_notebook(after, "n.ipynb") == after  # idempotent
     assert not [f for f in check_notebook(after, "n.ipynb") if f.fixable]
+
+
+def test_fix_and_check_places_what_is_left_in_the_fixed_cells() -> None:
+    nb = notebook(
+        code(["import numpy as np\n", "y = np.exp(x)\n", "t = f is np.exp\n"]),
+        markdown("np.exp(x)"),
+        code(["%time z = 1\n", "w = {np.log: np.log(y)}\n"], 2),
+    )
+    before = nbformat_text(nb)
+    result = fix_and_check_notebook(before, "n.ipynb")
+    assert result.text == fix_notebook(before, "n.ipynb")
+    assert list(result.findings) == check_notebook(before, "n.ipynb")
+    assert list(result.remaining) == check_notebook(result.text, "n.ipynb")
+    assert [(f.cell, f.line, f.column, f.code) for f in result.remaining] == [(1, 5, 10, "NPT001"),
+                                                                              (3, 2, 6, "NPT002")]
+    assert {f.path for f in (*result.findings, *result.remaining)} == {"n.ipynb"}
 
 
 @pytest.mark.parametrize("indent", [None, 2, 4], ids=["compact", "indent 2", "indent 4"])

@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from np2torch.lint import compiled
-from np2torch.lint.model import DEFAULT_SETTINGS, Finding, FixError, Lines, Planned, Settings, SourceError
+from np2torch.lint.model import DEFAULT_SETTINGS, Finding, FixError, FixResult, Lines, Planned, Settings, SourceError
 from np2torch.lint.resolve import Ref, Resolution, bound_names, resolve
 from np2torch.lint.rules import RULES, Rule
 from np2torch.lint.suppress import file_rules, in_runtime_module, no_fix_reason
@@ -64,10 +64,12 @@ __all__ = [
     "CONSTANTS",
     "Finding",
     "FixError",
+    "FixResult",
     "Settings",
     "NewerSyntaxError",
     "SourceError",
     "check_source",
+    "fix_and_check",
     "fix_source",
     "may_contain",
 ]
@@ -483,11 +485,34 @@ def fix_source(source: str, path: str = "<string>", *, settings: Settings | None
     """``source`` with every fixable finding rewritten; unchanged (the same text) when there is none.
 
     ``path`` matters only for re-exports: in an ``__init__.py`` no import is removed.
-    Raises :class:`SourceError` for unparsable text and :class:`FixError` if the
-    result would not parse.
+    Raises :class:`SourceError` for unparsable text and :class:`FixError` when the
+    fix cannot be made safely (LibCST cannot rewrite the text exactly, or the result
+    would not compile).
+    """
+    settings = settings or DEFAULT_SETTINGS
+    return _fixed_text(_analyze(source, path, settings), source, path, settings)
+
+
+def fix_and_check(source: str, path: str = "<string>", *, settings: Settings | None = None) -> FixResult:
+    """:func:`check_source` and :func:`fix_source` from one analysis: the findings, the fixed text, what is left.
+
+    The text is analysed once.  The fixed text is analysed again only when the fix left
+    findings (unfixable ones), to give their positions in it; when every finding was fixable,
+    none is left (the rewrite makes every planned fix or raises :class:`FixError`).
+    Raises as :func:`fix_source` does.
     """
     settings = settings or DEFAULT_SETTINGS
     analysis = _analyze(source, path, settings)
+    fixed = _fixed_text(analysis, source, path, settings)
+    findings = tuple(analysis.findings)
+    if fixed is source:
+        return FixResult(findings, source, findings)
+    if all(finding.fixable for finding in findings):
+        return FixResult(findings, fixed, ())
+    return FixResult(findings, fixed, tuple(_analyze(fixed, path, settings).findings))
+
+
+def _fixed_text(analysis: _Analysis, source: str, path: str, settings: Settings) -> str:
     if not analysis.fixes:
         return source
     from np2torch.lint.rewrite import apply_fixes  # LibCST loads only when there is something to fix

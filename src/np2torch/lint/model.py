@@ -72,6 +72,9 @@ DEFAULT_SETTINGS = Settings()
 
 @dataclass(frozen=True)
 class Finding:
+    """One reference to a table function: where it is (1-based lines and columns, in characters; the end
+    is exclusive), the rule's code and message, and whether ``fix`` rewrites it (``reason``: why not)."""
+
     path: str
     line: int
     column: int
@@ -84,6 +87,31 @@ class Finding:
     # them, and Python 3.9 has no ``X | Y`` at runtime.
     fix_title: Optional[str]
     reason: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class CellFinding(Finding):
+    """A finding in a notebook: ``line``/``end_line`` count inside cell number ``cell`` (1-based)."""
+
+    cell: int = 0
+
+
+@dataclass(frozen=True)
+class FixResult:
+    """One text's fix from one analysis: what was found in the text, the fixed text, and what is left in it."""
+
+    findings: tuple[Finding, ...]
+    """Every finding in the original text, positions in it.  The fixable ones are exactly those the fix
+    rewrote (the rewrite applies every one of them or raises :class:`FixError`)."""
+    text: str
+    """The fixed text; the original itself (the same object) when nothing was fixable."""
+    remaining: tuple[Finding, ...]
+    """The findings left in :attr:`text`, positions in it: the ones the fix could not make."""
+
+    @property
+    def fixed(self) -> tuple[Finding, ...]:
+        """The findings the fix rewrote, positions in the original text."""
+        return tuple(finding for finding in self.findings if finding.fixable)
 
 
 class SourceError(Exception):

@@ -26,6 +26,7 @@ may still use it.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import os
 import re
@@ -34,8 +35,9 @@ from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any, Sequence
 
 from np2torch.lint import engine
+from np2torch.lint.model import CellFinding
 
-__all__ = ["CellFinding", "check_notebook", "fix_notebook"]
+__all__ = ["CellFinding", "check_notebook", "fix_and_check_notebook", "fix_notebook"]
 
 _MARKER = "# np2torch:cell "
 _MARKER_LINE = re.compile(r"^# np2torch:cell (\d+)\n", re.MULTILINE)
@@ -44,13 +46,6 @@ _MAGIC_LINE = re.compile(r"^([ \t]*)(?=[%!])", re.MULTILINE)
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 _WS = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
-
-
-@dataclass(frozen=True)
-class CellFinding(engine.Finding):
-    """A finding in a notebook: ``line``/``end_line`` count inside cell number ``cell`` (1-based)."""
-
-    cell: int = 0
 
 
 # ---------------------------------------------------------------- locating the cells' sources in the JSON text
@@ -103,7 +98,6 @@ class _Cell:
     masked: bool = False
     first_line: int = 0
     """Line of the joined module where the cell's first line is."""
-    lines: int = 0
 
 
 class NotebookError(engine.SourceError):
@@ -225,8 +219,7 @@ def _module(cells: Sequence[_Cell]) -> _Module:
         if not text.endswith(("\n", "\r")):
             text += "\n"
         cell.first_line = line
-        cell.lines = len(_NEWLINE.findall(text))
-        line += cell.lines
+        line += len(_NEWLINE.findall(text))
         parts.append(text)
         used.append(cell)
     return _Module("".join(parts), used)
@@ -258,28 +251,30 @@ def check_notebook(text: str, path: str = "<notebook>", *, settings: engine.Sett
         findings = engine.check_source(module.text, path, settings=settings)
     except engine.SourceError as exc:
         raise _cell_error(exc, module, path) from None
-    result = []
-    for finding in findings:
-        cell, line = module.locate(finding.line)
-        end_line = finding.end_line - cell.first_line + 1
-        fields = {**finding.__dict__, "line": line, "end_line": end_line}
-        result.append(CellFinding(**fields, cell=cell.number))
-    return result
+    return _in_cells(findings, module, path)
 
 
 def fix_notebook(text: str, path: str = "<notebook>", *, settings: engine.Settings | None = None) -> str:
     """``text`` with the fixable findings of its code cells rewritten; the same text when there is none."""
+    return fix_and_check_notebook(text, path, settings=settings).text
+
+
+def fix_and_check_notebook(text: str, path: str = "<notebook>", *,
+                           settings: engine.Settings | None = None) -> engine.FixResult:
+    """:func:`check_notebook` and :func:`fix_notebook` from one analysis (:func:`np2torch.lint.engine.fix_and_check`):
+    the findings, the fixed notebook's text and the findings left in it, as :class:`CellFinding`."""
     module, _cells = _analysis(text)
     if not module.cells:
-        return text
+        return engine.FixResult((), text, ())
     try:
         # An `__init__.py` path keeps every import (see the module docstring).
-        fixed = engine.fix_source(module.text, os.path.join(path, "__init__.py"), settings=settings)
+        result = engine.fix_and_check(module.text, os.path.join(path, "__init__.py"), settings=settings)
     except engine.SourceError as exc:
         raise _cell_error(exc, module, path) from None
-    if fixed == module.text:
-        return text
-    pieces = _split(fixed, module)
+    findings = tuple(_in_cells(result.findings, module, path))
+    if result.text == module.text:
+        return engine.FixResult(findings, text, findings)
+    pieces, fixed_module = _split(result.text, module)
     ascii_only = text.isascii()
     edits = []
     for cell, piece in zip(module.cells, pieces):
@@ -289,20 +284,35 @@ def fix_notebook(text: str, path: str = "<notebook>", *, settings: engine.Settin
             piece = piece.replace(_MAGIC_PREFIX, "")
         if piece != cell.text:
             edits.append((cell.span, _source_json(text[cell.span[0]:cell.span[1]], cell.value, piece, ascii_only)))
+    fixed = text
     for (start, end), replacement in sorted(edits, reverse=True):
-        text = text[:start] + replacement + text[end:]
-    return text
+        fixed = fixed[:start] + replacement + fixed[end:]
+    return engine.FixResult(findings, fixed, tuple(_in_cells(result.remaining, fixed_module, path)))
 
 
-def _split(fixed: str, module: _Module) -> list[str]:
-    """The fixed module cut back into the cells' texts at the markers."""
+def _in_cells(findings: Sequence[engine.Finding], module: _Module, path: str) -> list[CellFinding]:
+    """``findings`` of the joined ``module`` as findings of ``path``'s cells."""
+    located = []
+    for finding in findings:
+        cell, line = module.locate(finding.line)
+        end_line = finding.end_line - cell.first_line + 1
+        fields = {**finding.__dict__, "path": path, "line": line, "end_line": end_line}
+        located.append(CellFinding(**fields, cell=cell.number))
+    return located
+
+
+def _split(fixed: str, module: _Module) -> tuple[list[str], _Module]:
+    """The fixed module cut back into the cells' texts at the markers, and the fixed module with each cell
+    at its first line in it (the import a fix adds moves the lines below it)."""
     marks = list(_MARKER_LINE.finditer(fixed))
     wanted = [cell.number for cell in module.cells[1:]]
     if [int(m.group(1)) for m in marks] != wanted:
         raise engine.FixError("the fix moved a notebook cell boundary; notebook left unchanged")
     bounds = [0, *(m.start() for m in marks), len(fixed)]
     starts = [0, *(m.end() for m in marks)]
-    return [fixed[starts[k]:bounds[k + 1]] for k in range(len(module.cells))]
+    cells = [dataclasses.replace(cell, first_line=len(_NEWLINE.findall(fixed, 0, start)) + 1)
+             for cell, start in zip(module.cells, starts)]
+    return [fixed[starts[k]:bounds[k + 1]] for k in range(len(module.cells))], _Module(fixed, cells)
 
 
 def _source_json(raw: str, value: object, new_text: str, ascii_only: bool) -> str:
