@@ -31,17 +31,18 @@ def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def engine_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Paths the engine was asked to check, in this process."""
+    """Paths the engine was asked to analyse (check, or fix and check), in this process."""
     from np2torch.lint import engine
 
     calls: list[str] = []
-    real = engine.check_source
+    for name in ("check_source", "fix_and_check"):
+        real = getattr(engine, name)
 
-    def counting(source: str, path: str = "<string>", **kwargs: object) -> list[object]:
-        calls.append(path)
-        return real(source, path, **kwargs)
+        def counting(source: str, path: str = "<string>", *, real: Any = real, **kwargs: Any) -> Any:
+            calls.append(path)
+            return real(source, path, **kwargs)
 
-    monkeypatch.setattr(engine, "check_source", counting)
+        monkeypatch.setattr(engine, name, counting)
     return calls
 
 
@@ -265,14 +266,14 @@ import os
 from np2torch.lint import engine
 from np2torch.cli import main
 
-real = engine.check_source
+real = engine.fix_and_check
 
 def recording(source, path="<string>", **kwargs):
     with open({str(in_tmp / "pids")!r}, "a") as handle:
         handle.write(f"{{os.getpid()}}\\n")
     return real(source, path, **kwargs)
 
-engine.check_source = recording
+engine.fix_and_check = recording
 print(os.getpid(), main(["fix", "--no-cache", "-j", "2", "src"]))
 """
     done = subprocess.run([sys.executable, "-c", code], cwd=in_tmp, capture_output=True, text=True,

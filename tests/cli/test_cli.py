@@ -426,16 +426,36 @@ def test_internal_error_is_named_not_hidden(capsys: pytest.CaptureFixture[str], 
 def test_fix_error_leaves_the_file_untouched(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     from np2torch.lint import engine
 
-    def broken(source: str, path: str = "<string>", **kwargs: object) -> str:
+    def broken(source: str, path: str = "<string>", **kwargs: object) -> engine.FixResult:
         raise engine.FixError("the fixed text does not parse")
 
-    monkeypatch.setattr(engine, "fix_source", broken)
+    monkeypatch.setattr(engine, "fix_and_check", broken)
     path = write("a.py", EXP)
     code, out, err = run(capsys, "fix", "--no-cache", "-j", "1", "a.py")
     assert code == 2
     assert err.startswith("a.py: error: fix not applied, file left untouched: ")
     assert path.read_text() == EXP
     assert "a.py:3:5: NPT001" in out
+
+
+@pytest.mark.parametrize("mode", [["fix"], ["fix", "--diff"]])
+def test_fix_analyses_each_file_once(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+                                     mode: list[str]) -> None:
+    from np2torch.lint import engine
+
+    analysed: list[str] = []
+    real = engine._analyze
+
+    def counting(source: str, path: str, *args: object, **kwargs: object) -> object:
+        analysed.append(path)
+        return real(source, path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(engine, "_analyze", counting)
+    write("a.py", EXP)
+    write("b.py", EXP + "z = np.log(y)\n")
+    code, out, err = run(capsys, *mode, "--no-cache", "-j", "1", "a.py", "b.py")
+    assert code == (1 if "--diff" in mode else 0) and err.count("3 errors") + out.count("3 errors") == 1
+    assert sorted(analysed) == ["a.py", "b.py"]
 
 
 def test_no_files_is_not_an_error(capsys: pytest.CaptureFixture[str]) -> None:

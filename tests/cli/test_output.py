@@ -2,33 +2,28 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from np2torch.cli import output
 from np2torch.lint import pages
+from np2torch.lint.model import Finding
 from np2torch.lint.rules import RULES
 
+EXP_FINDING = Finding(path="src/a.py", line=3, column=5, end_line=3, end_column=14, code="NPT001",
+                      message="`numpy.exp` can run on torch via `np2torch.runtime.exp`", fixable=True,
+                      fix_title="Replace with `np2t.exp`")
 
-@dataclass(frozen=True)
-class F:
-    """Stands in for engine.Finding: output reads attributes only."""
 
-    path: str = "src/a.py"
-    line: int = 3
-    column: int = 5
-    end_line: int = 3
-    end_column: int = 14
-    code: str = "NPT001"
-    message: str = "`numpy.exp` can run on torch via `np2torch.runtime.exp`"
-    fixable: bool = True
-    fix_title: str | None = "Replace with `np2t.exp`"
-    reason: str | None = None
+def F(**changes: Any) -> Finding:
+    """A finding like EXP_FINDING, with ``changes``."""
+    return dataclasses.replace(EXP_FINDING, **changes)
 
 
 def test_text_line() -> None:
@@ -46,7 +41,7 @@ def test_json_has_exactly_the_documented_keys() -> None:
     assert [list(item) for item in document] == [list(output.JSON_KEYS)] * 2
     assert set(output.JSON_KEYS) == {"code", "message", "path", "line", "column", "end_line", "end_column", "fixable"}
     assert document[0] == {
-        "code": "NPT001", "message": F.message, "path": "src/a.py", "line": 3, "column": 5,
+        "code": "NPT001", "message": EXP_FINDING.message, "path": "src/a.py", "line": 3, "column": 5,
         "end_line": 3, "end_column": 14, "fixable": True,
     }
     assert document[1]["fixable"] is False

@@ -134,13 +134,13 @@ sys.exit(main(["fix", "--no-cache", "-j", "2", *{list(args)!r}, "src"]))
 
 
 KILL_WORKER_ON_M05 = """
-real_fix = engine.fix_source
+real_fix = engine.fix_and_check
 def dying(source, path="<string>", **kwargs):
     if path.endswith("m05.py") and {condition}:
         open("killed", "a").write("x")
         os.kill(os.getpid(), signal.SIGKILL)  # as the OOM killer does
     return real_fix(source, path, **kwargs)
-engine.fix_source = dying
+engine.fix_and_check = dying
 """
 
 

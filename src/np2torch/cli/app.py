@@ -327,7 +327,7 @@ def _run_stdin(mode: str, stdin_filename: str | None, overrides: Overrides, *, c
         if not excluded:
             settings = run_settings(config, overrides)
             source = (decode_notebook if is_notebook(path) else decode_source)(raw, display)
-            result = runner.run_job(runner.Job(display, path, source, None, settings, mode, ""))  # type: ignore[arg-type]
+            result = runner.run_job(runner.Job(display, path, source, None, settings, mode, ""))
     except ConfigError as exc:
         result = runner.FileResult(display, errors=[f"error: {exc}"])
     except FileError as exc:

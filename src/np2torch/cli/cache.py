@@ -29,6 +29,7 @@ from typing import Any, Sequence
 from np2torch import __version__
 from np2torch.cli.config import RunSettings
 from np2torch.cli.files import FileError, read_regular, replace_file
+from np2torch.lint.model import Finding
 
 CACHE_DIR_NAME = ".np2torch_cache"
 CACHE_DIR_ENV = "NP2TORCH_CACHE_DIR"
@@ -89,7 +90,7 @@ class Cache:
         findings: list[dict[str, Any]] = entry["findings"]
         return findings
 
-    def put(self, path: str, settings: RunSettings, content_digest: str, findings: Sequence[Any]) -> None:
+    def put(self, path: str, settings: RunSettings, content_digest: str, findings: Sequence[Finding]) -> None:
         entry = {
             "fingerprint": self.fingerprint,
             "digest": content_digest,
@@ -124,7 +125,7 @@ def settings_key(settings: RunSettings) -> str:
     return repr((settings.codes, sorted(lint.items()), settings.target_version))
 
 
-def finding_to_dict(finding: Any) -> dict[str, Any]:
+def finding_to_dict(finding: Finding) -> dict[str, Any]:
     data = dataclasses.asdict(finding)
     data.pop("path", None)
     return data

@@ -1,8 +1,7 @@
 """How findings, diffs and summaries look: text, JSON, GitHub Actions annotations and SARIF (sarif.py).
 
-Only attributes of findings are read (``path``, ``line``, ``column``, ``end_line``,
-``end_column``, ``code``, ``message``, ``fixable``, ``reason``), so this module
-never imports the engine.
+Findings are :class:`np2torch.lint.model.Finding` (a notebook's are :class:`CellFinding`); the
+model loads no analysis code, so printing never loads the engine.
 """
 
 from __future__ import annotations
@@ -11,9 +10,10 @@ import difflib
 import json
 import os
 import time
-from typing import Any, Iterable, Iterator, Protocol, Sequence, TextIO
+from typing import Callable, Iterable, Iterator, Sequence, TextIO
 
 from np2torch.cli.sarif import sarif_document
+from np2torch.lint.model import CellFinding, Finding
 
 FORMATS = ("text", "json", "github", "sarif")
 
@@ -21,29 +21,17 @@ JSON_KEYS = ("code", "message", "path", "line", "column", "end_line", "end_colum
 """Exactly the keys of each JSON finding, in this order."""
 
 
-class FindingLike(Protocol):
-    path: str
-    line: int
-    column: int
-    end_line: int
-    end_column: int
-    code: str
-    message: str
-    fixable: bool
-    reason: str | None
-
-
-def sort_key(finding: FindingLike) -> tuple[Any, ...]:
+def sort_key(finding: Finding) -> tuple[str, int, int, int, str, int, int]:
     return (finding.path, _cell(finding) or 0, finding.line, finding.column, finding.code, finding.end_line,
             finding.end_column)
 
 
-def _cell(finding: FindingLike) -> int | None:
+def _cell(finding: Finding) -> int | None:
     """A notebook finding's cell (1-based); its line and column then count inside that cell."""
-    return getattr(finding, "cell", None)
+    return finding.cell if isinstance(finding, CellFinding) else None
 
 
-def location(finding: FindingLike) -> str:
+def location(finding: Finding) -> str:
     """``path:line:col``, or ``path:cell N:line:col`` in a notebook."""
     cell = _cell(finding)
     where = finding.path if cell is None else f"{finding.path}:cell {cell}"
@@ -57,7 +45,7 @@ def plural(count: int, word: str) -> str:
 # ---------------------------------------------------------------- findings
 
 
-def text_line(finding: FindingLike) -> str:
+def text_line(finding: Finding) -> str:
     line = f"{location(finding)}: {finding.code} {finding.message}"
     if finding.fixable:
         return line + " [*]"
@@ -66,19 +54,20 @@ def text_line(finding: FindingLike) -> str:
     return line
 
 
-def text_lines(findings: Iterable[FindingLike]) -> Iterator[str]:
+def text_lines(findings: Iterable[Finding]) -> Iterator[str]:
     return (text_line(f) for f in findings)
 
 
-def json_object(finding: FindingLike) -> dict[str, Any]:
+def json_object(finding: Finding) -> dict[str, str | int | bool]:
     """Exactly :data:`JSON_KEYS`; a notebook finding adds ``cell`` (its line and column count inside it)."""
-    entry = {key: getattr(finding, key) for key in JSON_KEYS}
-    if _cell(finding) is not None:
-        entry["cell"] = _cell(finding)
+    entry: dict[str, str | int | bool] = {key: getattr(finding, key) for key in JSON_KEYS}
+    cell = _cell(finding)
+    if cell is not None:
+        entry["cell"] = cell
     return entry
 
 
-def json_document(findings: Iterable[FindingLike]) -> str:
+def json_document(findings: Iterable[Finding]) -> str:
     return json.dumps([json_object(f) for f in findings], indent=2)
 
 
@@ -91,7 +80,7 @@ def _escape_property(value: str) -> str:
     return _escape_data(value).replace(":", "%3A").replace(",", "%2C")
 
 
-def github_line(finding: FindingLike) -> str:
+def github_line(finding: Finding) -> str:
     cell = _cell(finding)
     properties = {
         "title": f"np2torch ({finding.code})" + ("" if cell is None else f" cell {cell}"),
@@ -106,11 +95,11 @@ def github_line(finding: FindingLike) -> str:
     return f"::error {joined}::{_escape_data(f'{where}{finding.code} {finding.message}')}"
 
 
-def github_lines(findings: Iterable[FindingLike]) -> Iterator[str]:
+def github_lines(findings: Iterable[Finding]) -> Iterator[str]:
     return (github_line(f) for f in findings)
 
 
-def render(findings: Sequence[FindingLike], fmt: str, errors: Sequence[str] = ()) -> list[str]:
+def render(findings: Sequence[Finding], fmt: str, errors: Sequence[str] = ()) -> list[str]:
     """The lines (or, for JSON and SARIF, the one document) that show ``findings`` in format ``fmt``.
 
     ``errors`` (files that could not be checked) appear only in SARIF, which has a place for them.
@@ -128,17 +117,16 @@ def render(findings: Sequence[FindingLike], fmt: str, errors: Sequence[str] = ()
 # ---------------------------------------------------------------- --statistics and --show-fixes
 
 
-def statistics(findings: Sequence[FindingLike], fmt: str, names: dict[str, str]) -> list[str]:
+def statistics(findings: Sequence[Finding], fmt: str, names: dict[str, str]) -> list[str]:
     """Counts per code, most frequent first, as ruff's ``--statistics``: ``count  code  [*] name``.
 
     ``[*]``: at least one of them is fixable.  ``fmt == "json"`` gives one JSON array
     of ``{"code", "name", "count", "fixable"}``; every other format the text table.
     """
-    rows: dict[str, list[Any]] = {}
+    rows: dict[str, tuple[int, bool]] = {}
     for finding in findings:
-        row = rows.setdefault(finding.code, [0, False])
-        row[0] += 1
-        row[1] = row[1] or finding.fixable
+        count, fixable = rows.get(finding.code, (0, False))
+        rows[finding.code] = (count + 1, fixable or finding.fixable)
     ordered = sorted(rows.items(), key=lambda item: (-item[1][0], item[0]))
     if fmt == "json":
         return [json.dumps([{"code": code, "name": names.get(code, ""), "count": count, "fixable": fixable}
@@ -151,10 +139,9 @@ def statistics(findings: Sequence[FindingLike], fmt: str, names: dict[str, str])
             for code, (count, fixable) in ordered]
 
 
-def show_fixes_check(finding: FindingLike) -> list[str]:
+def show_fixes_check(finding: Finding) -> list[str]:
     """The help line under a text finding with ``--show-fixes``: the fix's title."""
-    title = getattr(finding, "fix_title", None)
-    return [f"  help: {title}"] if finding.fixable and title else []
+    return [f"  help: {finding.fix_title}"] if finding.fixable and finding.fix_title else []
 
 
 def fixed_report(fixed: Sequence[tuple[str, dict[str, int]]], names: dict[str, str], *, would: bool) -> list[str]:
@@ -250,7 +237,7 @@ class Progress:
     DELAY_S = 0.5
     WIDTH = 30
 
-    def __init__(self, total: int, stream: TextIO, clock: Any = time.monotonic) -> None:
+    def __init__(self, total: int, stream: TextIO, clock: Callable[[], float] = time.monotonic) -> None:
         self.total, self.done = total, 0
         self._stream, self._clock = stream, clock
         self._start = self._last = clock()

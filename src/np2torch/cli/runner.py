@@ -1,7 +1,8 @@
 """Runs ``check``/``fix`` over files: bytes in, findings and rewritten files out.
 
-The CLI (``cli.py``) parses options and prints; this module reads each file,
-hands its text to the engine and writes the result back.  Every per-file
+The command line (:mod:`np2torch.cli.app`) parses options and prints; this module reads
+each file, hands its text to the engine once (``check_source``, or ``fix_and_check``
+for ``fix`` and ``--diff``) and writes the result back.  Every per-file
 failure becomes a one-line message in :attr:`FileResult.errors`; nothing here
 lets an exception escape for a single bad file.
 
@@ -20,7 +21,7 @@ import sys
 import time
 import traceback
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from np2torch.cli.cache import Cache, digest
 from np2torch.cli.config import RunSettings
@@ -36,14 +37,20 @@ from np2torch.cli.files import (
     write_atomic,
 )
 from np2torch.cli.output import Progress, diff_bytes, sort_key
+from np2torch.lint.model import Finding, FixResult, SourceError
+
+if TYPE_CHECKING:
+    from multiprocessing.context import BaseContext
 
 CHECK, FIX, DIFF = "check", "fix", "diff"
 
 
 @dataclass
 class FileResult:
+    """What ``check`` or ``fix`` made of one file, for the report and the cache."""
+
     display: str
-    findings: list[Any] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
     """``check``: the findings; ``fix``: those left after fixing (positions in the fixed text)."""
     errors: list[str] = field(default_factory=list)
     fixed: int = 0
@@ -71,7 +78,8 @@ class Job:
     display: str
     path: str
     source: Source
-    stamp: Stamp
+    stamp: Stamp | None
+    """The file's stamp when it was read (``None``: stdin, never written back)."""
     settings: RunSettings
     mode: str
     digest: str
@@ -98,11 +106,11 @@ def internal_error(display: str, exc: BaseException) -> str:
     return line
 
 
-def _source_error(display: str, exc: Any) -> str:
+def _source_error(display: str, exc: SourceError) -> str:
     where = display
-    if getattr(exc, "line", None) is not None:
+    if exc.line is not None:
         where += f":{exc.line}"
-        if getattr(exc, "column", None) is not None:
+        if exc.column is not None:
             where += f":{exc.column}"
     return f"{where}: error: {exc}"
 
@@ -128,53 +136,65 @@ def run_job(job: Job) -> FileResult:
         return FileResult(job.display, errors=[internal_error(job.display, exc)])
 
 
-def _notebook_api() -> tuple[Any, Any]:
-    from np2torch.lint import notebook
+def _check(job: Job) -> list[Finding]:
+    if is_notebook(job.path):
+        from np2torch.lint import notebook
 
-    return notebook.check_notebook, notebook.fix_notebook
+        return list(notebook.check_notebook(job.source.text, job.display, settings=job.settings.lint))
+    from np2torch.lint import engine
+
+    return engine.check_source(job.source.text, job.display, settings=job.settings.lint)
+
+
+def _fix(job: Job) -> FixResult:
+    if is_notebook(job.path):
+        from np2torch.lint import notebook
+
+        return notebook.fix_and_check_notebook(job.source.text, job.display, settings=job.settings.lint)
+    from np2torch.lint import engine
+
+    return engine.fix_and_check(job.source.text, job.display, settings=job.settings.lint)
 
 
 def _run_job(job: Job) -> FileResult:
+    """One analysis of the file: ``check`` reports its findings, ``fix`` and ``--diff`` rewrite them."""
     from np2torch.lint import engine
 
-    settings = job.settings.lint
-    text = job.source.text
-    if is_notebook(job.path):
-        check_source, fix_source = _notebook_api()
-    else:
-        check_source, fix_source = engine.check_source, engine.fix_source
     try:
-        findings = check_source(text, job.display, settings=settings)
+        if job.mode == CHECK:
+            return FileResult(job.display, findings=sorted(_check(job), key=sort_key), digest=job.digest or None)
+        outcome = _fix(job)
     except engine.NewerSyntaxError as exc:
         return newer_syntax_result(job.display, exc.needed, job.settings.target_version)
     except engine.SourceError as exc:
         return FileResult(job.display, errors=[_source_error(job.display, exc)])
-    result = FileResult(job.display, findings=sorted(findings, key=sort_key), digest=job.digest or None)
-    if job.mode == CHECK or not any(f.fixable for f in findings):
-        return result
-    try:
-        fixed = fix_source(text, job.display, settings=settings)
-        remaining = check_source(fixed, job.display, settings=settings) if fixed != text else findings
-    except (engine.FixError, engine.SourceError) as exc:
-        result.errors.append(f"{job.display}: error: fix not applied, file left untouched: {exc}")
-        result.digest = None
-        return result
+    except engine.FixError as exc:
+        # A bug in np2torch's rewrite: the file stays as it was, and what check finds in it is still true.
+        return FileResult(job.display, findings=sorted(_check(job), key=sort_key),
+                          errors=[f"{job.display}: error: fix not applied, file left untouched: {exc}"])
+    return _fixed(job, outcome)
+
+
+def _fixed(job: Job, outcome: FixResult) -> FileResult:
+    text, fixed = job.source.text, outcome.text
+    result = FileResult(job.display, findings=sorted(outcome.findings, key=sort_key), digest=job.digest or None)
     if fixed == text:
         return result
-    result.findings = sorted(remaining, key=sort_key)
-    result.fixed = max(0, sum(f.fixable for f in findings) - sum(f.fixable for f in remaining))
-    result.fixed_codes = fixed_by_code(findings, remaining)
+    result.findings = sorted(outcome.remaining, key=sort_key)
+    result.fixed = len(outcome.fixed)
+    result.fixed_codes = count_by_code(outcome.fixed)
     result.changed = True
-    statement = f"import {settings.runtime_module}"
+    runtime_module = job.settings.lint.runtime_module
+    statement = f"import {runtime_module}"
     if fixed.count(statement) > text.count(statement):
-        result.runtime_import = settings.runtime_module
+        result.runtime_import = runtime_module
     try:
         new_bytes = job.source.encode(fixed)
     except UnicodeEncodeError as exc:
         raise FileError(job.display, f"fix not applied: the fixed text cannot be encoded as {exc.encoding}") from None
     if job.mode == DIFF:
         result.diff = diff_bytes(job.display, job.source.encode(text), new_bytes)
-        result.findings = sorted(findings, key=sort_key)
+        result.findings = sorted(outcome.findings, key=sort_key)
         return result
     result.new_bytes = new_bytes
     return result
@@ -195,16 +215,12 @@ def write_back(job: Job, result: FileResult) -> FileResult:
     return result
 
 
-def fixed_by_code(before: Sequence[Any], after: Sequence[Any]) -> dict[str, int]:
-    """Fixable findings per code before a fix minus those left after it."""
+def count_by_code(findings: Sequence[Finding]) -> dict[str, int]:
+    """How many of ``findings`` each code has, codes in order."""
     counts: dict[str, int] = {}
-    for finding in before:
-        if finding.fixable:
-            counts[finding.code] = counts.get(finding.code, 0) + 1
-    for finding in after:
-        if finding.fixable and finding.code in counts:
-            counts[finding.code] -= 1
-    return {code: n for code, n in sorted(counts.items()) if n > 0}
+    for finding in findings:
+        counts[finding.code] = counts.get(finding.code, 0) + 1
+    return dict(sorted(counts.items()))
 
 
 # ---------------------------------------------------------------- many files
@@ -239,14 +255,12 @@ def _from_cache(cache: Cache, job: Job) -> FileResult | None:
     return FileResult(job.display, findings=sorted(findings, key=sort_key), digest=job.digest)
 
 
-def cached_findings(entries: Sequence[Any], display: str) -> list[Any] | None:
+def cached_findings(entries: Sequence[object], display: str) -> list[Finding] | None:
     """The findings a cache entry describes, or ``None`` (a miss) unless every field has its type.
 
     The cache may only ever cost speed: an entry written by another tool, edited, or torn on a
     disk that lies about fsync must not reach the output as a wrong position or a crash.
     """
-    from np2torch.lint import engine
-
     hints = _finding_fields()
     findings = []
     for entry in entries:
@@ -254,22 +268,20 @@ def cached_findings(entries: Sequence[Any], display: str) -> list[Any] | None:
             return None
         if not all(_has_type(entry[name], hint) for name, hint in hints.items()):
             return None
-        findings.append(engine.Finding(path=display, **entry))
+        findings.append(Finding(path=display, **entry))
     return findings
 
 
 @functools.lru_cache(maxsize=None)
-def _finding_fields() -> dict[str, Any]:
+def _finding_fields() -> dict[str, object]:
     """The cached fields of a finding (all but ``path``) and their types."""
     import typing
 
-    from np2torch.lint import engine
-
-    hints = typing.get_type_hints(engine.Finding)
-    return {f.name: hints[f.name] for f in dataclasses.fields(engine.Finding) if f.name != "path"}
+    hints = typing.get_type_hints(Finding)
+    return {f.name: hints[f.name] for f in dataclasses.fields(Finding) if f.name != "path"}
 
 
-def _has_type(value: Any, hint: Any) -> bool:
+def _has_type(value: object, hint: object) -> bool:
     import typing
 
     if hint is bool or hint is int:  # True is an int to isinstance, and never a line number
@@ -299,7 +311,7 @@ def workers_for(jobs: int, files: int) -> int:
     return min(jobs, files // MIN_FILES_PER_WORKER)
 
 
-def _pool_context() -> Any:
+def _pool_context() -> BaseContext:
     """fork where it is safe (Linux, no torch loaded: the CLI never imports it, so there are no native
     threads), which lets workers inherit the imported engine; spawn everywhere else (macOS, or a
     caller of this API that has torch and its thread pools loaded)."""

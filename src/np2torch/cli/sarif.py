@@ -21,6 +21,7 @@ from typing import Any, Sequence
 from urllib.parse import quote
 
 from np2torch import __version__
+from np2torch.lint.model import CellFinding, Finding
 from np2torch.lint.pages import page
 from np2torch.lint.rules import RULES, Rule
 
@@ -60,12 +61,12 @@ def _rule_descriptor(rule: Rule) -> dict[str, Any]:
     }
 
 
-def _result(finding: Any, index: dict[str, int]) -> dict[str, Any]:
-    cell = getattr(finding, "cell", None)
+def _result(finding: Finding, index: dict[str, int]) -> dict[str, Any]:
+    cell = finding.cell if isinstance(finding, CellFinding) else None
     text = finding.message if cell is None else f"cell {cell}: {finding.message}"
     if finding.fixable:
         text += " (fixable with `np2torch fix`)"
-    elif getattr(finding, "reason", None):
+    elif finding.reason:
         text += f" (no fix: {finding.reason})"
     result: dict[str, Any] = {
         "ruleId": finding.code,
@@ -93,7 +94,7 @@ def _result(finding: Any, index: dict[str, int]) -> dict[str, Any]:
     return result
 
 
-def sarif_log(findings: Sequence[Any], errors: Sequence[str] = (), rules: Sequence[Rule] = RULES) -> dict[str, Any]:
+def sarif_log(findings: Sequence[Finding], errors: Sequence[str] = (), rules: Sequence[Rule] = RULES) -> dict[str, Any]:
     """The SARIF log as a dict: one run, every rule of the table, one result per finding."""
     index = {rule.code: i for i, rule in enumerate(rules)}
     return {
@@ -124,5 +125,5 @@ def sarif_log(findings: Sequence[Any], errors: Sequence[str] = (), rules: Sequen
     }
 
 
-def sarif_document(findings: Sequence[Any], errors: Sequence[str] = ()) -> str:
+def sarif_document(findings: Sequence[Finding], errors: Sequence[str] = ()) -> str:
     return json.dumps(sarif_log(findings, errors), indent=2, ensure_ascii=False)
