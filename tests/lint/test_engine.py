@@ -318,6 +318,13 @@ def test_settings_travel_to_worker_processes_as_rule_codes() -> None:
 
 def test_np2torch_settings_is_the_engine_settings() -> None:
     assert np2torch.Settings is Settings and Settings.__name__ == "Settings"
+    assert repr(Settings(rules=select_rules(["NPT001", "NPT002"]), alias="fast")) == (
+        "Settings(rules=<NPT001, NPT002>, runtime_module='np2torch.runtime', alias='fast', unsafe_fixes=False)")
+
+
+def test_the_public_api_is_the_engine_api() -> None:
+    for name in ("Finding", "FixResult", "Settings", "check_source", "fix_and_check", "fix_source"):
+        assert getattr(np2torch, name) is getattr(engine, name), name
 
 
 def test_alias_spelled_in_fullwidth_is_still_taken() -> None:

@@ -39,7 +39,7 @@ def check_module(value: object) -> str:
     raise ValueError(f"runtime module must be a dotted module name, got {value!r}")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Settings:
     """What the engine looks for and how a fix spells the helper."""
 
@@ -53,6 +53,10 @@ class Settings:
     def __post_init__(self) -> None:
         check_module(self.runtime_module)
         check_alias(self.alias)
+
+    def __repr__(self) -> str:  # the rules by code: their documentation would fill a screen
+        values = [f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if f.name != "rules"]
+        return f"Settings(rules=<{', '.join(rule.code for rule in self.rules)}>, {', '.join(values)})"
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Worker processes receive settings with every file: the table's rules travel as their codes
