@@ -16,8 +16,8 @@ Each cell is the median of --repeat runs.
 
 Rows: ruff (--no-cache); np2torch cold (an empty cache folder each run, so it
 includes writing the cache); cold with --jobs 1; warm (cache filled, nothing
-changed).  Ratios are against ruff on the same scope.  The targets of issue 4:
-cold <= 10x ruff, warm <= 1x ruff.  Timings on a busy machine are noise.
+changed).  Ratios are against ruff on the same scope.  The targets
+(docs/benchmarks.md): cold <= 10x ruff, warm <= 1x ruff.  Timings on a busy machine are noise.
 """
 
 from __future__ import annotations

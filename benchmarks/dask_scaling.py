@@ -19,7 +19,7 @@ run's results, which would otherwise be reused):
 
 For ``logsumexp`` the original is SciPy, which on a Dask array without
 ``SCIPY_ARRAY_API=1`` gathers the whole array to the client and reduces it there
-(what the issue describes); that row is timed once, apart.  Each cell is the
+(SciPy's own behaviour there); that row is timed once, apart.  Each cell is the
 best and the median of ``--repeat`` runs after one warm-up (the warm-up imports
 torch on the workers).  The load average is printed before and after: timings
 on a busy machine are noise.

@@ -1,4 +1,4 @@
-"""Time `fix_source` on a generated 50,000-line module with a single finding (issue 13, item 7).
+"""Time `fix_source` on a generated 50,000-line module with a single finding.
 
     .venv/bin/python benchmarks/fix_large_file.py [LINES]
 

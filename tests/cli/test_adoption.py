@@ -1,5 +1,6 @@
-"""What a project adopting np2torch meets first (issue 9): the new run-time dependency is named, and code
-written for a newer Python than the one running np2torch is still analysed."""
+"""What a project adopting np2torch meets first: the new run-time dependency is named, code written for a
+newer Python than the one running np2torch is still analysed, and editors reach np2torch through stdin and
+the flake8 plugin."""
 
 from __future__ import annotations
 

@@ -139,7 +139,7 @@ def test_indentation_error_is_a_source_error() -> None:
 
 
 def test_prefilter_does_not_parse_text_that_cannot_have_findings() -> None:
-    # By design (issue 4): text spelling no table module and name is never parsed,
+    # By design (as TorchFix's): text spelling no table module and name is never parsed,
     # so its syntax errors are not the engine's to report.
     assert check_source("def f(:\n") == []
     assert fix_source("def f(:\n") == "def f(:\n"

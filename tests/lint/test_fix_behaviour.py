@@ -1,4 +1,4 @@
-"""A fix never changes what a program does (issue 13): programs run in a subprocess before and after `fix`.
+"""A fix never changes what a program does: programs run in a subprocess before and after `fix`.
 
 Each case writes a small project to a temporary folder, runs its entry point,
 fixes the named files through the engine, and runs it again: stdout, stderr's
@@ -54,7 +54,7 @@ def assert_same_behaviour(
     return fixed
 
 
-# --------------------------------------------------------------------------- references (item 1)
+# --------------------------------------------------------------------------- references
 
 
 def test_references_keep_their_identity(tmp_path: Path) -> None:
@@ -74,7 +74,7 @@ def test_references_keep_their_identity(tmp_path: Path) -> None:
     assert "act = np.exp\n" in fixed["main.py"]
 
 
-# --------------------------------------------------------------------------- compiled functions (item 2)
+# --------------------------------------------------------------------------- compiled functions
 
 
 def test_a_numba_function_still_compiles(tmp_path: Path) -> None:
@@ -93,7 +93,7 @@ def test_a_numba_function_still_compiles(tmp_path: Path) -> None:
     assert "np2t.exp(0.5" in fixed["main.py"]
 
 
-# --------------------------------------------------------------------------- imports (items 3 and 4)
+# --------------------------------------------------------------------------- imports
 
 
 def test_an_importer_of_a_fixed_module_still_finds_its_name(tmp_path: Path) -> None:
@@ -131,7 +131,7 @@ def test_a_vendored_runtime_made_importable_by_sys_path_is_imported_after_it(tmp
     assert "import numpy as np\nimport fastmath as fm\n" in fixed["main.py"]
 
 
-# --------------------------------------------------------------------------- the alias (item 5)
+# --------------------------------------------------------------------------- the alias
 
 
 def test_an_alias_bound_by_exec_is_not_reused(tmp_path: Path) -> None:

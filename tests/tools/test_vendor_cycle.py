@@ -1,4 +1,4 @@
-"""vendor -> check -> fix -> run, as a user does it (issue 9, item 1): the vendored runtime is never broken.
+"""vendor -> check -> fix -> run, as a user does it: the vendored runtime is never broken.
 
 Every step runs `python -m np2torch` in the project folder; the project's code
 runs in a clean interpreter that cannot import np2torch.

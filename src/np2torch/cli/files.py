@@ -1,4 +1,4 @@
-"""Finding the files to check, and reading and writing them byte for byte.
+"""Reading and writing the files np2torch checks, byte for byte (:mod:`.discovery` finds them).
 
 The engine works on ``str``; this module owns the bytes.  A file is decoded the
 way Python itself decodes source (a BOM, else a PEP 263 coding cookie, else

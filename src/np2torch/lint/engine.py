@@ -1,6 +1,7 @@
-"""The engine: ``check_source`` and ``fix_source``, text in and text out, no file I/O.
+"""The engine: ``check_source``, ``fix_source`` and ``fix_and_check`` (both from one analysis), text in and
+text out, no file I/O.
 
-Both run the same analysis (:func:`_analyze`): a text prefilter derived from the
+They run the same analysis (:func:`_analyze`): a text prefilter derived from the
 rule table, ``ast.parse``, the qualified-name resolver of :mod:`np2torch.lint.resolve`,
 and the classification below.  ``fix_source`` then hands exactly the fixable
 findings' nodes to LibCST (:mod:`np2torch.lint.rewrite`), so check and fix
