@@ -7,6 +7,12 @@ and scipy packages, and (optionally) a ruff executable:
     SP=$(/tmp/speed/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
     .venv/bin/python benchmarks/check_speed.py --ruff /tmp/speed/bin/ruff $SP/sklearn $SP/scipy
 
+To compare two versions of np2torch (a change against main, say), name the other
+one's command; its rows are timed run for run with this interpreter's:
+
+    .venv/bin/python benchmarks/check_speed.py --ruff /tmp/speed/bin/ruff \
+        --compare "env PYTHONPATH=$MAIN/src .venv/bin/python -m np2torch" $SP/sklearn $SP/scipy
+
 The `.py` files of each tree are copied to a temporary folder first (so that no
 pyproject.toml, .gitignore or "site-packages" exclusion of either tool changes
 what is checked), and every tool runs there as a child process.  CPU seconds
@@ -16,7 +22,8 @@ Each cell is the median of --repeat runs.
 
 Rows: ruff (--no-cache); np2torch cold (an empty cache folder each run, so it
 includes writing the cache); cold with --jobs 1; warm (cache filled, nothing
-changed).  Ratios are against ruff on the same scope.  The targets
+changed); with --compare, the same three rows for a second np2torch (another
+checkout), run for run with the first.  Ratios are against ruff on the same scope.  The targets
 (docs/benchmarks.md): cold <= 10x ruff, warm <= 1x ruff.  Timings on a busy machine are noise.
 """
 
@@ -80,6 +87,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--ruff", default=shutil.which("ruff"), help="ruff executable (default: on PATH)")
     parser.add_argument("--np2torch", default=None,
                         help="np2torch command (default: this interpreter's `-m np2torch`)")
+    parser.add_argument("--compare", default=None, metavar="COMMAND",
+                        help="a second np2torch command to time beside the first, run for run (e.g. another "
+                             "checkout: `env PYTHONPATH=../main/src python -m np2torch`)")
     parser.add_argument("--repeat", type=int, default=3, help="runs per cell; the median is shown")
     parser.add_argument("--json", action="store_true", help="print the results as JSON as well")
     args = parser.parse_args(argv)
@@ -104,31 +114,39 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.ruff:
             rows["ruff --select NPY --no-cache"] = lambda paths: [args.ruff, "check", "--select", "NPY",
                                                                       "--no-cache", "--exit-zero", "-q", *paths]
-        rows["np2torch cold"] = lambda paths: [*np2torch, "check", "-q", "--format", "json", *paths]
-        rows["np2torch cold --jobs 1"] = lambda paths: [*np2torch, "check", "-q", "-j", "1", *paths]
-        rows["np2torch warm"] = lambda paths: [*np2torch, "check", "-q", *paths]
+        commands = {"np2torch": np2torch}
+        if args.compare:
+            commands["compared"] = args.compare.split()
+        for name, command in commands.items():
+            rows[f"{name} cold"] = lambda paths, c=command: [*c, "check", "-q", "--format", "json", *paths]
+            rows[f"{name} cold --jobs 1"] = lambda paths, c=command: [*c, "check", "-q", "-j", "1", *paths]
+            rows[f"{name} warm"] = lambda paths, c=command: [*c, "check", "-q", *paths]
 
         results: dict[str, dict[str, Timing]] = {}
         findings: dict[str, dict[str, int]] = {}
         for scope, paths in scopes.items():
-            results[scope] = {}
-            for row, make in rows.items():
-                timings = []
-                cache = work / f".cache-{scope}"
-                for i in range(args.repeat):
+            timings: dict[str, list[Timing]] = {row: [] for row in rows}
+            # Run for run rather than row by row, so that a change in the machine's load hits every row alike.
+            for i in range(args.repeat):
+                for row, make in rows.items():
+                    cache_env = {**env, "NP2TORCH_CACHE_DIR": str(work / f".cache-{scope}-{row}")}
                     if "cold" in row:
-                        shutil.rmtree(cache, ignore_errors=True)
-                    elif row == "np2torch warm" and i == 0:
-                        timed(make(paths), work, {**env, "NP2TORCH_CACHE_DIR": str(cache)})  # fill
-                    timing, done = timed(make(paths), work, {**env, "NP2TORCH_CACHE_DIR": str(cache)})
-                    timings.append(timing)
-                    if row == "np2torch cold" and i == 0:
+                        shutil.rmtree(cache_env["NP2TORCH_CACHE_DIR"], ignore_errors=True)
+                    elif row.endswith("warm") and i == 0:
+                        timed(make(paths), work, cache_env)  # fill
+                    timing, done = timed(make(paths), work, cache_env)
+                    timings[row].append(timing)
+                    if row.endswith(" cold") and i == 0:
                         counts: dict[str, int] = {}
                         for finding in json.loads(done.stdout or b"[]"):
                             counts[finding["code"]] = counts.get(finding["code"], 0) + 1
-                        findings[scope] = dict(sorted(counts.items()))
-                results[scope][row] = median(timings)
-                print(f"  {scope:>10}  {row:<30} {results[scope][row].cpu:8.2f} s cpu", file=sys.stderr)
+                        if row == "np2torch cold":
+                            findings[scope] = dict(sorted(counts.items()))
+                        elif dict(sorted(counts.items())) != findings.get(scope):
+                            print(f"  {scope:>10}  the compared command finds {counts}", file=sys.stderr)
+            results[scope] = {row: median(found) for row, found in timings.items()}
+            for row, timing in results[scope].items():
+                print(f"  {scope:>10}  {row:<30} {timing.cpu:8.2f} s cpu", file=sys.stderr)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

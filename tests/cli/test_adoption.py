@@ -224,7 +224,8 @@ def test_flake8_skips_the_files_the_project_excludes(table: str) -> None:
     write("pkg/mod.py", EXP)
     done = flake8("pkg/gen/made.py", "pkg/mod.py")
     assert done.returncode == 1, done.stderr
-    assert done.stdout.splitlines() == ["pkg/mod.py:3:5: NPT001 `numpy.exp` can run on torch via `np2torch.runtime.exp`"]
+    assert done.stdout.splitlines() == [
+        "pkg/mod.py:3:5: NPT001 `numpy.exp` can run on torch via `np2torch.runtime.exp`"]
 
 
 @pytest.mark.parametrize("table, message", [

@@ -13,7 +13,7 @@ import importlib
 import importlib.util
 import os
 import sys
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, TypeVar
 
 import click
 
@@ -129,8 +129,11 @@ def _codes(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -
         raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
 
 
-def _validated(check: Callable[[str], Any]) -> Callable[[click.Context, click.Parameter, Any], Any]:
-    def callback(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
+_Value = TypeVar("_Value")
+
+
+def _validated(check: Callable[[str], _Value]) -> Callable[[click.Context, click.Parameter, str | None], _Value | None]:
+    def callback(ctx: click.Context, param: click.Parameter, value: str | None) -> _Value | None:
         if value is None:
             return None
         try:

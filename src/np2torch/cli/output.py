@@ -105,7 +105,6 @@ def render(findings: Sequence[Finding], fmt: str, errors: Sequence[str] = ()) ->
     ``errors`` (files that could not be checked) appear only in SARIF, which has a place for them.
     """
     if fmt == "sarif":
-
         return [sarif_document(findings, errors)]
     if fmt == "json":
         return [json_document(findings)]
@@ -222,9 +221,6 @@ def unified_diff(path: str, before: str, after: str) -> str:
     """:func:`diff_bytes` of two texts, as text."""
     return diff_bytes(path, before.encode("utf-8", "surrogatepass"), after.encode("utf-8", "surrogatepass")).decode(
         "utf-8", "surrogatepass")
-
-
-# ---------------------------------------------------------------- the rule table
 
 
 # ---------------------------------------------------------------- progress
