@@ -2,7 +2,7 @@
 
 ``import torch`` costs seconds and ~170 MB, so it happens on the first call that
 takes the torch path, never at import.  Loading also fixes three process-wide
-hazards measured on the issue's VM:
+hazards measured on the 2-core reference VM:
 
 * libgomp's default spin-wait made every parallel op cost ~12 ms under CPU
   contention: ``OMP_WAIT_POLICY=PASSIVE`` is set *before* torch loads, unless
@@ -13,10 +13,10 @@ hazards measured on the issue's VM:
   cannot be marked read-only; we never write to inputs), so that one warning is
   consumed at load time instead of surfacing at a user's first read-only call.
 
-Threads: a route runs on one thread (``cpu1``) or on torch's pool shrunk to the
-cores no other process is using right now (:func:`free_cores`, from the
-kernel's count of runnable tasks); the thread count never changes a value
-(torch's elementwise kernels give the same bits on any number of threads).
+Threads: a route runs on one thread (``cpu1``) or on torch's pool, shrunk to the
+cores other processes left free over the last window (:func:`free_cores`, from
+``/proc/stat``'s busy time less this process's own) only for the pairs the
+profile measured thread-invariant, so the thread count never changes a value.
 """
 
 from __future__ import annotations

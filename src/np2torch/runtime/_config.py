@@ -152,9 +152,10 @@ def _cfg_updated(base: Settings, device: object, min_size: object) -> Settings:
 def configure(device: str | object = _CFG_KEEP, min_size: int | None | object = _CFG_KEEP) -> Settings:
     """Change the process-wide settings; arguments left out keep their value.
 
-    ``device``: ``"cpu"`` (torch on the host, the default), ``"cuda"``/``"cuda:N"``,
-    ``"auto"`` (CUDA for arrays large enough to pay for the transfer, else the
-    CPU rules) or ``"numpy"`` (off: every call goes to NumPy/SciPy).
+    ``device``: ``"auto"`` (the default: the path the machine profile measured
+    fastest, CUDA included where ``np2torch tune`` measured it), ``"cpu"`` (torch
+    on the host), ``"cuda"``/``"cuda:N"`` or ``"numpy"`` (off: every call goes to
+    NumPy/SciPy).
     ``min_size``: the dispatch threshold in elements for every helper (0 forces
     the torch path); ``None`` restores the measured per-function defaults.
     Returns the previous settings.  Active :func:`using` blocks still win.

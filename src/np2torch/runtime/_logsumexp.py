@@ -15,7 +15,7 @@ The big input is read in blocks of ~4 MiB that stay in cache: the maximum,
 then per block ``sub, eq, exp, sub, sum, sum`` in two reused buffers (laid out
 in the block's memory order), of which a block holding no slice maximum
 needs only ``sub, exp, sum``.  Touching fresh full-size temporaries (page
-faults) cost more than the arithmetic on the issue's VM.
+faults) cost more than the arithmetic on the 2-core reference VM.
 
 Whether the installed SciPy computes exactly this is checked once per process,
 on the first call that could take the torch path (``_logsumexp_check``: a few
@@ -56,7 +56,7 @@ _LSE_NAME = "logsumexp"
 # Elements per block on the CPU (4 MiB of float64, in L3 while the ops walk it).
 # Each op on a block is one parallel region: with 1 MiB blocks, waking the
 # sleeping workers (OMP_WAIT_POLICY=PASSIVE) cost as much as the arithmetic
-# (1e8 float64 on the 2-core VM: 2**17 0.63-1.05 s, 2**19 0.33-0.82 s,
+# (1e8 float64 on the 2-core reference VM: 2**17 0.63-1.05 s, 2**19 0.33-0.82 s,
 # 2**21 no better; docs/logsumexp.md).  Scaled with the thread count so that
 # every torch worker gets at least one 32 Ki-element grain (torch's internal
 # parallel grain size).

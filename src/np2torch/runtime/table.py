@@ -167,7 +167,7 @@ FUNCTIONS: tuple[Function, ...] = (
         note="float32 computed in float64 and rounded once: within 3 ULP of SciPy's float32 loop and "
         "correctly rounded on the catalogue's sample. SciPy's erfinv(-0.0) is +0.0: the composition adds +0.0.",
     ),
-    # --- opt-in rows (issue 12): accepted by exactness alone (scripts/catalogue.py, docs/catalogue.md);
+    # --- opt-in rows: accepted by exactness alone (scripts/catalogue.py, docs/catalogue.md);
     # their rules are on only through --select until their speed is shown on the reference machines.
     Function(
         code="NPT007",

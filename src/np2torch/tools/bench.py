@@ -297,7 +297,7 @@ def measure(rule: Rule, shape: Shape, dtype: np.dtype, env: Environment, repeat:
 def summarize_sweep(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Per function: where np2torch starts to win, its per-call overhead, and sizes that break the budget.
 
-    The budget (issue 3): never more than 1 µs + 10% slower than the original.
+    The budget: never more than 1 µs + 10% slower than the original.
     """
     summary = []
     for function in dict.fromkeys(row["function"] for row in rows):

@@ -53,7 +53,9 @@ def measure_import_seconds(repeat: int = 3) -> float:
     for _ in range(repeat):
         proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
         if proc.returncode != 0:
-            raise click.ClickException("`import torch` failed in a fresh interpreter: " + proc.stderr.strip().splitlines()[-1:][0] if proc.stderr.strip() else "")
+            lines = proc.stderr.strip().splitlines()
+            detail = lines[-1] if lines else f"exit status {proc.returncode}, nothing on stderr"
+            raise click.ClickException(f"`import torch` failed in a fresh interpreter: {detail}")
         runs.append(float(proc.stdout.strip().splitlines()[-1]))
     return sorted(runs)[len(runs) // 2]
 
