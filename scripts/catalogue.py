@@ -12,7 +12,7 @@ loop's own dtype and, where that fails, in a wider one rounded once:
 * **accuracy**: against mpmath at 200 bits, torch's worst error may exceed the
   original's by at most 0.01 ULP (a misrounding within 0.01 ULP of a tie);
 * **errstate**: the original raises no flag on the elements the dispatcher would
-  *not* recompute (runtime/_ufunc.py ``_uf_suspects``: non-finite results; with
+  *not* recompute (runtime/_ufunc.py ``_suspects``: non-finite results; with
   ``under`` on, tiny results and inputs), under the default error state and with
   ``under`` on -- otherwise the helper would lose that warning.
 
@@ -212,7 +212,7 @@ def raised_flags(func: Callable[..., Any], x: np.ndarray, kinds: Sequence[str]) 
 
 
 def suspects(x: np.ndarray, result: np.ndarray, under: bool) -> np.ndarray:
-    """The dispatcher's rule (runtime/_ufunc.py, _uf_suspects)."""
+    """The dispatcher's rule (runtime/_ufunc.py, _suspects)."""
     with np.errstate(all="ignore"):
         mask = ~np.isfinite(result)
         if under:

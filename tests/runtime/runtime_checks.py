@@ -78,11 +78,11 @@ class TorchPathSpy:
 
     @contextlib.contextmanager
     def installed(self, monkeypatch: Any) -> Iterator["TorchPathSpy"]:
-        real = _ufunc._uf_compute_cpu
+        real = _ufunc._compute_cpu
 
         def spy(*args: Any, **kwargs: Any) -> Any:
             self.calls += 1
             return real(*args, **kwargs)
 
-        monkeypatch.setattr(_ufunc, "_uf_compute_cpu", spy)
+        monkeypatch.setattr(_ufunc, "_compute_cpu", spy)
         yield self

@@ -95,8 +95,8 @@ def test_scipy_special_errstate_goes_to_scipy(name, np_mode, sf_mode):
 
 def test_scipy_errstate_check_costs_nothing_when_quiet(monkeypatch):
     calls = []
-    real = _ufunc._uf_compute_cpu
-    monkeypatch.setattr(_ufunc, "_uf_compute_cpu", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = _ufunc._compute_cpu
+    monkeypatch.setattr(_ufunc, "_compute_cpu", lambda *a, **k: calls.append(1) or real(*a, **k))
     x = np.linspace(-0.9, 0.9, 100)
     with np2t.using(device="cpu", min_size=0):
         np2t.erfinv(x)

@@ -27,13 +27,13 @@ def run_python(code: str, env: dict | None = None, timeout: float = 120) -> subp
 @pytest.fixture
 def torch_calls(monkeypatch: pytest.MonkeyPatch) -> List[Any]:
     calls: List[Any] = []
-    real = _ufunc._uf_compute_cpu
+    real = _ufunc._compute_cpu
 
     def spy(*args: Any, **kwargs: Any) -> Any:
         calls.append(args)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(_ufunc, "_uf_compute_cpu", spy)
+    monkeypatch.setattr(_ufunc, "_compute_cpu", spy)
     return calls
 
 

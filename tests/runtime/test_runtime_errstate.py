@@ -153,13 +153,13 @@ def test_fallback_calls_warn_at_the_callers_line_too():
 
 def test_ignore_pays_nothing(monkeypatch):
     checks: List[Any] = []
-    real = _ufunc._uf_all_finite
+    real = _ufunc._all_finite
 
     def spy(t: Any) -> bool:
         checks.append(t)
         return real(t)
 
-    monkeypatch.setattr(_ufunc, "_uf_all_finite", spy)
+    monkeypatch.setattr(_ufunc, "_all_finite", spy)
     x = np.linspace(-5, 5, 1000)
     with np2t.using(min_size=0):
         with np.errstate(all="ignore"):
@@ -171,13 +171,13 @@ def test_ignore_pays_nothing(monkeypatch):
 
 def test_suspicious_elements_are_recomputed_only_when_seen(monkeypatch):
     settled: List[Any] = []
-    real = _ufunc._uf_settle
+    real = _ufunc._settle
 
     def spy(*args: Any) -> Any:
         settled.append(args)
         return real(*args)
 
-    monkeypatch.setattr(_ufunc, "_uf_settle", spy)
+    monkeypatch.setattr(_ufunc, "_settle", spy)
     with np2t.using(min_size=0):
         np2t.exp(np.linspace(-5, 5, 1000))
         assert not settled

@@ -46,12 +46,12 @@ def test_zero_stride_output_matches_scipy(min_size):
      ((3, 4), (-32, 8), False), ((1, 5), (0, 8), False), ((2, 3), (8, 8), True)],
 )
 def test_the_overlap_test_is_exact_for_simple_layouts(shape, strides, overlaps):
-    from np2torch.runtime._ufunc import _uf_no_self_overlap
+    from np2torch.runtime._ufunc import _no_self_overlap
 
     base = np.zeros(64)
     start = base[32:] if any(s < 0 for s in strides) else base
     a = as_strided(start, shape, strides)
-    assert _uf_no_self_overlap(a) is not overlaps
+    assert _no_self_overlap(a) is not overlaps
     if not overlaps:
         offsets = [sum(i * s for i, s in zip(idx, strides)) for idx in np.ndindex(*shape)]
         assert len(set(offsets)) == a.size

@@ -1,6 +1,6 @@
 """np2t.logsumexp returns what scipy.special.logsumexp returns.
 
-Parity is checked on the torch path itself (``_lse_try_torch`` must not decline),
+Parity is checked on the torch path itself (``_try_torch`` must not decline),
 with the block size shrunk so that small arrays cross many blocks, and on the
 public helper for the inputs that go to SciPy.  Values: NaN/inf/zero identical,
 finite values within 4 ULP of SciPy in units of the slice's scale
@@ -35,14 +35,14 @@ from np2torch.runtime import _logsumexp_check as lse_check
 from np2torch.runtime._backend import load_torch
 
 MAX_ULP = 4
-PRODUCTION_BLOCK = lse._LSE_CPU_BLOCK  # before the fixture below shrinks it
+PRODUCTION_BLOCK = lse._CPU_BLOCK  # before the fixture below shrinks it
 
 
 @pytest.fixture(autouse=True)
 def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
     """Blocks of 64 elements: every test array crosses block boundaries."""
-    monkeypatch.setattr(lse, "_LSE_CPU_BLOCK", 64)
-    monkeypatch.setattr(lse, "_LSE_GRAIN", 1)
+    monkeypatch.setattr(lse, "_CPU_BLOCK", 64)
+    monkeypatch.setattr(lse, "_GRAIN", 1)
 
 
 @pytest.fixture
@@ -54,8 +54,8 @@ def forced():
 def on_torch(a: np.ndarray, axis: Any = None, keepdims: bool = False, return_sign: bool = False) -> Any:
     """The torch path's result; fails if the path declines (skips if the installed SciPy's verdict made it)."""
     with np2t.using(device="cpu", min_size=0):
-        result = lse._lse_try_torch(a, axis, keepdims, return_sign, np2t.current_settings())
-    verdict = lse._lse_verdict()
+        result = lse._try_torch(a, axis, keepdims, return_sign, np2t.current_settings())
+    verdict = lse._verdict()
     if result is None and not (verdict.finite and verdict.infinite):
         pytest.skip(f"scipy {scipy.__version__}: {verdict} (see test_installed_scipy_passes_the_check)")
     assert result is not None, "the torch path declined"
@@ -276,7 +276,7 @@ def test_dominant_term_keeps_its_tiny_contribution() -> None:
 def _blockwise(a: np.ndarray, dims: tuple) -> tuple:
     torch = load_torch()
     t = torch.from_numpy(a)
-    return tuple(x.numpy() for x in lse._lse_blockwise(torch, t, dims, t.dtype, t.device, lse._LSE_CPU_BLOCK))
+    return tuple(x.numpy() for x in lse._blockwise(torch, t, dims, t.dtype, t.device, lse._CPU_BLOCK))
 
 
 BLOCK_INPUTS = {
@@ -300,20 +300,20 @@ def _tied_maxima(a: np.ndarray) -> np.ndarray:
 @pytest.mark.parametrize("make", list(BLOCK_INPUTS.values()), ids=list(BLOCK_INPUTS))
 def test_masking_only_slices_whose_maximum_a_block_holds_changes_no_bit(make: Callable, monkeypatch: pytest.MonkeyPatch) -> None:
     """Blocks that skip the mask, mask a few columns, or look for their maxima give the all-mask sums bit for bit."""
-    monkeypatch.setattr(lse, "_LSE_CPU_BLOCK", 4096)  # runs of rows, a few maxima per block
+    monkeypatch.setattr(lse, "_CPU_BLOCK", 4096)  # runs of rows, a few maxima per block
     a = make(np.random.default_rng(10))
     dropped: list = []
-    real_drop = lse._lse_drop_maxima_of
-    monkeypatch.setattr(lse, "_lse_drop_maxima_of", lambda *args: (dropped.append(1), real_drop(*args)))
+    real_drop = lse._drop_maxima_of
+    monkeypatch.setattr(lse, "_drop_maxima_of", lambda *args: (dropped.append(1), real_drop(*args)))
     for dims in [(0,), tuple(range(a.ndim)), (0, 1)]:
         with np.errstate(invalid="ignore"):
             kept = _blockwise(a, dims)
             with monkeypatch.context() as patch:
-                patch.setattr(lse, "_LSE_PARTS_PER_ELEMENT", 10**9)  # each block looks for its maxima
+                patch.setattr(lse, "_PARTS_PER_ELEMENT", 10**9)  # each block looks for its maxima
                 looked = _blockwise(a, dims)
             with monkeypatch.context() as patch:
-                real_sums = lse._lse_block_sums
-                patch.setattr(lse, "_lse_block_sums", lambda torch, chunk, a_max, dims, s, m, holds, *rest: real_sums(torch, chunk, a_max, dims, s, m, None, *rest))
+                real_sums = lse._block_sums
+                patch.setattr(lse, "_block_sums", lambda torch, chunk, a_max, dims, s, m, holds, *rest: real_sums(torch, chunk, a_max, dims, s, m, None, *rest))
                 masked = _blockwise(a, dims)
         finite = np.isfinite(masked[0])
         for got in (kept, looked):
@@ -330,7 +330,7 @@ def test_masking_only_slices_whose_maximum_a_block_holds_changes_no_bit(make: Ca
 
 @pytest.mark.parametrize("axis", [0, (0, 1), None], ids=str)
 def test_parity_with_a_few_maxima_per_block(axis: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(lse, "_LSE_CPU_BLOCK", 4096)
+    monkeypatch.setattr(lse, "_CPU_BLOCK", 4096)
     rng = np.random.default_rng(11)
     for a in (rng.integers(-3, 3, (40, 25, 60)).astype(np.float64), rng.standard_normal((40, 25, 60)).astype(np.float32)):
         for return_sign in (False, True):
@@ -341,8 +341,8 @@ def test_parity_with_a_few_maxima_per_block(axis: Any, monkeypatch: pytest.Monke
 @pytest.mark.parametrize("layout", [pytest.param(lambda a: a, id="C"), pytest.param(np.asfortranarray, id="F")])
 def test_parity_with_the_production_block_size(layout: Callable, monkeypatch: pytest.MonkeyPatch) -> None:
     """Blocks of 2**19 elements over a 1.1e6-element input: slices span blocks or fill them."""
-    monkeypatch.setattr(lse, "_LSE_CPU_BLOCK", PRODUCTION_BLOCK)
-    monkeypatch.setattr(lse, "_LSE_GRAIN", 1 << 15)
+    monkeypatch.setattr(lse, "_CPU_BLOCK", PRODUCTION_BLOCK)
+    monkeypatch.setattr(lse, "_GRAIN", 1 << 15)
     a = layout(np.random.default_rng(12).standard_normal((1200, 900)))
     a[::97, ::5] = 4.5  # tied maxima in many columns and rows
     for axis in (0, 1, None):
@@ -353,7 +353,7 @@ def test_parity_with_the_production_block_size(layout: Callable, monkeypatch: py
 
 def declines(a: Any, **kwargs: Any) -> bool:
     with np2t.using(device="cpu", min_size=0):
-        return lse._lse_try_torch(a, kwargs.get("axis"), kwargs.get("keepdims", False), kwargs.get("return_sign", False), np2t.current_settings()) is None
+        return lse._try_torch(a, kwargs.get("axis"), kwargs.get("keepdims", False), kwargs.get("return_sign", False), np2t.current_settings()) is None
 
 
 @pytest.mark.parametrize(
@@ -473,13 +473,13 @@ def test_under_warn_gives_scipys_warnings(forced: None) -> None:
 @pytest.fixture
 def torch_path_calls(monkeypatch: pytest.MonkeyPatch) -> list:
     calls: list = []
-    real = lse._lse_blockwise
+    real = lse._blockwise
 
     def spy(*args: Any, **kwargs: Any) -> Any:
         calls.append(args)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(lse, "_lse_blockwise", spy)
+    monkeypatch.setattr(lse, "_blockwise", spy)
     return calls
 
 
@@ -487,7 +487,7 @@ def test_small_arrays_go_straight_to_scipy(torch_path_calls: list, monkeypatch: 
     def refuse(*args: Any) -> None:
         raise AssertionError("guards ran below the size threshold")
 
-    monkeypatch.setattr(lse, "_lse_try_torch", refuse)
+    monkeypatch.setattr(lse, "_try_torch", refuse)
     a = np.ones(10)
     assert np2t.logsumexp(a) == scipy.special.logsumexp(a)
 
@@ -518,15 +518,15 @@ def test_thresholds_and_devices(torch_path_calls: list) -> None:
 
 def test_chunk_plan_prefers_contiguous_blocks() -> None:
     # C order (100, 50): rows are contiguous, so blocks are runs of rows.
-    assert lse._lse_chunk_dim((100, 50), (50, 1), 1000) == (0, 20)
+    assert lse._chunk_dim((100, 50), (50, 1), 1000) == (0, 20)
     # A row does not fit: cut along the columns instead.
-    assert lse._lse_chunk_dim((100, 5000), (5000, 1), 1000) == (1, 10)
+    assert lse._chunk_dim((100, 5000), (5000, 1), 1000) == (1, 10)
     # Nothing fits: the axis with the smallest slab, one index at a time.
-    assert lse._lse_chunk_dim((40, 40), (40, 1), 10) == (0, 1)
+    assert lse._chunk_dim((40, 40), (40, 1), 10) == (0, 1)
 
 
 def test_pairwise_partial_sums() -> None:
-    acc = lse._LsePairwise()
+    acc = lse._Pairwise()
     for value in range(1, 12):
         acc.add(value)
     assert acc.result() == sum(range(1, 12))
@@ -537,14 +537,14 @@ def test_pairwise_partial_sums() -> None:
 
 def test_installed_scipy_passes_the_check() -> None:
     probes = list(lse_check.finite_probes()) + list(lse_check.infinite_probes())
-    failing = [probe for probe in probes if not lse_check.agrees(scipy.special.logsumexp, lse._lse_expected, probe)]
+    failing = [probe for probe in probes if not lse_check.agrees(scipy.special.logsumexp, lse._expected, probe)]
     assert not failing, f"scipy {scipy.__version__} differs from the torch path on {failing[:3]}"
-    assert lse_check.check(scipy.special.logsumexp, lse._lse_expected) == lse_check.LseVerdict(finite=True, infinite=True)
+    assert lse_check.check(scipy.special.logsumexp, lse._expected) == lse_check.LseVerdict(finite=True, infinite=True)
 
 
 def test_the_check_is_cheap() -> None:
     start = time.perf_counter()
-    lse_check.check(scipy.special.logsumexp, lse._lse_expected)
+    lse_check.check(scipy.special.logsumexp, lse._expected)
     assert time.perf_counter() - start < 0.5  # ~7 ms on the issue's 2-core VM; generous for busy CI
 
 
@@ -633,19 +633,19 @@ STAND_INS = [
 
 @pytest.mark.parametrize("stand_in, finite, infinite", STAND_INS)
 def test_the_check_fails_stand_ins_for_other_scipys(stand_in: Callable, finite: bool, infinite: bool) -> None:
-    assert lse_check.check(stand_in, lse._lse_expected) == lse_check.LseVerdict(finite, infinite)
+    assert lse_check.check(stand_in, lse._expected) == lse_check.LseVerdict(finite, infinite)
 
 
 def test_the_dominant_term_probe_alone_catches_the_textbook_formula() -> None:
     probe = lse_check.Probe(np.array([0.0, -40.0]))
-    assert lse_check.agrees(scipy.special.logsumexp, lse._lse_expected, probe)
-    assert not lse_check.agrees(scipy_before_1_15, lse._lse_expected, probe)
+    assert lse_check.agrees(scipy.special.logsumexp, lse._expected, probe)
+    assert not lse_check.agrees(scipy_before_1_15, lse._expected, probe)
 
 
 @pytest.fixture
 def fresh_verdict(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The check runs again, on whatever ``_LseScipy.function`` is now."""
-    monkeypatch.setattr(lse._LseScipy, "verdict", None)
+    """The check runs again, on whatever ``_Scipy.function`` is now."""
+    monkeypatch.setattr(lse._Scipy, "verdict", None)
 
 
 @pytest.mark.parametrize(
@@ -659,7 +659,7 @@ def fresh_verdict(monkeypatch: pytest.MonkeyPatch) -> None:
 )
 def test_dispatch_follows_the_verdict(stand_in: Optional[Callable], finite_served: bool, infinite_served: bool, fresh_verdict: None, monkeypatch: pytest.MonkeyPatch) -> None:
     if stand_in is not None:
-        monkeypatch.setattr(lse._LseScipy, "function", stand_in)
+        monkeypatch.setattr(lse._Scipy, "function", stand_in)
     assert declines(np.array([[1.0, 2.0], [3.0, 4.0]]), axis=0) is not finite_served
     assert declines(np.array([[1.0, np.inf], [3.0, 4.0]]), axis=0) is not infinite_served
     assert declines(np.array([[1.0, -np.inf], [3.0, -np.inf]]), axis=0) is not infinite_served
@@ -677,7 +677,7 @@ def test_the_check_runs_once_and_only_for_calls_that_could_use_torch(fresh_verdi
     np2t.logsumexp(np.ones(10))  # below the size gate
     with np2t.using(device="numpy", min_size=0):
         np2t.logsumexp(np.ones((30, 30)))
-    assert calls == [] and lse._LseScipy.verdict is None
+    assert calls == [] and lse._Scipy.verdict is None
     for _ in range(3):
         assert not declines(np.ones((30, 30)), axis=0)
     assert calls == [scipy.special.logsumexp]
@@ -693,7 +693,7 @@ def test_threads_share_one_check(fresh_verdict: None, monkeypatch: pytest.Monkey
         return real(original, expected)
 
     monkeypatch.setattr(lse_check, "check", slow)
-    threads = [threading.Thread(target=lse._lse_verdict) for _ in range(4)]
+    threads = [threading.Thread(target=lse._verdict) for _ in range(4)]
     for thread in threads:
         thread.start()
     for thread in threads:

@@ -34,13 +34,13 @@ PAIRS = [pytest.param(getattr(np2t, spec.name), _original(spec), id=spec.name) f
 def torch_calls(monkeypatch: pytest.MonkeyPatch) -> list:
     """Records each use of the torch CPU compute step (the real step still runs)."""
     calls: list = []
-    real = _ufunc._uf_compute_cpu
+    real = _ufunc._compute_cpu
 
     def spy(*args: Any, **kwargs: Any) -> Any:
         calls.append(args)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(_ufunc, "_uf_compute_cpu", spy)
+    monkeypatch.setattr(_ufunc, "_compute_cpu", spy)
     return calls
 
 

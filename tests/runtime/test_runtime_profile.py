@@ -281,8 +281,8 @@ def test_torch_already_imported_is_used_at_once(tmp_path):
         import torch, numpy as np, np2torch.runtime as r
         from np2torch.runtime import _ufunc
         calls = []
-        real = _ufunc._uf_compute_cpu
-        _ufunc._uf_compute_cpu = lambda *a: calls.append(a) or real(*a)
+        real = _ufunc._compute_cpu
+        _ufunc._compute_cpu = lambda *a: calls.append(a) or real(*a)
         r.exp(np.full(100_000, 0.5, dtype=np.float32))
         print(len(calls))
         """,
@@ -403,7 +403,7 @@ def test_the_pool_shrinks_under_load_only_where_the_thread_count_changes_no_bit(
     def invariant(name: str, dtype: str) -> bool:
         state = getattr(np2t, name)._np2torch_state
         x = _calibrate.make_input(name, np.dtype(dtype), 70_001)
-        return _calibrate._same_bits(lambda path, a: _ufunc._uf_run_path(state, path, a), x)
+        return _calibrate._same_bits(lambda path, a: _ufunc._run_path(state, path, a), x)
 
     one, pool = [], []
     x = _calibrate.make_input("expit", np.dtype("float64"), 70_001)

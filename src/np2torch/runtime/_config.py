@@ -27,7 +27,7 @@ from typing import Any, Iterator, Mapping
 DEVICE_ENV = "NP2TORCH_DEVICE"
 MIN_SIZE_ENV = "NP2TORCH_MIN_SIZE"
 
-_CFG_CUDA_RE = re.compile(r"cuda(?::(\d+))?\Z")
+_CUDA_RE = re.compile(r"cuda(?::(\d+))?\Z")
 
 DEVICES_HELP = "cpu, cuda, cuda:N, auto or numpy"
 
@@ -46,7 +46,7 @@ class RuntimeSettings:
     def __init__(self, device: str = "auto", min_size: int | None = None) -> None:
         object.__setattr__(self, "device", device)
         object.__setattr__(self, "min_size", min_size)
-        object.__setattr__(self, "gate", _CFG_GATE_OFF if device == "numpy" else min_size)
+        object.__setattr__(self, "gate", _GATE_OFF if device == "numpy" else min_size)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"RuntimeSettings is immutable; use configure() or using() to change {name!r}")
@@ -72,7 +72,7 @@ Settings = RuntimeSettings
 
 
 # Larger than any array: the helpers' size test then always routes to NumPy.
-_CFG_GATE_OFF = sys.maxsize
+_GATE_OFF = sys.maxsize
 
 
 def parse_device(value: object, source: str = "device") -> str:
@@ -81,7 +81,7 @@ def parse_device(value: object, source: str = "device") -> str:
         text = value.strip().lower()
         if text in ("cpu", "auto", "numpy"):
             return text
-        match = _CFG_CUDA_RE.match(text)
+        match = _CUDA_RE.match(text)
         if match:
             return text if match.group(1) is None else f"cuda:{int(match.group(1))}"
     raise ValueError(f"{source}={value!r} is not a valid np2torch device; use {DEVICES_HELP}")
@@ -137,19 +137,19 @@ def current_settings() -> Settings:
     return _ProcessSettings.value if scoped is None else scoped
 
 
-_CFG_KEEP: object = object()
+_KEEP: object = object()
 
 
-def _cfg_updated(base: Settings, device: object, min_size: object) -> Settings:
+def _updated(base: Settings, device: object, min_size: object) -> Settings:
     changes: dict[str, Any] = {}
-    if device is not _CFG_KEEP:
+    if device is not _KEEP:
         changes["device"] = parse_device(device)
-    if min_size is not _CFG_KEEP:
+    if min_size is not _KEEP:
         changes["min_size"] = parse_min_size(min_size)
     return base.replace(**changes)
 
 
-def configure(device: str | object = _CFG_KEEP, min_size: int | None | object = _CFG_KEEP) -> Settings:
+def configure(device: str | object = _KEEP, min_size: int | None | object = _KEEP) -> Settings:
     """Change the process-wide settings; arguments left out keep their value.
 
     ``device``: ``"auto"`` (the default: the path the machine profile measured
@@ -162,7 +162,7 @@ def configure(device: str | object = _CFG_KEEP, min_size: int | None | object = 
     """
     with _ProcessSettings.lock:
         previous = _ProcessSettings.value
-        _ProcessSettings.value = _cfg_updated(previous, device, min_size)
+        _ProcessSettings.value = _updated(previous, device, min_size)
     return previous
 
 
@@ -174,12 +174,12 @@ def reset_from_environment() -> Settings:
 
 
 @contextlib.contextmanager
-def using(device: str | object = _CFG_KEEP, min_size: int | None | object = _CFG_KEEP) -> Iterator[Settings]:
+def using(device: str | object = _KEEP, min_size: int | None | object = _KEEP) -> Iterator[Settings]:
     """Override the settings inside a ``with`` block, in this thread/task only.
 
     Same arguments as :func:`configure`; yields the settings in force inside.
     """
-    settings = _cfg_updated(current_settings(), device, min_size)
+    settings = _updated(current_settings(), device, min_size)
     token = _CONTEXT_SETTINGS.set(settings)
     try:
         yield settings

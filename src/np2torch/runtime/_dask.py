@@ -45,11 +45,11 @@ from ._config import (
 DASK_ARRAY = "dask.array"
 """The module whose presence in ``sys.modules`` the helpers test before :func:`is_dask_array`."""
 
-_DK_UFUNC_KEYWORDS = frozenset(("out", "where", "dtype"))
+_UFUNC_KEYWORDS = frozenset(("out", "where", "dtype"))
 """What Dask's ``elemwise`` takes; it rejects the rest, as the original on a Dask array does."""
 
-_DK_FAST_INPUTS = frozenset(np.dtype(c) for c in "?bBhHiIlLqQfd")
-_DK_FAST_RESULTS = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
+_FAST_INPUTS = frozenset(np.dtype(c) for c in "?bBhHiIlLqQfd")
+_FAST_RESULTS = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
 
 
 def is_dask_array(x: Any) -> bool:
@@ -90,12 +90,12 @@ def explicit_settings() -> tuple[str, int | None] | None:
     """The settings to send with a graph: those of a :func:`using` block or :func:`configure`, else None."""
     scoped = SETTINGS_VAR.get()
     settings = PROCESS_SETTINGS.value if scoped is None else scoped
-    if scoped is None and settings == _dk_environment_settings():
+    if scoped is None and settings == _environment_settings():
         return None  # the environment's: each worker reads its own
     return settings.device, settings.min_size
 
 
-def _dk_environment_settings() -> RuntimeSettings | None:
+def _environment_settings() -> RuntimeSettings | None:
     try:
         device = os.environ.get(DEVICE_ENV, "").strip()
         min_size = os.environ.get(MIN_SIZE_ENV, "").strip()
@@ -131,7 +131,7 @@ def elementwise(helper: Callable[..., Any], original: Any, x: Any, args: tuple[A
         type(x) is not Array
         or not isinstance(original, np.ufunc)
         or (original.nin, original.nout) != (1, 1)
-        or not _DK_UFUNC_KEYWORDS.issuperset(call)
+        or not _UFUNC_KEYWORDS.issuperset(call)
         or not (out is None or type(out) is Array)
     ):
         return original(x, *args, **kwargs)
@@ -164,7 +164,7 @@ def logsumexp(
     ``verdict()``: whether the installed SciPy computes the formula combined
     here (``_logsumexp_check``); if not, every block is a call of ``entry``.
     """
-    probe_b = None if b is None else np.ones((1,) * np.ndim(b), _dk_dtype(b))
+    probe_b = None if b is None else np.ones((1,) * np.ndim(b), _dtype(b))
     # Empty where ``a`` is: SciPy treats empty inputs apart (and rejects some).
     probe_a = np.ones(tuple(0 if n == 0 else 1 for n in a.shape), a.dtype)
     probe = original(probe_a, axis=axis, b=probe_b, keepdims=keepdims, return_sign=return_sign)
@@ -174,7 +174,7 @@ def logsumexp(
     settings = explicit_settings()
     import dask.array as da
 
-    fast = b is None and a.dtype in _DK_FAST_INPUTS and dtypes[0] in _DK_FAST_RESULTS and a.size != 0
+    fast = b is None and a.dtype in _FAST_INPUTS and dtypes[0] in _FAST_RESULTS and a.size != 0
     if fast:
         found = verdict()
         fast = found.finite and found.infinite
@@ -187,13 +187,13 @@ def logsumexp(
         a, b = da.broadcast_to(a, shape), da.broadcast_to(b, shape)
     if a.ndim == 0:  # SciPy reduces a 0-d input as a 1-d one
         a, b = a.reshape(1), None if b is None else b.reshape(1)
-    dims = _dk_axes(axis, a.ndim)
+    dims = _axes(axis, a.ndim)
     if fast:
-        parts = _dk_lse_reduction(a, dims, dtypes[0], settings, torch_parts)
-        finish: Callable[..., Any] = _dk_lse_finish
+        parts = _lse_reduction(a, dims, dtypes[0], settings, torch_parts)
+        finish: Callable[..., Any] = _lse_finish
     else:
-        parts = _dk_lse_by_slices(a, b, dims, return_sign, dtypes, settings, entry)
-        finish = _dk_pick
+        parts = _lse_by_slices(a, b, dims, return_sign, dtypes, settings, entry)
+        finish = _pick
     drop = () if keepdims else dims
     results = tuple(
         parts.map_blocks(
@@ -210,12 +210,12 @@ def logsumexp(
     return results if return_sign else results[0]
 
 
-def _dk_dtype(b: Any) -> np.dtype:
+def _dtype(b: Any) -> np.dtype:
     dtype = getattr(b, "dtype", None)
     return np.asarray(b).dtype if dtype is None else np.dtype(dtype)
 
 
-def _dk_axes(axis: Any, ndim: int) -> tuple[int, ...]:
+def _axes(axis: Any, ndim: int) -> tuple[int, ...]:
     """The reduced axes, sorted (the probe has already rejected what SciPy rejects)."""
     if axis is None:
         return tuple(range(ndim))
@@ -223,44 +223,44 @@ def _dk_axes(axis: Any, ndim: int) -> tuple[int, ...]:
     return tuple(sorted({int(item) % ndim for item in items}))
 
 
-def _dk_parts_dtype(work: np.dtype) -> np.dtype:
+def _parts_dtype(work: np.dtype) -> np.dtype:
     # The sum is carried in long double so that rescaling blocks to a larger
     # maximum adds no rounding of its own (only the final one, to ``work``).
     return np.dtype([("max", work), ("count", np.int64), ("sum", np.longdouble)])
 
 
-def _dk_lse_reduction(a: Any, dims: tuple[int, ...], work: np.dtype, settings: Any, torch_parts: Callable[..., Any]) -> Any:
+def _lse_reduction(a: Any, dims: tuple[int, ...], work: np.dtype, settings: Any, torch_parts: Callable[..., Any]) -> Any:
     """Per slice ``(a_max, m, s)`` of the whole array, keepdims-shaped, as one structured Dask array."""
     from dask.array import reduction
 
-    dtype = _dk_parts_dtype(work)
-    chunk = partial(BlockCall(_dk_lse_chunk, settings), work=work.str, torch_parts=torch_parts)
+    dtype = _parts_dtype(work)
+    chunk = partial(BlockCall(_lse_chunk, settings), work=work.str, torch_parts=torch_parts)
     return reduction(
         a,
         chunk,
-        _dk_lse_combine,
+        _lse_combine,
         axis=dims,
         keepdims=True,
         dtype=dtype,
-        combine=_dk_lse_combine,
+        combine=_lse_combine,
         name="logsumexp",
         concatenate=True,
         meta=np.empty((0,) * a.ndim, dtype),
     )
 
 
-def _dk_lse_chunk(
+def _lse_chunk(
     x: np.ndarray, axis: tuple[int, ...], keepdims: bool, work: str, torch_parts: Callable[..., Any], computing_meta: bool = False
 ) -> np.ndarray:
     """One block's ``(a_max, m, s)`` per slice: on torch where this worker's settings and profile say so."""
     dims = tuple(sorted(axis))
-    dtype = _dk_parts_dtype(np.dtype(work))
+    dtype = _parts_dtype(np.dtype(work))
     parts = np.empty(tuple(1 if i in dims else n for i, n in enumerate(x.shape)), dtype)
     if computing_meta or x.size == 0:
         parts["max"], parts["count"], parts["sum"] = -np.inf, 0, 0
         return parts
     found = torch_parts(x, dims)
-    a_max, count, total = _dk_numpy_parts(x, dims, np.dtype(work)) if found is None else found
+    a_max, count, total = _numpy_parts(x, dims, np.dtype(work)) if found is None else found
     parts["max"] = a_max
     parts["count"] = count
     with np.errstate(invalid="ignore"):
@@ -270,7 +270,7 @@ def _dk_lse_chunk(
     return parts
 
 
-def _dk_numpy_parts(x: np.ndarray, dims: tuple[int, ...], work: np.dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _numpy_parts(x: np.ndarray, dims: tuple[int, ...], work: np.dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(a_max, m, s)`` with NumPy, as SciPy's ``_logsumexp`` computes them (under its ``errstate``)."""
     a = x.astype(work, copy=False)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -283,7 +283,7 @@ def _dk_numpy_parts(x: np.ndarray, dims: tuple[int, ...], work: np.dtype) -> tup
         return a_max, np.sum(is_max, axis=dims, keepdims=True, dtype=np.int64), np.sum(terms, axis=dims, keepdims=True)  # type: ignore[return-value]
 
 
-def _dk_lse_combine(parts: np.ndarray, axis: tuple[int, ...], keepdims: bool) -> np.ndarray:
+def _lse_combine(parts: np.ndarray, axis: tuple[int, ...], keepdims: bool) -> np.ndarray:
     """Blocks' quantities (concatenated along the reduced axes) combined into one per slice.
 
     A block whose maximum ``c`` is below the slice's ``a_max`` counts all its
@@ -304,8 +304,8 @@ def _dk_lse_combine(parts: np.ndarray, axis: tuple[int, ...], keepdims: bool) ->
     return combined
 
 
-def _dk_lse_finish(parts: np.ndarray, which: str, drop: tuple[int, ...]) -> Any:
-    """SciPy 1.17's expressions on the combined quantities (as ``_logsumexp._lse_finish``)."""
+def _lse_finish(parts: np.ndarray, which: str, drop: tuple[int, ...]) -> Any:
+    """SciPy 1.17's expressions on the combined quantities (as ``_logsumexp._finish``)."""
     a_max = parts["max"]
     work = a_max.dtype
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -316,10 +316,10 @@ def _dk_lse_finish(parts: np.ndarray, which: str, drop: tuple[int, ...]) -> Any:
             total = parts["sum"].astype(work)
             s = np.where(total == 0, total, total / m)
             value = np.where(np.isfinite(a_max), np.log1p(s) + np.log(m) + a_max, a_max)
-    return _dk_squeezed(value, drop)
+    return _squeezed(value, drop)
 
 
-def _dk_lse_by_slices(
+def _lse_by_slices(
     a: Any, b: Any, dims: tuple[int, ...], return_sign: bool, dtypes: tuple[np.dtype, ...], settings: Any, entry: Callable[..., Any]
 ) -> Any:
     """The plainer path: the reduced axes in one block, each block one call of np2torch's ``logsumexp``."""
@@ -327,14 +327,14 @@ def _dk_lse_by_slices(
     blocks = [whole] if b is None else [whole, b.rechunk(whole.chunks)]
     dtype = np.dtype(list(zip(("out", "sign"), dtypes)))
     chunks = tuple((1,) if i in dims else c for i, c in enumerate(whole.chunks))
-    call = BlockCall(_dk_lse_slices, settings)
+    call = BlockCall(_lse_slices, settings)
     return whole.map_blocks(
         call, *blocks[1:], dims=dims, return_sign=return_sign, entry=entry, dtype=dtype, chunks=chunks, token="logsumexp",
         meta=np.empty((0,) * a.ndim, dtype),
     )
 
 
-def _dk_lse_slices(a: np.ndarray, b: np.ndarray | None = None, *, dims: tuple[int, ...], return_sign: bool, entry: Callable[..., Any]) -> np.ndarray:
+def _lse_slices(a: np.ndarray, b: np.ndarray | None = None, *, dims: tuple[int, ...], return_sign: bool, entry: Callable[..., Any]) -> np.ndarray:
     result = entry(a, axis=dims, b=b, keepdims=True, return_sign=return_sign)
     values = result if return_sign else (result,)
     dtype = np.dtype(list(zip(("out", "sign"), (np.asarray(v).dtype for v in values))))
@@ -344,11 +344,11 @@ def _dk_lse_slices(a: np.ndarray, b: np.ndarray | None = None, *, dims: tuple[in
     return parts
 
 
-def _dk_pick(parts: np.ndarray, which: str, drop: tuple[int, ...]) -> Any:
-    return _dk_squeezed(parts[which], drop)
+def _pick(parts: np.ndarray, which: str, drop: tuple[int, ...]) -> Any:
+    return _squeezed(parts[which], drop)
 
 
-def _dk_squeezed(values: np.ndarray, drop: tuple[int, ...]) -> Any:
+def _squeezed(values: np.ndarray, drop: tuple[int, ...]) -> Any:
     if drop:
         values = np.squeeze(values, axis=drop)
     return values[()] if values.ndim == 0 else values

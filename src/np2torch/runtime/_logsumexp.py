@@ -51,7 +51,7 @@ from .table import FUNCTIONS_BY_NAME
 if TYPE_CHECKING:
     from ._logsumexp_check import LseVerdict
 
-_LSE_NAME = "logsumexp"
+_NAME = "logsumexp"
 
 # Elements per block on the CPU (4 MiB of float64, in L3 while the ops walk it).
 # Each op on a block is one parallel region: with 1 MiB blocks, waking the
@@ -60,29 +60,29 @@ _LSE_NAME = "logsumexp"
 # 2**21 no better; docs/logsumexp.md).  Scaled with the thread count so that
 # every torch worker gets at least one 32 Ki-element grain (torch's internal
 # parallel grain size).
-_LSE_CPU_BLOCK = 1 << 19
-_LSE_GRAIN = 1 << 15
+_CPU_BLOCK = 1 << 19
+_GRAIN = 1 << 15
 # On CUDA the block only bounds the device temporaries (128 MiB of float64).
-_LSE_CUDA_BLOCK = 1 << 24
+_CUDA_BLOCK = 1 << 24
 # When slices span blocks, each block's maximum is kept if all of them together
 # are at most 1/8 of the input (else looked for again in the second pass); a
 # block then masks only the slices whose maximum it holds, slice by slice if
 # they are at most 1/8 of its slices.
-_LSE_PARTS_PER_ELEMENT = 8
-_LSE_SPARSE = 8
-_LSE_LOOK = "look"
+_PARTS_PER_ELEMENT = 8
+_SPARSE = 8
+_LOOK = "look"
 
 # Dtypes SciPy promotes to float64 (xp_promote(force_floating=True)) and that
 # torch can view; the conversion happens block by block, as NumPy's astype would.
-_LSE_TO_FLOAT64 = frozenset(np.dtype(c) for c in "?bBhil") | {np.dtype(np.int64)}
-_LSE_FLOATS = frozenset(np.dtype(name) for name in FUNCTIONS_BY_NAME[_LSE_NAME].loops)
+_TO_FLOAT64 = frozenset(np.dtype(c) for c in "?bBhil") | {np.dtype(np.int64)}
+_FLOATS = frozenset(np.dtype(name) for name in FUNCTIONS_BY_NAME[_NAME].loops)
 
 # |a_max| from which SciPy's ``a - a_max`` can overflow (x >= -max must round
 # past -max): half an ULP of the largest finite value.
-_LSE_OVERFLOW_FROM = {np.dtype(np.float64): 2.0**970, np.dtype(np.float32): 2.0**103}
+_OVERFLOW_FROM = {np.dtype(np.float64): 2.0**970, np.dtype(np.float32): 2.0**103}
 
 
-class _LseScipy:
+class _Scipy:
     """The original function, and what the check made of it; both loaded on first use."""
 
     function: Any = None
@@ -90,28 +90,28 @@ class _LseScipy:
     lock = threading.Lock()
 
 
-def _lse_original() -> Any:
-    if _LseScipy.function is None:
+def _original() -> Any:
+    if _Scipy.function is None:
         from scipy.special import logsumexp
 
-        _LseScipy.function = logsumexp
-    return _LseScipy.function
+        _Scipy.function = logsumexp
+    return _Scipy.function
 
 
-def _lse_verdict() -> LseVerdict:
+def _verdict() -> LseVerdict:
     """Which slices the torch path serves for the installed SciPy (checked once per process)."""
-    verdict = _LseScipy.verdict
+    verdict = _Scipy.verdict
     if verdict is None:
-        with _LseScipy.lock:
-            if _LseScipy.verdict is None:
+        with _Scipy.lock:
+            if _Scipy.verdict is None:
                 from . import _logsumexp_check  # only when a call may take the torch path
 
-                _LseScipy.verdict = _logsumexp_check.check(_lse_original(), _lse_expected)
-            verdict = _LseScipy.verdict
+                _Scipy.verdict = _logsumexp_check.check(_original(), _expected)
+            verdict = _Scipy.verdict
     return verdict
 
 
-class _LseGate:
+class _Gate:
     """Below ``floor`` elements only SciPy is possible (0 until the profile is read)."""
 
     floor = 0
@@ -119,7 +119,7 @@ class _LseGate:
 
     @classmethod
     def refresh(cls) -> None:
-        cls.floor = _decide.torch_floor(_LSE_NAME, tuple(FUNCTIONS_BY_NAME[_LSE_NAME].loops))
+        cls.floor = _decide.torch_floor(_NAME, tuple(FUNCTIONS_BY_NAME[_NAME].loops))
         cls.known = True
 
     @classmethod
@@ -128,20 +128,20 @@ class _LseGate:
         cls.floor = 0
 
 
-_decide.on_change(_LseGate.forget)
+_decide.on_change(_Gate.forget)
 
 
 def logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: Any = False, return_sign: Any = False) -> Any:
     """``scipy.special.logsumexp(a, axis, b, keepdims, return_sign)``: same result, faster on large arrays."""
     settings = current_settings()
     gate = settings.gate
-    if type(a) is np.ndarray and a.size >= (_LseGate.floor if gate is None else gate) and b is None:
-        result = _lse_try_torch(a, axis, keepdims, return_sign, settings)
+    if type(a) is np.ndarray and a.size >= (_Gate.floor if gate is None else gate) and b is None:
+        result = _try_torch(a, axis, keepdims, return_sign, settings)
         if result is not None:
             return result
     if type(a) is not np.ndarray and DASK_ARRAY in sys.modules and is_dask_array(a):
-        return dask_logsumexp(a, axis, b, keepdims, return_sign, logsumexp, _lse_original(), torch_block_parts, _lse_verdict)
-    return _lse_original()(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign)
+        return dask_logsumexp(a, axis, b, keepdims, return_sign, logsumexp, _original(), torch_block_parts, _verdict)
+    return _original()(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign)
 
 
 def torch_block_parts(a: np.ndarray, dims: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
@@ -151,49 +151,49 @@ def torch_block_parts(a: np.ndarray, dims: tuple[int, ...]) -> tuple[np.ndarray,
     or the torch path would decline it (the caller then computes them with NumPy).
     """
     settings = current_settings()
-    if not _LseGate.known:
-        _LseGate.refresh()
-    gate = _LseGate.floor if settings.gate is None else settings.gate
-    work = a.dtype if a.dtype in _LSE_FLOATS else np.dtype(np.float64) if a.dtype in _LSE_TO_FLOAT64 else None
+    if not _Gate.known:
+        _Gate.refresh()
+    gate = _Gate.floor if settings.gate is None else settings.gate
+    work = a.dtype if a.dtype in _FLOATS else np.dtype(np.float64) if a.dtype in _TO_FLOAT64 else None
     if work is None or a.size < gate or a.size == 0 or a.ndim == 0 or np.geterr()["under"] != "ignore":
         return None
     if min(a.strides) < 0 or (0 in a.strides and a.size > 1) or not can_view(a):
         return None
-    route = _lse_device_for(a, work, settings)
+    route = _device_for(a, work, settings)
     torch = None if route is None else load_torch()
     if torch is None or route is None:
         return None
     if route.device == "cpu":
         with threads(route.threads, adapt=False):
-            reduced = _lse_reduce(torch, a, dims, work, route.device)
+            reduced = _reduce(torch, a, dims, work, route.device)
     else:
-        reduced = _lse_reduce(torch, a, dims, work, route.device)
-    if reduced is None or (np.geterr()["over"] != "ignore" and _lse_subtraction_may_overflow(reduced[0])):
+        reduced = _reduce(torch, a, dims, work, route.device)
+    if reduced is None or (np.geterr()["over"] != "ignore" and _subtraction_may_overflow(reduced[0])):
         return None
     return reduced
 
 
-def _lse_try_torch(a: np.ndarray, axis: Any, keepdims: Any, return_sign: Any, settings: Settings, path: str | None = None) -> Any | None:
+def _try_torch(a: np.ndarray, axis: Any, keepdims: Any, return_sign: Any, settings: Settings, path: str | None = None) -> Any | None:
     """The result computed with torch, or None where only SciPy can give it (``path``: forced, for calibration)."""
     if a.size == 0 or a.ndim == 0:
         return None
-    if a.dtype in _LSE_FLOATS:
+    if a.dtype in _FLOATS:
         work = a.dtype
-    elif a.dtype in _LSE_TO_FLOAT64:
+    elif a.dtype in _TO_FLOAT64:
         work = np.dtype(np.float64)
     else:
         return None
-    dims = _lse_reduced_dims(axis, a.ndim)
-    keep, sign = _lse_flag(keepdims), _lse_flag(return_sign)
+    dims = _reduced_dims(axis, a.ndim)
+    keep, sign = _flag(keepdims), _flag(return_sign)
     if dims is None or keep is None or sign is None:
         return None
-    if not _LseGate.known and path is None:
-        _LseGate.refresh()
-    route = _lse_device_for(a, work, settings) if path is None else Route(path, "cuda" if path == "cuda" else "cpu", "forced")
+    if not _Gate.known and path is None:
+        _Gate.refresh()
+    route = _device_for(a, work, settings) if path is None else Route(path, "cuda" if path == "cuda" else "cpu", "forced")
     if route is None:
         return None
     device = route.device
-    verdict = _lse_verdict()
+    verdict = _verdict()
     if not verdict.finite:
         return None
     modes = np.geterr()
@@ -201,7 +201,7 @@ def _lse_try_torch(a: np.ndarray, axis: Any, keepdims: Any, return_sign: Any, se
         return None  # SciPy's exp(a - a_max) underflows outside its errstate
     if 0 in a.strides and a.size > 1:
         return None  # broadcast views: NumPy's result layout is not the one reproduced below
-    view, flipped = _lse_positive_strides(a)
+    view, flipped = _positive_strides(a)
     if not can_view(view):
         return None
     torch = load_torch()
@@ -211,33 +211,33 @@ def _lse_try_torch(a: np.ndarray, axis: Any, keepdims: Any, return_sign: Any, se
         # The pool as configured, never shrunk under load: a reduction's bits
         # depend on how it is split between threads.
         with threads(route.threads, adapt=False):
-            reduced = _lse_reduce(torch, view, dims, work, device)
+            reduced = _reduce(torch, view, dims, work, device)
     else:
-        reduced = _lse_reduce(torch, view, dims, work, device)
+        reduced = _reduce(torch, view, dims, work, device)
     if reduced is None:
         return None
     a_max = reduced[0]
     with np.errstate(all="ignore"):  # NaN comparisons, garbage in non-finite slices
         if not verdict.infinite and not np.isfinite(a_max).all():
             return None
-        if modes["over"] != "ignore" and _lse_subtraction_may_overflow(a_max):
+        if modes["over"] != "ignore" and _subtraction_may_overflow(a_max):
             return None
         if np.isnan(a_max).any():
             # The sign of SciPy's NaN comes from the input's NaNs through
             # NumPy's SIMD kernels (float64 exp keeps it, float32 exp and max
             # clear it here); torch's max makes a new NaN.  Left to SciPy.
             return None
-        return _lse_finish(a, dims, flipped, reduced, work, keep, sign)
+        return _finish(a, dims, flipped, reduced, work, keep, sign)
 
 
-def _lse_flag(value: Any) -> bool | None:
+def _flag(value: Any) -> bool | None:
     # SciPy only tests truth; other objects (arrays, ...) are left to it.
     if type(value) is bool or isinstance(value, np.bool_):
         return bool(value)
     return None
 
 
-def _lse_reduced_dims(axis: Any, ndim: int) -> tuple[int, ...] | None:
+def _reduced_dims(axis: Any, ndim: int) -> tuple[int, ...] | None:
     """The reduced axes, sorted, or None for anything SciPy might treat differently."""
     if axis is None:
         return tuple(range(ndim))
@@ -255,45 +255,45 @@ def _lse_reduced_dims(axis: Any, ndim: int) -> tuple[int, ...] | None:
     return tuple(sorted(dims))
 
 
-def _lse_device_for(a: np.ndarray, work: np.dtype, settings: Settings, dry_run: bool = False) -> Route | None:
+def _device_for(a: np.ndarray, work: np.dtype, settings: Settings, dry_run: bool = False) -> Route | None:
     """Where the settings and the machine profile send this call (None: SciPy)."""
     if settings.device == "numpy":
         return None
-    found = _decide.route(_LSE_NAME, work.name, a.size, settings.device, settings.min_size, True, dry_run=dry_run)
+    found = _decide.route(_NAME, work.name, a.size, settings.device, settings.min_size, True, dry_run=dry_run)
     if found is not None and found.path == "cuda" and not dry_run and not cuda_available():
         return None
     return found
 
 
-def _lse_run_path(path: str, x: np.ndarray) -> Any:
+def _run_path(path: str, x: np.ndarray) -> Any:
     """One call through ``path`` on the scratch input ``x`` (calibration and tune): ``axis=0``, as bench times it."""
     if path == "numpy":
-        return _lse_original()(x, axis=0)
+        return _original()(x, axis=0)
     device = "cuda" if path == "cuda" else "cpu"
-    result = _lse_try_torch(x, 0, False, False, RuntimeSettings(device=device, min_size=0), path=path)
+    result = _try_torch(x, 0, False, False, RuntimeSettings(device=device, min_size=0), path=path)
     if result is None:
         raise ValueError("the torch path declined the calibration input")
     return result
 
 
-def _lse_which(a: Any, axis: Any = None, b: Any = None, keepdims: Any = False, return_sign: Any = False) -> tuple[str, str]:
+def _which(a: Any, axis: Any = None, b: Any = None, keepdims: Any = False, return_sign: Any = False) -> tuple[str, str]:
     settings = current_settings()
     if type(a) is not np.ndarray or b is not None:
-        return "numpy", f"{_LSE_NAME}: not a plain ndarray call without b=: SciPy"
-    work = a.dtype if a.dtype in _LSE_FLOATS else np.dtype(np.float64)
-    route = _lse_device_for(a, work, settings, dry_run=True)
+        return "numpy", f"{_NAME}: not a plain ndarray call without b=: SciPy"
+    work = a.dtype if a.dtype in _FLOATS else np.dtype(np.float64)
+    route = _device_for(a, work, settings, dry_run=True)
     if route is None:
-        return "numpy", f"{_LSE_NAME} over {a.size:,} elements of {work}: " + _decide.original_reason(
-            _LSE_NAME, work.name, a.size, settings.device, settings.min_size)
+        return "numpy", f"{_NAME} over {a.size:,} elements of {work}: " + _decide.original_reason(
+            _NAME, work.name, a.size, settings.device, settings.min_size)
     kind = "cuda" if route.path == "cuda" else "cpu"
-    return kind, f"{_LSE_NAME} over {a.size:,} elements of {work}: {route.why} (SciPy's behaviour is checked at the call)"
+    return kind, f"{_NAME} over {a.size:,} elements of {work}: {route.why} (SciPy's behaviour is checked at the call)"
 
 
-_calibrate.register(_LSE_NAME, _lse_run_path)
-logsumexp._np2torch_which = _lse_which  # type: ignore[attr-defined]
+_calibrate.register(_NAME, _run_path)
+logsumexp._np2torch_which = _which  # type: ignore[attr-defined]
 
 
-def _lse_positive_strides(a: np.ndarray) -> tuple[np.ndarray, tuple[int, ...]]:
+def _positive_strides(a: np.ndarray) -> tuple[np.ndarray, tuple[int, ...]]:
     """A view of ``a`` with every negative stride reversed, and the axes reversed.
 
     torch rejects negative strides; a reduction does not care about the order
@@ -306,26 +306,26 @@ def _lse_positive_strides(a: np.ndarray) -> tuple[np.ndarray, tuple[int, ...]]:
     return a[index], flipped
 
 
-def _lse_reduce(torch: Any, view: np.ndarray, dims: tuple[int, ...], work: np.dtype, device: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+def _reduce(torch: Any, view: np.ndarray, dims: tuple[int, ...], work: np.dtype, device: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """``(a_max, m, s)`` per slice as NumPy arrays of the keepdims shape (``m`` as int64)."""
     t = torch.from_numpy(view)
     if t.dtype == torch.bool:
         t = t.view(torch.uint8)
     if device == "cpu":
-        block = max(_LSE_CPU_BLOCK, torch.get_num_threads() * _LSE_GRAIN)
+        block = max(_CPU_BLOCK, torch.get_num_threads() * _GRAIN)
     else:
         # One host -> device copy (the reduction reads the input twice when
         # slices span blocks); blocks then only bound the device temporaries.
-        block = _LSE_CUDA_BLOCK
+        block = _CUDA_BLOCK
         try:
             t = t.to(device)
         except RuntimeError:  # out of device memory (torch.cuda.OutOfMemoryError): SciPy serves it
             return None
-    a_max, count, total = _lse_blockwise(torch, t, dims, getattr(torch, work.name), t.device, block)
+    a_max, count, total = _blockwise(torch, t, dims, getattr(torch, work.name), t.device, block)
     return a_max.cpu().numpy(), count.cpu().numpy(), total.cpu().numpy()
 
 
-def _lse_chunk_dim(shape: Sequence[int], strides: Sequence[int], block: int) -> tuple[int, int]:
+def _chunk_dim(shape: Sequence[int], strides: Sequence[int], block: int) -> tuple[int, int]:
     """The axis to cut into blocks and how many of its indices go in a block.
 
     The outermost axis in memory whose unit slab (one index along it) fits in a
@@ -343,8 +343,8 @@ def _lse_chunk_dim(shape: Sequence[int], strides: Sequence[int], block: int) -> 
     return max(order, key=lambda i: shape[i]), 1
 
 
-def _lse_blockwise(torch: Any, t: Any, dims: tuple[int, ...], work: Any, device: Any, block: int) -> tuple[Any, Any, Any]:
-    axis, step = _lse_chunk_dim(t.shape, t.stride(), block)
+def _blockwise(torch: Any, t: Any, dims: tuple[int, ...], work: Any, device: Any, block: int) -> tuple[Any, Any, Any]:
+    axis, step = _chunk_dim(t.shape, t.stride(), block)
     starts = range(0, t.shape[axis], step)
     slab = t.numel() // t.shape[axis] * min(step, t.shape[axis])
     shifted = torch.empty(slab, dtype=work, device=device)
@@ -357,7 +357,7 @@ def _lse_blockwise(torch: Any, t: Any, dims: tuple[int, ...], work: Any, device:
         return t.narrow(axis, start, min(step, t.shape[axis] - start))
 
     def sums(chunk: Any, a_max: Any, holds: Any, count: Any) -> Any:
-        return _lse_block_sums(torch, chunk, a_max, dims, shifted, is_max, holds, count, count_dtype)
+        return _block_sums(torch, chunk, a_max, dims, shifted, is_max, holds, count, count_dtype)
 
     if axis in dims:
         # Slices span blocks: the maximum first, then partial sums over blocks.
@@ -365,7 +365,7 @@ def _lse_blockwise(torch: Any, t: Any, dims: tuple[int, ...], work: Any, device:
         # tell which slices have their maxima in it: only those need the mask.
         parts = [torch.amax(piece(start), dims, keepdim=True) for start in starts[:1]]
         raw_max = parts[0].clone()
-        keep = len(starts) * raw_max.numel() * _LSE_PARTS_PER_ELEMENT <= t.numel()
+        keep = len(starts) * raw_max.numel() * _PARTS_PER_ELEMENT <= t.numel()
         for start in starts[1:]:
             part = torch.amax(piece(start), dims, keepdim=True)
             torch.maximum(raw_max, part, out=raw_max)
@@ -373,9 +373,9 @@ def _lse_blockwise(torch: Any, t: Any, dims: tuple[int, ...], work: Any, device:
                 parts.append(part)
         a_max = raw_max.to(work)
         count = torch.zeros(a_max.shape, dtype=torch.float64, device=device)
-        totals = _LsePairwise()
+        totals = _Pairwise()
         for i, start in enumerate(starts):
-            holds = parts[i] == raw_max if keep else _LSE_LOOK
+            holds = parts[i] == raw_max if keep else _LOOK
             totals.add(sums(piece(start), a_max, holds, count))
         return a_max, count.to(torch.int64), totals.result()
     # Each block holds whole slices: one read of the input from memory.
@@ -392,35 +392,35 @@ def _lse_blockwise(torch: Any, t: Any, dims: tuple[int, ...], work: Any, device:
     return a_max, count.to(torch.int64), total
 
 
-def _lse_block_sums(
+def _block_sums(
     torch: Any, chunk: Any, a_max: Any, dims: tuple[int, ...], shifted: Any, is_max: Any, holds: Any, count: Any, count_dtype: Any
 ) -> Any:
     """``s`` of one block (sum of exp(x - a_max) over the non-maximal x); adds its maxima to ``count``.
 
     ``holds`` (bool, shaped like ``a_max``) marks the slices whose maximum
     lies in this block: the others have no element to leave out.  None: every
-    slice has its maximum here; ``_LSE_LOOK``: find them in the block.
+    slice has its maximum here; ``_LOOK``: find them in the block.
     """
-    shifted = _lse_laid_like(shifted, chunk)
+    shifted = _laid_like(shifted, chunk)
     if chunk.dtype == shifted.dtype:
         torch.sub(chunk, a_max, out=shifted)
     else:
         shifted.copy_(chunk)  # SciPy's astype(float64), one block at a time
         shifted.sub_(a_max)
-    if holds is _LSE_LOOK:
+    if holds is _LOOK:
         holds = torch.amax(shifted, dims, keepdim=True) == 0
     if holds is not None:
         found = int(holds.sum())
         if found == 0:  # axis=None: all blocks but one
             return shifted.exp_().sum(dims, keepdim=True)
-        if found * _LSE_SPARSE <= holds.numel() and dims == tuple(range(len(dims))) and shifted.is_contiguous():  # axis=0 of C order
-            _lse_drop_maxima_of(torch, shifted, holds, count)
+        if found * _SPARSE <= holds.numel() and dims == tuple(range(len(dims))) and shifted.is_contiguous():  # axis=0 of C order
+            _drop_maxima_of(torch, shifted, holds, count)
             return shifted.exp_().sum(dims, keepdim=True)
     # x - a_max == 0 exactly when x == a_max (gradual underflow).  SciPy takes
     # those elements out of the sum and counts them: exp(0) - 1.0 is exactly 0.
     # (A float mask and a subtraction cost less than a bool mask, masked_fill
     # and a bool count.)
-    is_max = _lse_laid_like(is_max, chunk)
+    is_max = _laid_like(is_max, chunk)
     torch.eq(shifted, 0, out=is_max)
     shifted.exp_()
     shifted.sub_(is_max)
@@ -428,7 +428,7 @@ def _lse_block_sums(
     return shifted.sum(dims, keepdim=True)
 
 
-def _lse_laid_like(buffer: Any, chunk: Any) -> Any:
+def _laid_like(buffer: Any, chunk: Any) -> Any:
     """The start of ``buffer`` as a dense tensor shaped like ``chunk`` and in its memory order.
 
     A block of an F-ordered or transposed input is then read and written in
@@ -442,7 +442,7 @@ def _lse_laid_like(buffer: Any, chunk: Any) -> Any:
     return buffer.as_strided(chunk.shape, strides)
 
 
-def _lse_drop_maxima_of(torch: Any, shifted: Any, holds: Any, count: Any) -> None:
+def _drop_maxima_of(torch: Any, shifted: Any, holds: Any, count: Any) -> None:
     """Sets ``x - a_max == 0`` to -inf (exp gives exactly 0) in the few slices ``holds`` marks, and counts them.
 
     The reduced axes lead, so the block is a (reduced, slices) matrix and a
@@ -457,7 +457,7 @@ def _lse_drop_maxima_of(torch: Any, shifted: Any, holds: Any, count: Any) -> Non
     count.view(-1).index_add_(0, columns, hit.sum(0, dtype=count.dtype))
 
 
-class _LsePairwise:
+class _Pairwise:
     """Adds block partial sums pairwise (error ~log2(blocks) ULP, not ~blocks)."""
 
     def __init__(self) -> None:
@@ -477,13 +477,13 @@ class _LsePairwise:
         return total
 
 
-def _lse_subtraction_may_overflow(a_max: np.ndarray) -> bool:
+def _subtraction_may_overflow(a_max: np.ndarray) -> bool:
     # SciPy's a - a_max overflows (and warns "overflow encountered in subtract")
     # only for some finite a_max beyond half an ULP of the largest float.
-    return bool(np.any((a_max >= _LSE_OVERFLOW_FROM[a_max.dtype]) & (a_max != np.inf)))
+    return bool(np.any((a_max >= _OVERFLOW_FROM[a_max.dtype]) & (a_max != np.inf)))
 
 
-def _lse_finish(
+def _finish(
     a: np.ndarray,
     dims: tuple[int, ...],
     flipped: tuple[int, ...],
@@ -493,32 +493,32 @@ def _lse_finish(
     return_sign: bool,
 ) -> Any:
     """SciPy 1.17's NumPy expressions on the reduced quantities, in SciPy's memory order."""
-    a_max, m, total = (_lse_laid_out(a, dims, flipped, values, work) for values in reduced)
+    a_max, m, total = (_laid_out(a, dims, flipped, values, work) for values in reduced)
     finite = np.isfinite(a_max)
     s = np.where(total == 0, total, total / m)
     out = np.log1p(s) + np.log(m) + a_max
     # Non-finite maximum (NaN slices never get here): SciPy falls back to
     # log(sum(exp(a))): +inf -> +inf, all -inf -> -inf, with sign(sum) = 1, 0.
-    out = _lse_squeezed(np.where(finite, out, a_max), dims, keepdims)
+    out = _squeezed(np.where(finite, out, a_max), dims, keepdims)
     if not return_sign:
         return out
     one, zero = work.type(1), work.type(0)
-    return out, _lse_squeezed(np.where(a_max == -np.inf, zero, one), dims, keepdims)
+    return out, _squeezed(np.where(a_max == -np.inf, zero, one), dims, keepdims)
 
 
-def _lse_expected(a: np.ndarray, axis: Any, keepdims: bool, return_sign: bool) -> Any:
+def _expected(a: np.ndarray, axis: Any, keepdims: bool, return_sign: bool) -> Any:
     """The torch path's result for a small ``a`` served by it, with its arithmetic done in NumPy (for the check)."""
-    work = a.dtype if a.dtype in _LSE_FLOATS else np.dtype(np.float64)
-    dims = _lse_reduced_dims(axis, a.ndim)
+    work = a.dtype if a.dtype in _FLOATS else np.dtype(np.float64)
+    dims = _reduced_dims(axis, a.ndim)
     assert dims is not None, axis
-    view, flipped = _lse_positive_strides(a)
+    view, flipped = _positive_strides(a)
     with np.errstate(all="ignore"):  # inf - inf in non-finite slices, as on torch
-        reduced = _lse_reduce_like_blocks(view, dims, work)
-        return _lse_finish(a, dims, flipped, reduced, work, keepdims, return_sign)
+        reduced = _reduce_like_blocks(view, dims, work)
+        return _finish(a, dims, flipped, reduced, work, keepdims, return_sign)
 
 
-def _lse_reduce_like_blocks(view: np.ndarray, dims: tuple[int, ...], work: np.dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(a_max, m, s)`` as ``_lse_block_sums`` computes them with the full mask, on one block."""
+def _reduce_like_blocks(view: np.ndarray, dims: tuple[int, ...], work: np.dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(a_max, m, s)`` as ``_block_sums`` computes them with the full mask, on one block."""
     x = view.astype(work)
     a_max = np.max(x, axis=dims, keepdims=True)
     shifted = x - a_max
@@ -527,7 +527,7 @@ def _lse_reduce_like_blocks(view: np.ndarray, dims: tuple[int, ...], work: np.dt
     return a_max, np.sum(is_max, axis=dims, keepdims=True).astype(np.int64), s
 
 
-def _lse_laid_out(a: np.ndarray, dims: tuple[int, ...], flipped: tuple[int, ...], values: np.ndarray, work: np.dtype) -> np.ndarray:
+def _laid_out(a: np.ndarray, dims: tuple[int, ...], flipped: tuple[int, ...], values: np.ndarray, work: np.dtype) -> np.ndarray:
     """``values`` (keepdims shape, computed on the flipped view) in the layout SciPy's arrays have.
 
     NumPy lays a reduction's result out in the input's stride order; SciPy's
@@ -544,7 +544,7 @@ def _lse_laid_out(a: np.ndarray, dims: tuple[int, ...], flipped: tuple[int, ...]
     return result
 
 
-def _lse_squeezed(values: np.ndarray, dims: tuple[int, ...], keepdims: bool) -> Any:
+def _squeezed(values: np.ndarray, dims: tuple[int, ...], keepdims: bool) -> Any:
     if not keepdims:
         values = np.squeeze(values, axis=dims)
     return values[()] if values.ndim == 0 else values

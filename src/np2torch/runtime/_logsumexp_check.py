@@ -5,7 +5,7 @@ The torch path reproduces one SciPy formula and result layout (1.16/1.17's; see
 installed SciPy: it calls it on small probes and compares each result, bit for
 bit and in type, dtype, shape and strides, with the torch path's own arithmetic
 redone in NumPy (``expected``, given by ``_logsumexp``: ``a_max``, ``m`` and
-``s`` reduced as its blocks do, then its ``_lse_finish``).  The probes are chosen so that every sum is exact in any
+``s`` reduced as its blocks do, then its ``_finish``).  The probes are chosen so that every sum is exact in any
 order (at most two terms per slice are neither a maximum nor an exact 0), so
 only a different formula, special-value rule or layout can make them differ.
 

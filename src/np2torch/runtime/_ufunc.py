@@ -61,7 +61,7 @@ from .table import ELEMENTWISE_FUNCTIONS, Function
 register_runtime_file(__file__)
 
 # "np2torch.runtime" here; the vendored package's name in a copy made by `np2torch vendor`.
-_UF_PUBLIC_MODULE = __name__.rsplit("._ufunc", 1)[0]
+_PUBLIC_MODULE = __name__.rsplit("._ufunc", 1)[0]
 
 
 class UfuncSpec(Record):
@@ -99,7 +99,7 @@ _CASTINGS = frozenset(("no", "equiv", "safe", "same_kind", "unsafe"))
 _ORDERS = frozenset(("K", "A", "C", "F"))
 # Elements per piece when a float32 result is computed in float64, or when an
 # in-place call must keep its inputs for the error check.
-_UF_PIECE = 1 << 18
+_PIECE = 1 << 18
 
 
 class _UfuncPlan(Record):
@@ -163,12 +163,12 @@ class _UfuncState:
             return self.plans[key]
         except KeyError:
             pass
-        found = _uf_make_plan(self.spec, self.load(), x_dtype, out_dtype, dtype, casting)
+        found = _make_plan(self.spec, self.load(), x_dtype, out_dtype, dtype, casting)
         self.plans[key] = found
         return found
 
 
-def _uf_make_plan(
+def _make_plan(
     spec: UfuncSpec, original: Any, x_dtype: np.dtype, out_dtype: np.dtype | None, dtype: Any, casting: str
 ) -> _UfuncPlan | None:
     # The original's own type resolution, never a guess: scipy.special.erf
@@ -220,7 +220,7 @@ def make_ufunc_helper(spec: UfuncSpec) -> Callable[..., Any]:
 
     def helper(x: Any, /, *args: Any, **kwargs: Any) -> Any:
         # The hot path: everything below the size test is for large arrays only,
-        # and the rest is an inlined _uf_fallback (a small call costs ~0.3 us here).
+        # and the rest is an inlined _fallback (a small call costs ~0.3 us here).
         if type(x) is ndarray:
             settings = get_scoped()
             if settings is None:
@@ -229,14 +229,14 @@ def make_ufunc_helper(spec: UfuncSpec) -> Callable[..., Any]:
             if gate is None:
                 gate = state.floors.get(x.dtype, 0)
             if x.size >= gate:
-                return _uf_dispatch(state, redirects, settings, x, args, kwargs)
+                return _dispatch(state, redirects, settings, x, args, kwargs)
         elif DASK_ARRAY in modules and is_dask_array(x):  # Dask is never imported here (as array-api-compat)
             return dask_elementwise(helper, state.load(), x, args, kwargs)
         redirect = redirects.get(get_extobj(), miss)
         if redirect is None:
             return state.original(x, *args, **kwargs)
         if redirect is miss:
-            return _uf_fallback(state, redirects, redirect, x, args, kwargs)
+            return _fallback(state, redirects, redirect, x, args, kwargs)
         token = set_extobj(redirect)
         try:
             return state.original(x, *args, **kwargs)
@@ -244,17 +244,17 @@ def make_ufunc_helper(spec: UfuncSpec) -> Callable[..., Any]:
             reset_extobj(token)
 
     helper.__name__ = helper.__qualname__ = spec.name
-    helper.__module__ = _UF_PUBLIC_MODULE
+    helper.__module__ = _PUBLIC_MODULE
     helper.__doc__ = spec.doc
     helper._np2torch_spec = spec  # type: ignore[attr-defined]
     helper._np2torch_state = state  # type: ignore[attr-defined]
-    helper._np2torch_which = lambda x, *args, **kwargs: _uf_which(state, x, args, kwargs)  # type: ignore[attr-defined]
+    helper._np2torch_which = lambda x, *args, **kwargs: _which(state, x, args, kwargs)  # type: ignore[attr-defined]
     _decide.on_change(state.forget_floors)
-    _calibrate.register(spec.name, lambda path, x: _uf_run_path(state, path, x))
+    _calibrate.register(spec.name, lambda path, x: _run_path(state, path, x))
     return helper
 
 
-def _uf_fallback(state: _UfuncState, redirects: dict[Any, Any], redirect: Any, x: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def _fallback(state: _UfuncState, redirects: dict[Any, Any], redirect: Any, x: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """The original with the caller's arguments, its warnings pointing at the caller's line."""
     if redirect is REDIRECT_MISS:
         _, _, redirect = warn_redirect(state.spec.attr, redirects)
@@ -263,7 +263,7 @@ def _uf_fallback(state: _UfuncState, redirects: dict[Any, Any], redirect: Any, x
     return call_redirected(redirect, state.original, (x, *args), kwargs)
 
 
-def _uf_parse_call(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, str, str, Any] | None:
+def _parse_call(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, str, str, Any] | None:
     """``(out, casting, order, dtype)`` when every argument is one we reproduce, else None."""
     out = None
     if args:
@@ -301,7 +301,7 @@ def _uf_parse_call(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, 
     return out, casting, order, dtype
 
 
-def _uf_route(state: _UfuncState, settings: Any, plan: _UfuncPlan, size: int, dry_run: bool = False) -> Route | None:
+def _route(state: _UfuncState, settings: Any, plan: _UfuncPlan, size: int, dry_run: bool = False) -> Route | None:
     """Where this call runs (None: the original); a clear error for an explicit CUDA device without CUDA."""
     device = settings.device
     found = _decide.route(state.spec.name, plan.name, size, device, settings.min_size, plan.cuda_ok, dry_run=dry_run)
@@ -313,55 +313,55 @@ def _uf_route(state: _UfuncState, settings: Any, plan: _UfuncPlan, size: int, dr
     return found
 
 
-def _uf_dispatch(
+def _dispatch(
     state: _UfuncState, redirects: dict[Any, Any], settings: Any, x: np.ndarray, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
-    result = _uf_try_torch(state, settings, x, args, kwargs)
-    if result is _UF_DECLINED:
-        return _uf_fallback(state, redirects, REDIRECT_MISS, x, args, kwargs)
+    result = _try_torch(state, settings, x, args, kwargs)
+    if result is _DECLINED:
+        return _fallback(state, redirects, REDIRECT_MISS, x, args, kwargs)
     return result
 
 
-_UF_DECLINED = object()
+_DECLINED = object()
 
 
-def _uf_try_torch(state: _UfuncState, settings: Any, x: np.ndarray, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def _try_torch(state: _UfuncState, settings: Any, x: np.ndarray, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     if settings.gate is None and x.dtype not in state.floors:
         if _decide.deferring(x.size):
             state.floors[x.dtype] = _decide.DEFER_FLOOR  # smaller calls skip even this test
-            return _UF_DECLINED
+            return _DECLINED
         state.learn_floor(x.dtype)
         if x.size < state.floors[x.dtype]:
-            return _UF_DECLINED
-    prepared = _uf_prepare(state, settings, x, args, kwargs, dry_run=False)
+            return _DECLINED
+    prepared = _prepare(state, settings, x, args, kwargs, dry_run=False)
     if type(prepared) is str:
-        return _UF_DECLINED
+        return _DECLINED
     route, plan, out, order, inplace, checks = prepared
-    result = out if out is not None else _uf_allocate(x, plan, order)
+    result = out if out is not None else _allocate(x, plan, order)
     if route.device == "cpu":
         with threads(route.threads, adapt=route.adapt):
-            _uf_run(state, route.device, plan, x, result, inplace, checks)
+            _run(state, route.device, plan, x, result, inplace, checks)
     else:
-        _uf_run(state, route.device, plan, x, result, inplace, checks)
+        _run(state, route.device, plan, x, result, inplace, checks)
     if out is not None:
         return out
     return result[()] if result.ndim == 0 else result
 
 
-def _uf_prepare(state: _UfuncState, settings: Any, x: np.ndarray, args: tuple[Any, ...], kwargs: dict[str, Any], dry_run: bool) -> Any:
+def _prepare(state: _UfuncState, settings: Any, x: np.ndarray, args: tuple[Any, ...], kwargs: dict[str, Any], dry_run: bool) -> Any:
     """``(route, plan, out, order, inplace, checks)`` for a call torch serves, else why not (a string)."""
-    call = _uf_parse_call(args, kwargs)
+    call = _parse_call(args, kwargs)
     if call is None:
         return "an argument or keyword the runtime does not reproduce exactly (where=, a tuple of outputs, a subclass, ...)"
     out, casting, order, dtype = call
     plan = state.plan(x.dtype, None if out is None else out.dtype, dtype, casting)
     if plan is None:
         return f"no loop verified on torch for {x.dtype} input (the original's type resolution picks another)"
-    if state.spec.module == "scipy.special" and _uf_scipy_reports():
+    if state.spec.module == "scipy.special" and _scipy_reports():
         return "scipy.special.errstate asks for reports, which only SciPy gives"
     if settings.device == "numpy":
         return _decide.original_reason(state.spec.name, plan.name, x.size, "numpy", None)
-    route = _uf_route(state, settings, plan, x.size, dry_run)
+    route = _route(state, settings, plan, x.size, dry_run)
     if route is None:
         if not dry_run:
             return "the original"  # the reason is spelled out only for which()
@@ -371,21 +371,21 @@ def _uf_prepare(state: _UfuncState, settings: Any, x: np.ndarray, args: tuple[An
     checks = error_checks()
     inplace: bool | None = False
     if out is not None:
-        inplace = _uf_out_relation(x, out, plan)
+        inplace = _out_relation(x, out, plan)
         if inplace is None:
             return "an out= array torch cannot write exactly (overlapping, broadcast, read-only or another layout)"
-    if inplace and checks is not None and not _uf_flat_pair(out, out):
+    if inplace and checks is not None and not _flat_pair(out, out):
         return "in place under a reporting np.errstate on a non-contiguous array"
     return route, plan, out, order, inplace, checks
 
 
-def _uf_which(state: _UfuncState, x: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, str]:
+def _which(state: _UfuncState, x: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, str]:
     """``(path, why)`` for a call, without running it (no ski-rental count, no measurement)."""
     name = state.spec.name
     if type(x) is not np.ndarray:
         return "numpy", f"{name}: not exactly a numpy.ndarray ({type(x).__name__}): the original"
     settings = SETTINGS_VAR.get() or PROCESS_SETTINGS.value
-    prepared = _uf_prepare(state, settings, x, args, kwargs, dry_run=True)
+    prepared = _prepare(state, settings, x, args, kwargs, dry_run=True)
     if type(prepared) is str:
         return "numpy", f"{name} over {x.size:,} elements of {x.dtype}: {prepared}"
     route = prepared[0]
@@ -394,7 +394,7 @@ def _uf_which(state: _UfuncState, x: Any, args: tuple[Any, ...], kwargs: dict[st
     return kind, f"{name} over {x.size:,} elements of {prepared[1].name}{threads_text}: {route.why}"
 
 
-def _uf_run_path(state: _UfuncState, path: str, x: np.ndarray) -> Any:
+def _run_path(state: _UfuncState, path: str, x: np.ndarray) -> Any:
     """One call of the helper through ``path`` on the scratch input ``x`` (calibration and tune)."""
     if path == "numpy":
         return state.load()(x)
@@ -402,17 +402,17 @@ def _uf_run_path(state: _UfuncState, path: str, x: np.ndarray) -> Any:
     if plan is None:
         raise ValueError(f"{state.spec.name} has no torch loop for {x.dtype}")
     device = "cuda" if path == "cuda" else "cpu"
-    result = _uf_allocate(x, plan, "K")
+    result = _allocate(x, plan, "K")
     checks = error_checks()
     if device == "cpu":
         with threads(1 if path == "cpu1" else 0, adapt=False):  # the pool as it is, never shrunk: what tune measures
-            _uf_run(state, device, plan, x, result, False, checks)
+            _run(state, device, plan, x, result, False, checks)
     else:
-        _uf_run(state, device, plan, x, result, False, checks)
+        _run(state, device, plan, x, result, False, checks)
     return result
 
 
-def _uf_scipy_reports() -> bool:
+def _scipy_reports() -> bool:
     """Whether ``scipy.special.errstate``/``seterr`` asks for any report (default: only ``memory``).
 
     SciPy's special functions report domain, singularity and overflow errors
@@ -423,13 +423,13 @@ def _uf_scipy_reports() -> bool:
     return any(mode != "ignore" for kind, mode in geterr().items() if kind != "memory")
 
 
-def _uf_out_relation(x: np.ndarray, out: np.ndarray, plan: _UfuncPlan) -> bool | None:
+def _out_relation(x: np.ndarray, out: np.ndarray, plan: _UfuncPlan) -> bool | None:
     """For a served ``out``: False (disjoint), True (exactly in place), None (decline)."""
     if out.shape != x.shape or out.dtype != plan.loop or not out.flags.writeable or not can_view(out):
         # NumPy raises for a read-only out (torch would write into it) and
         # broadcasts into a larger one: let it.
         return None
-    if not _uf_no_self_overlap(out):
+    if not _no_self_overlap(out):
         # An output whose elements share memory (a zero stride, as_strided
         # windows): NumPy writes it element by element in its own order; torch
         # refuses it or writes in another order.  The original decides.
@@ -446,7 +446,7 @@ def _uf_out_relation(x: np.ndarray, out: np.ndarray, plan: _UfuncPlan) -> bool |
     return True if same else None
 
 
-def _uf_no_self_overlap(a: np.ndarray) -> bool:
+def _no_self_overlap(a: np.ndarray) -> bool:
     """Whether no two elements of ``a`` share memory (proved from the strides; False when unsure).
 
     Sorted by stride, each axis must step past everything the smaller axes span.
@@ -459,7 +459,7 @@ def _uf_no_self_overlap(a: np.ndarray) -> bool:
     return True
 
 
-def _uf_allocate(x: np.ndarray, plan: _UfuncPlan, order: Literal["K", "A", "C", "F"]) -> np.ndarray:
+def _allocate(x: np.ndarray, plan: _UfuncPlan, order: Literal["K", "A", "C", "F"]) -> np.ndarray:
     """An uninitialized result with exactly the strides the ufunc would give it.
 
     Mirrors NumPy's ``check_for_trivial_loop``/``try_trivial_single_output_loop``
@@ -493,16 +493,16 @@ def _uf_allocate(x: np.ndarray, plan: _UfuncPlan, order: Literal["K", "A", "C", 
     return allocated
 
 
-def _uf_flat_pair(a: np.ndarray, b: np.ndarray) -> bool:
+def _flat_pair(a: np.ndarray, b: np.ndarray) -> bool:
     """Whether ``a`` and ``b`` are dense with the same layout, so 1-D views pair elements."""
     return a.strides == b.strides and a.itemsize == b.itemsize and (a.flags.c_contiguous or a.flags.f_contiguous)
 
 
-def _uf_flat(a: np.ndarray) -> np.ndarray:
+def _flat(a: np.ndarray) -> np.ndarray:
     return a.ravel(order="K")
 
 
-def _uf_run(
+def _run(
     state: _UfuncState,
     device: str,
     plan: _UfuncPlan,
@@ -516,7 +516,7 @@ def _uf_run(
     if inplace:
         if checks is not None:
             # The inputs are overwritten as we go: keep each piece's inputs for the check.
-            _uf_inplace_checked(state, plan, result, checks)
+            _inplace_checked(state, plan, result, checks)
             return
     elif plan.stage or not can_view(x):
         np.copyto(result, x, casting="unsafe")  # NumPy's own (exact) input cast / layout copy
@@ -524,34 +524,34 @@ def _uf_run(
     under = checks is not None and checks.under
     others = checks is not None and checks.others
     if device != "cpu" and (result.flags.c_contiguous or result.flags.f_contiguous):
-        if not _uf_flat_pair(src, result):
+        if not _flat_pair(src, result):
             np.copyto(result, src, casting="unsafe")
             src = result
-        suspicious = cuda_unary(spec.torch_op, _uf_flat(src), _uf_flat(result), device, plan.cuda_wide, others)
+        suspicious = cuda_unary(spec.torch_op, _flat(src), _flat(result), device, plan.cuda_wide, others)
     else:
-        _uf_compute_cpu(spec.torch_op, plan, src, result)
-        suspicious = others and not _uf_all_finite(tensor_view(result))
+        _compute_cpu(spec.torch_op, plan, src, result)
+        suspicious = others and not _all_finite(tensor_view(result))
     if under or suspicious:
-        _uf_report(state, _uf_settle(state, x, result, under))
+        _report(state, _settle(state, x, result, under))
 
 
-def _uf_compute_cpu(op_name: str, plan: _UfuncPlan, src: np.ndarray, dst: np.ndarray) -> None:
+def _compute_cpu(op_name: str, plan: _UfuncPlan, src: np.ndarray, dst: np.ndarray) -> None:
     """``dst[...] = op(src)`` with torch on the host, writing into ``dst``'s memory."""
     torch = load_torch()
-    op = _uf_torch_op(torch, op_name)
+    op = _torch_op(torch, op_name)
     if plan.wide is None:
         op(tensor_view(src), out=tensor_view(dst))
         return
     wide = getattr(torch, plan.wide)
-    if _uf_flat_pair(src, dst):
-        _uf_widened_pieces(torch, op, wide, tensor_view(_uf_flat(src)), tensor_view(_uf_flat(dst)))
+    if _flat_pair(src, dst):
+        _widened_pieces(torch, op, wide, tensor_view(_flat(src)), tensor_view(_flat(dst)))
     else:
         tensor_view(dst).copy_(op(tensor_view(src).to(wide)))
 
 
-def _uf_torch_op(torch: Any, name: str) -> Callable[..., Any]:
-    """``torch.<name>`` (a dotted name such as ``special.ndtr`` too), or a composition in :data:`_UF_COMPOSED`."""
-    composed = _UF_COMPOSED.get(name)
+def _torch_op(torch: Any, name: str) -> Callable[..., Any]:
+    """``torch.<name>`` (a dotted name such as ``special.ndtr`` too), or a composition in :data:`_COMPOSED`."""
+    composed = _COMPOSED.get(name)
     if composed is not None:
         return composed
     op: Callable[..., Any] = torch
@@ -560,7 +560,7 @@ def _uf_torch_op(torch: Any, name: str) -> Callable[..., Any]:
     return op
 
 
-def _uf_erfinv_unsigned_zero(t: Any, out: Any = None) -> Any:
+def _erfinv_unsigned_zero(t: Any, out: Any = None) -> Any:
     # scipy.special.erfinv(-0.0) is +0.0 where torch.erfinv gives -0.0; adding
     # +0.0 changes only that sign (-0.0 + 0.0 == +0.0; every other value, NaN
     # included, is unchanged).
@@ -568,15 +568,15 @@ def _uf_erfinv_unsigned_zero(t: Any, out: Any = None) -> Any:
 
 
 # torch_op names the runtime composes itself (CPU only: a spec using one lists no CUDA loops).
-_UF_COMPOSED: Mapping[str, Callable[..., Any]] = {"erfinv_unsigned_zero": _uf_erfinv_unsigned_zero}
+_COMPOSED: Mapping[str, Callable[..., Any]] = {"erfinv_unsigned_zero": _erfinv_unsigned_zero}
 
 
-def _uf_widened_pieces(torch: Any, op: Any, wide: Any, src: Any, dst: Any) -> None:
+def _widened_pieces(torch: Any, op: Any, wide: Any, src: Any, dst: Any) -> None:
     """1-D ``dst = op(src computed in wide)``, piecewise, so the wide temporary stays small."""
     n = dst.numel()
     if n == 0:
         return
-    piece = max(_UF_PIECE, 32768 * torch.get_num_threads())
+    piece = max(_PIECE, 32768 * torch.get_num_threads())
     scratch = torch.empty(min(piece, n), dtype=wide)
     for start in range(0, n, piece):
         stop = min(start + piece, n)
@@ -586,7 +586,7 @@ def _uf_widened_pieces(torch: Any, op: Any, wide: Any, src: Any, dst: Any) -> No
         dst[start:stop].copy_(tmp)
 
 
-def _uf_all_finite(t: Any) -> bool:
+def _all_finite(t: Any) -> bool:
     """One multithreaded pass over the result: does it hold only finite values?
 
     float64: a sum is finite only if every term is (a sum that overflows is a
@@ -605,29 +605,29 @@ def _uf_all_finite(t: Any) -> bool:
     return math.isfinite(float(low)) and math.isfinite(float(high))
 
 
-def _uf_suspects(x: np.ndarray, result: np.ndarray, under: bool) -> np.ndarray:
+def _suspects(x: np.ndarray, result: np.ndarray, under: bool) -> np.ndarray:
     """Elements whose flags NumPy might raise: non-finite results; with ``under``, tiny ones."""
     with np.errstate(all="ignore"):
         mask: np.ndarray = ~np.isfinite(result)
         if under:
             tiny = np.finfo(result.dtype).smallest_normal
-            for part in _uf_parts(result):
+            for part in _parts(result):
                 mask |= np.abs(part) < tiny
             if x.dtype.kind in "fc":
                 # float32 exp flags underflow for a subnormal *input* (result 1.0)
                 tiny_in = np.finfo(x.dtype).smallest_normal
-                for part in _uf_parts(x):
+                for part in _parts(x):
                     mask |= np.abs(part) < tiny_in
     return mask
 
 
-def _uf_parts(a: np.ndarray) -> list[np.ndarray]:
+def _parts(a: np.ndarray) -> list[np.ndarray]:
     return [a.real, a.imag] if a.dtype.kind == "c" else [a]
 
 
-def _uf_settle(state: _UfuncState, x: np.ndarray, result: np.ndarray, under: bool) -> np.ndarray | None:
+def _settle(state: _UfuncState, x: np.ndarray, result: np.ndarray, under: bool) -> np.ndarray | None:
     """Give suspicious elements the original's own values; returns their inputs (None if none)."""
-    mask = _uf_suspects(x, result, under)
+    mask = _suspects(x, result, under)
     if not mask.any():
         return None
     inputs: np.ndarray = x[mask]
@@ -636,31 +636,31 @@ def _uf_settle(state: _UfuncState, x: np.ndarray, result: np.ndarray, under: boo
     return inputs
 
 
-def _uf_report(state: _UfuncState, inputs: np.ndarray | None) -> None:
+def _report(state: _UfuncState, inputs: np.ndarray | None) -> None:
     """Let NumPy report the flags the original raises on ``inputs``: warn (at the user's line), raise, call, log."""
     if inputs is not None:
         numpy_call(state.load(), state.spec.attr, inputs)
 
 
-def _uf_inplace_checked(state: _UfuncState, plan: _UfuncPlan, result: np.ndarray, checks: ErrorChecks) -> None:
+def _inplace_checked(state: _UfuncState, plan: _UfuncPlan, result: np.ndarray, checks: ErrorChecks) -> None:
     """In place under a non-quiet errstate: piecewise, keeping each piece's inputs for the check."""
     torch = load_torch()
     under = checks.under
-    flat = _uf_flat(result)
-    piece = max(_UF_PIECE, 32768 * torch.get_num_threads())
+    flat = _flat(result)
+    piece = max(_PIECE, 32768 * torch.get_num_threads())
     saved = np.empty(min(piece, flat.size), dtype=flat.dtype)
     suspects: list[np.ndarray] = []
     for start in range(0, flat.size, piece):
         part = flat[start : start + piece]
         kept = saved[: part.size]
         np.copyto(kept, part)
-        _uf_compute_cpu(state.spec.torch_op, plan, part, part)
-        if under or not _uf_all_finite(tensor_view(part)):
-            found = _uf_settle(state, kept, part, under)
+        _compute_cpu(state.spec.torch_op, plan, part, part)
+        if under or not _all_finite(tensor_view(part)):
+            found = _settle(state, kept, part, under)
             if found is not None:
                 suspects.append(found)
     if suspects:
-        _uf_report(state, np.concatenate(suspects))
+        _report(state, np.concatenate(suspects))
 
 
 def _spec(row: Function) -> UfuncSpec:
