@@ -84,9 +84,9 @@ def contention(repeat: int = 9) -> None:
     import scipy.special
 
     import np2torch.runtime as np2t
-    from np2torch.runtime import _backend
+    from np2torch.runtime import tuning
 
-    _backend.load_torch()
+    tuning.torch_available()
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     stop = mp.Event()
     spinners = [mp.Process(target=_spin, args=(stop,), daemon=True) for _ in range(cores)]

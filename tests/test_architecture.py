@@ -127,3 +127,25 @@ def test_the_flake8_plugin_needs_no_runner() -> None:
 
 def test_the_crossing_check_sees_an_import() -> None:
     assert _crossings("np2torch.tools", ("np2torch.runtime",)) != []
+
+
+def _private_runtime_imports(layer: str) -> List[str]:
+    """Imports of a private runtime module (``np2torch.runtime._x``) by the modules of ``layer``."""
+    found = []
+    for name, path in MODULES.items():
+        if not (name == layer or name.startswith(layer + ".")):
+            continue
+        for module, names in _imports(name, path):
+            targets = [module] + [f"{module}.{n}" for n in names]
+            found += [f"{name} imports {target}" for target in targets if target.startswith("np2torch.runtime._")
+                      and not target.startswith("np2torch.runtime.__")]
+    return found
+
+
+def test_the_tools_use_the_runtime_only_through_its_public_modules() -> None:
+    # np2torch tune and bench measure through np2torch.runtime.tuning; the rest is private to the runtime.
+    assert _private_runtime_imports("np2torch.tools") == []
+
+
+def test_the_private_import_check_sees_one() -> None:
+    assert _private_runtime_imports("np2torch.runtime.tuning") != []

@@ -162,8 +162,8 @@ def test_rules_markdown_lists_every_row(capsys: pytest.CaptureFixture[str]) -> N
 def test_the_rules_the_runtime_and_bench_derive_from_one_function_table() -> None:
     # A function is described once (np2torch/runtime/table.py); everything else follows from it.
     import np2torch.runtime as np2t
-    from np2torch.runtime import _ufunc
     from np2torch.runtime import table as _table
+    from np2torch.runtime._api import HELPERS
     from np2torch.tools import bench
 
     rows = {row.code: row for row in _table.FUNCTIONS}
@@ -174,11 +174,11 @@ def test_the_rules_the_runtime_and_bench_derive_from_one_function_table() -> Non
         assert (rule.qualname, rule.helper) == (row.qualname, row.name)
         assert row.name in np2t.__all__ and callable(getattr(np2t, row.name))
         assert row.name in bench.RECIPES
-    specs = {spec.name: spec for spec in _ufunc.UFUNC_SPECS}
-    assert set(specs) == {row.name for row in _table.ELEMENTWISE_FUNCTIONS}
-    for row in _table.ELEMENTWISE_FUNCTIONS:
-        spec = specs[row.name]
-        assert (spec.module, spec.torch_op, dict(spec.compute), dict(spec.cuda_compute)) == (row.module, row.torch_op, dict(row.loops), dict(row.cuda_loops))
+    assert set(HELPERS) == {row.name for row in _table.FUNCTIONS}
+    for row in _table.FUNCTIONS:
+        helper = HELPERS[row.name]
+        assert helper.row is row and helper.function is getattr(np2t, row.name)
+        assert type(helper).__module__.rpartition(".")[2] == row.implementation
         assert set(row.cuda_loops) <= set(row.loops)
 
 

@@ -21,15 +21,16 @@ from test_runtime_errstate import __file__ as ERRSTATE_FILE
 
 import np2torch.runtime as np2t
 from np2torch.lint.rules import RULES
-from np2torch.runtime import _profile, _ufunc
+from np2torch.runtime import _model, _profile, _ufunc
 from np2torch.runtime import table as _table
+from np2torch.runtime._api import HELPERS
 
-SPECS = {spec.name: spec for spec in _ufunc.UFUNC_SPECS}
+SPECS = {row.name: row for row in _table.ELEMENTWISE_FUNCTIONS}
 
 
 def _original(name: str) -> Callable:
-    spec = SPECS[name]
-    return getattr(importlib.import_module(spec.module), spec.attr)
+    row = SPECS[name]
+    return getattr(importlib.import_module(row.module), row.name)
 
 
 def _specials(dtype: str) -> np.ndarray:
@@ -41,7 +42,7 @@ def _specials(dtype: str) -> np.ndarray:
         return np.concatenate([filler[:20], np.array(values), filler[20:]]).astype(dtype)
 
 
-REAL_LOOPS = [(name, dtype) for name, spec in SPECS.items() for dtype in spec.compute if dtype.startswith("float")]
+REAL_LOOPS = [(name, dtype) for name, spec in SPECS.items() for dtype in spec.loops if dtype.startswith("float")]
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -207,7 +208,7 @@ def test_underflow_flags_of_tiny_normal_inputs(name, dtype, mode, capsys):
 
 
 def _served(name: str) -> dict:
-    return dict(SPECS[name].compute)
+    return dict(SPECS[name].loops)
 
 
 def test_the_loops_the_catalogue_accepted():
@@ -285,8 +286,8 @@ def test_every_spec_has_a_rule_and_the_builtin_profile_measures_only_served_loop
     # needs no profile edit); a curve for a loop no longer served is stale.
     helpers = {rule.helper for rule in RULES}
     assert set(SPECS) <= helpers
-    served = {_profile.curve_key(row.name, dtype) for row in _table.FUNCTIONS for dtype in row.loops}
+    served = {_model.curve_key(row.name, dtype) for row in _table.FUNCTIONS for dtype in row.loops}
     assert set(_profile.load_builtin().curves) <= served
     for name, spec in SPECS.items():
-        assert getattr(np2t, name)._np2torch_spec is spec
+        assert HELPERS[name].row is spec and HELPERS[name].function is getattr(np2t, name)
         assert name in np2t.__all__

@@ -13,7 +13,8 @@ import pytest
 
 import np2torch.runtime as np2t
 from np2torch.runtime import _backend, _config, _decide, _ufunc
-from np2torch.runtime.table import FUNCTIONS_BY_NAME
+from np2torch.runtime._state import PROCESS
+from np2torch.runtime.table import ELEMENTWISE_FUNCTIONS, FUNCTIONS_BY_NAME
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -39,9 +40,9 @@ def torch_calls(monkeypatch: pytest.MonkeyPatch) -> List[Any]:
 
 @pytest.fixture(autouse=True)
 def restore_process_settings():
-    before = _config._ProcessSettings.value
+    before = PROCESS.settings
     yield
-    _config._ProcessSettings.value = before
+    PROCESS.settings = before
 
 
 @pytest.mark.parametrize(
@@ -92,19 +93,19 @@ def test_the_default_device_is_auto():
 def test_configure_returns_previous_and_keeps_unnamed_fields():
     first = np2t.configure(device="cpu", min_size=123)
     previous = np2t.configure(min_size=None)
-    assert previous == np2t.Settings(device="cpu", min_size=123)
-    assert np2t.current_settings() == np2t.Settings(device="cpu", min_size=None)
+    assert previous == np2t.RuntimeSettings(device="cpu", min_size=123)
+    assert np2t.current_settings() == np2t.RuntimeSettings(device="cpu", min_size=None)
     np2t.configure(device=first.device, min_size=first.min_size)
 
 
 def test_using_nests_and_restores():
     np2t.configure(device="cpu", min_size=None)
     with np2t.using(min_size=0) as outer:
-        assert outer == np2t.current_settings() == np2t.Settings("cpu", 0)
+        assert outer == np2t.current_settings() == np2t.RuntimeSettings("cpu", 0)
         with np2t.using(device="numpy"):
-            assert np2t.current_settings() == np2t.Settings("numpy", 0)
+            assert np2t.current_settings() == np2t.RuntimeSettings("numpy", 0)
         assert np2t.current_settings() == outer
-    assert np2t.current_settings() == np2t.Settings("cpu", None)
+    assert np2t.current_settings() == np2t.RuntimeSettings("cpu", None)
 
 
 def test_using_is_local_to_its_thread():
@@ -123,16 +124,16 @@ def test_using_is_local_to_its_thread():
         inside.set()
         release.wait(10)
     thread.join(10)
-    assert seen["other"] == _config._ProcessSettings.value
+    assert seen["other"] == PROCESS.settings
 
 
 @pytest.fixture
 def torch_loaded():
     # With torch imported there is nothing to rent (test_runtime_profile.py covers the ski rental).
-    assert _backend.load_torch() is not None
-    _decide.reload()
+    assert _backend.load_torch()
+    PROCESS.reload_profile()
     yield
-    _decide.reload()
+    PROCESS.reload_profile()
 
 
 def _first_torch_size(name: str, dtype: str) -> int | None:
@@ -142,7 +143,7 @@ def _first_torch_size(name: str, dtype: str) -> int | None:
 
 def test_small_arrays_take_the_numpy_path(torch_calls, torch_loaded):
     np2t.configure(device="cpu", min_size=None)
-    pairs = [(row.name, d) for row in _ufunc.ELEMENTWISE_FUNCTIONS for d in row.loops if d.startswith("float")]
+    pairs = [(row.name, d) for row in ELEMENTWISE_FUNCTIONS for d in row.loops if d.startswith("float")]
     name, dtype, threshold = next((n, d, t) for n, d in pairs if (t := _first_torch_size(n, d)) is not None)
     helper = getattr(np2t, name)
     low = FUNCTIONS_BY_NAME[name].domain[0]
@@ -155,8 +156,8 @@ def test_small_arrays_take_the_numpy_path(torch_calls, torch_loaded):
 
 def test_decisions_follow_the_profile_per_dtype(torch_calls, torch_loaded):
     np2t.configure(device="cpu", min_size=None)
-    never = [(row.name, d) for row in _ufunc.ELEMENTWISE_FUNCTIONS for d in row.loops if _first_torch_size(row.name, d) is None]
-    some = [(row.name, d) for row in _ufunc.ELEMENTWISE_FUNCTIONS for d in row.loops if _first_torch_size(row.name, d) is not None]
+    never = [(row.name, d) for row in ELEMENTWISE_FUNCTIONS for d in row.loops if _first_torch_size(row.name, d) is None]
+    some = [(row.name, d) for row in ELEMENTWISE_FUNCTIONS for d in row.loops if _first_torch_size(row.name, d) is not None]
     assert some, "the built-in profile sends nothing to torch"
     for name, dtype in never:
         x = np.full(10**6, 0.5, dtype=dtype)

@@ -21,11 +21,13 @@ da = pytest.importorskip("dask.array")
 sc = pytest.importorskip("scipy.special")
 
 import np2torch.runtime as np2t  # noqa: E402
+from np2torch.runtime._api import HELPERS as RUNTIME_HELPERS  # noqa: E402
 from np2torch.runtime._dask import explicit_settings, is_dask_array  # noqa: E402
-from np2torch.runtime._ufunc import HELPERS, UFUNC_SPECS  # noqa: E402
 from np2torch.runtime.table import FUNCTIONS_BY_NAME  # noqa: E402
 
-ORIGINALS = {spec.name: getattr(np if spec.module == "numpy" else sc, spec.attr) for spec in UFUNC_SPECS}
+ELEMENTWISE = [row for row in FUNCTIONS_BY_NAME.values() if row.kind == "elementwise"]
+ORIGINALS = {row.name: getattr(np if row.module == "numpy" else sc, row.name) for row in ELEMENTWISE}
+HELPERS = {row.name: RUNTIME_HELPERS[row.name].function for row in ELEMENTWISE}
 SYNC = {"scheduler": "synchronous"}
 
 

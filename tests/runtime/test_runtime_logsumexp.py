@@ -33,6 +33,7 @@ import np2torch.runtime as np2t
 from np2torch.runtime import _logsumexp as lse
 from np2torch.runtime import _logsumexp_check as lse_check
 from np2torch.runtime._backend import load_torch
+from np2torch.runtime._state import PROCESS
 
 MAX_ULP = 4
 PRODUCTION_BLOCK = lse._CPU_BLOCK  # before the fixture below shrinks it
@@ -55,7 +56,7 @@ def on_torch(a: np.ndarray, axis: Any = None, keepdims: bool = False, return_sig
     """The torch path's result; fails if the path declines (skips if the installed SciPy's verdict made it)."""
     with np2t.using(device="cpu", min_size=0):
         result = lse._try_torch(a, axis, keepdims, return_sign, np2t.current_settings())
-    verdict = lse._verdict()
+    verdict = lse.HELPER.verdict()
     if result is None and not (verdict.finite and verdict.infinite):
         pytest.skip(f"scipy {scipy.__version__}: {verdict} (see test_installed_scipy_passes_the_check)")
     assert result is not None, "the torch path declined"
@@ -274,9 +275,11 @@ def test_dominant_term_keeps_its_tiny_contribution() -> None:
 
 
 def _blockwise(a: np.ndarray, dims: tuple) -> tuple:
-    torch = load_torch()
+    assert load_torch()
+    import torch
+
     t = torch.from_numpy(a)
-    return tuple(x.numpy() for x in lse._blockwise(torch, t, dims, t.dtype, t.device, lse._CPU_BLOCK))
+    return tuple(x.numpy() for x in lse._blockwise(t, dims, t.dtype, t.device, lse._CPU_BLOCK))
 
 
 BLOCK_INPUTS = {
@@ -313,7 +316,7 @@ def test_masking_only_slices_whose_maximum_a_block_holds_changes_no_bit(make: Ca
                 looked = _blockwise(a, dims)
             with monkeypatch.context() as patch:
                 real_sums = lse._block_sums
-                patch.setattr(lse, "_block_sums", lambda torch, chunk, a_max, dims, s, m, holds, *rest: real_sums(torch, chunk, a_max, dims, s, m, None, *rest))
+                patch.setattr(lse, "_block_sums", lambda chunk, a_max, dims, s, m, holds, *rest: real_sums(chunk, a_max, dims, s, m, None, *rest))
                 masked = _blockwise(a, dims)
         finite = np.isfinite(masked[0])
         for got in (kept, looked):
@@ -644,8 +647,8 @@ def test_the_dominant_term_probe_alone_catches_the_textbook_formula() -> None:
 
 @pytest.fixture
 def fresh_verdict(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The check runs again, on whatever ``_Scipy.function`` is now."""
-    monkeypatch.setattr(lse._Scipy, "verdict", None)
+    """The check runs again, on whatever the helper's original is now."""
+    monkeypatch.delitem(PROCESS.verdicts, "logsumexp", raising=False)
 
 
 @pytest.mark.parametrize(
@@ -659,7 +662,8 @@ def fresh_verdict(monkeypatch: pytest.MonkeyPatch) -> None:
 )
 def test_dispatch_follows_the_verdict(stand_in: Optional[Callable], finite_served: bool, infinite_served: bool, fresh_verdict: None, monkeypatch: pytest.MonkeyPatch) -> None:
     if stand_in is not None:
-        monkeypatch.setattr(lse._Scipy, "function", stand_in)
+        monkeypatch.setattr(lse.HELPER, "loaded", stand_in)
+        monkeypatch.setattr(lse.HELPER, "original", stand_in)
     assert declines(np.array([[1.0, 2.0], [3.0, 4.0]]), axis=0) is not finite_served
     assert declines(np.array([[1.0, np.inf], [3.0, 4.0]]), axis=0) is not infinite_served
     assert declines(np.array([[1.0, -np.inf], [3.0, -np.inf]]), axis=0) is not infinite_served
@@ -677,7 +681,7 @@ def test_the_check_runs_once_and_only_for_calls_that_could_use_torch(fresh_verdi
     np2t.logsumexp(np.ones(10))  # below the size gate
     with np2t.using(device="numpy", min_size=0):
         np2t.logsumexp(np.ones((30, 30)))
-    assert calls == [] and lse._Scipy.verdict is None
+    assert calls == [] and "logsumexp" not in PROCESS.verdicts
     for _ in range(3):
         assert not declines(np.ones((30, 30)), axis=0)
     assert calls == [scipy.special.logsumexp]
@@ -693,7 +697,7 @@ def test_threads_share_one_check(fresh_verdict: None, monkeypatch: pytest.Monkey
         return real(original, expected)
 
     monkeypatch.setattr(lse_check, "check", slow)
-    threads = [threading.Thread(target=lse._verdict) for _ in range(4)]
+    threads = [threading.Thread(target=lse.HELPER.verdict) for _ in range(4)]
     for thread in threads:
         thread.start()
     for thread in threads:

@@ -1,7 +1,7 @@
 """Every elementwise helper returns what NumPy/SciPy return: types, dtypes, layouts, values, keywords.
 
-The helpers under test come from ``_ufunc.UFUNC_SPECS`` (one spec per helper), so a
-new spec runs through the whole matrix.
+The helpers under test are the table's elementwise rows (``ELEMENTWISE_FUNCTIONS``), so a
+new row runs through the whole matrix.
 """
 
 from __future__ import annotations
@@ -20,14 +20,15 @@ from runtime_checks import assert_same_result, assert_same_values
 
 import np2torch.runtime as np2t
 from np2torch.runtime import _ufunc
+from np2torch.runtime.table import ELEMENTWISE_FUNCTIONS, Function
 
 
-def _original(spec: _ufunc.UfuncSpec) -> Callable:
-    return getattr(importlib.import_module(spec.module), spec.attr)
+def _original(row: Function) -> Callable:
+    return getattr(importlib.import_module(row.module), row.name)
 
 
-SPECS = {spec.name: spec for spec in _ufunc.UFUNC_SPECS}
-PAIRS = [pytest.param(getattr(np2t, spec.name), _original(spec), id=spec.name) for spec in _ufunc.UFUNC_SPECS]
+SPECS = {row.name: row for row in ELEMENTWISE_FUNCTIONS}
+PAIRS = [pytest.param(getattr(np2t, row.name), _original(row), id=row.name) for row in ELEMENTWISE_FUNCTIONS]
 
 
 @pytest.fixture
@@ -101,7 +102,7 @@ def sample_for(dtype: np.dtype) -> np.ndarray:
     return special_values(dtype.newbyteorder("=")).astype(dtype)
 
 
-def served_by_torch(spec: _ufunc.UfuncSpec, dtype: np.dtype) -> bool:
+def served_by_torch(spec: Function, dtype: np.dtype) -> bool:
     """The spec's rule: the original's own loop for ``dtype`` is one the spec lists, reached by an exact cast."""
     if not dtype.isnative:
         return False
@@ -109,7 +110,7 @@ def served_by_torch(spec: _ufunc.UfuncSpec, dtype: np.dtype) -> bool:
         loop, _ = _original(spec).resolve_dtypes((dtype, None))
     except Exception:
         return False
-    return loop.name in spec.compute and np.can_cast(dtype, loop, "safe")
+    return loop.name in spec.loops and np.can_cast(dtype, loop, "safe")
 
 
 def test_served_loops_pinned_for_the_first_helpers():
@@ -147,9 +148,9 @@ def test_specials_are_bitwise_numpys_under_default_errstate(forced, helper, orig
     assert got[bad].tobytes() == want[bad].tobytes()
 
 
-def served_dtype(spec: _ufunc.UfuncSpec) -> np.dtype:
+def served_dtype(spec: Function) -> np.dtype:
     """The widest real loop the spec serves (float64 where it can): the dtype its layout tests use."""
-    return np.dtype(next(name for name in ("float64", "float32", "float16") if name in spec.compute))
+    return np.dtype(next(name for name in ("float64", "float32", "float16") if name in spec.loops))
 
 
 def layouts(dtype: np.dtype = np.dtype(np.float64)) -> dict:
@@ -492,7 +493,7 @@ def test_other_keywords(forced, helper, original, kwargs):
 
 def test_float16_exhaustive(forced):
     every = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
-    for helper, original in [p.values for p in PAIRS if "float16" in SPECS[p.id].compute]:
+    for helper, original in [p.values for p in PAIRS if "float16" in SPECS[p.id].loops]:
         with np.errstate(all="ignore"):
             got, want = helper(every), original(every)
         assert_same_values(got, want, max_ulp=1)
@@ -508,7 +509,7 @@ def test_float32_erf_is_bitwise_scipys(forced):
     assert np2t.erf(x).tobytes() == scipy.special.erf(x).tobytes()
 
 
-@pytest.mark.parametrize("helper,original", [p for p in PAIRS if "complex128" in SPECS[p.id].compute])
+@pytest.mark.parametrize("helper,original", [p for p in PAIRS if "complex128" in SPECS[p.id].loops])
 def test_complex_is_bitwise_numpys(forced, helper, original):
     rng = np.random.default_rng(2)
     z = rng.standard_normal(5000) * 30 + 1j * rng.standard_normal(5000) * 30

@@ -21,8 +21,10 @@ import numpy as np
 import pytest
 
 import np2torch.runtime as np2t
-from np2torch.runtime import _backend, _calibrate, _decide, _fork, _profile
-from np2torch.runtime._profile import Curve, Profile
+from np2torch.runtime import _backend, _calibrate, _decide, _load, _model, _profile
+from np2torch.runtime._api import HELPERS
+from np2torch.runtime._model import Curve, Profile
+from np2torch.runtime._state import PROCESS
 
 ROOT = Path(__file__).resolve().parents[2]
 SIZES = (1_000, 10_000, 100_000, 1_000_000, 10_000_000)
@@ -59,11 +61,11 @@ def profile_env(tmp_path, monkeypatch):
             monkeypatch.delenv("NP2TORCH_PROFILE", raising=False)
         else:
             monkeypatch.setenv("NP2TORCH_PROFILE", str(path))
-        _decide.reload()
+        PROCESS.reload_profile()
 
     yield use
     monkeypatch.setenv("NP2TORCH_PROFILE", "builtin")
-    _decide.reload()
+    PROCESS.reload_profile()
 
 
 # ---------------------------------------------------------------- the cost model
@@ -83,19 +85,19 @@ def test_prediction_interpolates_and_extrapolates():
 def test_the_fastest_path_is_chosen_at_every_size(n):
     # original 1 ns/element; one torch thread 5 us + 0.5 ns; the pool 30 us + 0.1 ns
     curve = synthetic(1.0, cpu1=(5e-6, 0.5), cpu=(3e-5, 0.1))
-    bands = _decide.bands_of(curve, _decide.CPU_PATHS)
-    predicted = {path: curve.predict(path, n) for path in _decide.CPU_PATHS}
+    bands = _model.bands_of(curve, _model.CPU_PATHS)
+    predicted = {path: curve.predict(path, n) for path in _model.CPU_PATHS}
     fastest = min(predicted, key=predicted.get)
     chosen = bands.at(n)
     if chosen == "numpy":
-        assert all(predicted[p] * _decide.MARGIN >= predicted["numpy"] for p in ("cpu1", "cpu"))
+        assert all(predicted[p] * _model.MARGIN >= predicted["numpy"] for p in ("cpu1", "cpu"))
     else:
         assert chosen == fastest
 
 
 def test_bands_go_original_then_one_thread_then_the_pool():
     curve = synthetic(1.0, cpu1=(5e-6, 0.5), cpu=(3e-5, 0.1))
-    bands = _decide.bands_of(curve, _decide.CPU_PATHS)
+    bands = _model.bands_of(curve, _model.CPU_PATHS)
     assert bands.paths == ("numpy", "cpu1", "cpu")
     assert 10_000 < bands.starts[1] < 20_000  # 5 us + 0.5 ns n < (1 ns n) / 1.1 from ~12,900
     assert bands.at(999) == "numpy"  # nothing measured below the smallest size: the original
@@ -103,36 +105,36 @@ def test_bands_go_original_then_one_thread_then_the_pool():
 
 def test_a_path_must_be_ten_percent_faster():
     curve = synthetic(1.0, cpu1=(2e-7, 0.95))  # only 5 % faster: not worth the risk
-    assert _decide.bands_of(curve, _decide.CPU_PATHS).paths == ("numpy",)
+    assert _model.bands_of(curve, _model.CPU_PATHS).paths == ("numpy",)
 
 
 def test_torch_is_chosen_only_where_one_thread_stays_within_the_contention_bound():
     # The pool is 4x faster, but one thread is 2x slower than the original: under
     # full contention the pool shrinks to one thread, so the original keeps it.
     curve = synthetic(1.0, cpu1=(0.0, 2.0), cpu=(0.0, 0.25))
-    assert _decide.bands_of(curve, _decide.CPU_PATHS).paths == ("numpy",)
+    assert _model.bands_of(curve, _model.CPU_PATHS).paths == ("numpy",)
     curve = synthetic(1.0, cpu1=(0.0, 1.4), cpu=(0.0, 0.25))
-    assert _decide.bands_of(curve, _decide.CPU_PATHS).paths[-1] == "cpu"
+    assert _model.bands_of(curve, _model.CPU_PATHS).paths[-1] == "cpu"
 
 
 def test_cuda_is_chosen_only_when_allowed_and_fastest():
     curve = synthetic(1.0, cpu1=(5e-6, 0.8), cpu=(3e-5, 0.4), cuda=(1e-4, 0.05))
-    with_cuda = _decide.bands_of(curve, _decide.ALL_PATHS)
+    with_cuda = _model.bands_of(curve, _model.ALL_PATHS)
     assert with_cuda.paths[-1] == "cuda"
-    assert "cuda" not in _decide.bands_of(curve, _decide.CPU_PATHS).paths
+    assert "cuda" not in _model.bands_of(curve, _model.CPU_PATHS).paths
 
 
 def test_decisions_are_deterministic():
     curve = synthetic(1.0, cpu1=(5e-6, 0.5), cpu=(3e-5, 0.1))
-    first = _decide.bands_of(curve, _decide.CPU_PATHS)
-    assert all(_decide.bands_of(curve, _decide.CPU_PATHS) == first for _ in range(3))
+    first = _model.bands_of(curve, _model.CPU_PATHS)
+    assert all(_model.bands_of(curve, _model.CPU_PATHS) == first for _ in range(3))
 
 
 def test_the_prior_scales_the_pool_to_this_machines_threads():
     curve = synthetic(1.0, cpu1=(5e-6, 0.5), cpu=(3e-5, 0.4))
-    scaled = _decide.scaled_prior(curve, 2, 16)
+    scaled = _model.scaled_prior(curve, 2, 16)
     assert scaled.predict("cpu", SIZES[-1]) < curve.predict("cpu", SIZES[-1]) / 4
-    assert _decide.scaled_prior(curve, 2, 2) is curve
+    assert _model.scaled_prior(curve, 2, 2) is curve
 
 
 # ---------------------------------------------------------------- files
@@ -221,7 +223,7 @@ def test_concurrent_writers_keep_every_curve(tmp_path):
         import sys
         from pathlib import Path
         from np2torch.runtime import _profile
-        from np2torch.runtime._profile import Curve, Profile
+        from np2torch.runtime._model import Curve, Profile
         base = Profile("", _profile.fingerprint(), 1.0, 1)
         for i in range(25):
             _profile.merge_into_file(Path(sys.argv[1]), base, {f"{sys.argv[2]}{i}/float64": Curve((1,), {"numpy": (1.0,)})})
@@ -324,8 +326,8 @@ def test_a_pair_missing_from_the_profile_is_measured_on_the_spot_and_recorded(tm
     env = {"NP2TORCH_CACHE_DIR": str(tmp_path)}
     code = """
         import torch, numpy as np, np2torch.runtime as r
-        from np2torch.runtime import _decide, _profile
-        _decide._quiet_enough_to_keep = lambda threads: True  # the test suite itself loads the machine
+        from np2torch.runtime import _calibrate, _profile
+        _calibrate.worth_keeping = lambda: True  # the test suite itself loads the machine
         x = np.linspace(-2, 2, 300_000)
         r.erf(x)
         print(_profile.active().write_to)
@@ -380,13 +382,15 @@ def test_which_changes_nothing(tmp_path):
 
 
 def test_threads_follow_the_route_and_are_restored(monkeypatch):
-    torch = _backend.load_torch()
+    assert _backend.load_torch()
+    import torch
+
     before = torch.get_num_threads()
     seen = []
     with _backend.threads(1):
         seen.append(torch.get_num_threads())
-    monkeypatch.setattr(_backend, "_sample_load", lambda now: setattr(_backend._Load, "busy", 10**6))  # every core busy
-    monkeypatch.setattr(_backend._Load, "when", -1.0)
+    monkeypatch.setattr(_load, "sample", lambda now: setattr(PROCESS.load, "busy", 10**6))  # every core busy
+    monkeypatch.setattr(PROCESS.load, "when", -1.0)
     with _backend.threads(0):
         seen.append(torch.get_num_threads())
     with _backend.threads(0, adapt=False):
@@ -398,12 +402,10 @@ def test_the_pool_shrinks_under_load_only_where_the_thread_count_changes_no_bit(
     # torch's sigmoid rounds the element at a thread boundary differently on 1 and 2 threads;
     # exp does not. Measurement records which; only invariant pairs may shrink the pool.
     _backend.load_torch()
-    from np2torch.runtime import _ufunc
 
     def invariant(name: str, dtype: str) -> bool:
-        state = getattr(np2t, name)._np2torch_state
         x = _calibrate.make_input(name, np.dtype(dtype), 70_001)
-        return _calibrate._same_bits(lambda path, a: _ufunc._run_path(state, path, a), x)
+        return _calibrate.same_bits(HELPERS[name].run_path, x)
 
     one, pool = [], []
     x = _calibrate.make_input("expit", np.dtype("float64"), 70_001)
@@ -414,22 +416,24 @@ def test_the_pool_shrinks_under_load_only_where_the_thread_count_changes_no_bit(
         assert not invariant("expit", "float64")
     assert invariant("exp", "float64")
     curve = synthetic(1.0, cpu1=(5e-6, 0.5), cpu=(3e-5, 0.1))
-    assert not _decide.Route("cpu", "cpu", (curve, 10**6, "machine")).adapt
+    assert not _decide.Route("cpu", "cpu", basis=_decide.Basis(curve, 10**6, "machine")).adapt
     curve.thread_invariant = True
-    assert _decide.Route("cpu", "cpu", (curve, 10**6, "machine")).adapt
+    assert _decide.Route("cpu", "cpu", basis=_decide.Basis(curve, 10**6, "machine")).adapt
     assert not _decide.Route("cpu", "cpu", "min_size=0 set explicitly").adapt
 
 
 def test_measure_records_thread_invariance():
     _backend.load_torch()
-    curve = _calibrate.measure("exp", np.dtype(np.float64), ("numpy", "cpu1", "cpu"), sizes=(4096, 70_001), max_call=None, repeat=1)
+    curve = _calibrate.measure(HELPERS["exp"].run_path, "exp", np.dtype(np.float64), ("numpy", "cpu1", "cpu"), sizes=(4096, 70_001),
+                               max_call=None, repeat=1)
     assert curve.thread_invariant is True
-    assert _profile.Curve.from_json(curve.to_json(), "x").thread_invariant is True
+    assert _model.Curve.from_json(curve.to_json(), "x").thread_invariant is True
 
 
 def test_calibration_times_each_path(monkeypatch):
     _backend.load_torch()
-    curve = _calibrate.measure("sin", np.dtype(np.float64), ("numpy", "cpu1", "cpu"), sizes=(4096, 32768), max_call=None, repeat=1)
+    curve = _calibrate.measure(HELPERS["sin"].run_path, "sin", np.dtype(np.float64), ("numpy", "cpu1", "cpu"), sizes=(4096, 32768),
+                               max_call=None, repeat=1)
     assert curve.sizes == (4096, 32768) and set(curve.seconds) == {"numpy", "cpu1", "cpu"}
     assert all(t > 0 for times in curve.seconds.values() for t in times)
 
@@ -440,21 +444,20 @@ def test_the_load_is_measured_over_a_window(monkeypatch):
     import os as os_module
 
     ticks = iter([(0, 0), (160, 200), (180, 400)])  # busy, total jiffies of the machine (2 CPUs)
-    monkeypatch.setattr(_backend, "_cpu_jiffies", lambda: next(ticks))
+    monkeypatch.setattr(_load, "_cpu_ticks", lambda: next(ticks))
     monkeypatch.setattr(os_module, "cpu_count", lambda: 2)
-    monkeypatch.setattr(_backend._Load, "cores", 2)
-    monkeypatch.setattr(_backend._Load, "stat", None)
-    monkeypatch.setattr(_backend._Load, "busy", 0)
+    monkeypatch.setattr(PROCESS, "load", type(PROCESS.load)())
+    PROCESS.load.cores = 2
     monkeypatch.setattr(os_module, "times", lambda: os_module.times_result((0.0, 0.0, 0.0, 0.0, 0.0)))
-    _backend._sample_load(1.0)
-    assert _backend._Load.busy == 0  # the first window has no previous sample
-    _backend._sample_load(2.0)
-    assert _backend._Load.busy == 1
-    monkeypatch.setattr(_backend._Load, "when", 2.0)
-    monkeypatch.setattr(_backend.time, "monotonic", lambda: 2.01)  # within the window: no new sample
-    assert _backend.free_cores(2) == 1
-    _backend._sample_load(3.0)
-    assert _backend._Load.busy == 0
+    _load.sample(1.0)
+    assert PROCESS.load.busy == 0  # the first window has no previous sample
+    _load.sample(2.0)
+    assert PROCESS.load.busy == 1
+    monkeypatch.setattr(PROCESS.load, "when", 2.0)
+    monkeypatch.setattr(_load.time, "monotonic", lambda: 2.01)  # within the window: no new sample
+    assert _load.free_cores(2) == 1
+    _load.sample(3.0)
+    assert PROCESS.load.busy == 0
 
 
 def test_the_builtin_profile_is_valid_and_read_as_validated():
@@ -468,12 +471,21 @@ def test_the_builtin_profile_is_valid_and_read_as_validated():
 def test_measurements_on_a_busy_machine_or_in_a_forked_child_are_not_kept(monkeypatch, tmp_path, profile_env):
     import os as os_module
 
-    monkeypatch.setattr(os_module, "getloadavg", lambda: (3.9, 3.0, 2.0))
-    assert not _decide._quiet_enough_to_keep(2)
-    monkeypatch.setattr(os_module, "getloadavg", lambda: (0.4, 0.3, 0.2))
-    assert _decide._quiet_enough_to_keep(2)
-    monkeypatch.setattr(_fork._Fork, "child", True)
-    assert not _decide._quiet_enough_to_keep(2)
+    def others_keep(share: float) -> None:
+        # Other processes keep ``share`` of both CPUs busy, over any window (this process: idle).
+        ticks = iter(range(1, 10**6))
+        monkeypatch.setattr(_load, "_cpu_ticks", lambda: (lambda k: (int(200 * share * k), 200 * k))(next(ticks)))
+        monkeypatch.setattr(PROCESS, "load", type(PROCESS.load)())
+        PROCESS.load.cores = 2
+
+    monkeypatch.setattr(os_module, "cpu_count", lambda: 2)
+    monkeypatch.setattr(os_module, "times", lambda: os_module.times_result((0.0, 0.0, 0.0, 0.0, 0.0)))
+    others_keep(0.9)
+    assert not _calibrate.worth_keeping()
+    others_keep(0.2)
+    assert _calibrate.worth_keeping()
+    monkeypatch.setattr(PROCESS, "forked_child", True)
+    assert not _calibrate.worth_keeping()
     # Not kept: this process decides from it, the file is not written.
     profile_env(None)
     curve = synthetic(1.0, cpu1=(5e-6, 0.5))

@@ -114,7 +114,7 @@ def test_a_vendored_file_without_its_marker_still_gets_no_fix(project: Path) -> 
     edited.write_text("# edited by hand\n" + "".join(body), encoding="utf-8")
     package = snapshot(project / "proj" / "_np2torch")
 
-    # --unsafe-fixes too: the reference `_Scipy.function = logsumexp` was the rewrite that recursed
+    # --unsafe-fixes too: a reference `... = logsumexp` inside the runtime was the rewrite that recursed
     result = np2torch(project, "fix", "--no-cache", "--unsafe-fixes", "--format", "json", "--runtime-module", "proj._np2torch", ".")
     assert result.returncode == 1, result.stderr
     assert snapshot(project / "proj" / "_np2torch") == package

@@ -6,7 +6,8 @@ Each helper has the original's signature and returns what the original returns
 special values, warnings and exceptions under ``np.errstate``); it calls torch
 only where that holds and is faster *on this machine*, and the original
 everywhere else.  Which path is faster is measured here, not assumed: see
-:mod:`._profile` (``np2torch tune``) and :mod:`._decide`.  torch is imported
+:mod:`._profile` (``np2torch tune``) and :mod:`._decide`; everything the runtime
+keeps between calls is one object, :data:`._state.PROCESS`.  torch is imported
 only once it pays for its own import; without torch every call goes to
 NumPy/SciPy.  See docs/runtime.md for the contract and the measured bounds.
 
@@ -26,16 +27,16 @@ from __future__ import annotations
 
 from typing import Any
 
-# Importing _config reads NP2TORCH_DEVICE and NP2TORCH_MIN_SIZE: a bad value fails this import, naming it.
+# Importing _state reads NP2TORCH_DEVICE and NP2TORCH_MIN_SIZE: a bad value fails this import, naming it.
 from . import (
-    _config,  # noqa: F401
     _fork,
+    _state,  # noqa: F401
 )
 from .table import FUNCTIONS
 
 _fork.install()
 
-_API = ("RuntimeSettings", "Settings", "configure", "current_settings", "using", "which")
+_API = ("RuntimeSettings", "configure", "current_settings", "using", "which")
 __all__ = list(_API) + [row.name for row in FUNCTIONS]
 
 

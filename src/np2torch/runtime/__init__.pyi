@@ -13,10 +13,9 @@ if sys.version_info >= (3, 10):
 else:
     from builtins import ellipsis as _Ellipsis
 from ._config import RuntimeSettings as RuntimeSettings
-from ._config import Settings as Settings
-from ._config import configure as configure
-from ._config import current_settings as current_settings
-from ._config import using as using
+from ._state import configure as configure
+from ._state import current_settings as current_settings
+from ._state import using as using
 
 # As numpy/_typing: _ScalarLike_co, _CastingKind, _OrderKACF, _SupportsArrayUFunc.
 _ScalarLike = Union[complex, str, bytes, np.generic]
@@ -74,7 +73,6 @@ class _ElementwiseHelper(Protocol):
 
 __all__ = [
     "RuntimeSettings",
-    "Settings",
     "configure",
     "current_settings",
     "using",
@@ -117,27 +115,14 @@ __all__ = [
 
 def which(name: str, *args: Any, **kwargs: Any) -> tuple[str, str]: ...
 
-_Axis = Union[int, Tuple[int, ...], None]
-
 @overload
-def logsumexp(
-    a: ArrayLike, axis: _Axis = None, b: ArrayLike | None = None, keepdims: bool = False,
-    return_sign: Literal[False] = False,
-) -> Any: ...
+def logsumexp(a: ArrayLike, axis: int | tuple[int, ...] | None=None, b: ArrayLike | None=None, keepdims: bool=False, return_sign: Literal[False]=False) -> Any: ...
 @overload
-def logsumexp(
-    a: ArrayLike, axis: _Axis, b: ArrayLike | None, keepdims: bool, return_sign: Literal[True],
-) -> Tuple[Any, Any]: ...
+def logsumexp(a: ArrayLike, axis: int | tuple[int, ...] | None, b: ArrayLike | None, keepdims: bool, return_sign: Literal[True]) -> tuple[Any, Any]: ...
 @overload
-def logsumexp(
-    a: ArrayLike, axis: _Axis = None, b: ArrayLike | None = None, keepdims: bool = False, *,
-    return_sign: Literal[True],
-) -> Tuple[Any, Any]: ...
+def logsumexp(a: ArrayLike, axis: int | tuple[int, ...] | None=None, b: ArrayLike | None=None, keepdims: bool=False, *, return_sign: Literal[True]) -> tuple[Any, Any]: ...
 @overload
-def logsumexp(
-    a: ArrayLike, axis: _Axis = None, b: ArrayLike | None = None, keepdims: bool = False,
-    return_sign: bool = False,
-) -> Any: ...
+def logsumexp(a: ArrayLike, axis: int | tuple[int, ...] | None=None, b: ArrayLike | None=None, keepdims: bool=False, return_sign: bool=False) -> Any: ...
 
 # One per elementwise row of the table.
 exp: _ElementwiseHelper

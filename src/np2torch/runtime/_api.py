@@ -1,16 +1,30 @@
-"""The runtime's public names: :mod:`np2torch.runtime` loads this module on first use."""
+"""The runtime's public names: :mod:`np2torch.runtime` loads this module on first use.
+
+One helper per row of the table (:mod:`.table`), made by the module the row
+names (``implementation``: :mod:`._ufunc` for every elementwise row, a
+reduction's own module) -- nothing to keep in sync here.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import Any, Mapping
 
-from ._config import RuntimeSettings, Settings, configure, current_settings, using
-from ._logsumexp import logsumexp
-from ._ufunc import HELPERS
-from .table import FUNCTIONS_BY_NAME
+from ._config import RuntimeSettings
+from ._helper import Helper
+from ._state import configure, current_settings, using
+from .table import FUNCTIONS
 
-# The elementwise helpers: one per row of the table (table.py), nothing to keep in sync here.
-globals().update(HELPERS)
+
+def _make(row: Any) -> Helper:
+    helper: Helper = importlib.import_module(f".{row.implementation}", __package__).make_helper(row)
+    return helper
+
+
+HELPERS: Mapping[str, Helper] = {row.name: _make(row) for row in FUNCTIONS}
+"""Helper name -> its :class:`._helper.Helper` (the public function is ``.function``)."""
+
+globals().update({name: helper.function for name, helper in HELPERS.items()})
 
 
 def which(name: str, *args: Any, **kwargs: Any) -> tuple[str, str]:
@@ -20,13 +34,12 @@ def which(name: str, *args: Any, **kwargs: Any) -> tuple[str, str]:
     ``"cpu"`` (torch on the host) or ``"cuda"``; ``reason`` is one line.
     Nothing is counted, measured or imported.
     """
-    if name not in FUNCTIONS_BY_NAME:
-        raise ValueError(f"np2torch.runtime has no helper {name!r}; choose from {', '.join(FUNCTIONS_BY_NAME)}")
-    helper = logsumexp if name == "logsumexp" else HELPERS[name]
+    helper = HELPERS.get(name)
+    if helper is None:
+        raise ValueError(f"np2torch.runtime has no helper {name!r}; choose from {', '.join(HELPERS)}")
     if not args:
         raise TypeError(f"which({name!r}, ...) needs the call's arguments")
-    answer: tuple[str, str] = helper._np2torch_which(*args, **kwargs)  # type: ignore[attr-defined]
-    return answer
+    return helper.which(*args, **kwargs)
 
 
-__all__ = ["RuntimeSettings", "Settings", "configure", "current_settings", "using", "which", "logsumexp"] + list(HELPERS)
+__all__ = ["RuntimeSettings", "configure", "current_settings", "using", "which"] + list(HELPERS)

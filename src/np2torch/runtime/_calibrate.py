@@ -1,7 +1,7 @@
 """Timing the paths of one (function, dtype): what ``np2torch tune`` and on-the-spot calibration measure.
 
-Each helper module registers a *runner* per function (:func:`register`):
-``runner(path, x)`` computes the function of the scratch input ``x`` through
+The caller hands over how to run the function (:data:`Runner`, a helper's
+``run_path``): ``run(path, x)`` computes it of the scratch input ``x`` through
 ``path`` exactly as a user's call taking that path would (fresh result,
 default error checks), so a measurement includes every cost the user pays.
 Inputs are drawn from the table's ``domain`` (no floating-point flags: the
@@ -15,12 +15,17 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ._profile import Curve
+from . import _profile
+from ._backend import load_torch
+from ._decide import Measure
+from ._fork import in_forked_child
+from ._load import machine_busy, start_window
+from ._model import Curve
+from ._state import PROCESS
 from .table import FUNCTIONS_BY_NAME
 
-Runner = Callable[[str, np.ndarray], Any]
-
-_RUNNERS: dict[str, Runner] = {}
+Runner = Callable[[str, np.ndarray], object]
+"""``run(path, x)``: the function of ``x`` through ``path`` (``numpy``, ``cpu1``, ``cpu``, ``cuda``)."""
 
 ON_THE_SPOT_SIZES: tuple[int, ...] = (1 << 12, 1 << 15, 1 << 18, 1 << 21)
 """Sizes measured on the spot; the largest ones are skipped once one call takes longer than
@@ -28,14 +33,6 @@ ON_THE_SPOT_SIZES: tuple[int, ...] = (1 << 12, 1 << 15, 1 << 18, 1 << 21)
 ON_THE_SPOT_MAX_CALL = 2e-3
 _MIN_RUN = 1e-4
 """Seconds each timed run loops for (timer resolution and clock jitter vanish)."""
-
-
-def register(name: str, runner: Runner) -> None:
-    _RUNNERS[name] = runner
-
-
-def runner(name: str) -> Runner:
-    return _RUNNERS[name]
 
 
 def make_input(name: str, dtype: np.dtype, n: int, seed: int = 0) -> np.ndarray:
@@ -75,6 +72,7 @@ def time_call(call: Callable[[], Any], repeat: int = 3, min_run: float = _MIN_RU
 
 
 def measure(
+    run: Runner,
     name: str,
     dtype: np.dtype,
     paths: Sequence[str],
@@ -88,7 +86,6 @@ def measure(
     With ``max_call``, sizes stop growing after the first at which the
     original's call took longer than that (at least two sizes are kept).
     """
-    run = _RUNNERS[name]
     scratch = make_input(name, dtype, max(sizes))
     flat = scratch.reshape(-1)
     measured: list[int] = []
@@ -102,7 +99,7 @@ def measure(
             progress()
         if max_call is not None and len(measured) >= 2 and seconds["numpy"][-1] > max_call:
             break
-    invariant = "cpu1" in paths and "cpu" in paths and _same_bits(run, make_input(name, dtype, _ODD_SIZE))
+    invariant = "cpu1" in paths and "cpu" in paths and same_bits(run, make_input(name, dtype, _ODD_SIZE))
     return Curve(tuple(measured), {path: tuple(times) for path, times in seconds.items()}, invariant)
 
 
@@ -110,7 +107,7 @@ _ODD_SIZE = 100_003
 """A length whose split between threads is not a multiple of any vector width."""
 
 
-def _same_bits(run: Runner, x: np.ndarray) -> bool:
+def same_bits(run: Runner, x: np.ndarray) -> bool:
     """Whether torch's result can depend on how the elements are split between threads.
 
     A split puts a few elements in a scalar tail instead of the vectorized loop;
@@ -126,3 +123,42 @@ def _same_bits(run: Runner, x: np.ndarray) -> bool:
     scalar = np.ascontiguousarray(run("cpu1", spread))
     pool = np.asarray(run("cpu", x))
     return vectorized.tobytes() == scalar.tobytes() == pool.tobytes()
+
+
+def on_the_spot(request: Measure, run: Runner) -> Curve | None:
+    """Measure what :func:`._decide.route` asked for and record it in the profile; None if that cannot be done now.
+
+    Once per (function, dtype) and process: a failed measurement is not retried.
+    """
+    with PROCESS.lock:
+        if request.key in PROCESS.measuring or request.key in PROCESS.unmeasurable:
+            return None
+        PROCESS.measuring.add(request.key)
+    try:
+        if not load_torch():
+            return None
+        import torch
+
+        start_window()
+        try:
+            curve = measure(run, request.name, np.dtype(request.dtype), request.paths)
+        except Exception:  # a measurement must never break the user's call: the prior stays
+            PROCESS.unmeasurable.add(request.key)
+            return None
+        _profile.record({request.key: curve}, threads=torch.get_num_threads(), persist=worth_keeping())
+        PROCESS.forget_decisions()
+        return curve
+    finally:
+        PROCESS.measuring.discard(request.key)
+
+
+def worth_keeping() -> bool:
+    """Whether a measurement just taken may stand for this machine in later processes.
+
+    Not in a child forked from a torch process (one thread only), and not while
+    other programs kept the cores busy (:func:`._load.machine_busy`, over the
+    measurement): the pool's times would be a busy machine's for good.  Such
+    measurements still decide in this process; ``np2torch tune`` on a quiet
+    machine records them.
+    """
+    return not in_forked_child() and not machine_busy()

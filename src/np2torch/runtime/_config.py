@@ -1,13 +1,9 @@
-"""Runtime configuration: which device the helpers use and from which size on.
+"""The runtime's settings as values: which device the helpers use and from which size on.
 
-Two sources, read in this order on every dispatch decision:
-
-1. the innermost active :func:`using` block of the *current context*
-   (a :class:`contextvars.ContextVar`, so threads and asyncio tasks do not see
-   each other's blocks; note that before Python 3.14 a new thread starts with an
-   empty context and therefore sees only the process-wide settings);
-2. the process-wide settings, set from ``NP2TORCH_DEVICE`` / ``NP2TORCH_MIN_SIZE``
-   at import and changed by :func:`configure`.
+:class:`RuntimeSettings` and the parsing of ``NP2TORCH_DEVICE`` /
+``NP2TORCH_MIN_SIZE`` (and of :func:`configure`'s arguments).  Which settings
+are in force -- the process-wide ones or a :func:`using` block's -- is state,
+kept in :mod:`._state`.
 
 ``min_size=None`` means "the machine profile decides" (:mod:`._decide`); a
 number replaces the profile: torch from that size on.
@@ -15,14 +11,10 @@ number replaces the profile: torch from that size on.
 
 from __future__ import annotations
 
-import contextlib
 import numbers
-import os
 import re
 import sys
-import threading
-from contextvars import ContextVar
-from typing import Any, Iterator, Mapping
+from typing import Any, Mapping
 
 DEVICE_ENV = "NP2TORCH_DEVICE"
 MIN_SIZE_ENV = "NP2TORCH_MIN_SIZE"
@@ -30,6 +22,9 @@ MIN_SIZE_ENV = "NP2TORCH_MIN_SIZE"
 _CUDA_RE = re.compile(r"cuda(?::(\d+))?\Z")
 
 DEVICES_HELP = "cpu, cuda, cuda:N, auto or numpy"
+
+KEEP: Any = object()
+"""The default of a setting left out of :func:`configure`, :func:`using` or :meth:`RuntimeSettings.replace`."""
 
 
 class RuntimeSettings:
@@ -62,13 +57,9 @@ class RuntimeSettings:
     def __repr__(self) -> str:
         return f"RuntimeSettings(device={self.device!r}, min_size={self.min_size!r})"
 
-    def replace(self, **changes: Any) -> RuntimeSettings:
-        """A copy with ``changes`` applied."""
-        return RuntimeSettings(changes.get("device", self.device), changes.get("min_size", self.min_size))
-
-
-Settings = RuntimeSettings
-"""The name before 0.2 (kept: user code may name it)."""
+    def replace(self, device: str = KEEP, min_size: int | None = KEEP) -> RuntimeSettings:
+        """A copy with ``device`` and/or ``min_size`` changed (as given: not parsed)."""
+        return RuntimeSettings(self.device if device is KEEP else device, self.min_size if min_size is KEEP else min_size)
 
 
 # Larger than any array: the helpers' size test then always routes to NumPy.
@@ -106,85 +97,14 @@ def parse_min_size(value: object, source: str = "min_size") -> int | None:
     raise ValueError(f"{source}={value!r} is not a valid size; use a whole number of elements >= 0")
 
 
-def _settings_from_env(environ: Mapping[str, str]) -> Settings:
+def settings_from_env(environ: Mapping[str, str]) -> RuntimeSettings:
+    """The settings ``NP2TORCH_DEVICE`` and ``NP2TORCH_MIN_SIZE`` give (``ValueError`` naming a bad one)."""
     device = environ.get(DEVICE_ENV, "").strip()
     min_size = environ.get(MIN_SIZE_ENV, "").strip()
-    return Settings(
+    return RuntimeSettings(
         device=parse_device(device, DEVICE_ENV) if device else "auto",
         min_size=parse_min_size(min_size, MIN_SIZE_ENV) if min_size else None,
     )
-
-
-class _ProcessSettings:
-    """The process-wide settings; replaced whole, so readers never see half an update."""
-
-    lock = threading.Lock()
-    value: Settings = _settings_from_env(os.environ)
-
-
-_CONTEXT_SETTINGS: ContextVar[Settings | None] = ContextVar("np2torch_runtime_settings", default=None)
-
-
-# For the helpers' hot path, which inlines current_settings():
-#   scoped = SETTINGS_VAR.get(); settings = PROCESS_SETTINGS.value if scoped is None else scoped
-SETTINGS_VAR = _CONTEXT_SETTINGS
-PROCESS_SETTINGS = _ProcessSettings
-
-
-def current_settings() -> Settings:
-    """The settings in force here: the innermost :func:`using` block, else the process-wide ones."""
-    scoped = _CONTEXT_SETTINGS.get()
-    return _ProcessSettings.value if scoped is None else scoped
-
-
-_KEEP: object = object()
-
-
-def _updated(base: Settings, device: object, min_size: object) -> Settings:
-    changes: dict[str, Any] = {}
-    if device is not _KEEP:
-        changes["device"] = parse_device(device)
-    if min_size is not _KEEP:
-        changes["min_size"] = parse_min_size(min_size)
-    return base.replace(**changes)
-
-
-def configure(device: str | object = _KEEP, min_size: int | None | object = _KEEP) -> Settings:
-    """Change the process-wide settings; arguments left out keep their value.
-
-    ``device``: ``"auto"`` (the default: the path the machine profile measured
-    fastest, CUDA included where ``np2torch tune`` measured it), ``"cpu"`` (torch
-    on the host), ``"cuda"``/``"cuda:N"`` or ``"numpy"`` (off: every call goes to
-    NumPy/SciPy).
-    ``min_size``: the dispatch threshold in elements for every helper (0 forces
-    the torch path); ``None`` restores the measured per-function defaults.
-    Returns the previous settings.  Active :func:`using` blocks still win.
-    """
-    with _ProcessSettings.lock:
-        previous = _ProcessSettings.value
-        _ProcessSettings.value = _updated(previous, device, min_size)
-    return previous
-
-
-def reset_from_environment() -> Settings:
-    """Re-read ``NP2TORCH_DEVICE``/``NP2TORCH_MIN_SIZE``; returns the new process-wide settings."""
-    with _ProcessSettings.lock:
-        _ProcessSettings.value = _settings_from_env(os.environ)
-        return _ProcessSettings.value
-
-
-@contextlib.contextmanager
-def using(device: str | object = _KEEP, min_size: int | None | object = _KEEP) -> Iterator[Settings]:
-    """Override the settings inside a ``with`` block, in this thread/task only.
-
-    Same arguments as :func:`configure`; yields the settings in force inside.
-    """
-    settings = _updated(current_settings(), device, min_size)
-    token = _CONTEXT_SETTINGS.set(settings)
-    try:
-        yield settings
-    finally:
-        _CONTEXT_SETTINGS.reset(token)
 
 
 def device_kind(device: str) -> str:

@@ -23,12 +23,16 @@ tested on the CPU; only :func:`cuda_unary` touches CUDA.
 
 from __future__ import annotations
 
-import threading
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, List, Sequence, Tuple
 
 import numpy as np
 
-from ._backend import load_torch, torch_dtype
+from ._backend import torch_dtype
+from ._record import Record
+from ._state import PROCESS
+
+if TYPE_CHECKING:
+    import torch
 
 # 32 MiB per chunk: large enough that per-chunk launch and event costs vanish,
 # small enough that two slots of pinned and device memory stay modest.
@@ -36,19 +40,29 @@ CUDA_CHUNK_BYTES = 32 << 20
 _CUDA_SLOTS = 3
 
 
-class _SlotCache:
-    """Pinned and device buffers, streams and events per (device, dtype), reused across calls."""
+class Slots(Record):
+    """Pinned and device buffers of ``span`` elements, with a stream and an event each, reused across
+    calls (:attr:`._state.Process.cuda_slots`, per device and dtype)."""
 
-    lock = threading.Lock()
-    slots: dict[tuple[str, Any], tuple[int, list[Any], list[Any], list[Any], list[Any]]] = {}
+    __slots__ = ("span", "streams", "pinned", "buffers", "events")
+
+    def __init__(self, span: int, streams: List[torch.cuda.Stream], pinned: List[torch.Tensor],
+                 buffers: List[torch.Tensor], events: List[torch.cuda.Event]) -> None:
+        self.span = span
+        self.streams = streams
+        self.pinned = pinned
+        self.buffers = buffers
+        self.events = events
 
 
-def _slots(torch: Any, dev: Any, dtype: Any, span: int, count: int) -> tuple[list[Any], list[Any], list[Any], list[Any]]:
-    """``count`` slots of at least ``span`` elements (call with the cache's lock held)."""
+def _slots(dev: torch.device, dtype: torch.dtype, span: int, count: int) -> Slots:
+    """``count`` slots of at least ``span`` elements (call with :attr:`._state.Process.cuda_lock` held)."""
+    import torch
+
     key = (str(dev), dtype)
-    cached = _SlotCache.slots.get(key)
-    if cached is not None and cached[0] >= span and len(cached[1]) >= count:
-        return cached[1], cached[2], cached[3], cached[4]
+    cached = PROCESS.cuda_slots.get(key)
+    if isinstance(cached, Slots) and cached.span >= span and len(cached.streams) >= count:
+        return cached
     streams = [torch.cuda.Stream(device=dev) for _ in range(count)]
     pinned = [torch.empty(span, dtype=dtype, pin_memory=True) for _ in range(count)]
     buffers = []
@@ -58,11 +72,12 @@ def _slots(torch: Any, dev: Any, dtype: Any, span: int, count: int) -> tuple[lis
         with torch.cuda.stream(stream):
             buffers.append(torch.empty(span, dtype=dtype, device=dev))
     events = [torch.cuda.Event() for _ in range(count)]
-    _SlotCache.slots[key] = (span, streams, pinned, buffers, events)
-    return streams, pinned, buffers, events
+    found = Slots(span, streams, pinned, buffers, events)
+    PROCESS.cuda_slots[key] = found
+    return found
 
 
-def plan_chunks(n: int, itemsize: int, chunk_bytes: int = CUDA_CHUNK_BYTES) -> list[tuple[int, int]]:
+def plan_chunks(n: int, itemsize: int, chunk_bytes: int = CUDA_CHUNK_BYTES) -> List[Tuple[int, int]]:
     """Split ``n`` elements into consecutive ``(start, stop)`` ranges of at most ``chunk_bytes``.
 
     Every chunk holds at least one element; the ranges cover ``0..n`` exactly,
@@ -75,7 +90,7 @@ def plan_chunks(n: int, itemsize: int, chunk_bytes: int = CUDA_CHUNK_BYTES) -> l
 
 
 def run_pipeline(
-    chunks: Sequence[tuple[int, int]],
+    chunks: Sequence[Tuple[int, int]],
     slots: int,
     launch: Callable[[int, int, int], None],
     finish: Callable[[int, int, int], None],
@@ -90,7 +105,7 @@ def run_pipeline(
     """
     if slots < 1:
         raise ValueError("need at least one slot")
-    in_flight: list[tuple[int, int] | None] = [None] * slots
+    in_flight: List[Tuple[int, int] | None] = [None] * slots
     for index, (start, stop) in enumerate(chunks):
         slot = index % slots
         previous = in_flight[slot]
@@ -122,7 +137,8 @@ def cuda_unary(
     rounded once into ``dst``'s dtype.  With ``check``, returns whether any
     result is non-finite (else False).  ``src`` may be ``dst`` (in place).
     """
-    torch = load_torch()
+    import torch
+
     n = src.shape[0]
     if n == 0:
         return False
@@ -132,16 +148,18 @@ def cuda_unary(
     dev = torch.device(device)
     dtype = torch_dtype(src.dtype)
     wide = getattr(torch, compute_dtype) if compute_dtype else None
-    op = getattr(torch, op_name)
+    op: Callable[..., torch.Tensor] = getattr(torch, op_name)
     src_t = torch.from_numpy(src)
     dst_t = torch.from_numpy(dst)
 
-    with _SlotCache.lock, torch.cuda.device(dev):
-        streams, pinned, buffers, events = _slots(torch, dev, dtype, span, slots)
-        flags: list[Any] = []
-        for stream in streams[:slots]:
-            with torch.cuda.stream(stream):
-                flags.append(torch.zeros((), dtype=torch.int64, device=dev) if check else None)
+    with PROCESS.cuda_lock, torch.cuda.device(dev):
+        found = _slots(dev, dtype, span, slots)
+        streams, pinned, buffers, events = found.streams, found.pinned, found.buffers, found.events
+        flags: List[torch.Tensor] = []
+        if check:
+            for stream in streams[:slots]:
+                with torch.cuda.stream(stream):
+                    flags.append(torch.zeros((), dtype=torch.int64, device=dev))
 
         def launch(slot: int, start: int, stop: int) -> None:
             length = stop - start

@@ -4,16 +4,8 @@
 :func:`elementwise` builds the same graph with the helper as the per-block
 function, so dtype, shape, chunks, meta, ``out=``/``where=``/``dtype=`` and the
 errors are Dask's own, and each worker picks its path from its own machine
-profile.  ``logsumexp`` is a Dask tree reduction (as ``da.reduction`` builds
-``da.mean``): each block gives SciPy's three reduced quantities per slice --
-the maximum ``a_max``, the count ``m`` of elements equal to it and the sum
-``s`` of ``exp(x - a_max)`` over the others, on torch where the worker's
-profile says so -- and blocks are combined by rescaling to the larger maximum
-in long double, so SciPy's formula ``log1p(s / m) + log(m) + a_max`` is applied
-once, at the end, to the combined quantities.  ``b=``, dtypes other than
-float32/float64/bool/integers, 0-d and empty inputs take a plainer path: the
-reduced axes are rechunked into one block and each block is one call of the
-helper (SciPy there).
+profile.  A reduction builds its own graph from :class:`BlockCall`
+(``logsumexp``: :mod:`._logsumexp_dask`).
 
 Settings: a device or ``min_size`` given explicitly (:func:`configure`,
 :func:`using`) where the graph is built travels with it to the workers; left at
@@ -27,20 +19,12 @@ from __future__ import annotations
 
 import os
 import sys
-from functools import partial
 from typing import Any, Callable
 
 import numpy as np
 
-from ._config import (
-    DEVICE_ENV,
-    MIN_SIZE_ENV,
-    PROCESS_SETTINGS,
-    SETTINGS_VAR,
-    RuntimeSettings,
-    parse_device,
-    parse_min_size,
-)
+from ._config import DEVICE_ENV, MIN_SIZE_ENV, RuntimeSettings, parse_device, parse_min_size
+from ._state import PROCESS, SCOPED
 
 DASK_ARRAY = "dask.array"
 """The module whose presence in ``sys.modules`` the helpers test before :func:`is_dask_array`."""
@@ -48,8 +32,6 @@ DASK_ARRAY = "dask.array"
 _UFUNC_KEYWORDS = frozenset(("out", "where", "dtype"))
 """What Dask's ``elemwise`` takes; it rejects the rest, as the original on a Dask array does."""
 
-_FAST_INPUTS = frozenset(np.dtype(c) for c in "?bBhHiIlLqQfd")
-_FAST_RESULTS = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
 
 
 def is_dask_array(x: Any) -> bool:
@@ -73,11 +55,11 @@ class BlockCall:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.settings is None:
             return self.function(*args, **kwargs)
-        token = SETTINGS_VAR.set(RuntimeSettings(*self.settings))
+        token = SCOPED.set(RuntimeSettings(*self.settings))
         try:
             return self.function(*args, **kwargs)
         finally:
-            SETTINGS_VAR.reset(token)
+            SCOPED.reset(token)
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (BlockCall, (self.function, self.settings))
@@ -88,8 +70,8 @@ class BlockCall:
 
 def explicit_settings() -> tuple[str, int | None] | None:
     """The settings to send with a graph: those of a :func:`using` block or :func:`configure`, else None."""
-    scoped = SETTINGS_VAR.get()
-    settings = PROCESS_SETTINGS.value if scoped is None else scoped
+    scoped = SCOPED.get()
+    settings = PROCESS.settings if scoped is None else scoped
     if scoped is None and settings == _environment_settings():
         return None  # the environment's: each worker reads its own
     return settings.device, settings.min_size
@@ -139,216 +121,3 @@ def elementwise(helper: Callable[..., Any], original: Any, x: Any, args: tuple[A
     if result is NotImplemented:  # Dask could not infer the dtype: the original raises NumPy's error
         return original(x, *args, **kwargs)
     return result
-
-
-# ---------------------------------------------------------------- logsumexp
-
-
-def logsumexp(
-    a: Any,
-    axis: Any,
-    b: Any,
-    keepdims: Any,
-    return_sign: Any,
-    entry: Callable[..., Any],
-    original: Callable[..., Any],
-    torch_parts: Callable[..., Any],
-    verdict: Callable[[], Any],
-) -> Any:
-    """``scipy.special.logsumexp`` of the Dask array ``a``, as a lazy Dask array (a pair with ``return_sign``).
-
-    ``entry``: np2torch's ``logsumexp`` (for a block holding whole slices);
-    ``original``: SciPy's, called once on a one-element probe for its errors
-    and result dtypes; ``torch_parts(block, dims)``: a block's
-    ``(a_max, m, s)`` on torch, or None where NumPy computes them;
-    ``verdict()``: whether the installed SciPy computes the formula combined
-    here (``_logsumexp_check``); if not, every block is a call of ``entry``.
-    """
-    probe_b = None if b is None else np.ones((1,) * np.ndim(b), _dtype(b))
-    # Empty where ``a`` is: SciPy treats empty inputs apart (and rejects some).
-    probe_a = np.ones(tuple(0 if n == 0 else 1 for n in a.shape), a.dtype)
-    probe = original(probe_a, axis=axis, b=probe_b, keepdims=keepdims, return_sign=return_sign)
-    return_sign = bool(return_sign)
-    keepdims = bool(keepdims)
-    dtypes = tuple(np.asarray(part).dtype for part in (probe if return_sign else (probe,)))
-    settings = explicit_settings()
-    import dask.array as da
-
-    fast = b is None and a.dtype in _FAST_INPUTS and dtypes[0] in _FAST_RESULTS and a.size != 0
-    if fast:
-        found = verdict()
-        fast = found.finite and found.infinite
-    if not fast and any(n != n for n in (*a.shape, *getattr(b, "shape", ()))):
-        # Unknown chunk sizes cannot be rechunked into whole slices: the original's call.
-        return original(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign)
-    if b is not None:
-        b = da.asarray(b)
-        shape = np.broadcast_shapes(a.shape, b.shape)
-        a, b = da.broadcast_to(a, shape), da.broadcast_to(b, shape)
-    if a.ndim == 0:  # SciPy reduces a 0-d input as a 1-d one
-        a, b = a.reshape(1), None if b is None else b.reshape(1)
-    dims = _axes(axis, a.ndim)
-    if fast:
-        parts = _lse_reduction(a, dims, dtypes[0], settings, torch_parts)
-        finish: Callable[..., Any] = _lse_finish
-    else:
-        parts = _lse_by_slices(a, b, dims, return_sign, dtypes, settings, entry)
-        finish = _pick
-    drop = () if keepdims else dims
-    results = tuple(
-        parts.map_blocks(
-            finish,
-            which=which,
-            drop=drop,
-            token="logsumexp",
-            drop_axis=drop,
-            dtype=dtype,
-            meta=np.empty((0,) * (a.ndim - len(drop)), dtype),
-        )
-        for which, dtype in zip(("out", "sign"), dtypes)
-    )
-    return results if return_sign else results[0]
-
-
-def _dtype(b: Any) -> np.dtype:
-    dtype = getattr(b, "dtype", None)
-    return np.asarray(b).dtype if dtype is None else np.dtype(dtype)
-
-
-def _axes(axis: Any, ndim: int) -> tuple[int, ...]:
-    """The reduced axes, sorted (the probe has already rejected what SciPy rejects)."""
-    if axis is None:
-        return tuple(range(ndim))
-    items = axis if isinstance(axis, tuple) else (axis,)
-    return tuple(sorted({int(item) % ndim for item in items}))
-
-
-def _parts_dtype(work: np.dtype) -> np.dtype:
-    # The sum is carried in long double so that rescaling blocks to a larger
-    # maximum adds no rounding of its own (only the final one, to ``work``).
-    return np.dtype([("max", work), ("count", np.int64), ("sum", np.longdouble)])
-
-
-def _lse_reduction(a: Any, dims: tuple[int, ...], work: np.dtype, settings: Any, torch_parts: Callable[..., Any]) -> Any:
-    """Per slice ``(a_max, m, s)`` of the whole array, keepdims-shaped, as one structured Dask array."""
-    from dask.array import reduction
-
-    dtype = _parts_dtype(work)
-    chunk = partial(BlockCall(_lse_chunk, settings), work=work.str, torch_parts=torch_parts)
-    return reduction(
-        a,
-        chunk,
-        _lse_combine,
-        axis=dims,
-        keepdims=True,
-        dtype=dtype,
-        combine=_lse_combine,
-        name="logsumexp",
-        concatenate=True,
-        meta=np.empty((0,) * a.ndim, dtype),
-    )
-
-
-def _lse_chunk(
-    x: np.ndarray, axis: tuple[int, ...], keepdims: bool, work: str, torch_parts: Callable[..., Any], computing_meta: bool = False
-) -> np.ndarray:
-    """One block's ``(a_max, m, s)`` per slice: on torch where this worker's settings and profile say so."""
-    dims = tuple(sorted(axis))
-    dtype = _parts_dtype(np.dtype(work))
-    parts = np.empty(tuple(1 if i in dims else n for i, n in enumerate(x.shape)), dtype)
-    if computing_meta or x.size == 0:
-        parts["max"], parts["count"], parts["sum"] = -np.inf, 0, 0
-        return parts
-    found = torch_parts(x, dims)
-    a_max, count, total = _numpy_parts(x, dims, np.dtype(work)) if found is None else found
-    parts["max"] = a_max
-    parts["count"] = count
-    with np.errstate(invalid="ignore"):
-        # A block whose maximum is +-inf or NaN has a NaN sum; it adds nothing
-        # (the slice's result is then its maximum, or the block is outweighed).
-        parts["sum"] = np.where(np.isfinite(a_max), total, 0)
-    return parts
-
-
-def _numpy_parts(x: np.ndarray, dims: tuple[int, ...], work: np.dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(a_max, m, s)`` with NumPy, as SciPy's ``_logsumexp`` computes them (under its ``errstate``)."""
-    a = x.astype(work, copy=False)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        a_max = np.max(a, axis=dims, keepdims=True)
-        shifted = a - a_max
-        is_max = shifted == 0
-        terms = np.exp(shifted)
-        terms[is_max] = 0
-        # NumPy's stub for sum(dtype=int64) says scalar or array whatever keepdims is: hence the ignore
-        return a_max, np.sum(is_max, axis=dims, keepdims=True, dtype=np.int64), np.sum(terms, axis=dims, keepdims=True)  # type: ignore[return-value]
-
-
-def _lse_combine(parts: np.ndarray, axis: tuple[int, ...], keepdims: bool) -> np.ndarray:
-    """Blocks' quantities (concatenated along the reduced axes) combined into one per slice.
-
-    A block whose maximum ``c`` is below the slice's ``a_max`` counts all its
-    elements: ``(s + m) * exp(c - a_max)``, in long double.
-    """
-    dims = tuple(sorted(axis))
-    if parts.size == 0:
-        return parts[tuple(slice(0, 1) if i in dims else slice(None) for i in range(parts.ndim))]
-    maxes, counts, sums = parts["max"], parts["count"], parts["sum"]
-    top = np.max(maxes, axis=dims, keepdims=True)
-    combined = np.empty(top.shape, parts.dtype)
-    with np.errstate(all="ignore"):
-        at_top = maxes == top
-        scaled = (sums + counts) * np.exp(maxes.astype(np.longdouble) - top)
-        combined["max"] = top
-        combined["count"] = np.sum(np.where(at_top, counts, 0), axis=dims, keepdims=True)
-        combined["sum"] = np.sum(np.where(at_top, sums, scaled), axis=dims, keepdims=True)
-    return combined
-
-
-def _lse_finish(parts: np.ndarray, which: str, drop: tuple[int, ...]) -> Any:
-    """SciPy 1.17's expressions on the combined quantities (as ``_logsumexp._finish``)."""
-    a_max = parts["max"]
-    work = a_max.dtype
-    with np.errstate(divide="ignore", invalid="ignore"):
-        if which == "sign":  # SciPy: sign(sum(exp(a))) where the result is not finite
-            value = np.where(np.isnan(a_max), a_max, np.where(a_max == -np.inf, work.type(0), work.type(1)))
-        else:
-            m = parts["count"].astype(work)
-            total = parts["sum"].astype(work)
-            s = np.where(total == 0, total, total / m)
-            value = np.where(np.isfinite(a_max), np.log1p(s) + np.log(m) + a_max, a_max)
-    return _squeezed(value, drop)
-
-
-def _lse_by_slices(
-    a: Any, b: Any, dims: tuple[int, ...], return_sign: bool, dtypes: tuple[np.dtype, ...], settings: Any, entry: Callable[..., Any]
-) -> Any:
-    """The plainer path: the reduced axes in one block, each block one call of np2torch's ``logsumexp``."""
-    whole = a.rechunk({d: -1 for d in dims})
-    blocks = [whole] if b is None else [whole, b.rechunk(whole.chunks)]
-    dtype = np.dtype(list(zip(("out", "sign"), dtypes)))
-    chunks = tuple((1,) if i in dims else c for i, c in enumerate(whole.chunks))
-    call = BlockCall(_lse_slices, settings)
-    return whole.map_blocks(
-        call, *blocks[1:], dims=dims, return_sign=return_sign, entry=entry, dtype=dtype, chunks=chunks, token="logsumexp",
-        meta=np.empty((0,) * a.ndim, dtype),
-    )
-
-
-def _lse_slices(a: np.ndarray, b: np.ndarray | None = None, *, dims: tuple[int, ...], return_sign: bool, entry: Callable[..., Any]) -> np.ndarray:
-    result = entry(a, axis=dims, b=b, keepdims=True, return_sign=return_sign)
-    values = result if return_sign else (result,)
-    dtype = np.dtype(list(zip(("out", "sign"), (np.asarray(v).dtype for v in values))))
-    parts = np.empty(np.shape(values[0]), dtype)
-    for name, value in zip(("out", "sign"), values):
-        parts[name] = value
-    return parts
-
-
-def _pick(parts: np.ndarray, which: str, drop: tuple[int, ...]) -> Any:
-    return _squeezed(parts[which], drop)
-
-
-def _squeezed(values: np.ndarray, drop: tuple[int, ...]) -> Any:
-    if drop:
-        values = np.squeeze(values, axis=drop)
-    return values[()] if values.ndim == 0 else values

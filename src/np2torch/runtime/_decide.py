@@ -1,16 +1,9 @@
 """Which path a call takes: a deterministic function of the profile, the settings and the call.
 
-For a (function, dtype) the profile (:mod:`._profile`) predicts the seconds of
-each path at any size; the fastest path at each size, subject to two margins,
-gives *bands* (sizes from which a path is chosen), computed once per profile
-generation and looked up by bisection on every call:
-
-* a torch path must be predicted at least :data:`MARGIN` faster than the
-  original (measurement noise must not flip a call onto a slower path);
-* a torch path is chosen only where torch on *one* thread is predicted within
-  :data:`CONTENDED_LIMIT` of the original: when other processes hold the cores,
-  the pool shrinks to the free cores (:func:`_backend.free_cores`) down to one
-  thread, and the call must still be no slower than that bound.
+For a (function, dtype) the profile in force (:mod:`._profile`) gives a curve,
+and the curve the fastest path per size (:func:`._model.bands_of`, with its
+margins); those *bands* are computed once per profile and looked up on every
+call that passes the helper's size floor.
 
 Two rules make the first calls of a process cheap:
 
@@ -24,61 +17,74 @@ Two rules make the first calls of a process cheap:
   lacks is measured (a few ms, on scratch inputs) the first time a call could
   pay off on torch and torch is loaded, and recorded in the profile; until
   then the built-in profile, scaled to this machine's cores, is the prior.
+  :func:`route` only asks for it (:class:`Measure`): the helper, which knows
+  how to run itself, measures (:func:`._calibrate.on_the_spot`) and asks again.
 
 An explicit ``min_size`` (``NP2TORCH_MIN_SIZE``, ``configure``, ``using``)
 replaces all of this: from that size on, torch on the configured device.
+Decisions derived from the profile are cached in :data:`._state.PROCESS` until
+:meth:`._state.Process.forget_decisions`.
 """
 
 from __future__ import annotations
 
-import os
-import sys
-import threading
-from typing import Any, Callable, Sequence
+from typing import Dict, Sequence, Tuple, TypeVar, Union
 
-import numpy as np
-
-from . import _calibrate, _profile
-from ._backend import cuda_available, load_torch, torch_if_loaded
-from ._fork import in_forked_child
-from ._profile import Curve, curve_key
+from . import _profile
+from ._backend import cuda_available, load_torch, torch_ready
+from ._model import (
+    ALL_PATHS,
+    CPU_PATHS,
+    MARGIN,
+    Active,
+    Bands,
+    Curve,
+    Forecast,
+    bands_of,
+    curve_key,
+    scaled_prior,
+)
 from ._record import Record
+from ._state import PROCESS
 
-MARGIN = 1.1
-"""A torch path is chosen only where predicted at least 10 % faster than the original."""
-CONTENDED_LIMIT = 1.5
-"""... and only where one torch thread is predicted within 1.5x of the original (robust under load)."""
 CALIBRATE_FROM = 1 << 12
 """Below this size no (function, dtype) is measured on the spot: per-call overheads decide there."""
 CUDA_UNMEASURED_FROM = 1_000_000
 """With an explicit CUDA device and no CUDA measurement in the profile: CUDA from this size on."""
 
-CPU_PATHS = ("numpy", "cpu1", "cpu")
-ALL_PATHS = CPU_PATHS + ("cuda",)
+K = TypeVar("K")
+V = TypeVar("V")
 
-# Sizes at which the bands are evaluated: 12 per decade (21 % apart) from 1 to 1e12.
-_GRID: tuple[int, ...] = tuple(sorted({max(1, round(10 ** (k / 12))) for k in range(12 * 12 + 1)}))
+class Basis(Record):
+    """What a route was predicted from: the ``curve``, the call's size ``n`` and where the curve came
+    from (``origin``: ``machine``, ``prior`` or ``builtin``)."""
+
+    __slots__ = ("curve", "n", "origin")
+
+    def __init__(self, curve: Curve, n: int, origin: str) -> None:
+        self.curve = curve
+        self.n = n
+        self.origin = origin
 
 
 class Route(Record):
-    """Where one call runs: ``path`` (``numpy`` | ``cpu1`` | ``cpu`` | ``cuda``), ``device``
-    (``cpu`` or the CUDA device, ``cuda:1``) and ``reason`` (a string, or ``(curve, n, origin)``
-    formatted only when asked: :attr:`why`)."""
+    """Where one call runs: ``path`` (``numpy`` | ``cpu1`` | ``cpu`` | ``cuda``), ``device`` (``cpu``
+    or the CUDA device, ``cuda:1``) and why: ``reason``, or the profile's prediction (``basis``),
+    put in words only when asked (:attr:`why`)."""
 
-    __slots__ = ("path", "device", "reason")
+    __slots__ = ("path", "device", "reason", "basis")
 
-    def __init__(self, path: str, device: str, reason: Any = "") -> None:
+    def __init__(self, path: str, device: str, reason: str = "", basis: Basis | None = None) -> None:
         self.path = path
         self.device = device
         self.reason = reason
+        self.basis = basis
 
     @property
     def why(self) -> str:
         """One line: what decided it."""
-        if isinstance(self.reason, str):
-            return self.reason
-        curve, n, origin = self.reason
-        return _reason(curve, self.path, n, origin)
+        basis = self.basis
+        return self.reason if basis is None else _reason(basis.curve, self.path, basis.n, basis.origin)
 
     @property
     def threads(self) -> int:
@@ -89,127 +95,31 @@ class Route(Record):
     def adapt(self) -> bool:
         """Whether the pool may shrink to the free cores: only where the profile measured that the
         thread count changes no value (else the bits would depend on the machine's load)."""
-        return not isinstance(self.reason, str) and self.reason[0].thread_invariant
+        return self.basis is not None and self.basis.curve.thread_invariant
 
 
-class Bands(Record):
-    """``paths[i]`` from ``starts[i]`` elements on."""
+class Measure(Record):
+    """:func:`route`'s request: measure ``(name, dtype)`` over ``paths`` on the spot (curve ``key``),
+    then ask again; ``otherwise`` is the answer when that cannot be done now."""
 
-    __slots__ = ("starts", "paths")
+    __slots__ = ("key", "name", "dtype", "paths", "otherwise")
 
-    def __init__(self, starts: tuple[int, ...], paths: tuple[str, ...]) -> None:
-        self.starts = starts
-        self.paths = paths
-
-    def at(self, n: int) -> str:
-        # A handful of bands: a scan from the top costs less than importing bisect.
-        starts = self.starts
-        i = len(starts) - 1
-        while i and starts[i] > n:
-            i -= 1
-        return self.paths[i]
-
-    def first_torch(self) -> int | None:
-        return next((start for start, path in zip(self.starts, self.paths) if path != "numpy"), None)
+    def __init__(self, key: str, name: str, dtype: str, otherwise: Route | None) -> None:
+        self.key = key
+        self.name = name
+        self.dtype = dtype
+        self.paths = CPU_PATHS
+        self.otherwise = otherwise
 
 
-def bands_of(curve: Curve, allowed: Sequence[str]) -> Bands:
-    """The fastest allowed path at every size of the grid, as contiguous bands."""
-    starts: list[int] = []
-    paths: list[str] = []
-    for n in _GRID:
-        path = best_path(curve, allowed, n)
-        if not paths or paths[-1] != path:
-            starts.append(1 if not starts else n)
-            paths.append(path)
-    return Bands(tuple(starts), tuple(paths))
+Decision = Union[Route, Measure, None]
+"""What :func:`route` answers: a route, a request to measure first, or None (the original)."""
 
 
-def best_path(curve: Curve, allowed: Sequence[str], n: int) -> str:
-    if n < curve.sizes[0]:
-        return "numpy"  # nothing was measured this small: the original, whose overhead is the smallest
-    original = curve.predict("numpy", n)
-    assert original is not None
-    single = curve.predict("cpu1", n)
-    if single is not None and single > CONTENDED_LIMIT * original:
-        return "numpy"
-    best, best_time = "numpy", original / MARGIN
-    for path in allowed:
-        if path == "numpy":
-            continue
-        predicted = curve.predict(path, n)
-        if predicted is not None and predicted < best_time:
-            best, best_time = path, predicted
-    return best
+# ---------------------------------------------------------------- decisions cached per profile
 
 
-def scaled_prior(curve: Curve, built_threads: int, threads_here: int) -> Curve:
-    """The built-in curve with the pool path's per-element time scaled to this machine's thread count.
-
-    Only a prior: it decides whether measuring on the spot could pay off, and
-    how much the ski rental counts before torch is loaded.
-    """
-    pool = curve.seconds.get("cpu")
-    if pool is None or threads_here <= built_threads:
-        return curve
-    factor = built_threads / threads_here
-    first = pool[0]
-    scaled = tuple(first + (t - first) * factor for t in pool)
-    return Curve(curve.sizes, {**curve.seconds, "cpu": scaled})
-
-
-# ---------------------------------------------------------------- per-process state
-
-
-class _State:
-    lock = threading.RLock()
-    saved = 0.0
-    """Seconds the torch path would have saved so far, while torch was not imported (ski rental)."""
-    deferred = 0
-    """Elements the helpers saw before the profile was read (:func:`deferring`)."""
-    bands: dict[tuple[str, tuple[str, ...], bool], tuple[int, Bands]] = {}
-    entries: dict[tuple[str, str, str, bool], tuple[int, _Entry]] = {}
-    calibrating: set[str] = set()
-    declined: set[str] = set()
-    """Keys whose on-the-spot measurement failed: never retried in this process."""
-
-
-def reset() -> None:
-    """Forget the ski-rental sum and cached bands (tests)."""
-    with _State.lock:
-        _State.saved = 0.0
-        _State.deferred = 0
-        _State.bands = {}
-        _State.entries = {}
-        _State.calibrating = set()
-        _State.declined = set()
-
-
-_LISTENERS: list[Callable[[], None]] = []
-
-
-def on_change(listener: Callable[[], None]) -> None:
-    """Call ``listener`` whenever the profile in force changes (helpers recompute their size floor)."""
-    _LISTENERS.append(listener)
-
-
-def changed() -> None:
-    for listener in _LISTENERS:
-        listener()
-
-
-def reload() -> None:
-    """Re-read the profile (``NP2TORCH_PROFILE`` may have changed) and start the process's accounting afresh."""
-    _profile.reset()
-    reset()
-    changed()
-
-
-def _torch_ready() -> bool:
-    return torch_if_loaded() is not None or "torch" in sys.modules
-
-
-def _curve(active: _profile.Active, key: str) -> tuple[Curve | None, str]:
+def _curve(active: Active, key: str) -> Tuple[Curve | None, str]:
     """The curve decisions use, and where it came from (``machine``, ``prior``, ``builtin``)."""
     if active.machine is not None and key in active.machine.curves:
         return active.machine.curves[key], "machine"
@@ -221,40 +131,37 @@ def _curve(active: _profile.Active, key: str) -> tuple[Curve | None, str]:
     return scaled_prior(builtin, active.builtin.threads, active.print_["cores"]), "prior"
 
 
-class _Entry(Record):
-    """What :func:`route` needs for one (function, dtype, device), cached per profile generation."""
-
-    __slots__ = ("key", "curve", "origin", "allowed", "bands")
-
-    def __init__(self, key: str, curve: Curve | None, origin: str, allowed: tuple[str, ...], bands: Bands | None) -> None:
-        self.key = key
-        self.curve = curve
-        self.origin = origin
-        self.allowed = allowed
-        self.bands = bands
+def remember(table: Dict[K, V], key: K, value: V, generation: int) -> None:
+    """Store a decision computed from the profile as it was at ``generation``, unless it changed since."""
+    with PROCESS.lock:
+        if PROCESS.generation == generation:
+            table[key] = value
 
 
-def _entry(active: _profile.Active, name: str, dtype: str, device: str, cuda_ok: bool) -> _Entry:
+def _forecast(name: str, dtype: str, device: str, cuda_ok: bool) -> Forecast:
     cache_key = (name, dtype, device, cuda_ok)
-    cached = _State.entries.get(cache_key)
-    if cached is not None and cached[0] == active.generation:
-        return cached[1]
+    cached = PROCESS.forecasts.get(cache_key)
+    if cached is not None:
+        return cached
+    generation = PROCESS.generation
+    active = _profile.active()
     key = curve_key(name, dtype)
     curve, origin = _curve(active, key)
     allowed = CPU_PATHS if curve is None else _allowed(curve, device, cuda_ok)
     bands = None if curve is None else _bands(active, key, curve, origin, allowed)
-    entry = _Entry(key, curve, origin, allowed, bands)
-    _State.entries[cache_key] = (active.generation, entry)
-    return entry
+    found = Forecast(key, curve, origin, allowed, bands)
+    remember(PROCESS.forecasts, cache_key, found, generation)
+    return found
 
 
-def _bands(active: _profile.Active, key: str, curve: Curve, origin: str, allowed: tuple[str, ...]) -> Bands:
+def _bands(active: Active, key: str, curve: Curve, origin: str, allowed: Tuple[str, ...]) -> Bands:
     cache_key = (key, allowed, origin == "machine")
-    cached = _State.bands.get(cache_key)
-    if cached is not None and cached[0] == active.generation:
-        return cached[1]
+    cached = PROCESS.bands.get(cache_key)
+    if cached is not None:
+        return cached
+    generation = PROCESS.generation
     found = bands_of(curve, allowed)
-    _State.bands[cache_key] = (active.generation, found)
+    remember(PROCESS.bands, cache_key, found, generation)
     return found
 
 
@@ -269,13 +176,13 @@ DEFER_FLOOR = 1 << 12
 
 def deferring(n: int) -> bool:
     """Whether a call of ``n`` elements should go to the original without reading the profile yet."""
-    if _profile.loaded() or _torch_ready():
+    if _profile.loaded() or torch_ready():
         return False
-    with _State.lock:
-        _State.deferred += n
-        if _State.deferred < DEFER_ELEMENTS:
+    with PROCESS.lock:
+        PROCESS.deferred += n
+        if PROCESS.deferred < DEFER_ELEMENTS:
             return True
-    changed()  # the deferred calls' provisional floors give way to the profile's
+    PROCESS.forget_decisions()  # the deferred calls' provisional floors give way to the profile's
     return False
 
 
@@ -304,12 +211,13 @@ def route(
     cuda_ok: bool,
     *,
     dry_run: bool = False,
-) -> Route | None:
+) -> Decision:
     """Where a call of ``name`` over ``n`` elements of loop ``dtype`` runs (None: the original).
 
     ``device``: the settings' device (``cpu``, ``auto``, ``cuda[:N]``); ``cuda_ok``:
-    the loop is verified on CUDA.  ``dry_run`` (for :func:`which`) neither
-    counts ski-rental savings, nor loads torch, nor measures anything.
+    the loop is verified on CUDA.  A :class:`Measure` asks the caller to measure
+    the pair on the spot first.  ``dry_run`` (for :func:`which`) neither counts
+    ski-rental savings, nor loads torch, nor asks for a measurement.
     """
     if min_size is not None:
         return _explicit(device, n, min_size, cuda_ok, dry_run)
@@ -317,39 +225,36 @@ def route(
         forced = explicit_cuda_unmeasured(device, n, cuda_ok, name, dtype)
         if forced is not None:
             return forced
-    active = _profile.active()
-    entry = _entry(active, name, dtype, device, cuda_ok)
-    key, curve, origin, allowed = entry.key, entry.curve, entry.origin, entry.allowed
-    if curve is None or entry.bands is None:
+    forecast = _forecast(name, dtype, device, cuda_ok)
+    curve, bands = forecast.curve, forecast.bands
+    if curve is None or bands is None:
         # Nothing known (a function newer than the built-in profile): measure it once torch is
         # here anyway; without torch there is no estimate to rent against.
-        if dry_run or active.write_to is None or n < CALIBRATE_FROM or not _torch_ready():
+        if dry_run or n < CALIBRATE_FROM or not torch_ready() or _profile.active().write_to is None:
             return None
-        if _calibrate_now(name, dtype, key) is None:
-            return None
-        return route(name, dtype, n, device, None, cuda_ok)
-    path = entry.bands.at(n)
+        return Measure(forecast.key, name, dtype, None)
+    path = bands.at(n)
     if path == "numpy":
         return None
-    if not _torch_ready():
+    if not torch_ready():
         if dry_run:
-            return Route("numpy", "cpu", f"the original for now: torch is not imported yet, and is imported once the time it "
-                         f"would have saved reaches its import cost ({_State.saved:.3g} of {_import_seconds(active):.3g} s); "
-                         f"then {_reason(curve, path, n, origin)}")
-        if not _rent(curve, path, n, active):
+            return Route("numpy", "cpu", f"the original for now: torch is not imported yet, and is imported once the "
+                         f"time it would have saved reaches its import cost ({PROCESS.saved:.3g} of "
+                         f"{_import_seconds():.3g} s); then {_reason(curve, path, n, forecast.origin)}")
+        if not _rent(curve, path, n):
             return None
-    if origin == "prior" and n >= CALIBRATE_FROM and not dry_run:
-        if _calibrate_now(name, dtype, key) is not None:
-            return route(name, dtype, n, device, None, cuda_ok)
     if path == "cuda" and not dry_run and not cuda_available():
-        allowed = tuple(p for p in allowed if p != "cuda")
-        path = _bands(active, key, curve, origin, allowed).at(n)
+        allowed = tuple(p for p in forecast.allowed if p != "cuda")
+        path = _bands(_profile.active(), forecast.key, curve, forecast.origin, allowed).at(n)
         if path == "numpy":
             return None
-    return Route(path, _device_for(path, device), (curve, n, origin))
+    found = Route(path, _device_for(path, device), basis=Basis(curve, n, forecast.origin))
+    if forecast.origin == "prior" and n >= CALIBRATE_FROM and not dry_run:
+        return Measure(forecast.key, name, dtype, found)
+    return found
 
 
-def _allowed(curve: Curve, device: str, cuda_ok: bool) -> tuple[str, ...]:
+def _allowed(curve: Curve, device: str, cuda_ok: bool) -> Tuple[str, ...]:
     if device == "cpu" or not cuda_ok:
         return CPU_PATHS
     if "cuda" in curve.seconds:
@@ -378,69 +283,29 @@ def explicit_cuda_unmeasured(device: str, n: int, cuda_ok: bool, name: str, dtyp
     """An explicit CUDA device whose profile has no CUDA measurement: CUDA for large arrays, as configured."""
     if not (device.startswith("cuda") and cuda_ok and n >= CUDA_UNMEASURED_FROM):
         return None
-    active = _profile.active()
-    curve, _ = _curve(active, curve_key(name, dtype))
+    curve, _ = _curve(_profile.active(), curve_key(name, dtype))
     if curve is not None and "cuda" in curve.seconds:
         return None
     return Route("cuda", device, f"device={device!r} set explicitly; the profile has no CUDA measurement: CUDA from "
                  f"{CUDA_UNMEASURED_FROM:,} elements (run `np2torch tune` on this machine)")
 
 
-def _import_seconds(active: _profile.Active) -> float:
+def _import_seconds() -> float:
+    active = _profile.active()
     return (active.machine or active.builtin).import_seconds
 
 
-def _rent(curve: Curve, path: str, n: int, active: _profile.Active) -> bool:
+def _rent(curve: Curve, path: str, n: int) -> bool:
     """Ski rental: count this call's predicted saving; load torch once the savings pay for importing it."""
-    with _State.lock:
-        if _torch_ready():
+    with PROCESS.lock:
+        if torch_ready():
             return True
         original = curve.predict("numpy", n) or 0.0
         chosen = curve.predict(path, n) or original
-        _State.saved += max(0.0, original - chosen)
-        if _State.saved < _import_seconds(active):
+        PROCESS.saved += max(0.0, original - chosen)
+        if PROCESS.saved < _import_seconds():
             return False
-    return load_torch() is not None
-
-
-def _calibrate_now(name: str, dtype: str, key: str) -> Curve | None:
-    """Measure (name, dtype) on this machine's CPU paths and record it; None if that cannot be done now."""
-    with _State.lock:
-        if key in _State.calibrating or key in _State.declined:
-            return None
-        _State.calibrating.add(key)
-    try:
-        torch = load_torch()
-        if torch is None:
-            return None
-        try:
-            curve = _calibrate.measure(name, np.dtype(dtype), CPU_PATHS)
-        except Exception:  # a measurement must never break the user's call: the prior stays
-            _State.declined.add(key)
-            return None
-        threads = torch.get_num_threads()
-        _profile.record({key: curve}, threads=threads, persist=_quiet_enough_to_keep(threads))
-        changed()
-        return curve
-    finally:
-        _State.calibrating.discard(key)
-
-
-def _quiet_enough_to_keep(threads: int) -> bool:
-    """Whether a measurement taken now may stand for this machine in later processes.
-
-    Not in a child forked from a torch process (one thread only), and not while
-    other programs keep the cores busy (the 1-minute load average above half the
-    pool): the pool's times would be a busy machine's for good.  Such measurements
-    still decide in this process; ``np2torch tune`` on a quiet machine records them.
-    """
-    if in_forked_child():
-        return False
-    try:
-        load = os.getloadavg()[0]
-    except (AttributeError, OSError):
-        return True
-    return load <= 0.5 * threads
+    return load_torch()
 
 
 def _reason(curve: Curve, path: str, n: int, origin: str) -> str:
@@ -467,8 +332,7 @@ def original_reason(name: str, dtype: str, n: int, device: str, min_size: int | 
         return "device='numpy': every call goes to the original"
     if min_size is not None:
         return f"below min_size={min_size} set explicitly"
-    active = _profile.active()
-    curve, origin = _curve(active, curve_key(name, dtype))
+    curve, origin = _curve(_profile.active(), curve_key(name, dtype))
     if curve is None:
         return f"{name} over {dtype} is not in the profile"
     return _reason(curve, "numpy", n, origin) + f": no torch path is predicted {MARGIN:.1f}x faster at {n:,} elements"

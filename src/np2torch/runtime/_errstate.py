@@ -31,12 +31,15 @@ warnings point at the runtime's line (a documented gap).
 
 from __future__ import annotations
 
+import os
 import sys
 import warnings
 from types import FrameType
-from typing import Any, Callable, Mapping, NamedTuple
+from typing import Any, Callable, Dict, Mapping, NamedTuple
 
 import numpy as np
+
+from ._state import PROCESS
 
 # Any: NumPy's stubs type these private names (Final, a TypedDict keyed by literals), the fallback is None.
 _NP_EXTOBJ_VAR: Any
@@ -53,15 +56,8 @@ except ImportError:  # pragma: no cover - NumPy 1.x
 
 ERR_KINDS: tuple[str, ...] = ("divide", "over", "under", "invalid")
 
-_RUNTIME_FILES: set[str] = set()
-
-
-def register_runtime_file(path: str) -> None:
-    """Frames from ``path`` are skipped when attributing a warning to the user's line."""
-    _RUNTIME_FILES.add(path)
-
-
-register_runtime_file(__file__)
+_RUNTIME_FOLDER = os.path.dirname(__file__) + os.sep
+"""Frames of files in the runtime's folder are skipped when attributing a warning to the user's line."""
 
 
 def error_modes() -> Mapping[str, object]:
@@ -83,18 +79,16 @@ class ErrorChecks(NamedTuple):
     """``divide``/``over``/``invalid`` are not ignored: non-finite results are suspicious."""
 
 
-_CHECKS_CACHE: dict[Any, ErrorChecks | None] = {}
-
-
 def error_checks() -> ErrorChecks | None:
     """The checks the current ``np.errstate`` needs; None when every mode is ``ignore``.
 
     Cached per NumPy error-state object (``np.geterr()`` alone costs ~0.7 us).
     """
     key = _NP_EXTOBJ_VAR.get() if _NP_EXTOBJ_VAR is not None else None
+    cache: Dict[Any, ErrorChecks | None] = PROCESS.error_checks
     if key is not None:
         try:
-            return _CHECKS_CACHE[key]
+            return cache[key]
         except KeyError:
             pass
     modes = np.geterr()
@@ -102,9 +96,9 @@ def error_checks() -> ErrorChecks | None:
     if not quiet(modes):
         checks = ErrorChecks(modes["under"] != "ignore", any(modes[k] != "ignore" for k in ("divide", "over", "invalid")))
     if key is not None:
-        if len(_CHECKS_CACHE) >= _REDIRECT_CACHE_LIMIT:
-            _CHECKS_CACHE.clear()
-        _CHECKS_CACHE[key] = checks
+        if len(cache) >= _REDIRECT_CACHE_LIMIT:
+            cache.clear()
+        cache[key] = checks
     return checks
 
 
@@ -112,7 +106,7 @@ def user_stacklevel() -> int:
     """``stacklevel`` for ``warnings.warn`` called from a runtime function: the first frame outside the runtime."""
     frame: FrameType | None = sys._getframe(1)
     level = 1
-    while frame is not None and frame.f_code.co_filename in _RUNTIME_FILES:
+    while frame is not None and frame.f_code.co_filename.startswith(_RUNTIME_FOLDER):
         frame = frame.f_back
         level += 1
     return level
@@ -133,8 +127,6 @@ class _WarnAtCaller:
 
 REDIRECT_MISS: Any = object()
 _REDIRECT_CACHE_LIMIT = 64
-# helper name -> {NumPy extobj -> extobj with warn->call, or None (call plainly)}
-_REDIRECTS: dict[str, dict[Any, Any]] = {}
 
 
 def _build_redirect(name: str) -> Any:
@@ -146,17 +138,17 @@ def _build_redirect(name: str) -> Any:
     return _np_make_extobj(call=_WarnAtCaller(name), **{kind: "call" for kind in warned})
 
 
-def warn_redirect(name: str, cache: dict[Any, Any] | None = None) -> tuple[dict[Any, Any], Any, Any]:
-    """``(cache, current extobj, redirect)`` for ``name`` in the current error state.
+def warn_redirect(name: str, cache: Dict[Any, Any] | None = None) -> Any:
+    """The error state to call ``name``'s original in so that its warnings point at the user's line.
 
-    ``redirect`` is None when the original can be called plainly (no ``warn``
-    mode, or NumPy 1.x).  Cached per extobj object, which NumPy keeps while a
-    state is in force.
+    None when the original can be called plainly (no ``warn`` mode, or NumPy
+    1.x).  Cached per extobj object, which NumPy keeps while a state is in
+    force (``cache``: the helper's, :attr:`._state.Process.redirects`).
     """
     if _NP_EXTOBJ_VAR is None:
-        return {}, None, None
+        return None
     if cache is None:
-        cache = _REDIRECTS.setdefault(name, {})
+        cache = PROCESS.redirects.setdefault(name, {None: None})
     current = _NP_EXTOBJ_VAR.get()
     redirect = cache.get(current, REDIRECT_MISS)
     if redirect is REDIRECT_MISS:
@@ -164,7 +156,7 @@ def warn_redirect(name: str, cache: dict[Any, Any] | None = None) -> tuple[dict[
         if len(cache) >= _REDIRECT_CACHE_LIMIT:
             cache.clear()  # states made by errstate blocks in a loop are never seen again
         cache[current] = redirect
-    return cache, current, redirect
+    return redirect
 
 
 # NumPy's error-state context variable (None before NumPy 2), for hot paths
@@ -192,7 +184,7 @@ def call_redirected(redirect: Any, original: Callable[..., Any], args: tuple[Any
 
 def numpy_call(original: Callable[..., Any], name: str, *args: Any, **kwargs: Any) -> Any:
     """``original(*args, **kwargs)`` reporting floating-point errors as NumPy would at the user's line."""
-    _, _, redirect = warn_redirect(name)
+    redirect = warn_redirect(name)
     if redirect is None:
         return original(*args, **kwargs)
     return call_redirected(redirect, original, args, kwargs)

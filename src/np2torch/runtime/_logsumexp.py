@@ -20,7 +20,9 @@ faults) cost more than the arithmetic on the 2-core reference VM.
 Whether the installed SciPy computes exactly this is checked once per process,
 on the first call that could take the torch path (``_logsumexp_check``: a few
 ms of small probes, no torch); a SciPy that fails it is called instead, for
-all inputs or only for slices with an infinite maximum.
+all inputs or only for slices with an infinite maximum.  On a Dask array the
+helper builds a tree reduction of the same three quantities
+(:mod:`._logsumexp_dask`).
 
 Everything else goes to SciPy: ``b=``, complex, float16
 and longdouble, subclasses and array-likes, empty inputs and broadcast views,
@@ -35,23 +37,30 @@ from __future__ import annotations
 
 import operator
 import sys
-import threading
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, List, Literal, Sequence, Tuple, Union, overload
 
 import numpy as np
 
-from . import _calibrate, _decide
 from ._backend import can_view, cuda_available, load_torch, threads
-from ._config import RuntimeSettings, Settings, current_settings
+from ._config import RuntimeSettings
 from ._dask import DASK_ARRAY, is_dask_array
-from ._dask import logsumexp as dask_logsumexp
-from ._decide import Route
+from ._decide import Route, original_reason
+from ._helper import PUBLIC_MODULE, Helper
+from ._logsumexp_check import LseVerdict
+from ._state import PROCESS, SCOPED
 from .table import FUNCTIONS_BY_NAME
 
 if TYPE_CHECKING:
-    from ._logsumexp_check import LseVerdict
+    import torch
+    from numpy.typing import ArrayLike
 
-_NAME = "logsumexp"
+    from .table import Function
+
+NAME = "logsumexp"
+
+Parts = Tuple[np.ndarray, np.ndarray, np.ndarray]
+"""Per slice, keepdims-shaped: the maximum ``a_max``, the count ``m`` of elements equal to it (int64)
+and the sum ``s`` of ``exp(x - a_max)`` over the others."""
 
 # Elements per block on the CPU (4 MiB of float64, in L3 while the ops walk it).
 # Each op on a block is one parallel region: with 1 MiB blocks, waking the
@@ -70,130 +79,170 @@ _CUDA_BLOCK = 1 << 24
 # they are at most 1/8 of its slices.
 _PARTS_PER_ELEMENT = 8
 _SPARSE = 8
-_LOOK = "look"
+_LOOK: Literal["look"] = "look"
 
 # Dtypes SciPy promotes to float64 (xp_promote(force_floating=True)) and that
 # torch can view; the conversion happens block by block, as NumPy's astype would.
 _TO_FLOAT64 = frozenset(np.dtype(c) for c in "?bBhil") | {np.dtype(np.int64)}
-_FLOATS = frozenset(np.dtype(name) for name in FUNCTIONS_BY_NAME[_NAME].loops)
+_FLOATS = frozenset(np.dtype(name) for name in FUNCTIONS_BY_NAME[NAME].loops)
 
 # |a_max| from which SciPy's ``a - a_max`` can overflow (x >= -max must round
 # past -max): half an ULP of the largest finite value.
 _OVERFLOW_FROM = {np.dtype(np.float64): 2.0**970, np.dtype(np.float32): 2.0**103}
 
 
-class _Scipy:
-    """The original function, and what the check made of it; both loaded on first use."""
-
-    function: Any = None
-    verdict: LseVerdict | None = None
-    lock = threading.Lock()
 
 
-def _original() -> Any:
-    if _Scipy.function is None:
-        from scipy.special import logsumexp
+class Logsumexp(Helper):
+    """The logsumexp helper: SciPy's original, the check of it, and the torch path below."""
 
-        _Scipy.function = logsumexp
-    return _Scipy.function
+    def __init__(self, row: Function) -> None:
+        super().__init__(row)
+        self.function = logsumexp
+
+    def verdict(self) -> LseVerdict:
+        """Which slices the torch path serves for the installed SciPy (checked once per process)."""
+        found = PROCESS.verdicts.get(NAME)
+        if found is None:
+            with PROCESS.loading:
+                found = PROCESS.verdicts.get(NAME)
+                if found is None:
+                    from . import _logsumexp_check  # only when a call may take the torch path
+
+                    found = PROCESS.verdicts[NAME] = _logsumexp_check.check(self.load(), _expected)
+        assert isinstance(found, LseVerdict)
+        return found
+
+    def loop_of(self, dtype: np.dtype) -> str | None:
+        work = _work(dtype)
+        return None if work is None else work.name
+
+    def admits(self, dtype: np.dtype, n: int, settings: RuntimeSettings) -> bool:
+        """Whether a call of ``n`` elements of ``dtype`` may leave SciPy under ``settings``: the size floor."""
+        if settings.gate is not None:
+            return n >= settings.gate
+        floor = self.floors.get(dtype)
+        return self.past_floor(dtype, n) if floor is None else n >= floor
+
+    def route_call(self, a: np.ndarray, work: np.dtype, settings: RuntimeSettings, dry_run: bool = False) -> Route | None:
+        """Where the settings and the machine profile send this call (None: SciPy)."""
+        if settings.device == "numpy":
+            return None
+        found = self.route(work.name, a.size, settings, True, dry_run)
+        if found is not None and found.path == "cuda" and not dry_run and not cuda_available():
+            return None
+        return found
+
+    def run_path(self, path: str, x: np.ndarray) -> object:
+        """One call through ``path`` on the scratch input ``x``: ``axis=0``, as bench times it."""
+        if path == "numpy":
+            return self.load()(x, axis=0)
+        device = "cuda" if path == "cuda" else "cpu"
+        result = _try_torch(x, 0, False, False, RuntimeSettings(device, 0), Route(path, device, "forced"))
+        if result is None:
+            raise ValueError("the torch path declined the calibration input")
+        return result
+
+    def which(self, *args: Any, **kwargs: Any) -> tuple[str, str]:
+        return _which(*args, **kwargs)
 
 
-def _verdict() -> LseVerdict:
-    """Which slices the torch path serves for the installed SciPy (checked once per process)."""
-    verdict = _Scipy.verdict
-    if verdict is None:
-        with _Scipy.lock:
-            if _Scipy.verdict is None:
-                from . import _logsumexp_check  # only when a call may take the torch path
-
-                _Scipy.verdict = _logsumexp_check.check(_original(), _expected)
-            verdict = _Scipy.verdict
-    return verdict
+def make_helper(row: Function) -> Logsumexp:
+    """The logsumexp helper (the one this module implements)."""
+    if row is not HELPER.row:
+        raise ValueError(f"{__name__} implements {NAME}, not {row.qualname}")
+    return HELPER
 
 
-class _Gate:
-    """Below ``floor`` elements only SciPy is possible (0 until the profile is read)."""
-
-    floor = 0
-    known = False
-
-    @classmethod
-    def refresh(cls) -> None:
-        cls.floor = _decide.torch_floor(_NAME, tuple(FUNCTIONS_BY_NAME[_NAME].loops))
-        cls.known = True
-
-    @classmethod
-    def forget(cls) -> None:
-        cls.known = False
-        cls.floor = 0
+def _work(dtype: np.dtype) -> np.dtype | None:
+    """The dtype the torch path computes ``dtype`` input in (as SciPy promotes it), or None."""
+    if dtype in _FLOATS:
+        return dtype
+    return _FLOAT64 if dtype in _TO_FLOAT64 else None
 
 
-_decide.on_change(_Gate.forget)
+_FLOAT64 = np.dtype(np.float64)
 
 
+@overload
+def logsumexp(a: ArrayLike, axis: int | tuple[int, ...] | None = None, b: ArrayLike | None = None,
+              keepdims: bool = False, return_sign: Literal[False] = False) -> Any: ...
+@overload
+def logsumexp(a: ArrayLike, axis: int | tuple[int, ...] | None, b: ArrayLike | None, keepdims: bool,
+              return_sign: Literal[True]) -> tuple[Any, Any]: ...
+@overload
+def logsumexp(a: ArrayLike, axis: int | tuple[int, ...] | None = None, b: ArrayLike | None = None,
+              keepdims: bool = False, *, return_sign: Literal[True]) -> tuple[Any, Any]: ...
+@overload
+def logsumexp(a: ArrayLike, axis: int | tuple[int, ...] | None = None, b: ArrayLike | None = None,
+              keepdims: bool = False, return_sign: bool = False) -> Any: ...
 def logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: Any = False, return_sign: Any = False) -> Any:
-    """``scipy.special.logsumexp(a, axis, b, keepdims, return_sign)``: same result, faster on large arrays."""
-    settings = current_settings()
-    gate = settings.gate
-    if type(a) is np.ndarray and a.size >= (_Gate.floor if gate is None else gate) and b is None:
-        result = _try_torch(a, axis, keepdims, return_sign, settings)
-        if result is not None:
-            return result
-    if type(a) is not np.ndarray and DASK_ARRAY in sys.modules and is_dask_array(a):
-        return dask_logsumexp(a, axis, b, keepdims, return_sign, logsumexp, _original(), torch_block_parts, _verdict)
-    return _original()(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign)
+    """``scipy.special.logsumexp(a, axis, b, keepdims, return_sign)``: same result, faster on large arrays.
+
+    SciPy ships no types: a result is a NumPy scalar or array (``Any``), a pair
+    with ``return_sign=True``.
+    """
+    if type(a) is np.ndarray:
+        scoped = SCOPED.get()
+        settings = PROCESS.settings if scoped is None else scoped
+        if b is None and HELPER.admits(a.dtype, a.size, settings):
+            result = _try_torch(a, axis, keepdims, return_sign, settings)
+            if result is not None:
+                return result
+    elif DASK_ARRAY in sys.modules and is_dask_array(a):
+        from ._logsumexp_dask import reduction
+
+        return reduction(a, axis, b, keepdims, return_sign, logsumexp, HELPER.load(), torch_block_parts, HELPER.verdict)
+    return HELPER.original(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign)
 
 
-def torch_block_parts(a: np.ndarray, dims: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+logsumexp.__module__ = PUBLIC_MODULE
+HELPER = Logsumexp(FUNCTIONS_BY_NAME[NAME])
+
+
+def torch_block_parts(a: np.ndarray, dims: Tuple[int, ...]) -> Parts | None:
     """One block's ``(a_max, m, s)`` per slice (keepdims shape, ``m`` int64) on torch, for a Dask chunk.
 
     None where the settings and this machine's profile keep the block on NumPy,
     or the torch path would decline it (the caller then computes them with NumPy).
     """
-    settings = current_settings()
-    if not _Gate.known:
-        _Gate.refresh()
-    gate = _Gate.floor if settings.gate is None else settings.gate
-    work = a.dtype if a.dtype in _FLOATS else np.dtype(np.float64) if a.dtype in _TO_FLOAT64 else None
-    if work is None or a.size < gate or a.size == 0 or a.ndim == 0 or np.geterr()["under"] != "ignore":
+    scoped = SCOPED.get()
+    settings = PROCESS.settings if scoped is None else scoped
+    work = _work(a.dtype)
+    if work is None or a.size == 0 or a.ndim == 0 or np.geterr()["under"] != "ignore":
+        return None
+    if not HELPER.admits(a.dtype, a.size, settings):
         return None
     if min(a.strides) < 0 or (0 in a.strides and a.size > 1) or not can_view(a):
         return None
-    route = _device_for(a, work, settings)
-    torch = None if route is None else load_torch()
-    if torch is None or route is None:
+    route = HELPER.route_call(a, work, settings)
+    if route is None or not load_torch():
         return None
     if route.device == "cpu":
         with threads(route.threads, adapt=False):
-            reduced = _reduce(torch, a, dims, work, route.device)
+            reduced = _reduce(a, dims, work, route.device)
     else:
-        reduced = _reduce(torch, a, dims, work, route.device)
+        reduced = _reduce(a, dims, work, route.device)
     if reduced is None or (np.geterr()["over"] != "ignore" and _subtraction_may_overflow(reduced[0])):
         return None
     return reduced
 
 
-def _try_torch(a: np.ndarray, axis: Any, keepdims: Any, return_sign: Any, settings: Settings, path: str | None = None) -> Any | None:
-    """The result computed with torch, or None where only SciPy can give it (``path``: forced, for calibration)."""
-    if a.size == 0 or a.ndim == 0:
-        return None
-    if a.dtype in _FLOATS:
-        work = a.dtype
-    elif a.dtype in _TO_FLOAT64:
-        work = np.dtype(np.float64)
-    else:
+def _try_torch(a: np.ndarray, axis: Any, keepdims: Any, return_sign: Any, settings: RuntimeSettings,
+               forced: Route | None = None) -> Any | None:
+    """The result computed with torch, or None where only SciPy can give it (``forced``: the route, for calibration)."""
+    work = _work(a.dtype)
+    if work is None or a.size == 0 or a.ndim == 0:
         return None
     dims = _reduced_dims(axis, a.ndim)
     keep, sign = _flag(keepdims), _flag(return_sign)
     if dims is None or keep is None or sign is None:
         return None
-    if not _Gate.known and path is None:
-        _Gate.refresh()
-    route = _device_for(a, work, settings) if path is None else Route(path, "cuda" if path == "cuda" else "cpu", "forced")
+    route = HELPER.route_call(a, work, settings) if forced is None else forced
     if route is None:
         return None
     device = route.device
-    verdict = _verdict()
+    verdict = HELPER.verdict()
     if not verdict.finite:
         return None
     modes = np.geterr()
@@ -202,18 +251,15 @@ def _try_torch(a: np.ndarray, axis: Any, keepdims: Any, return_sign: Any, settin
     if 0 in a.strides and a.size > 1:
         return None  # broadcast views: NumPy's result layout is not the one reproduced below
     view, flipped = _positive_strides(a)
-    if not can_view(view):
-        return None
-    torch = load_torch()
-    if torch is None:
+    if not can_view(view) or not load_torch():
         return None
     if device == "cpu":
         # The pool as configured, never shrunk under load: a reduction's bits
         # depend on how it is split between threads.
         with threads(route.threads, adapt=False):
-            reduced = _reduce(torch, view, dims, work, device)
+            reduced = _reduce(view, dims, work, device)
     else:
-        reduced = _reduce(torch, view, dims, work, device)
+        reduced = _reduce(view, dims, work, device)
     if reduced is None:
         return None
     a_max = reduced[0]
@@ -228,6 +274,20 @@ def _try_torch(a: np.ndarray, axis: Any, keepdims: Any, return_sign: Any, settin
             # clear it here); torch's max makes a new NaN.  Left to SciPy.
             return None
         return _finish(a, dims, flipped, reduced, work, keep, sign)
+
+
+def _which(a: Any, axis: Any = None, b: Any = None, keepdims: Any = False, return_sign: Any = False) -> tuple[str, str]:
+    scoped = SCOPED.get()
+    settings = PROCESS.settings if scoped is None else scoped
+    if type(a) is not np.ndarray or b is not None:
+        return "numpy", f"{NAME}: not a plain ndarray call without b=: SciPy"
+    work = _work(a.dtype) or _FLOAT64
+    route = HELPER.route_call(a, work, settings, dry_run=True)
+    if route is None:
+        return "numpy", f"{NAME} over {a.size:,} elements of {work}: " + original_reason(
+            NAME, work.name, a.size, settings.device, settings.min_size)
+    kind = "cuda" if route.path == "cuda" else "cpu"
+    return kind, f"{NAME} over {a.size:,} elements of {work}: {route.why} (SciPy's behaviour is checked at the call)"
 
 
 def _flag(value: Any) -> bool | None:
@@ -255,44 +315,6 @@ def _reduced_dims(axis: Any, ndim: int) -> tuple[int, ...] | None:
     return tuple(sorted(dims))
 
 
-def _device_for(a: np.ndarray, work: np.dtype, settings: Settings, dry_run: bool = False) -> Route | None:
-    """Where the settings and the machine profile send this call (None: SciPy)."""
-    if settings.device == "numpy":
-        return None
-    found = _decide.route(_NAME, work.name, a.size, settings.device, settings.min_size, True, dry_run=dry_run)
-    if found is not None and found.path == "cuda" and not dry_run and not cuda_available():
-        return None
-    return found
-
-
-def _run_path(path: str, x: np.ndarray) -> Any:
-    """One call through ``path`` on the scratch input ``x`` (calibration and tune): ``axis=0``, as bench times it."""
-    if path == "numpy":
-        return _original()(x, axis=0)
-    device = "cuda" if path == "cuda" else "cpu"
-    result = _try_torch(x, 0, False, False, RuntimeSettings(device=device, min_size=0), path=path)
-    if result is None:
-        raise ValueError("the torch path declined the calibration input")
-    return result
-
-
-def _which(a: Any, axis: Any = None, b: Any = None, keepdims: Any = False, return_sign: Any = False) -> tuple[str, str]:
-    settings = current_settings()
-    if type(a) is not np.ndarray or b is not None:
-        return "numpy", f"{_NAME}: not a plain ndarray call without b=: SciPy"
-    work = a.dtype if a.dtype in _FLOATS else np.dtype(np.float64)
-    route = _device_for(a, work, settings, dry_run=True)
-    if route is None:
-        return "numpy", f"{_NAME} over {a.size:,} elements of {work}: " + _decide.original_reason(
-            _NAME, work.name, a.size, settings.device, settings.min_size)
-    kind = "cuda" if route.path == "cuda" else "cpu"
-    return kind, f"{_NAME} over {a.size:,} elements of {work}: {route.why} (SciPy's behaviour is checked at the call)"
-
-
-_calibrate.register(_NAME, _run_path)
-logsumexp._np2torch_which = _which  # type: ignore[attr-defined]
-
-
 def _positive_strides(a: np.ndarray) -> tuple[np.ndarray, tuple[int, ...]]:
     """A view of ``a`` with every negative stride reversed, and the axes reversed.
 
@@ -306,8 +328,10 @@ def _positive_strides(a: np.ndarray) -> tuple[np.ndarray, tuple[int, ...]]:
     return a[index], flipped
 
 
-def _reduce(torch: Any, view: np.ndarray, dims: tuple[int, ...], work: np.dtype, device: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+def _reduce(view: np.ndarray, dims: Tuple[int, ...], work: np.dtype, device: str) -> Parts | None:
     """``(a_max, m, s)`` per slice as NumPy arrays of the keepdims shape (``m`` as int64)."""
+    import torch
+
     t = torch.from_numpy(view)
     if t.dtype == torch.bool:
         t = t.view(torch.uint8)
@@ -321,7 +345,7 @@ def _reduce(torch: Any, view: np.ndarray, dims: tuple[int, ...], work: np.dtype,
             t = t.to(device)
         except RuntimeError:  # out of device memory (torch.cuda.OutOfMemoryError): SciPy serves it
             return None
-    a_max, count, total = _blockwise(torch, t, dims, getattr(torch, work.name), t.device, block)
+    a_max, count, total = _blockwise(t, dims, getattr(torch, work.name), t.device, block)
     return a_max.cpu().numpy(), count.cpu().numpy(), total.cpu().numpy()
 
 
@@ -343,7 +367,15 @@ def _chunk_dim(shape: Sequence[int], strides: Sequence[int], block: int) -> tupl
     return max(order, key=lambda i: shape[i]), 1
 
 
-def _blockwise(torch: Any, t: Any, dims: tuple[int, ...], work: Any, device: Any, block: int) -> tuple[Any, Any, Any]:
+Holds = Union["torch.Tensor", None, Literal["look"]]
+"""Which slices have their maximum in a block: a bool tensor shaped like ``a_max``; None: every
+slice; :data:`_LOOK`: find them in the block."""
+
+
+def _blockwise(t: torch.Tensor, dims: Tuple[int, ...], work: torch.dtype, device: torch.device,
+               block: int) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    import torch
+
     axis, step = _chunk_dim(t.shape, t.stride(), block)
     starts = range(0, t.shape[axis], step)
     slab = t.numel() // t.shape[axis] * min(step, t.shape[axis])
@@ -353,11 +385,11 @@ def _blockwise(torch: Any, t: Any, dims: tuple[int, ...], work: Any, device: Any
     # float32; they are added up in float64 (exact below 2**53) and converted once.
     count_dtype = work if slab < 1 << 24 else torch.float64
 
-    def piece(start: int) -> Any:
+    def piece(start: int) -> torch.Tensor:
         return t.narrow(axis, start, min(step, t.shape[axis] - start))
 
-    def sums(chunk: Any, a_max: Any, holds: Any, count: Any) -> Any:
-        return _block_sums(torch, chunk, a_max, dims, shifted, is_max, holds, count, count_dtype)
+    def sums(chunk: torch.Tensor, a_max: torch.Tensor, holds: Holds, count: torch.Tensor) -> torch.Tensor:
+        return _block_sums(chunk, a_max, dims, shifted, is_max, holds, count, count_dtype)
 
     if axis in dims:
         # Slices span blocks: the maximum first, then partial sums over blocks.
@@ -375,7 +407,7 @@ def _blockwise(torch: Any, t: Any, dims: tuple[int, ...], work: Any, device: Any
         count = torch.zeros(a_max.shape, dtype=torch.float64, device=device)
         totals = _Pairwise()
         for i, start in enumerate(starts):
-            holds = parts[i] == raw_max if keep else _LOOK
+            holds: Holds = parts[i] == raw_max if keep else _LOOK
             totals.add(sums(piece(start), a_max, holds, count))
         return a_max, count.to(torch.int64), totals.result()
     # Each block holds whole slices: one read of the input from memory.
@@ -392,29 +424,30 @@ def _blockwise(torch: Any, t: Any, dims: tuple[int, ...], work: Any, device: Any
     return a_max, count.to(torch.int64), total
 
 
-def _block_sums(
-    torch: Any, chunk: Any, a_max: Any, dims: tuple[int, ...], shifted: Any, is_max: Any, holds: Any, count: Any, count_dtype: Any
-) -> Any:
+def _block_sums(chunk: torch.Tensor, a_max: torch.Tensor, dims: Tuple[int, ...], shifted: torch.Tensor,
+                is_max: torch.Tensor, holds: Holds, count: torch.Tensor, count_dtype: torch.dtype) -> torch.Tensor:
     """``s`` of one block (sum of exp(x - a_max) over the non-maximal x); adds its maxima to ``count``.
 
     ``holds`` (bool, shaped like ``a_max``) marks the slices whose maximum
     lies in this block: the others have no element to leave out.  None: every
     slice has its maximum here; ``_LOOK``: find them in the block.
     """
+    import torch
+
     shifted = _laid_like(shifted, chunk)
     if chunk.dtype == shifted.dtype:
         torch.sub(chunk, a_max, out=shifted)
     else:
         shifted.copy_(chunk)  # SciPy's astype(float64), one block at a time
         shifted.sub_(a_max)
-    if holds is _LOOK:
+    if isinstance(holds, str):
         holds = torch.amax(shifted, dims, keepdim=True) == 0
     if holds is not None:
         found = int(holds.sum())
         if found == 0:  # axis=None: all blocks but one
             return shifted.exp_().sum(dims, keepdim=True)
         if found * _SPARSE <= holds.numel() and dims == tuple(range(len(dims))) and shifted.is_contiguous():  # axis=0 of C order
-            _drop_maxima_of(torch, shifted, holds, count)
+            _drop_maxima_of(shifted, holds, count)
             return shifted.exp_().sum(dims, keepdim=True)
     # x - a_max == 0 exactly when x == a_max (gradual underflow).  SciPy takes
     # those elements out of the sum and counts them: exp(0) - 1.0 is exactly 0.
@@ -428,7 +461,7 @@ def _block_sums(
     return shifted.sum(dims, keepdim=True)
 
 
-def _laid_like(buffer: Any, chunk: Any) -> Any:
+def _laid_like(buffer: torch.Tensor, chunk: torch.Tensor) -> torch.Tensor:
     """The start of ``buffer`` as a dense tensor shaped like ``chunk`` and in its memory order.
 
     A block of an F-ordered or transposed input is then read and written in
@@ -442,7 +475,7 @@ def _laid_like(buffer: Any, chunk: Any) -> Any:
     return buffer.as_strided(chunk.shape, strides)
 
 
-def _drop_maxima_of(torch: Any, shifted: Any, holds: Any, count: Any) -> None:
+def _drop_maxima_of(shifted: torch.Tensor, holds: torch.Tensor, count: torch.Tensor) -> None:
     """Sets ``x - a_max == 0`` to -inf (exp gives exactly 0) in the few slices ``holds`` marks, and counts them.
 
     The reduced axes lead, so the block is a (reduced, slices) matrix and a
@@ -461,16 +494,16 @@ class _Pairwise:
     """Adds block partial sums pairwise (error ~log2(blocks) ULP, not ~blocks)."""
 
     def __init__(self) -> None:
-        self._stack: list[tuple[int, Any]] = []
+        self._stack: List[Tuple[int, torch.Tensor]] = []
 
-    def add(self, value: Any) -> None:
+    def add(self, value: torch.Tensor) -> None:
         level = 0
         while self._stack and self._stack[-1][0] == level:
             value = self._stack.pop()[1] + value
             level += 1
         self._stack.append((level, value))
 
-    def result(self) -> Any:
+    def result(self) -> torch.Tensor:
         total = self._stack[-1][1]
         for _, value in reversed(self._stack[:-1]):
             total = value + total

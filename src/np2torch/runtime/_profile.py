@@ -9,7 +9,7 @@ runs (as FFTW's wisdom or cuDNN's benchmark mode) and stored:
   profile atomically to the user's cache directory, named by a fingerprint of
   what decides the answer (:func:`fingerprint`);
 * a helper meeting a (function, dtype) the profile lacks measures that pair on
-  the spot and records it (:mod:`._decide`);
+  the spot and records it (:mod:`._calibrate`);
 * the built-in profile (``builtin_profile.json`` beside this file), measured by
   ``np2torch tune`` on the 2-core reference VM, is the prior until then, and
   the whole truth under ``NP2TORCH_PROFILE=builtin`` (deterministic CI).
@@ -24,172 +24,23 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import math
 import os
 import re
 import sys
-import threading
 import warnings
 import zlib
 from typing import Any, Iterator, Mapping
 
 import numpy as np
 
-from ._record import Record
+from ._load import usable_cores
+from ._model import Active, Curve, Profile, ProfileError
+from ._state import PROCESS
 
 PROFILE_ENV = "NP2TORCH_PROFILE"
 CACHE_ENV = "NP2TORCH_CACHE_DIR"
 BUILTIN = "builtin"
-FORMAT = 1
-PATHS = ("numpy", "cpu1", "cpu", "cuda")
-"""The paths a call can take: the original; torch on the CPU with one thread; with its pool; CUDA end to end."""
-TORCH_PATHS = PATHS[1:]
 _BUILTIN_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "builtin_profile.json")
-
-
-class ProfileError(ValueError):
-    """A profile file that cannot be used (unreadable, malformed, another format)."""
-
-
-# ---------------------------------------------------------------- the cost model
-
-
-class Curve(Record):
-    """Seconds per call of each measured path at each size, for one (function, dtype)."""
-
-    __slots__ = ("sizes", "seconds", "thread_invariant")
-
-    def __init__(self, sizes: tuple[int, ...], seconds: Mapping[str, tuple[float, ...]], thread_invariant: bool = False) -> None:
-        self.sizes = sizes
-        self.seconds = seconds
-        self.thread_invariant = thread_invariant
-        """torch gave the same bits on one thread and on the pool (measured): only then may the
-        pool shrink under load without changing a value (torch's sigmoid and atanh, for one,
-        round the element at a thread boundary differently)."""
-
-    def predict(self, path: str, n: int) -> float | None:
-        """Predicted seconds for one call of ``n`` elements (None: the path was not measured).
-
-        Between measured sizes: linear in log-log.  Below the smallest: its time
-        (per-call overheads dominate there).  Above the largest: proportional to
-        the size, so every path keeps the ratios measured at the largest size
-        (an affine fit through the two largest sizes let one noisy point swing
-        the decision for every size beyond).
-        """
-        times = self.seconds.get(path)
-        if times is None:
-            return None
-        sizes = self.sizes
-        if n <= sizes[0]:
-            return times[0]
-        if n >= sizes[-1]:
-            return times[-1] * n / sizes[-1]
-        i = next(k for k in range(1, len(sizes)) if sizes[k] >= n)
-        f = (math.log(n) - math.log(sizes[i - 1])) / (math.log(sizes[i]) - math.log(sizes[i - 1]))
-        return math.exp(math.log(times[i - 1]) * (1 - f) + math.log(times[i]) * f)
-
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"sizes": list(self.sizes), **{path: list(times) for path, times in self.seconds.items()}}
-        if self.thread_invariant:
-            data["thread_invariant"] = True
-        return data
-
-    @classmethod
-    def from_json(cls, data: Any, where: str) -> Curve:
-        if not isinstance(data, dict) or not isinstance(data.get("sizes"), list) or not data["sizes"]:
-            raise ProfileError(f"{where}: needs a non-empty 'sizes' list")
-        sizes = data["sizes"]
-        if not all(type(n) is int and n > 0 for n in sizes) or sorted(set(sizes)) != sizes:
-            raise ProfileError(f"{where}: 'sizes' must be increasing positive whole numbers")
-        seconds = {}
-        for path in PATHS:
-            times = data.get(path)
-            if times is None:
-                continue
-            if not isinstance(times, list) or len(times) != len(sizes) or not all(_positive_number(t) for t in times):
-                raise ProfileError(f"{where}: {path!r} must list one positive time per size")
-            seconds[path] = tuple(float(t) for t in times)
-        if "numpy" not in seconds:
-            raise ProfileError(f"{where}: the original ('numpy') must be measured")
-        unknown = set(data) - {"sizes", "thread_invariant", *PATHS}
-        if unknown:
-            raise ProfileError(f"{where}: unknown keys {sorted(unknown)}")
-        invariant = data.get("thread_invariant", False)
-        if type(invariant) is not bool:
-            raise ProfileError(f"{where}: 'thread_invariant' must be true or false")
-        return cls(tuple(sizes), seconds, invariant)
-
-
-def _positive_number(value: Any) -> bool:
-    return type(value) in (int, float) and math.isfinite(value) and value > 0
-
-
-def curve_key(name: str, dtype: str) -> str:
-    return f"{name}/{dtype}"
-
-
-class Profile(Record):
-    """A machine profile (or the built-in one).
-
-    ``source``: ``builtin`` or the file it was read from; ``import_seconds``: what
-    ``import torch`` costs in a fresh process on that machine; ``threads``:
-    torch's CPU threads when the ``cpu`` path was measured; ``notes``: other
-    measured facts, keyed by name.
-    """
-
-    __slots__ = ("source", "fingerprint", "import_seconds", "threads", "curves", "notes")
-
-    def __init__(
-        self,
-        source: str,
-        fingerprint: Mapping[str, Any],
-        import_seconds: float,
-        threads: int,
-        curves: dict[str, Curve] | None = None,
-        notes: dict[str, Any] | None = None,
-    ) -> None:
-        self.source = source
-        self.fingerprint = fingerprint
-        self.import_seconds = import_seconds
-        self.threads = threads
-        self.curves: dict[str, Curve] = {} if curves is None else curves
-        self.notes: dict[str, Any] = {} if notes is None else notes
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "np2torch_profile": FORMAT,
-            "fingerprint": dict(self.fingerprint),
-            "import_seconds": self.import_seconds,
-            "threads": self.threads,
-            "curves": {key: curve.to_json() for key, curve in sorted(self.curves.items())},
-            "notes": self.notes,
-        }
-
-    @classmethod
-    def trusted(cls, data: dict[str, Any], source: str) -> Profile:
-        """The profile np2torch ships, read without validation (tests/runtime/test_runtime_profile.py validates it)."""
-        curves = {
-            key: Curve(tuple(value["sizes"]), {path: tuple(value[path]) for path in PATHS if path in value}, value.get("thread_invariant", False) is True)
-            for key, value in data["curves"].items()
-        }
-        return cls(source, data["fingerprint"], float(data["import_seconds"]), data["threads"], curves, dict(data.get("notes", {})))
-
-    @classmethod
-    def from_json(cls, data: Any, source: str) -> Profile:
-        if not isinstance(data, dict) or data.get("np2torch_profile") != FORMAT:
-            raise ProfileError(f"{source}: not an np2torch profile of format {FORMAT}")
-        fingerprint = data.get("fingerprint")
-        curves = data.get("curves")
-        notes = data.get("notes", {})
-        if not isinstance(fingerprint, dict) or not isinstance(curves, dict) or not isinstance(notes, dict):
-            raise ProfileError(f"{source}: 'fingerprint', 'curves' and 'notes' must be objects")
-        if not _positive_number(data.get("import_seconds")):
-            raise ProfileError(f"{source}: 'import_seconds' must be a positive number")
-        threads = data.get("threads")
-        if type(threads) is not int or threads < 1:
-            raise ProfileError(f"{source}: 'threads' must be a whole number >= 1")
-        parsed = {key: Curve.from_json(value, f"{source}: curve {key!r}") for key, value in curves.items() if isinstance(key, str)}
-        return cls(source, fingerprint, float(data["import_seconds"]), threads, parsed, dict(notes))
 
 
 # ---------------------------------------------------------------- the fingerprint
@@ -229,14 +80,6 @@ def _machine_and_system() -> tuple[str, str]:
     import platform  # pragma: no cover - Windows (os.uname is POSIX only)
 
     return platform.machine(), platform.system()
-
-
-def usable_cores() -> int:
-    """The cores this process may run on (its affinity mask), not the machine's total."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 def _cpu_model() -> str:
@@ -400,41 +243,14 @@ def _merge(path: str, base: Profile, curves: Mapping[str, Curve], notes: Mapping
 # ---------------------------------------------------------------- the profile in force
 
 
-class Active(Record):
-    """The profile the runtime decides from, resolved once per process.
-
-    ``machine``: this machine's measurements (None: none yet); ``write_to``:
-    where on-the-spot measurements are recorded (None: nowhere, e.g.
-    ``NP2TORCH_PROFILE=builtin``); ``generation``: bumped whenever ``machine``
-    changes, so cached decisions are recomputed.
-    """
-
-    __slots__ = ("machine", "builtin", "write_to", "print_", "generation")
-
-    def __init__(
-        self, machine: Profile | None, builtin: Profile, write_to: str | None, print_: Mapping[str, Any], generation: int = 0
-    ) -> None:
-        self.machine = machine
-        self.builtin = builtin
-        self.write_to = write_to
-        self.print_ = print_
-        self.generation = generation
-
-
-class _State:
-    lock = threading.RLock()
-    active: Active | None = None
-    warned: bool = False
-
-
 def active() -> Active:
     """The profile in force, loaded on first use (never imports torch)."""
-    found = _State.active
+    found = PROCESS.profile
     if found is None:
-        with _State.lock:
-            if _State.active is None:
-                _State.active = _resolve(os.environ.get(PROFILE_ENV, "").strip())
-            found = _State.active
+        with PROCESS.lock:
+            if PROCESS.profile is None:
+                PROCESS.profile = _resolve(os.environ.get(PROFILE_ENV, "").strip())
+            found = PROCESS.profile
     return found
 
 
@@ -446,14 +262,7 @@ def _json() -> Any:
 
 def loaded() -> bool:
     """Whether the profile has been read in this process."""
-    return _State.active is not None
-
-
-def reset() -> None:
-    """Forget the loaded profile (tests; after changing ``NP2TORCH_PROFILE``)."""
-    with _State.lock:
-        _State.active = None
-        _State.warned = False
+    return PROCESS.profile is not None
 
 
 def _resolve(choice: str) -> Active:
@@ -484,8 +293,8 @@ def _difference(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
 
 
 def _warn(message: str) -> None:
-    if not _State.warned:
-        _State.warned = True
+    if not PROCESS.profile_warned:
+        PROCESS.profile_warned = True
         warnings.warn(message, RuntimeWarning, stacklevel=2)
 
 
@@ -497,8 +306,9 @@ def record(
     persist: bool = True,
 ) -> None:
     """Add on-the-spot measurements to the profile in force, and to its file when it has one and
-    ``persist`` (measurements taken on a busy machine serve this process only)."""
-    with _State.lock:
+    ``persist`` (measurements taken on a busy machine serve this process only).  The caller then
+    makes every decision afresh (:meth:`._state.Process.forget_decisions`)."""
+    with PROCESS.lock:
         current = active()
         base = current.machine or Profile(
             str(current.write_to or ""),
@@ -515,5 +325,4 @@ def record(
             except OSError:
                 pass  # a read-only cache costs speed in later processes, nothing else
         current.machine = merged
-        current.generation += 1
 

@@ -1,18 +1,19 @@
-"""One dispatcher for every elementwise helper, parameterized by a small spec.
+"""The elementwise helpers: one dispatcher for every elementwise row of the table.
 
-A helper (``exp``, ``log``, ``erf``, ...) is ``make_ufunc_helper(UfuncSpec(...))``.
-Its hot path is the size test, done first and cheaply; everything else runs
-only for arrays that may take the torch path:
+A helper (``exp``, ``log``, ``erf``, ...) is :class:`Ufunc` made from its row
+(:mod:`.table`: the original's qualified name, the torch op, the loops torch
+reproduces exactly).  Its hot path is the size test, done first and cheaply;
+everything else runs only for arrays that may take the torch path:
 
 1. the call: exactly ``np.ndarray``; keywords this module reproduces exactly
    (``out``, ``where=True``, ``casting``, ``order``, ``dtype``, ``subok``);
 2. the types: the original's own type resolution (``ufunc.resolve_dtypes``)
-   picks the loop; torch serves only loops listed in the spec, computing in the
+   picks the loop; torch serves only loops the row lists, computing in the
    listed dtype (e.g. float32 ``erf`` in float64, rounded once, as SciPy does);
    integer/bool inputs are cast into the result buffer first, exactly as NumPy
    casts them to the loop's dtype;
 3. the route (the original, torch on one thread or the pool, CUDA), from the
-   settings and the machine profile (:mod:`._decide`);
+   settings and the machine profile (:meth:`._helper.Helper.route`);
 4. the layout: the result is allocated as NumPy allocates it and torch writes
    into it through ``out=``; inputs torch cannot view (negative strides,
    unaligned) are copied into the result buffer and computed in place;
@@ -22,28 +23,21 @@ only for arrays that may take the torch path:
    values are written back and the flags are reported as NumPy would.
 
 Anything else goes to the original with the caller's exact arguments.
-
-The helpers are made from the elementwise rows of the one table
-(:mod:`.table`): :data:`UFUNC_SPECS` and :data:`HELPERS` derive from it.
 """
 
 from __future__ import annotations
 
-import importlib
 import math
 import sys
-import threading
-from typing import Any, Callable, Literal, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Dict, Literal, Mapping, Tuple, Union
 
 import numpy as np
 
-from . import _calibrate, _decide
 from ._backend import can_view, cuda_available, load_torch, tensor_view, threads
-from ._config import PROCESS_SETTINGS, SETTINGS_VAR
 from ._cuda import cuda_unary
 from ._dask import DASK_ARRAY, is_dask_array
 from ._dask import elementwise as dask_elementwise
-from ._decide import Route
+from ._decide import Route, original_reason
 from ._errstate import (
     NP_EXTOBJ_VAR,
     REDIRECT_MISS,
@@ -52,47 +46,19 @@ from ._errstate import (
     error_checks,
     extobj_getter,
     numpy_call,
-    register_runtime_file,
     warn_redirect,
 )
+from ._helper import PUBLIC_MODULE, Helper
 from ._record import Record
-from .table import ELEMENTWISE_FUNCTIONS, Function
+from ._state import PROCESS, SCOPED
 
-register_runtime_file(__file__)
+if TYPE_CHECKING:
+    import torch
 
-# "np2torch.runtime" here; the vendored package's name in a copy made by `np2torch vendor`.
-_PUBLIC_MODULE = __name__.rsplit("._ufunc", 1)[0]
+    from ._config import RuntimeSettings
+    from .table import Function
 
-
-class UfuncSpec(Record):
-    """What the dispatcher needs to know about one elementwise function.
-
-    ``name``: the helper's name; ``module``/``attr``: where the original lives
-    (imported on first use); ``torch_op``: the torch function computing the same
-    values; ``compute``: loop dtype -> torch dtype computed in, for the loops
-    verified exact on the CPU; ``cuda_compute``: the same for CUDA (a subset).
-    """
-
-    __slots__ = ("name", "module", "attr", "torch_op", "compute", "cuda_compute", "doc")
-
-    def __init__(
-        self,
-        name: str,
-        module: str,
-        attr: str,
-        torch_op: str,
-        compute: Mapping[str, str],
-        cuda_compute: Mapping[str, str] | None = None,
-        doc: str = "",
-    ) -> None:
-        self.name = name
-        self.module = module
-        self.attr = attr
-        self.torch_op = torch_op
-        self.compute = compute
-        self.cuda_compute: Mapping[str, str] = {} if cuda_compute is None else cuda_compute
-        self.doc = doc
-
+Order = Literal["K", "A", "C", "F"]
 
 _SERVED_KEYWORDS = frozenset(("out", "where", "casting", "order", "dtype", "subok"))
 _CASTINGS = frozenset(("no", "equiv", "safe", "same_kind", "unsafe"))
@@ -102,11 +68,12 @@ _ORDERS = frozenset(("K", "A", "C", "F"))
 _PIECE = 1 << 18
 
 
-class _UfuncPlan(Record):
+class Plan(Record):
     """How one (input dtype, out dtype, dtype=, casting) call is served.
 
-    ``wide``: the torch dtype to compute in when wider than the loop's (float32
-    erf: float64), else None; ``cuda_ok``: the loop is verified on CUDA;
+    ``loop``: the original's loop dtype; ``wide``: the torch dtype to compute in
+    when wider than the loop's (float32 erf: float64), else None; ``cuda_ok``:
+    the loop is verified on CUDA, computed there in ``cuda_wide`` when wider;
     ``stage``: the input is cast into the result buffer first (NumPy's own
     input cast); ``name``: the loop's dtype name (``dtype.name`` costs ~2 us:
     looked up once).
@@ -114,7 +81,8 @@ class _UfuncPlan(Record):
 
     __slots__ = ("loop", "wide", "cuda_ok", "cuda_wide", "stage", "name")
 
-    def __init__(self, loop: np.dtype[Any], wide: str | None, cuda_ok: bool, cuda_wide: str | None, stage: bool, name: str) -> None:
+    def __init__(self, loop: np.dtype, wide: str | None, cuda_ok: bool, cuda_wide: str | None, stage: bool,
+                 name: str) -> None:
         self.loop = loop
         self.wide = wide
         self.cuda_ok = cuda_ok
@@ -123,54 +91,105 @@ class _UfuncPlan(Record):
         self.name = name
 
 
-class _UfuncState:
-    """Per-helper state: the original (loaded lazily) and a cache of type plans."""
+class Call(Record):
+    """A call torch serves: its ``route`` and ``plan``; ``out`` (the caller's, or None), the result's
+    ``order``, ``inplace`` (``out`` is the input itself) and the error ``checks`` the result needs."""
 
-    def __init__(self, spec: UfuncSpec) -> None:
-        self.spec = spec
-        self.floors: dict[np.dtype, int] = {}
-        """Input dtype -> the size below which a call with the default loop takes the original
-        (from the profile; a dtype not yet seen has none, so its first call reads the profile)."""
-        self.plans: dict[tuple[Any, ...], _UfuncPlan | None] = {}
-        self.lock = threading.Lock()
-        self.loaded: Any = getattr(np, spec.attr) if spec.module == "numpy" else None
-        self.original: Callable[..., Any] = self.loaded if self.loaded is not None else self._load_and_call
+    __slots__ = ("route", "plan", "out", "order", "inplace", "checks")
 
-    def load(self) -> Any:
-        if self.loaded is None:
-            with self.lock:
-                if self.loaded is None:
-                    self.loaded = getattr(importlib.import_module(self.spec.module), self.spec.attr)
-                    self.original = self.loaded
-        return self.loaded
+    def __init__(self, route: Route, plan: Plan, out: np.ndarray | None, order: Order, inplace: bool,
+                 checks: ErrorChecks | None) -> None:
+        self.route = route
+        self.plan = plan
+        self.out = out
+        self.order = order
+        self.inplace = inplace
+        self.checks = checks
 
-    def _load_and_call(self, *args: Any, **kwargs: Any) -> Any:
-        return self.load()(*args, **kwargs)
 
-    def learn_floor(self, x_dtype: np.dtype) -> None:
-        """Record from which size ``x_dtype`` inputs may leave the original (``dtype=``/``out=`` calls
-        whose loop differs take the original below it: at worst a missed speed-up, never a change)."""
-        plan = self.plan(x_dtype, None, None, "same_kind")
-        self.floors[x_dtype] = sys.maxsize if plan is None else _decide.torch_floor(self.spec.name, (plan.name,))
+class Declined(Record):
+    """A call the original serves, and why (``which()`` shows it)."""
 
-    def forget_floors(self) -> None:
-        """The profile changed: every dtype's next call re-reads it."""
-        self.floors = {}
+    __slots__ = ("reason",)
 
-    def plan(self, x_dtype: np.dtype, out_dtype: np.dtype | None, dtype: Any, casting: str) -> _UfuncPlan | None:
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+class Ufunc(Helper):
+    """An elementwise helper: the row's original, its type plans and the public function (:meth:`make_function`)."""
+
+    def __init__(self, row: Function) -> None:
+        super().__init__(row)
+        self.plans: Dict[Tuple[Any, ...], Plan | None] = {}
+        self.function = make_function(self)
+
+    def plan(self, x_dtype: np.dtype, out_dtype: np.dtype | None, dtype: np.dtype | None,
+             casting: str) -> Plan | None:
         key = (x_dtype, out_dtype, dtype, casting)
         try:
             return self.plans[key]
         except KeyError:
             pass
-        found = _make_plan(self.spec, self.load(), x_dtype, out_dtype, dtype, casting)
+        found = _make_plan(self.row, self.load(), x_dtype, out_dtype, dtype, casting)
         self.plans[key] = found
         return found
 
+    def loop_of(self, dtype: np.dtype) -> str | None:
+        # A dtype=/out= call whose loop differs takes the original below this floor: at worst a
+        # missed speed-up, never a change.
+        plan = self.plan(dtype, None, None, "same_kind")
+        return None if plan is None else plan.name
 
-def _make_plan(
-    spec: UfuncSpec, original: Any, x_dtype: np.dtype, out_dtype: np.dtype | None, dtype: Any, casting: str
-) -> _UfuncPlan | None:
+    def route_call(self, settings: RuntimeSettings, plan: Plan, size: int, dry_run: bool = False) -> Route | None:
+        """:meth:`route`, and a clear error for an explicit CUDA device without CUDA."""
+        found = self.route(plan.name, size, settings, plan.cuda_ok, dry_run)
+        if found is not None and found.path == "cuda" and not dry_run and not cuda_available():
+            raise RuntimeError(
+                f"np2torch.runtime is configured for device {settings.device!r} (NP2TORCH_DEVICE or "
+                "configure()), but torch reports no usable CUDA device; use 'auto' to fall back"
+            )
+        return found
+
+    def run_path(self, path: str, x: np.ndarray) -> object:
+        if path == "numpy":
+            return self.load()(x)
+        plan = self.plan(x.dtype, None, None, "same_kind")
+        if plan is None:
+            raise ValueError(f"{self.name} has no torch loop for {x.dtype}")
+        device = "cuda" if path == "cuda" else "cpu"
+        result = _allocate(x, plan, "K")
+        checks = error_checks()
+        if device == "cpu":
+            with threads(1 if path == "cpu1" else 0, adapt=False):  # the pool as it is, never shrunk: what tune measures
+                _run(self, device, plan, x, result, False, checks)
+        else:
+            _run(self, device, plan, x, result, False, checks)
+        return result
+
+    def which(self, *args: Any, **kwargs: Any) -> tuple[str, str]:
+        x, rest = args[0], args[1:]
+        if type(x) is not np.ndarray:
+            return "numpy", f"{self.name}: not exactly a numpy.ndarray ({type(x).__name__}): the original"
+        scoped = SCOPED.get()
+        settings = PROCESS.settings if scoped is None else scoped
+        prepared = _prepare(self, settings, x, rest, kwargs, dry_run=True)
+        if type(prepared) is Declined:
+            return "numpy", f"{self.name} over {x.size:,} elements of {x.dtype}: {prepared.reason}"
+        assert type(prepared) is Call
+        route = prepared.route
+        kind = "cuda" if route.path == "cuda" else ("numpy" if route.path == "numpy" else "cpu")
+        threads_text = " (one thread)" if route.path == "cpu1" else ""
+        return kind, f"{self.name} over {x.size:,} elements of {prepared.plan.name}{threads_text}: {route.why}"
+
+
+def make_helper(row: Function) -> Ufunc:
+    """The elementwise helper of ``row``."""
+    return Ufunc(row)
+
+
+def _make_plan(row: Function, original: Any, x_dtype: np.dtype, out_dtype: np.dtype | None,
+               dtype: np.dtype | None, casting: str) -> Plan | None:
     # The original's own type resolution, never a guess: scipy.special.erf
     # returns float64 for float16 input, np.exp float16 for int8.
     if not x_dtype.isnative:
@@ -182,7 +201,7 @@ def _make_plan(
             loop_in, loop_out = original.resolve_dtypes((x_dtype, out_dtype), signature=(None, dtype), casting=casting)
     except Exception:
         return None
-    if loop_in != loop_out or loop_out.name not in spec.compute:
+    if loop_in != loop_out or loop_out.name not in row.loops:
         return None
     if out_dtype is not None and out_dtype != loop_out:
         return None
@@ -192,9 +211,9 @@ def _make_plan(
     if stage and not np.can_cast(x_dtype, loop_in, "safe"):
         return None
     name = loop_out.name
-    compute = spec.compute[name]
-    cuda = spec.cuda_compute.get(name)
-    return _UfuncPlan(
+    compute = row.loops[name]
+    cuda = row.cuda_loops.get(name)
+    return Plan(
         loop=loop_out,
         wide=None if compute == name else compute,
         cuda_ok=cuda is not None,
@@ -204,17 +223,16 @@ def _make_plan(
     )
 
 
-def make_ufunc_helper(spec: UfuncSpec) -> Callable[..., Any]:
-    """The public helper for ``spec``: the original's signature, torch where exact and faster."""
-    state = _UfuncState(spec)
+def make_function(state: Ufunc) -> Callable[..., Any]:
+    """The public helper of ``state``: the original's signature, torch where exact and faster."""
     ndarray = np.ndarray
-    get_scoped = SETTINGS_VAR.get
-    process = PROCESS_SETTINGS
+    get_scoped = SCOPED.get
+    process = PROCESS
     get_extobj = extobj_getter()
-    # Any: None on NumPy 1.x, where no redirect is ever built and these are never called
-    set_extobj: Any = NP_EXTOBJ_VAR.set if NP_EXTOBJ_VAR is not None else None
-    reset_extobj: Any = NP_EXTOBJ_VAR.reset if NP_EXTOBJ_VAR is not None else None
-    redirects: dict[Any, Any] = {None: None}  # NumPy error state -> how to call the original
+    # None on NumPy 1.x, where no redirect is ever built and these are never called
+    set_extobj: Callable[[Any], Any] | None = NP_EXTOBJ_VAR.set if NP_EXTOBJ_VAR is not None else None
+    reset_extobj: Callable[[Any], Any] | None = NP_EXTOBJ_VAR.reset if NP_EXTOBJ_VAR is not None else None
+    redirects = process.redirects.setdefault(state.name, {None: None})  # NumPy error state -> how to call the original
     miss = REDIRECT_MISS
     modules = sys.modules
 
@@ -224,7 +242,7 @@ def make_ufunc_helper(spec: UfuncSpec) -> Callable[..., Any]:
         if type(x) is ndarray:
             settings = get_scoped()
             if settings is None:
-                settings = process.value
+                settings = process.settings
             gate = settings.gate
             if gate is None:
                 gate = state.floors.get(x.dtype, 0)
@@ -237,33 +255,33 @@ def make_ufunc_helper(spec: UfuncSpec) -> Callable[..., Any]:
             return state.original(x, *args, **kwargs)
         if redirect is miss:
             return _fallback(state, redirects, redirect, x, args, kwargs)
-        token = set_extobj(redirect)
+        token = set_extobj(redirect)  # type: ignore[misc]  # not None: a redirect exists on NumPy 2 only
         try:
             return state.original(x, *args, **kwargs)
         finally:
-            reset_extobj(token)
+            reset_extobj(token)  # type: ignore[misc]
 
-    helper.__name__ = helper.__qualname__ = spec.name
-    helper.__module__ = _PUBLIC_MODULE
-    helper.__doc__ = spec.doc
-    helper._np2torch_spec = spec  # type: ignore[attr-defined]
-    helper._np2torch_state = state  # type: ignore[attr-defined]
-    helper._np2torch_which = lambda x, *args, **kwargs: _which(state, x, args, kwargs)  # type: ignore[attr-defined]
-    _decide.on_change(state.forget_floors)
-    _calibrate.register(spec.name, lambda path, x: _run_path(state, path, x))
+    helper.__name__ = helper.__qualname__ = state.name
+    helper.__module__ = PUBLIC_MODULE
+    helper.__doc__ = (f"Drop-in for ``{state.row.qualname}``: same signature and results; torch computes large "
+                      "arrays where that is faster here.")
     return helper
 
 
-def _fallback(state: _UfuncState, redirects: dict[Any, Any], redirect: Any, x: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def _fallback(state: Ufunc, redirects: Dict[Any, Any], redirect: Any, x: Any, args: Tuple[Any, ...],
+              kwargs: Dict[str, Any]) -> Any:
     """The original with the caller's arguments, its warnings pointing at the caller's line."""
     if redirect is REDIRECT_MISS:
-        _, _, redirect = warn_redirect(state.spec.attr, redirects)
+        redirect = warn_redirect(state.name, redirects)
         if redirect is None:
             return state.original(x, *args, **kwargs)
     return call_redirected(redirect, state.original, (x, *args), kwargs)
 
 
-def _parse_call(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, str, str, Any] | None:
+ParsedCall = Tuple[Union[np.ndarray, None], str, Order, Union[np.dtype, None]]
+
+
+def _parse_call(args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> ParsedCall | None:
     """``(out, casting, order, dtype)`` when every argument is one we reproduce, else None."""
     out = None
     if args:
@@ -298,24 +316,11 @@ def _parse_call(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, str
         out = out[0]
     if out is not None and type(out) is not np.ndarray:
         return None
-    return out, casting, order, dtype
+    return out, casting, order, dtype  # type: ignore[return-value]  # order checked against _ORDERS above
 
 
-def _route(state: _UfuncState, settings: Any, plan: _UfuncPlan, size: int, dry_run: bool = False) -> Route | None:
-    """Where this call runs (None: the original); a clear error for an explicit CUDA device without CUDA."""
-    device = settings.device
-    found = _decide.route(state.spec.name, plan.name, size, device, settings.min_size, plan.cuda_ok, dry_run=dry_run)
-    if found is not None and found.path == "cuda" and not dry_run and not cuda_available():
-        raise RuntimeError(
-            f"np2torch.runtime is configured for device {device!r} (NP2TORCH_DEVICE or "
-            "configure()), but torch reports no usable CUDA device; use 'auto' to fall back"
-        )
-    return found
-
-
-def _dispatch(
-    state: _UfuncState, redirects: dict[Any, Any], settings: Any, x: np.ndarray, args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> Any:
+def _dispatch(state: Ufunc, redirects: Dict[Any, Any], settings: RuntimeSettings, x: np.ndarray,
+              args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
     result = _try_torch(state, settings, x, args, kwargs)
     if result is _DECLINED:
         return _fallback(state, redirects, REDIRECT_MISS, x, args, kwargs)
@@ -325,91 +330,61 @@ def _dispatch(
 _DECLINED = object()
 
 
-def _try_torch(state: _UfuncState, settings: Any, x: np.ndarray, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    if settings.gate is None and x.dtype not in state.floors:
-        if _decide.deferring(x.size):
-            state.floors[x.dtype] = _decide.DEFER_FLOOR  # smaller calls skip even this test
-            return _DECLINED
-        state.learn_floor(x.dtype)
-        if x.size < state.floors[x.dtype]:
-            return _DECLINED
-    prepared = _prepare(state, settings, x, args, kwargs, dry_run=False)
-    if type(prepared) is str:
+def _try_torch(state: Ufunc, settings: RuntimeSettings, x: np.ndarray, args: Tuple[Any, ...],
+               kwargs: Dict[str, Any]) -> Any:
+    if settings.gate is None and x.dtype not in state.floors and not state.past_floor(x.dtype, x.size):
         return _DECLINED
-    route, plan, out, order, inplace, checks = prepared
-    result = out if out is not None else _allocate(x, plan, order)
-    if route.device == "cpu":
-        with threads(route.threads, adapt=route.adapt):
-            _run(state, route.device, plan, x, result, inplace, checks)
+    prepared = _prepare(state, settings, x, args, kwargs, dry_run=False)
+    if type(prepared) is not Call:
+        return _DECLINED
+    plan, out = prepared.plan, prepared.out
+    result = out if out is not None else _allocate(x, plan, prepared.order)
+    if prepared.route.device == "cpu":
+        with threads(prepared.route.threads, adapt=prepared.route.adapt):
+            _run(state, "cpu", plan, x, result, prepared.inplace, prepared.checks)
     else:
-        _run(state, route.device, plan, x, result, inplace, checks)
+        _run(state, prepared.route.device, plan, x, result, prepared.inplace, prepared.checks)
     if out is not None:
         return out
     return result[()] if result.ndim == 0 else result
 
 
-def _prepare(state: _UfuncState, settings: Any, x: np.ndarray, args: tuple[Any, ...], kwargs: dict[str, Any], dry_run: bool) -> Any:
-    """``(route, plan, out, order, inplace, checks)`` for a call torch serves, else why not (a string)."""
-    call = _parse_call(args, kwargs)
-    if call is None:
-        return "an argument or keyword the runtime does not reproduce exactly (where=, a tuple of outputs, a subclass, ...)"
-    out, casting, order, dtype = call
+def _prepare(state: Ufunc, settings: RuntimeSettings, x: np.ndarray, args: Tuple[Any, ...],
+             kwargs: Dict[str, Any], dry_run: bool) -> Call | Declined:
+    """How torch serves the call, or why the original does."""
+    parsed = _parse_call(args, kwargs)
+    if parsed is None:
+        return Declined("an argument or keyword the runtime does not reproduce exactly (where=, a tuple of outputs, "
+                        "a subclass, ...)")
+    out, casting, order, dtype = parsed
     plan = state.plan(x.dtype, None if out is None else out.dtype, dtype, casting)
     if plan is None:
-        return f"no loop verified on torch for {x.dtype} input (the original's type resolution picks another)"
-    if state.spec.module == "scipy.special" and _scipy_reports():
-        return "scipy.special.errstate asks for reports, which only SciPy gives"
+        return Declined(f"no loop verified on torch for {x.dtype} input (the original's type resolution picks another)")
+    if state.row.module == "scipy.special" and _scipy_reports():
+        return Declined("scipy.special.errstate asks for reports, which only SciPy gives")
     if settings.device == "numpy":
-        return _decide.original_reason(state.spec.name, plan.name, x.size, "numpy", None)
-    route = _route(state, settings, plan, x.size, dry_run)
+        return Declined(original_reason(state.name, plan.name, x.size, "numpy", None))
+    route = state.route_call(settings, plan, x.size, dry_run)
     if route is None:
         if not dry_run:
-            return "the original"  # the reason is spelled out only for which()
-        return _decide.original_reason(state.spec.name, plan.name, x.size, settings.device, settings.min_size)
-    if not dry_run and load_torch() is None:
-        return "torch is not installed"
+            return _ORIGINAL  # the reason is spelled out only for which()
+        return Declined(original_reason(state.name, plan.name, x.size, settings.device, settings.min_size))
+    if not dry_run and not load_torch():
+        return Declined("torch is not installed")
     checks = error_checks()
-    inplace: bool | None = False
+    inplace = False
     if out is not None:
-        inplace = _out_relation(x, out, plan)
-        if inplace is None:
-            return "an out= array torch cannot write exactly (overlapping, broadcast, read-only or another layout)"
-    if inplace and checks is not None and not _flat_pair(out, out):
-        return "in place under a reporting np.errstate on a non-contiguous array"
-    return route, plan, out, order, inplace, checks
+        relation = _out_relation(x, out, plan)
+        if relation is None:
+            return Declined("an out= array torch cannot write exactly (overlapping, broadcast, read-only or another "
+                            "layout)")
+        inplace = relation
+    if inplace and checks is not None and out is not None and not _flat_pair(out, out):
+        return Declined("in place under a reporting np.errstate on a non-contiguous array")
+    return Call(route, plan, out, order, inplace, checks)
 
 
-def _which(state: _UfuncState, x: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, str]:
-    """``(path, why)`` for a call, without running it (no ski-rental count, no measurement)."""
-    name = state.spec.name
-    if type(x) is not np.ndarray:
-        return "numpy", f"{name}: not exactly a numpy.ndarray ({type(x).__name__}): the original"
-    settings = SETTINGS_VAR.get() or PROCESS_SETTINGS.value
-    prepared = _prepare(state, settings, x, args, kwargs, dry_run=True)
-    if type(prepared) is str:
-        return "numpy", f"{name} over {x.size:,} elements of {x.dtype}: {prepared}"
-    route = prepared[0]
-    kind = "cuda" if route.path == "cuda" else ("numpy" if route.path == "numpy" else "cpu")
-    threads_text = " (one thread)" if route.path == "cpu1" else ""
-    return kind, f"{name} over {x.size:,} elements of {prepared[1].name}{threads_text}: {route.why}"
-
-
-def _run_path(state: _UfuncState, path: str, x: np.ndarray) -> Any:
-    """One call of the helper through ``path`` on the scratch input ``x`` (calibration and tune)."""
-    if path == "numpy":
-        return state.load()(x)
-    plan = state.plan(x.dtype, None, None, "same_kind")
-    if plan is None:
-        raise ValueError(f"{state.spec.name} has no torch loop for {x.dtype}")
-    device = "cuda" if path == "cuda" else "cpu"
-    result = _allocate(x, plan, "K")
-    checks = error_checks()
-    if device == "cpu":
-        with threads(1 if path == "cpu1" else 0, adapt=False):  # the pool as it is, never shrunk: what tune measures
-            _run(state, device, plan, x, result, False, checks)
-    else:
-        _run(state, device, plan, x, result, False, checks)
-    return result
+_ORIGINAL = Declined("the original")
 
 
 def _scipy_reports() -> bool:
@@ -419,11 +394,11 @@ def _scipy_reports() -> bool:
     through their own error state, not NumPy's; torch cannot reproduce it, so
     such calls go to SciPy.
     """
-    geterr = sys.modules["scipy.special"].geterr  # imported by the spec's original already
+    geterr = sys.modules["scipy.special"].geterr  # imported with the row's original already
     return any(mode != "ignore" for kind, mode in geterr().items() if kind != "memory")
 
 
-def _out_relation(x: np.ndarray, out: np.ndarray, plan: _UfuncPlan) -> bool | None:
+def _out_relation(x: np.ndarray, out: np.ndarray, plan: Plan) -> bool | None:
     """For a served ``out``: False (disjoint), True (exactly in place), None (decline)."""
     if out.shape != x.shape or out.dtype != plan.loop or not out.flags.writeable or not can_view(out):
         # NumPy raises for a read-only out (torch would write into it) and
@@ -459,7 +434,7 @@ def _no_self_overlap(a: np.ndarray) -> bool:
     return True
 
 
-def _allocate(x: np.ndarray, plan: _UfuncPlan, order: Literal["K", "A", "C", "F"]) -> np.ndarray:
+def _allocate(x: np.ndarray, plan: Plan, order: Literal["K", "A", "C", "F"]) -> np.ndarray:
     """An uninitialized result with exactly the strides the ufunc would give it.
 
     Mirrors NumPy's ``check_for_trivial_loop``/``try_trivial_single_output_loop``
@@ -503,15 +478,15 @@ def _flat(a: np.ndarray) -> np.ndarray:
 
 
 def _run(
-    state: _UfuncState,
+    state: Ufunc,
     device: str,
-    plan: _UfuncPlan,
+    plan: Plan,
     x: np.ndarray,
     result: np.ndarray,
     inplace: bool,
     checks: ErrorChecks | None,
 ) -> None:
-    spec = state.spec
+    torch_op = state.row.torch_op
     src = x
     if inplace:
         if checks is not None:
@@ -527,52 +502,64 @@ def _run(
         if not _flat_pair(src, result):
             np.copyto(result, src, casting="unsafe")
             src = result
-        suspicious = cuda_unary(spec.torch_op, _flat(src), _flat(result), device, plan.cuda_wide, others)
+        suspicious = cuda_unary(torch_op, _flat(src), _flat(result), device, plan.cuda_wide, others)
     else:
-        _compute_cpu(spec.torch_op, plan, src, result)
+        _compute_cpu(torch_op, plan, src, result)
         suspicious = others and not _all_finite(tensor_view(result))
     if under or suspicious:
         _report(state, _settle(state, x, result, under))
 
 
-def _compute_cpu(op_name: str, plan: _UfuncPlan, src: np.ndarray, dst: np.ndarray) -> None:
+def _compute_cpu(op_name: str, plan: Plan, src: np.ndarray, dst: np.ndarray) -> None:
     """``dst[...] = op(src)`` with torch on the host, writing into ``dst``'s memory."""
-    torch = load_torch()
-    op = _torch_op(torch, op_name)
+    import torch
+
+    op = torch_op(op_name)
     if plan.wide is None:
         op(tensor_view(src), out=tensor_view(dst))
         return
-    wide = getattr(torch, plan.wide)
+    wide: torch.dtype = getattr(torch, plan.wide)
     if _flat_pair(src, dst):
-        _widened_pieces(torch, op, wide, tensor_view(_flat(src)), tensor_view(_flat(dst)))
+        _widened_pieces(op, wide, tensor_view(_flat(src)), tensor_view(_flat(dst)))
     else:
         tensor_view(dst).copy_(op(tensor_view(src).to(wide)))
 
 
-def _torch_op(torch: Any, name: str) -> Callable[..., Any]:
+TorchOp = Callable[..., "torch.Tensor"]
+"""A torch elementwise function: ``op(tensor, out=tensor) -> tensor``."""
+
+
+def torch_op(name: str) -> TorchOp:
     """``torch.<name>`` (a dotted name such as ``special.ndtr`` too), or a composition in :data:`_COMPOSED`."""
     composed = _COMPOSED.get(name)
     if composed is not None:
         return composed
-    op: Callable[..., Any] = torch
+    import torch
+
+    op: Any = torch
     for part in name.split("."):
         op = getattr(op, part)
-    return op
+    found: TorchOp = op
+    return found
 
 
-def _erfinv_unsigned_zero(t: Any, out: Any = None) -> Any:
+def _erfinv_unsigned_zero(t: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     # scipy.special.erfinv(-0.0) is +0.0 where torch.erfinv gives -0.0; adding
     # +0.0 changes only that sign (-0.0 + 0.0 == +0.0; every other value, NaN
     # included, is unchanged).
-    return load_torch().erfinv(t, out=out).add_(0.0)
+    import torch
+
+    return torch.erfinv(t, out=out).add_(0.0)
 
 
-# torch_op names the runtime composes itself (CPU only: a spec using one lists no CUDA loops).
-_COMPOSED: Mapping[str, Callable[..., Any]] = {"erfinv_unsigned_zero": _erfinv_unsigned_zero}
+# torch_op names the runtime composes itself (CPU only: a row using one lists no CUDA loops).
+_COMPOSED: Mapping[str, TorchOp] = {"erfinv_unsigned_zero": _erfinv_unsigned_zero}
 
 
-def _widened_pieces(torch: Any, op: Any, wide: Any, src: Any, dst: Any) -> None:
+def _widened_pieces(op: TorchOp, wide: torch.dtype, src: torch.Tensor, dst: torch.Tensor) -> None:
     """1-D ``dst = op(src computed in wide)``, piecewise, so the wide temporary stays small."""
+    import torch
+
     n = dst.numel()
     if n == 0:
         return
@@ -586,7 +573,7 @@ def _widened_pieces(torch: Any, op: Any, wide: Any, src: Any, dst: Any) -> None:
         dst[start:stop].copy_(tmp)
 
 
-def _all_finite(t: Any) -> bool:
+def _all_finite(t: torch.Tensor) -> bool:
     """One multithreaded pass over the result: does it hold only finite values?
 
     float64: a sum is finite only if every term is (a sum that overflows is a
@@ -594,7 +581,8 @@ def _all_finite(t: Any) -> bool:
     which propagate NaN (a float32 sum overflows too easily, and summing it in
     float64 costs ten times more on the CPU).
     """
-    torch = load_torch()
+    import torch
+
     if t.is_complex():
         t = torch.view_as_real(t)
     if t.numel() == 0:
@@ -625,7 +613,7 @@ def _parts(a: np.ndarray) -> list[np.ndarray]:
     return [a.real, a.imag] if a.dtype.kind == "c" else [a]
 
 
-def _settle(state: _UfuncState, x: np.ndarray, result: np.ndarray, under: bool) -> np.ndarray | None:
+def _settle(state: Ufunc, x: np.ndarray, result: np.ndarray, under: bool) -> np.ndarray | None:
     """Give suspicious elements the original's own values; returns their inputs (None if none)."""
     mask = _suspects(x, result, under)
     if not mask.any():
@@ -636,15 +624,16 @@ def _settle(state: _UfuncState, x: np.ndarray, result: np.ndarray, under: bool) 
     return inputs
 
 
-def _report(state: _UfuncState, inputs: np.ndarray | None) -> None:
+def _report(state: Ufunc, inputs: np.ndarray | None) -> None:
     """Let NumPy report the flags the original raises on ``inputs``: warn (at the user's line), raise, call, log."""
     if inputs is not None:
-        numpy_call(state.load(), state.spec.attr, inputs)
+        numpy_call(state.load(), state.name, inputs)
 
 
-def _inplace_checked(state: _UfuncState, plan: _UfuncPlan, result: np.ndarray, checks: ErrorChecks) -> None:
+def _inplace_checked(state: Ufunc, plan: Plan, result: np.ndarray, checks: ErrorChecks) -> None:
     """In place under a non-quiet errstate: piecewise, keeping each piece's inputs for the check."""
-    torch = load_torch()
+    import torch
+
     under = checks.under
     flat = _flat(result)
     piece = max(_PIECE, 32768 * torch.get_num_threads())
@@ -654,26 +643,10 @@ def _inplace_checked(state: _UfuncState, plan: _UfuncPlan, result: np.ndarray, c
         part = flat[start : start + piece]
         kept = saved[: part.size]
         np.copyto(kept, part)
-        _compute_cpu(state.spec.torch_op, plan, part, part)
+        _compute_cpu(state.row.torch_op, plan, part, part)
         if under or not _all_finite(tensor_view(part)):
             found = _settle(state, kept, part, under)
             if found is not None:
                 suspects.append(found)
     if suspects:
         _report(state, np.concatenate(suspects))
-
-
-def _spec(row: Function) -> UfuncSpec:
-    return UfuncSpec(
-        name=row.name,
-        module=row.module,
-        attr=row.name,
-        torch_op=row.torch_op,
-        compute=row.loops,
-        cuda_compute=row.cuda_loops,
-        doc=f"Drop-in for ``{row.qualname}``: same signature and results; torch computes large arrays where that is faster here.",
-    )
-
-
-UFUNC_SPECS: tuple[UfuncSpec, ...] = tuple(_spec(row) for row in ELEMENTWISE_FUNCTIONS)
-HELPERS: Mapping[str, Callable[..., Any]] = {spec.name: make_ufunc_helper(spec) for spec in UFUNC_SPECS}

@@ -6,10 +6,12 @@ loops torch reproduces exactly, and the input range that raises no
 floating-point flag (for ``np2torch bench`` and ``np2torch tune``).  Derived
 from it, never written again:
 
-* the runtime's helpers and exports (:mod:`._ufunc` builds one helper per
-  elementwise row; ``__all__`` lists them),
-* the rule table of the linter (:mod:`np2torch.lint.rules` reads this file *by path*,
-  without importing the runtime package, so the linter never imports NumPy),
+* the runtime's helpers and exports (each row's ``implementation`` module makes
+  its helper: :mod:`._ufunc` for every elementwise row; ``__all__`` lists them),
+  ``which()``, the runtime's type stub and the Dask graphs,
+* the rule table of the linter (:mod:`np2torch.lint.rules` imports this module
+  alone: importing the runtime package loads only this and its settings, so the
+  linter never imports NumPy),
 * ``np2torch bench``'s and ``np2torch tune``'s inputs and naive torch calls.
 
 How fast each path is on a machine is *not* a fact of the function: it lives
@@ -45,11 +47,15 @@ class Function:
     original and the helper (``axis=0``); ``note``: why the loops are what they
     are; ``default``: whether its rule is on without ``--select`` (a new row is
     opt-in until its speed is shown on the reference machines; exactness is what
-    admits a row at all).
+    admits a row at all); ``kind``: ``elementwise`` or ``reduction``;
+    ``implementation``: the runtime module that makes the helper
+    (``make_helper(row)``): :mod:`._ufunc` for every elementwise row, its own
+    module for a reduction, whose typed signature (``@overload``) is written
+    there and copied into the runtime's stub.
     """
 
     __slots__ = ("code", "qualname", "torch_op", "loops", "cuda_loops", "domain", "kind", "numexpr", "naive",
-                 "bench_kwargs", "note", "default")
+                 "bench_kwargs", "note", "default", "implementation")
 
     def __init__(
         self,
@@ -65,6 +71,7 @@ class Function:
         bench_kwargs: Mapping[str, object] | None = None,
         note: str = "",
         default: bool = False,
+        implementation: str = "_ufunc",
     ) -> None:
         self.code = code
         self.qualname = qualname
@@ -78,6 +85,7 @@ class Function:
         self.bench_kwargs: Mapping[str, object] = {} if bench_kwargs is None else bench_kwargs
         self.note = note
         self.default = default
+        self.implementation = implementation
 
     def __repr__(self) -> str:
         return f"Function(code={self.code!r}, qualname={self.qualname!r})"
@@ -132,8 +140,9 @@ FUNCTIONS: tuple[Function, ...] = (
         loops={"float32": "float32", "float64": "float64"},
         cuda_loops={"float32": "float32", "float64": "float64"},
         kind=REDUCTION,
+        implementation="_logsumexp",
         bench_kwargs={"axis": 0},
-        note="A reduction with its own implementation (_logsumexp.py); integer and bool inputs are computed in float64.",
+        note="Integer and bool inputs are computed in float64.",
     ),
     Function(
         code="NPT005",

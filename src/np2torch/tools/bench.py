@@ -180,12 +180,16 @@ class Environment:
     @classmethod
     def load(cls) -> Environment:
         import np2torch.runtime as runtime
-        from np2torch.runtime._backend import cuda_available, load_torch
+        from np2torch.runtime import tuning
 
         # Through the runtime, so torch loads with its settings (OMP_WAIT_POLICY=PASSIVE):
         # the naive column then measures torch itself, not libgomp spinning on a busy machine.
-        env = cls(runtime=runtime, torch=load_torch())
-        env.cuda = env.torch is not None and cuda_available()
+        env = cls(runtime=runtime)
+        if tuning.torch_available():
+            import torch
+
+            env.torch = torch
+            env.cuda = tuning.cuda_available()
         try:
             import numexpr
 
@@ -389,13 +393,10 @@ def plot_sweep(rows: Sequence[Mapping[str, Any]], path: str) -> None:
 
 def warn_if_busy(consequence: str = "the numbers will be noisy") -> None:
     """One warning line when other programs keep this machine's cores busy (timings then mislead)."""
-    try:
-        load = os.getloadavg()[0]
-    except (AttributeError, OSError):
-        return
-    cores = os.cpu_count() or 1
-    if load > 0.5 * cores:
-        click.echo(f"warning: the load average is {load:.1f} on {cores} cores: other programs are running and {consequence}.", err=True)
+    from np2torch.runtime.tuning import machine_busy
+
+    if machine_busy():
+        click.echo(f"warning: other programs keep more than half of this machine's cores busy: {consequence}.", err=True)
 
 
 # ---------------------------------------------------------------- the command

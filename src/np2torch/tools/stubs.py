@@ -9,8 +9,9 @@ The stub gives each helper the signature NumPy's own stubs give the original:
   overloads (a scalar gives ``Any``, an array-like an ``NDArray``, an object
   with ``__array_ufunc__`` whatever it returns), keywords included, as NumPy
   declares ``np.exp: _UFunc_Nin1_Nout1[...]``;
-* a reduction row gets the hand-written signature in :data:`REDUCTIONS` (a
-  reduction has its own implementation module anyway);
+* a reduction row gets the ``@overload`` signatures written beside its code, in
+  the module the row names (``implementation``, e.g. ``runtime/_logsumexp.py``),
+  where mypy checks them against the implementation;
 * every other name ``np2torch.runtime.__all__`` exports is re-exported from the
   submodule ``runtime/_api.py`` imports it from, or, for a function defined
   in ``_api.py`` itself, declared with the signature written there.
@@ -24,10 +25,14 @@ from __future__ import annotations
 import ast
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
-STUB_PATH = Path(__file__).resolve().parent.parent / "runtime" / "__init__.pyi"
-INIT_PATH = STUB_PATH.parent / "_api.py"
+if TYPE_CHECKING:
+    from np2torch.runtime.table import Function
+
+RUNTIME_PATH = Path(__file__).resolve().parent.parent / "runtime"
+STUB_PATH = RUNTIME_PATH / "__init__.pyi"
+INIT_PATH = RUNTIME_PATH / "_api.py"
 """Where the runtime's API is imported and defined (``__init__.py`` loads it on first use)."""
 COMMAND = "python -m np2torch.tools.stubs --write"
 
@@ -79,44 +84,43 @@ ELEMENTWISE_PROTOCOL = "class _ElementwiseHelper(Protocol):\n    __name__: str\n
     )
 )
 
-REDUCTIONS: dict[str, str] = {
-    # SciPy ships no types for it: a result is a NumPy scalar or array (Any), a pair with return_sign=True.
-    "scipy.special.logsumexp": '''\
-_Axis = Union[int, Tuple[int, ...], None]
-
-@overload
-def logsumexp(
-    a: ArrayLike, axis: _Axis = None, b: ArrayLike | None = None, keepdims: bool = False,
-    return_sign: Literal[False] = False,
-) -> Any: ...
-@overload
-def logsumexp(
-    a: ArrayLike, axis: _Axis, b: ArrayLike | None, keepdims: bool, return_sign: Literal[True],
-) -> Tuple[Any, Any]: ...
-@overload
-def logsumexp(
-    a: ArrayLike, axis: _Axis = None, b: ArrayLike | None = None, keepdims: bool = False, *,
-    return_sign: Literal[True],
-) -> Tuple[Any, Any]: ...
-@overload
-def logsumexp(
-    a: ArrayLike, axis: _Axis = None, b: ArrayLike | None = None, keepdims: bool = False,
-    return_sign: bool = False,
-) -> Any: ...
-''',
-}
-
-
 class StubError(Exception):
     """The stub cannot be generated (a row or an export it does not know how to type)."""
 
 
-def helper_stub(row: Any) -> str:
+NAMES = frozenset({"Any", "Literal", "Optional", "Protocol", "Tuple", "Union", "np", "ArrayLike", "DTypeLike", "NDArray",
+                   "_ArrayLikeBool_co", "int", "float", "complex", "bool", "str", "bytes", "tuple", "list", "dict"})
+"""The names a signature copied into the stub may use: those :data:`HEADER` imports, and builtins."""
+
+
+def helper_stub(row: Function, source: str | None = None) -> str:
+    """One helper's stub: the protocol for an elementwise row, the overloads written beside a reduction's code.
+
+    ``source``: the text of the row's implementation module (read from the runtime's folder when None).
+    """
     if row.kind == "elementwise":
         return f"{row.name}: _ElementwiseHelper\n"
-    if row.qualname in REDUCTIONS:
-        return REDUCTIONS[row.qualname]
-    raise StubError(f"no stub for {row.qualname} (kind {row.kind!r}): add its signature to np2torch.tools.stubs.REDUCTIONS")
+    path = RUNTIME_PATH / f"{row.implementation}.py"
+    text = path.read_text(encoding="utf-8") if source is None else source
+    overloads = [node for node in ast.parse(text).body if isinstance(node, ast.FunctionDef) and node.name == row.name
+                 and any(ast.unparse(d) == "overload" for d in node.decorator_list)]
+    if not overloads:
+        raise StubError(f"{row.qualname}: runtime/{path.name} declares no @overload of {row.name} (kind {row.kind!r}): "
+                        "the stub copies the signature written there")
+    for node in overloads:
+        used = {n.id for part in (node.args, node.returns) if part is not None for n in ast.walk(part)
+                if isinstance(n, ast.Name)}
+        unknown = sorted(used - NAMES)
+        if unknown:
+            raise StubError(f"{row.qualname}: the signature in runtime/{path.name} uses {', '.join(unknown)}, which the "
+                            "stub does not import (np2torch.tools.stubs.NAMES)")
+    return "".join(_overload_text(node) for node in overloads)
+
+
+def _overload_text(node: ast.FunctionDef) -> str:
+    node.body = [ast.Expr(ast.Constant(...))]
+    node.decorator_list = [ast.Name("overload")]
+    return ast.unparse(node).replace(":\n    ...", ": ...") + "\n"
 
 
 def _init_sources(init_text: str) -> tuple[dict[str, str], dict[str, str]]:
@@ -135,16 +139,16 @@ def _init_sources(init_text: str) -> tuple[dict[str, str], dict[str, str]]:
 
 
 def stub_text(exports: Sequence[str] | None = None, init_text: str | None = None,
-              table: Sequence[Any] | None = None) -> str:
+              table: Sequence[Function] | None = None) -> str:
     """The stub: one block per export of ``np2torch.runtime`` (in ``__all__`` order), helpers from the table."""
-    from np2torch.lint.rules import FUNCTION_TABLE
+    from np2torch.runtime.table import FUNCTIONS
 
     if exports is None:
         import np2torch.runtime
 
         exports = list(np2torch.runtime.__all__)
     imported, defined = _init_sources(INIT_PATH.read_text(encoding="utf-8") if init_text is None else init_text)
-    rows = {row.name: row for row in (FUNCTION_TABLE if table is None else table)}
+    rows = {row.name: row for row in (FUNCTIONS if table is None else table)}
     reexports, blocks = [], []
     for name in exports:
         if name in rows:

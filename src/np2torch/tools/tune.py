@@ -4,8 +4,8 @@ For every function of the table and every loop torch serves, the original,
 torch on one thread, torch on its pool and (with a GPU) CUDA are timed over a
 range of sizes; ``import torch`` is timed in a fresh interpreter.  The profile
 is written atomically to the user's cache directory under a fingerprint of
-the machine and its software (:mod:`np2torch.runtime._profile`), where every
-later process finds it.  ``--show`` prints the profile in force and the path
+the machine and its software (:func:`np2torch.runtime.tuning.fingerprint`),
+where every later process finds it.  ``--show`` prints the profile in force and the path
 each function takes per size band.
 """
 
@@ -17,10 +17,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import click
 import numpy as np
+
+if TYPE_CHECKING:
+    from np2torch.runtime.tuning import Profile
 
 SIZES = tuple(4**k for k in range(5, 13))
 """1,024 to 16,777,216 elements, a factor 4 apart."""
@@ -60,20 +63,16 @@ def measure_import_seconds(repeat: int = 3) -> float:
     return sorted(runs)[len(runs) // 2]
 
 
-def run_tune(names: Sequence[str] | None, quick: bool, cuda: bool, progress: Any = None, everything: bool = False) -> Any:
+def run_tune(names: Sequence[str] | None, quick: bool, cuda: bool, progress: Any = None, everything: bool = False) -> Profile:
     """Measure and return a :class:`Profile` (not written)."""
-    from np2torch.runtime import (
-        _api,  # noqa: F401  (the helpers register what _calibrate times)
-        _calibrate,
-        _profile,
-    )
-    from np2torch.runtime._backend import cuda_available, load_torch
+    from np2torch.runtime import tuning
     from np2torch.runtime.table import FUNCTIONS_BY_NAME
 
-    torch = load_torch()
-    if torch is None:
+    if not tuning.torch_available():
         raise click.ClickException("torch is not installed: np2torch.runtime calls NumPy/SciPy for everything, there is nothing to tune")
-    use_cuda = cuda and cuda_available()
+    import torch
+
+    use_cuda = cuda and tuning.cuda_available()
     sizes = QUICK_SIZES if quick else SIZES
     curves = {}
     for name, dtype in pairs(names, everything):
@@ -81,25 +80,25 @@ def run_tune(names: Sequence[str] | None, quick: bool, cuda: bool, progress: Any
         if use_cuda and dtype in FUNCTIONS_BY_NAME[name].cuda_loops:
             paths.append("cuda")
         step = (lambda: progress.update(1)) if progress is not None else None
-        curve = _calibrate.measure(name, np.dtype(dtype), paths, sizes, QUICK_MAX_CALL if quick else MAX_CALL, progress=step)
+        curve = tuning.measure(name, np.dtype(dtype), paths, sizes, QUICK_MAX_CALL if quick else MAX_CALL, progress=step)
         if progress is not None:
             progress.update(len(sizes) - len(curve.sizes))
-        curves[_profile.curve_key(name, dtype)] = curve
+        curves[tuning.curve_key(name, dtype)] = curve
     import_seconds = measure_import_seconds(1 if quick else 3)
     if progress is not None:
         progress.update(1)
-    return _profile.Profile("", _profile.fingerprint(), import_seconds, torch.get_num_threads(), curves)
+    return tuning.Profile("", tuning.fingerprint(), import_seconds, torch.get_num_threads(), curves)
 
 
-def bands_report(profile: Any, device: str = "auto") -> list[dict[str, Any]]:
+def bands_report(profile: Profile, device: str = "auto") -> list[dict[str, Any]]:
     """Per (function, dtype): the chosen path per size band and the predicted speed-up at round sizes."""
-    from np2torch.runtime import _decide
+    from np2torch.runtime import tuning
 
     rows = []
     for key, curve in sorted(profile.curves.items()):
         name, _, dtype = key.partition("/")
-        allowed = _decide.ALL_PATHS if device != "cpu" and "cuda" in curve.seconds else _decide.CPU_PATHS
-        bands = _decide.bands_of(curve, allowed)
+        allowed = tuning.ALL_PATHS if device != "cpu" and "cuda" in curve.seconds else tuning.CPU_PATHS
+        bands = tuning.bands_of(curve, allowed)
         speedups = {}
         for n in BAND_SIZES:
             path = bands.at(n)
@@ -128,20 +127,20 @@ def format_report(rows: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _target(output: str | None) -> Path:
-    from np2torch.runtime import _profile
+    from np2torch.runtime import tuning
 
     if output:
         return Path(output)
-    named = os.environ.get(_profile.PROFILE_ENV, "").strip()
-    if named and named != _profile.BUILTIN:
+    named = os.environ.get(tuning.PROFILE_ENV, "").strip()
+    if named and named != tuning.BUILTIN:
         return Path(named).expanduser()
-    return Path(_profile.default_path())
+    return Path(tuning.default_path())
 
 
 def _show(as_json: bool) -> None:
-    from np2torch.runtime import _decide, _profile
+    from np2torch.runtime import tuning
 
-    active = _profile.active()
+    active = tuning.profile_in_force()
     profile = active.machine or active.builtin
     rows = bands_report(profile)
     info = {
@@ -162,7 +161,7 @@ def _show(as_json: bool) -> None:
     else:
         click.echo(f"machine profile: {profile.source}")
     click.echo(f"import torch: {profile.import_seconds:.2f} s; torch threads when measured: {profile.threads}; "
-               f"margins: torch {_decide.MARGIN:.1f}x faster, one thread within {_decide.CONTENDED_LIMIT:.1f}x of the original")
+               f"margins: torch {tuning.MARGIN:.1f}x faster, one thread within {tuning.CONTENDED_LIMIT:.1f}x of the original")
     click.echo(format_report(rows))
 
 
@@ -182,7 +181,7 @@ def command(quick: bool, function_text: str | None, everything: bool, output: st
     Without it the runtime measures each function on the spot the first time
     it could pay off.
     """
-    from np2torch.runtime import _profile
+    from np2torch.runtime import tuning
 
     if show:
         _show(as_json)
@@ -197,10 +196,10 @@ def command(quick: bool, function_text: str | None, everything: bool, output: st
     with click.progressbar(length=len(chosen) * len(sizes) + 1, label="np2torch tune", file=sys.stderr) as bar:
         profile = run_tune(names, quick, not no_cuda, bar, everything)
     target = _target(output)
-    with _profile.locked(target):
+    with tuning.locked(target):
         if names is not None or not everything:
             profile = _merged_with_existing(target, profile)
-        _profile.write_profile(target, profile)
+        tuning.write_profile(target, profile)
     rows = bands_report(profile)
     if as_json:
         click.echo(json.dumps({"written": str(target), "seconds": time.perf_counter() - started, "profile": profile.to_json(), "functions": rows}, indent=2))
@@ -210,12 +209,12 @@ def command(quick: bool, function_text: str | None, everything: bool, output: st
     click.echo(f"wrote {target} in {time.perf_counter() - started:.1f} s")
 
 
-def _merged_with_existing(target: Path, profile: Any) -> Any:
-    from np2torch.runtime import _profile
+def _merged_with_existing(target: Path, profile: Profile) -> Profile:
+    from np2torch.runtime import tuning
 
     try:
-        existing = _profile.read_profile(target)
-    except _profile.ProfileError:
+        existing = tuning.read_profile(target)
+    except tuning.ProfileError:
         return profile
     if existing.fingerprint != profile.fingerprint:
         return profile

@@ -1,0 +1,102 @@
+"""What every helper of the table shares, whatever its kind: its row, its original, its size floors,
+and :meth:`Helper.route`, the one place where the path of a call is decided.
+
+A kind (:mod:`._ufunc` for the elementwise rows, a reduction's own module)
+subclasses :class:`Helper`: it makes the public function, says where a call
+would run without running it (:meth:`Helper.which`) and runs one path on a
+scratch input (:meth:`Helper.run_path`), which is what ``np2torch tune`` and
+on-the-spot calibration time.  ``make_helper(row)`` in the kind's module makes
+one; :mod:`._api` calls it for the module each row names (``implementation``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import TYPE_CHECKING, Any, Callable, Dict
+
+import numpy as np
+
+from . import _decide
+from ._calibrate import on_the_spot
+from ._decide import Measure, Route, remember
+from ._state import PROCESS
+
+if TYPE_CHECKING:
+    from ._config import RuntimeSettings
+    from .table import Function
+
+# "np2torch.runtime" here; the vendored package's name in a copy made by `np2torch vendor`.
+PUBLIC_MODULE = __name__.rsplit(".", 1)[0]
+
+
+class Helper:
+    """One helper of the table (a row): the parts every kind shares."""
+
+    row: Function
+    function: Callable[..., Any]
+    """The public helper, what ``np2torch.runtime.<name>`` is."""
+
+    def __init__(self, row: Function) -> None:
+        self.row = row
+        self.name = row.name
+        self.floors: Dict[np.dtype, int] = PROCESS.floor_table()
+        """Input dtype -> the size below which a call takes the original (from the profile; a dtype
+        not seen yet has none, so its first call learns it)."""
+        self.loaded: Callable[..., Any] | None = getattr(np, row.name) if row.module == "numpy" else None
+        self.original: Callable[..., Any] = self.loaded if self.loaded is not None else self._load_and_call
+        """The original function; until it is imported, a stand-in that imports it and calls it."""
+
+    def load(self) -> Callable[..., Any]:
+        """The original, imported on first use (SciPy's only when a call needs it)."""
+        if self.loaded is None:
+            with PROCESS.loading:
+                if self.loaded is None:
+                    self.loaded = getattr(importlib.import_module(self.row.module), self.name)
+                    self.original = self.loaded
+        assert self.loaded is not None
+        return self.loaded
+
+    def _load_and_call(self, *args: Any, **kwargs: Any) -> Any:
+        return self.load()(*args, **kwargs)
+
+    def route(self, loop: str, n: int, settings: RuntimeSettings, cuda_ok: bool, dry_run: bool = False) -> Route | None:
+        """Where a call over ``n`` elements of loop ``loop`` runs under ``settings`` (None: the original).
+
+        A pair the profile asks to measure first is measured here, on scratch
+        inputs through :meth:`run_path`, and the profile asked again.
+        """
+        found = _decide.route(self.name, loop, n, settings.device, settings.min_size, cuda_ok, dry_run=dry_run)
+        if isinstance(found, Measure):
+            if on_the_spot(found, self.run_path) is None:
+                return found.otherwise
+            again = _decide.route(self.name, loop, n, settings.device, settings.min_size, cuda_ok)
+            return again.otherwise if isinstance(again, Measure) else again
+        return found
+
+    def past_floor(self, dtype: np.dtype, n: int) -> bool:
+        """Whether a call of ``n`` elements of ``dtype``, whose floor is not known yet, may leave the original.
+
+        Learns the floor: while the profile is not read yet (:func:`._decide.deferring`)
+        a provisional one that smaller calls stay under, else the profile's.
+        """
+        generation = PROCESS.generation
+        if _decide.deferring(n):
+            remember(self.floors, dtype, _decide.DEFER_FLOOR, generation)
+            return False
+        loop = self.loop_of(dtype)
+        floor = sys.maxsize if loop is None else _decide.torch_floor(self.name, (loop,))
+        remember(self.floors, dtype, floor, generation)
+        return n >= floor
+
+    def loop_of(self, dtype: np.dtype) -> str | None:
+        """The loop a plain call on ``dtype`` input runs that torch may serve (None: none)."""
+        raise NotImplementedError
+
+    def run_path(self, path: str, x: np.ndarray) -> object:
+        """One call through ``path`` on the scratch input ``x``, as a user's call taking that path (tune, calibration)."""
+        raise NotImplementedError
+
+    def which(self, *args: Any, **kwargs: Any) -> tuple[str, str]:
+        """``(path, why)`` for a call with these arguments, without running it (nothing counted or measured)."""
+        raise NotImplementedError

@@ -1,0 +1,280 @@
+"""The cost model: measured curves, profiles and the size bands decided from them (standard library only).
+
+Values and pure functions: a :class:`Curve` predicts the seconds of each path
+of one (function, dtype) at any size; a :class:`Profile` holds a machine's
+curves; :func:`bands_of` turns a curve into the fastest path per size, subject
+to two margins:
+
+* a torch path must be predicted at least :data:`MARGIN` faster than the
+  original (measurement noise must not flip a call onto a slower path);
+* a torch path is chosen only where torch on *one* thread is predicted within
+  :data:`CONTENDED_LIMIT` of the original: when other processes hold the cores,
+  the pool shrinks to the free cores (:func:`._load.free_cores`) down to one
+  thread, and the call must still be no slower than that bound.
+
+Where profiles come from and which one is in force is :mod:`._profile`; the
+decisions a call gets from them, :mod:`._decide`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping, Sequence, Tuple
+
+from ._record import Record
+
+FORMAT = 1
+PATHS = ("numpy", "cpu1", "cpu", "cuda")
+"""The paths a call can take: the original; torch on the CPU with one thread; with its pool; CUDA end to end."""
+TORCH_PATHS = PATHS[1:]
+
+MARGIN = 1.1
+"""A torch path is chosen only where predicted at least 10 % faster than the original."""
+CONTENDED_LIMIT = 1.5
+"""... and only where one torch thread is predicted within 1.5x of the original (robust under load)."""
+
+CPU_PATHS = ("numpy", "cpu1", "cpu")
+ALL_PATHS = CPU_PATHS + ("cuda",)
+
+# Sizes at which the bands are evaluated: 12 per decade (21 % apart) from 1 to 1e12.
+_GRID: Tuple[int, ...] = tuple(sorted({max(1, round(10 ** (k / 12))) for k in range(12 * 12 + 1)}))
+
+
+class ProfileError(ValueError):
+    """A profile file that cannot be used (unreadable, malformed, another format)."""
+
+
+class Curve(Record):
+    """Seconds per call of each measured path at each size, for one (function, dtype)."""
+
+    __slots__ = ("sizes", "seconds", "thread_invariant")
+
+    def __init__(self, sizes: tuple[int, ...], seconds: Mapping[str, tuple[float, ...]], thread_invariant: bool = False) -> None:
+        self.sizes = sizes
+        self.seconds = seconds
+        self.thread_invariant = thread_invariant
+        """torch gave the same bits on one thread and on the pool (measured): only then may the
+        pool shrink under load without changing a value (torch's sigmoid and atanh, for one,
+        round the element at a thread boundary differently)."""
+
+    def predict(self, path: str, n: int) -> float | None:
+        """Predicted seconds for one call of ``n`` elements (None: the path was not measured).
+
+        Between measured sizes: linear in log-log.  Below the smallest: its time
+        (per-call overheads dominate there).  Above the largest: proportional to
+        the size, so every path keeps the ratios measured at the largest size
+        (an affine fit through the two largest sizes let one noisy point swing
+        the decision for every size beyond).
+        """
+        times = self.seconds.get(path)
+        if times is None:
+            return None
+        sizes = self.sizes
+        if n <= sizes[0]:
+            return times[0]
+        if n >= sizes[-1]:
+            return times[-1] * n / sizes[-1]
+        i = next(k for k in range(1, len(sizes)) if sizes[k] >= n)
+        f = (math.log(n) - math.log(sizes[i - 1])) / (math.log(sizes[i]) - math.log(sizes[i - 1]))
+        return math.exp(math.log(times[i - 1]) * (1 - f) + math.log(times[i]) * f)
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"sizes": list(self.sizes), **{path: list(times) for path, times in self.seconds.items()}}
+        if self.thread_invariant:
+            data["thread_invariant"] = True
+        return data
+
+    @classmethod
+    def from_json(cls, data: Any, where: str) -> Curve:
+        if not isinstance(data, dict) or not isinstance(data.get("sizes"), list) or not data["sizes"]:
+            raise ProfileError(f"{where}: needs a non-empty 'sizes' list")
+        sizes = data["sizes"]
+        if not all(type(n) is int and n > 0 for n in sizes) or sorted(set(sizes)) != sizes:
+            raise ProfileError(f"{where}: 'sizes' must be increasing positive whole numbers")
+        seconds = {}
+        for path in PATHS:
+            times = data.get(path)
+            if times is None:
+                continue
+            if not isinstance(times, list) or len(times) != len(sizes) or not all(_positive_number(t) for t in times):
+                raise ProfileError(f"{where}: {path!r} must list one positive time per size")
+            seconds[path] = tuple(float(t) for t in times)
+        if "numpy" not in seconds:
+            raise ProfileError(f"{where}: the original ('numpy') must be measured")
+        unknown = set(data) - {"sizes", "thread_invariant", *PATHS}
+        if unknown:
+            raise ProfileError(f"{where}: unknown keys {sorted(unknown)}")
+        invariant = data.get("thread_invariant", False)
+        if type(invariant) is not bool:
+            raise ProfileError(f"{where}: 'thread_invariant' must be true or false")
+        return cls(tuple(sizes), seconds, invariant)
+
+
+def _positive_number(value: Any) -> bool:
+    return type(value) in (int, float) and math.isfinite(value) and value > 0
+
+
+def curve_key(name: str, dtype: str) -> str:
+    return f"{name}/{dtype}"
+
+
+class Profile(Record):
+    """A machine profile (or the built-in one).
+
+    ``source``: ``builtin`` or the file it was read from; ``import_seconds``: what
+    ``import torch`` costs in a fresh process on that machine; ``threads``:
+    torch's CPU threads when the ``cpu`` path was measured; ``notes``: other
+    measured facts, keyed by name.
+    """
+
+    __slots__ = ("source", "fingerprint", "import_seconds", "threads", "curves", "notes")
+
+    def __init__(
+        self,
+        source: str,
+        fingerprint: Mapping[str, Any],
+        import_seconds: float,
+        threads: int,
+        curves: dict[str, Curve] | None = None,
+        notes: dict[str, Any] | None = None,
+    ) -> None:
+        self.source = source
+        self.fingerprint = fingerprint
+        self.import_seconds = import_seconds
+        self.threads = threads
+        self.curves: dict[str, Curve] = {} if curves is None else curves
+        self.notes: dict[str, Any] = {} if notes is None else notes
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "np2torch_profile": FORMAT,
+            "fingerprint": dict(self.fingerprint),
+            "import_seconds": self.import_seconds,
+            "threads": self.threads,
+            "curves": {key: curve.to_json() for key, curve in sorted(self.curves.items())},
+            "notes": self.notes,
+        }
+
+    @classmethod
+    def trusted(cls, data: dict[str, Any], source: str) -> Profile:
+        """The profile np2torch ships, read without validation (tests/runtime/test_runtime_profile.py validates it)."""
+        curves = {
+            key: Curve(tuple(value["sizes"]), {path: tuple(value[path]) for path in PATHS if path in value}, value.get("thread_invariant", False) is True)
+            for key, value in data["curves"].items()
+        }
+        return cls(source, data["fingerprint"], float(data["import_seconds"]), data["threads"], curves, dict(data.get("notes", {})))
+
+    @classmethod
+    def from_json(cls, data: Any, source: str) -> Profile:
+        if not isinstance(data, dict) or data.get("np2torch_profile") != FORMAT:
+            raise ProfileError(f"{source}: not an np2torch profile of format {FORMAT}")
+        fingerprint = data.get("fingerprint")
+        curves = data.get("curves")
+        notes = data.get("notes", {})
+        if not isinstance(fingerprint, dict) or not isinstance(curves, dict) or not isinstance(notes, dict):
+            raise ProfileError(f"{source}: 'fingerprint', 'curves' and 'notes' must be objects")
+        if not _positive_number(data.get("import_seconds")):
+            raise ProfileError(f"{source}: 'import_seconds' must be a positive number")
+        threads = data.get("threads")
+        if type(threads) is not int or threads < 1:
+            raise ProfileError(f"{source}: 'threads' must be a whole number >= 1")
+        parsed = {key: Curve.from_json(value, f"{source}: curve {key!r}") for key, value in curves.items() if isinstance(key, str)}
+        return cls(source, fingerprint, float(data["import_seconds"]), threads, parsed, dict(notes))
+
+
+class Active(Record):
+    """The profile the runtime decides from, resolved once per process (:func:`._profile.active`).
+
+    ``machine``: this machine's measurements (None: none yet; replaced when a
+    pair is measured on the spot, after which the caller makes every decision
+    afresh: :meth:`._state.Process.forget_decisions`); ``write_to``: where
+    on-the-spot measurements are recorded (None: nowhere, e.g.
+    ``NP2TORCH_PROFILE=builtin``).
+    """
+
+    __slots__ = ("machine", "builtin", "write_to", "print_")
+
+    def __init__(self, machine: Profile | None, builtin: Profile, write_to: str | None, print_: Mapping[str, Any]) -> None:
+        self.machine = machine
+        self.builtin = builtin
+        self.write_to = write_to
+        self.print_ = print_
+
+
+class Bands(Record):
+    """``paths[i]`` from ``starts[i]`` elements on."""
+
+    __slots__ = ("starts", "paths")
+
+    def __init__(self, starts: Tuple[int, ...], paths: Tuple[str, ...]) -> None:
+        self.starts = starts
+        self.paths = paths
+
+    def at(self, n: int) -> str:
+        # A handful of bands: a scan from the top costs less than importing bisect.
+        starts = self.starts
+        i = len(starts) - 1
+        while i and starts[i] > n:
+            i -= 1
+        return self.paths[i]
+
+    def first_torch(self) -> int | None:
+        return next((start for start, path in zip(self.starts, self.paths) if path != "numpy"), None)
+
+
+def bands_of(curve: Curve, allowed: Sequence[str]) -> Bands:
+    """The fastest allowed path at every size of the grid, as contiguous bands."""
+    starts: list[int] = []
+    paths: list[str] = []
+    for n in _GRID:
+        path = best_path(curve, allowed, n)
+        if not paths or paths[-1] != path:
+            starts.append(1 if not starts else n)
+            paths.append(path)
+    return Bands(tuple(starts), tuple(paths))
+
+
+def best_path(curve: Curve, allowed: Sequence[str], n: int) -> str:
+    if n < curve.sizes[0]:
+        return "numpy"  # nothing was measured this small: the original, whose overhead is the smallest
+    original = curve.predict("numpy", n)
+    assert original is not None
+    single = curve.predict("cpu1", n)
+    if single is not None and single > CONTENDED_LIMIT * original:
+        return "numpy"
+    best, best_time = "numpy", original / MARGIN
+    for path in allowed:
+        if path == "numpy":
+            continue
+        predicted = curve.predict(path, n)
+        if predicted is not None and predicted < best_time:
+            best, best_time = path, predicted
+    return best
+
+
+def scaled_prior(curve: Curve, built_threads: int, threads_here: int) -> Curve:
+    """The built-in curve with the pool path's per-element time scaled to this machine's thread count.
+
+    Only a prior: it decides whether measuring on the spot could pay off, and
+    how much the ski rental counts before torch is loaded.
+    """
+    pool = curve.seconds.get("cpu")
+    if pool is None or threads_here <= built_threads:
+        return curve
+    factor = built_threads / threads_here
+    first = pool[0]
+    scaled = tuple(first + (t - first) * factor for t in pool)
+    return Curve(curve.sizes, {**curve.seconds, "cpu": scaled})
+
+
+class Forecast(Record):
+    """What the profile says about one (function, dtype, device), cached until :meth:`._state.Process.forget_decisions`."""
+
+    __slots__ = ("key", "curve", "origin", "allowed", "bands")
+
+    def __init__(self, key: str, curve: Curve | None, origin: str, allowed: Tuple[str, ...], bands: Bands | None) -> None:
+        self.key = key
+        self.curve = curve
+        self.origin = origin
+        self.allowed = allowed
+        self.bands = bands

@@ -1,0 +1,211 @@
+"""What the runtime keeps between calls: one object per process, :data:`PROCESS`, and the settings of the context.
+
+Everything the helpers remember lives in :class:`Process`: the process-wide
+settings, torch once loaded, the machine load, the profile in force and every
+decision derived from it, the ski-rental account, CUDA's staging slots, the
+checks of the installed originals and NumPy error-state caches.  So there is
+one place to read the state, one to reset it (:meth:`Process.reload_profile`,
+:meth:`Process.after_fork_in_child`), and one way to say that the decisions
+must be made afresh: :meth:`Process.forget_decisions`, which empties every cache
+derived from the profile.
+
+The settings of a call are, in this order:
+
+1. the innermost active :func:`using` block of the *current context* (a
+   :class:`contextvars.ContextVar`, so threads and asyncio tasks do not see each
+   other's blocks; before Python 3.14 a new thread starts with an empty context
+   and therefore sees only the process-wide settings);
+2. the process-wide settings, read from ``NP2TORCH_DEVICE`` /
+   ``NP2TORCH_MIN_SIZE`` when this module is imported (a bad value fails the
+   import, naming it) and changed by :func:`configure`.
+
+Standard library only: ``import np2torch.runtime`` imports this module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Set, Tuple
+
+from ._config import KEEP, RuntimeSettings, parse_device, parse_min_size, settings_from_env
+
+if TYPE_CHECKING:
+    from ._model import Active, Bands, Forecast
+
+
+class LoadWindow:
+    """The last sample of the machine's CPU time (:mod:`._load`): when (``time.monotonic``), the
+    machine's ``(busy, total)`` clock ticks and this process's own CPU seconds; over the window
+    that ended there, the cores other processes kept busy (``others``) and those taken out of
+    torch's pool for it (``busy``); ``cores``: this process's usable cores."""
+
+    __slots__ = ("when", "ticks", "own", "others", "busy", "cores")
+
+    def __init__(self) -> None:
+        self.when = -1.0
+        self.ticks: Tuple[int, int] | None = None
+        self.own = 0.0
+        self.others = 0.0
+        self.busy = 0
+        self.cores = 0
+
+
+class Process:
+    """The runtime's state in this process (one instance: :data:`PROCESS`).
+
+    Caches derived from the profile (``forecasts``, ``bands`` and every helper's
+    ``floors`` table) are emptied together by :meth:`forget_decisions`, the one
+    way to invalidate a decision; ``generation`` counts those calls so that a
+    decision computed from the profile before one is not stored after it.
+    """
+
+    __slots__ = (
+        "settings", "lock", "loading", "cuda_lock",
+        "torch_tried", "torch_found", "cuda", "forked_child", "fork_hook",
+        "load",
+        "profile", "profile_warned", "generation", "forecasts", "bands", "floor_tables",
+        "saved", "deferred", "measuring", "unmeasurable",
+        "cuda_slots", "verdicts", "error_checks", "redirects",
+    )
+
+    settings: RuntimeSettings
+    """The process-wide settings; replaced whole, so readers never see half an update."""
+    profile: Active | None
+    """The profile in force, read on first use (:func:`._profile.active`)."""
+
+    def __init__(self, settings: RuntimeSettings) -> None:
+        self.settings = settings
+        self.lock = threading.RLock()
+        """Short critical sections: settings, the profile, decisions, the ski rental."""
+        self.loading = threading.RLock()
+        """One-time slow loads: ``import torch``, the originals, the checks of the installed originals."""
+        self.cuda_lock = threading.Lock()
+        """Held while a call uses the CUDA staging slots."""
+        self.torch_tried = False
+        self.torch_found = False
+        self.cuda: bool | None = None
+        """Whether torch can use a CUDA device here (None: not asked yet)."""
+        self.forked_child = False
+        """This process was forked from one where torch was imported: its torch runs on one thread."""
+        self.fork_hook = False
+        self.load = LoadWindow()
+        self.profile = None
+        self.profile_warned = False
+        self.generation = 0
+        self.forecasts: Dict[Tuple[str, str, str, bool], Forecast] = {}
+        """(function, loop dtype, device, CUDA verified) -> what the profile says about it."""
+        self.bands: Dict[Tuple[str, Tuple[str, ...], bool], Bands] = {}
+        """(curve key, allowed paths, measured here) -> the fastest path per size."""
+        self.floor_tables: List[Dict[Any, int]] = []
+        """Each helper's input dtype -> the size below which its calls take the original."""
+        self.saved = 0.0
+        """Seconds the torch path would have saved so far, while torch was not imported (ski rental)."""
+        self.deferred = 0
+        """Elements the helpers saw before the profile was read (:func:`._decide.deferring`)."""
+        self.measuring: Set[str] = set()
+        """Curve keys being measured on the spot now."""
+        self.unmeasurable: Set[str] = set()
+        """Curve keys whose on-the-spot measurement failed: never retried in this process."""
+        self.cuda_slots: Dict[Tuple[str, Any], Any] = {}
+        """(device, dtype) -> the CUDA staging slots (:mod:`._cuda`)."""
+        self.verdicts: Dict[str, Any] = {}
+        """Helper name -> what the check of the installed original found (logsumexp: :mod:`._logsumexp_check`)."""
+        self.error_checks: Dict[Any, Any] = {}
+        """NumPy error-state object -> the checks a torch result needs under it (:mod:`._errstate`)."""
+        self.redirects: Dict[str, Dict[Any, Any]] = {}
+        """Helper name -> {NumPy error-state object -> the state its warnings are issued from}."""
+
+    def floor_table(self) -> Dict[Any, int]:
+        """A new helper's size floors, emptied with every other decision by :meth:`forget_decisions`."""
+        table: Dict[Any, int] = {}
+        self.floor_tables.append(table)
+        return table
+
+    def forget_decisions(self) -> None:
+        """The profile in force changed (or the provisional floors of a short script give way to it):
+        every decision derived from it is made afresh."""
+        with self.lock:
+            self.generation += 1
+            self.forecasts.clear()
+            self.bands.clear()
+            for table in self.floor_tables:
+                table.clear()
+
+    def reload_profile(self) -> None:
+        """Read the profile again on next use (``NP2TORCH_PROFILE`` may have changed) and start the
+        process's accounting afresh."""
+        with self.lock:
+            self.profile = None
+            self.profile_warned = False
+            self.saved = 0.0
+            self.deferred = 0
+            self.measuring = set()
+            self.unmeasurable = set()
+            self.forget_decisions()
+
+    def after_fork_in_child(self) -> None:
+        """A forked child: no thread of the parent runs here, so its locks start free; CUDA cannot be
+        re-initialized, so what was known of it is forgotten."""
+        self.lock = threading.RLock()
+        self.loading = threading.RLock()
+        self.cuda_lock = threading.Lock()
+        self.cuda = None
+        self.cuda_slots = {}
+
+
+PROCESS = Process(settings_from_env(os.environ))
+
+SCOPED: ContextVar[RuntimeSettings | None] = ContextVar("np2torch_runtime_settings", default=None)
+"""The settings of the innermost :func:`using` block of this context (None: none)."""
+
+
+def current_settings() -> RuntimeSettings:
+    """The settings in force here: the innermost :func:`using` block, else the process-wide ones."""
+    scoped = SCOPED.get()
+    return PROCESS.settings if scoped is None else scoped
+
+
+def _updated(base: RuntimeSettings, device: str, min_size: int | None) -> RuntimeSettings:
+    return base.replace(device=KEEP if device is KEEP else parse_device(device),
+                        min_size=KEEP if min_size is KEEP else parse_min_size(min_size))
+
+
+def configure(device: str = KEEP, min_size: int | None = KEEP) -> RuntimeSettings:
+    """Change the process-wide settings; arguments left out keep their value.
+
+    ``device``: ``"auto"`` (the default: the path the machine profile measured
+    fastest, CUDA included where ``np2torch tune`` measured it), ``"cpu"`` (torch
+    on the host), ``"cuda"``/``"cuda:N"`` or ``"numpy"`` (off: every call goes to
+    NumPy/SciPy).
+    ``min_size``: the dispatch threshold in elements for every helper (0 forces
+    the torch path); ``None`` restores the measured per-function defaults.
+    Returns the previous settings.  Active :func:`using` blocks still win.
+    """
+    with PROCESS.lock:
+        previous = PROCESS.settings
+        PROCESS.settings = _updated(previous, device, min_size)
+    return previous
+
+
+def reset_from_environment() -> RuntimeSettings:
+    """Re-read ``NP2TORCH_DEVICE``/``NP2TORCH_MIN_SIZE``; returns the new process-wide settings."""
+    with PROCESS.lock:
+        PROCESS.settings = settings_from_env(os.environ)
+        return PROCESS.settings
+
+
+@contextlib.contextmanager
+def using(device: str = KEEP, min_size: int | None = KEEP) -> Iterator[RuntimeSettings]:
+    """Override the settings inside a ``with`` block, in this thread/task only.
+
+    Same arguments as :func:`configure`; yields the settings in force inside.
+    """
+    settings = _updated(current_settings(), device, min_size)
+    token = SCOPED.set(settings)
+    try:
+        yield settings
+    finally:
+        SCOPED.reset(token)

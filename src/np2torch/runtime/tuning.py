@@ -1,0 +1,67 @@
+"""The runtime's tuning API: what ``np2torch tune`` and ``np2torch bench`` use, and nothing private.
+
+Measuring a pair (:func:`measure`: the helper's own paths, timed on scratch
+inputs), the profile files (:func:`read_profile`, :func:`write_profile`,
+:func:`locked`, :func:`default_path`, :func:`fingerprint`), the profile in force
+(:func:`profile_in_force`), the size bands decisions are made from
+(:func:`bands_of` and its margins), torch and CUDA as the runtime loads them,
+and whether the machine is busy (:func:`machine_busy`).  The runtime's other
+modules are private: their names may change with any release.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+
+from . import _calibrate, _profile
+from ._backend import cuda_available
+from ._backend import load_torch as torch_available
+from ._load import machine_busy
+from ._model import (
+    ALL_PATHS,
+    CONTENDED_LIMIT,
+    CPU_PATHS,
+    MARGIN,
+    Active,
+    Bands,
+    Curve,
+    Profile,
+    ProfileError,
+    bands_of,
+    curve_key,
+)
+from ._profile import BUILTIN, PROFILE_ENV, default_path, fingerprint, locked, read_profile, write_profile
+
+__all__ = [
+    "ALL_PATHS", "BUILTIN", "CONTENDED_LIMIT", "CPU_PATHS", "MARGIN", "PROFILE_ENV", "Active", "Bands", "Curve",
+    "Profile", "ProfileError", "bands_of", "cuda_available", "curve_key", "default_path", "fingerprint", "locked",
+    "machine_busy", "measure", "profile_in_force", "read_profile", "torch_available", "write_profile",
+]
+
+
+def measure(
+    name: str,
+    dtype: np.dtype,
+    paths: Sequence[str],
+    sizes: Sequence[int],
+    max_call: float | None,
+    repeat: int = 3,
+    progress: Callable[[], None] | None = None,
+) -> Curve:
+    """A :class:`Curve` of the helper ``name`` over ``paths`` and ``sizes`` for ``dtype`` input.
+
+    Each path runs as a user's call taking it would (``numpy`` is the
+    original); sizes stop growing once the original's call takes longer than
+    ``max_call`` (None: every size); ``progress`` is called after each size.
+    """
+    from ._api import HELPERS
+
+    run = HELPERS[name].run_path
+    return _calibrate.measure(run, name, dtype, paths, sizes, max_call, repeat, progress)
+
+
+def profile_in_force() -> Active:
+    """The profile the runtime decides from in this process (read on first use; never imports torch)."""
+    return _profile.active()
