@@ -34,6 +34,7 @@ from __future__ import annotations
 import os
 import sys
 import warnings
+from contextvars import ContextVar
 from types import FrameType
 from typing import Any, Callable, Dict, Mapping, NamedTuple
 
@@ -125,11 +126,11 @@ class _WarnAtCaller:
         warnings.warn(f"{errtext} encountered in {self.name}", RuntimeWarning, stacklevel=user_stacklevel())
 
 
-REDIRECT_MISS: Any = object()
+REDIRECT_MISS = object()
 _REDIRECT_CACHE_LIMIT = 64
 
 
-def _build_redirect(name: str) -> Any:
+def _build_redirect(name: str) -> object:
     state = _np_get_extobj_dict()
     modes = {kind: state[kind] for kind in ERR_KINDS}
     warned = [kind for kind, mode in modes.items() if mode == "warn"]
@@ -138,7 +139,7 @@ def _build_redirect(name: str) -> Any:
     return _np_make_extobj(call=_WarnAtCaller(name), **{kind: "call" for kind in warned})
 
 
-def warn_redirect(name: str, cache: Dict[Any, Any] | None = None) -> Any:
+def warn_redirect(name: str, cache: Dict[object, object] | None = None) -> object:
     """The error state to call ``name``'s original in so that its warnings point at the user's line.
 
     None when the original can be called plainly (no ``warn`` mode, or NumPy
@@ -159,21 +160,21 @@ def warn_redirect(name: str, cache: Dict[Any, Any] | None = None) -> Any:
     return redirect
 
 
-# NumPy's error-state context variable (None before NumPy 2), for hot paths
-# that switch it inline as call_redirected() does.
-NP_EXTOBJ_VAR = _NP_EXTOBJ_VAR
+EXTOBJ_VAR: ContextVar[object] = _NP_EXTOBJ_VAR if _NP_EXTOBJ_VAR is not None else ContextVar("np2torch_no_extobj")
+"""NumPy's error-state context variable, for hot paths that switch it inline as call_redirected() does
+(before NumPy 2 a variable of our own that nothing reads: no redirect is ever built there)."""
 
 
-def extobj_getter() -> Callable[[], Any]:
+def extobj_getter() -> Callable[[], object]:
     """A fast callable returning NumPy's current error-state object (None on NumPy 1.x)."""
     return _NP_EXTOBJ_VAR.get if _NP_EXTOBJ_VAR is not None else _no_extobj
 
 
-def _no_extobj() -> Any:
+def _no_extobj() -> object:
     return None
 
 
-def call_redirected(redirect: Any, original: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def call_redirected(redirect: object, original: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """``original(*args, **kwargs)`` with ``redirect`` as NumPy's error state."""
     token = _NP_EXTOBJ_VAR.set(redirect)
     try:

@@ -228,8 +228,8 @@ def torch_block_parts(a: np.ndarray, dims: Tuple[int, ...]) -> Parts | None:
     return reduced
 
 
-def _try_torch(a: np.ndarray, axis: Any, keepdims: Any, return_sign: Any, settings: RuntimeSettings,
-               forced: Route | None = None) -> Any | None:
+def _try_torch(a: np.ndarray, axis: object, keepdims: object, return_sign: object, settings: RuntimeSettings,
+               forced: Route | None = None) -> object | None:
     """The result computed with torch, or None where only SciPy can give it (``forced``: the route, for calibration)."""
     work = _work(a.dtype)
     if work is None or a.size == 0 or a.ndim == 0:
@@ -290,14 +290,14 @@ def _which(a: Any, axis: Any = None, b: Any = None, keepdims: Any = False, retur
     return kind, f"{NAME} over {a.size:,} elements of {work}: {route.why} (SciPy's behaviour is checked at the call)"
 
 
-def _flag(value: Any) -> bool | None:
+def _flag(value: object) -> bool | None:
     # SciPy only tests truth; other objects (arrays, ...) are left to it.
     if type(value) is bool or isinstance(value, np.bool_):
         return bool(value)
     return None
 
 
-def _reduced_dims(axis: Any, ndim: int) -> tuple[int, ...] | None:
+def _reduced_dims(axis: object, ndim: int) -> tuple[int, ...] | None:
     """The reduced axes, sorted, or None for anything SciPy might treat differently."""
     if axis is None:
         return tuple(range(ndim))
@@ -524,8 +524,9 @@ def _finish(
     work: np.dtype,
     keepdims: bool,
     return_sign: bool,
-) -> Any:
-    """SciPy 1.17's NumPy expressions on the reduced quantities, in SciPy's memory order."""
+) -> object:
+    """SciPy 1.17's NumPy expressions on the reduced quantities, in SciPy's memory order: SciPy's result
+    (a NumPy scalar or array, a pair with ``return_sign``)."""
     a_max, m, total = (_laid_out(a, dims, flipped, values, work) for values in reduced)
     finite = np.isfinite(a_max)
     s = np.where(total == 0, total, total / m)
@@ -539,7 +540,7 @@ def _finish(
     return out, _squeezed(np.where(a_max == -np.inf, zero, one), dims, keepdims)
 
 
-def _expected(a: np.ndarray, axis: Any, keepdims: bool, return_sign: bool) -> Any:
+def _expected(a: np.ndarray, axis: object, keepdims: bool, return_sign: bool) -> object:
     """The torch path's result for a small ``a`` served by it, with its arithmetic done in NumPy (for the check)."""
     work = a.dtype if a.dtype in _FLOATS else np.dtype(np.float64)
     dims = _reduced_dims(axis, a.ndim)
@@ -577,7 +578,7 @@ def _laid_out(a: np.ndarray, dims: tuple[int, ...], flipped: tuple[int, ...], va
     return result
 
 
-def _squeezed(values: np.ndarray, dims: tuple[int, ...], keepdims: bool) -> Any:
+def _squeezed(values: np.ndarray, dims: tuple[int, ...], keepdims: bool) -> object:
     if not keepdims:
         values = np.squeeze(values, axis=dims)
     return values[()] if values.ndim == 0 else values

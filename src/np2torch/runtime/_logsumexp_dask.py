@@ -160,8 +160,9 @@ def _numpy_parts(x: np.ndarray, dims: tuple[int, ...], work: np.dtype) -> tuple[
         is_max = shifted == 0
         terms = np.exp(shifted)
         terms[is_max] = 0
-        # NumPy's stub for sum(dtype=int64) says scalar or array whatever keepdims is: hence the ignore
-        return a_max, np.sum(is_max, axis=dims, keepdims=True, dtype=np.int64), np.sum(terms, axis=dims, keepdims=True)  # type: ignore[return-value]
+        # keepdims=True gives arrays (NumPy's stubs say scalar or array: asarray returns the array itself)
+        count = np.asarray(np.sum(is_max, axis=dims, keepdims=True, dtype=np.int64))
+        return a_max, count, np.asarray(np.sum(terms, axis=dims, keepdims=True))
 
 
 def _combine(parts: np.ndarray, axis: tuple[int, ...], keepdims: bool) -> np.ndarray:

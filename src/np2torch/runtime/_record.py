@@ -19,7 +19,7 @@ class Record:
     def __ne__(self, other: object) -> bool:
         return not self == other
 
-    __hash__ = None  # type: ignore[assignment]
+    # Defining __eq__ leaves __hash__ None: records are mutable and unhashable, as dataclasses are.
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__)

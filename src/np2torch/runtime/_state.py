@@ -33,6 +33,9 @@ from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Set, Tuple
 from ._config import KEEP, RuntimeSettings, parse_device, parse_min_size, settings_from_env
 
 if TYPE_CHECKING:
+    import numpy as np
+    import torch
+
     from ._model import Active, Bands, Forecast
 
 
@@ -99,7 +102,7 @@ class Process:
         """(function, loop dtype, device, CUDA verified) -> what the profile says about it."""
         self.bands: Dict[Tuple[str, Tuple[str, ...], bool], Bands] = {}
         """(curve key, allowed paths, measured here) -> the fastest path per size."""
-        self.floor_tables: List[Dict[Any, int]] = []
+        self.floor_tables: List[Dict[np.dtype, int]] = []
         """Each helper's input dtype -> the size below which its calls take the original."""
         self.saved = 0.0
         """Seconds the torch path would have saved so far, while torch was not imported (ski rental)."""
@@ -109,18 +112,18 @@ class Process:
         """Curve keys being measured on the spot now."""
         self.unmeasurable: Set[str] = set()
         """Curve keys whose on-the-spot measurement failed: never retried in this process."""
-        self.cuda_slots: Dict[Tuple[str, Any], Any] = {}
+        self.cuda_slots: Dict[Tuple[str, torch.dtype], object] = {}
         """(device, dtype) -> the CUDA staging slots (:mod:`._cuda`)."""
-        self.verdicts: Dict[str, Any] = {}
+        self.verdicts: Dict[str, object] = {}
         """Helper name -> what the check of the installed original found (logsumexp: :mod:`._logsumexp_check`)."""
         self.error_checks: Dict[Any, Any] = {}
         """NumPy error-state object -> the checks a torch result needs under it (:mod:`._errstate`)."""
-        self.redirects: Dict[str, Dict[Any, Any]] = {}
+        self.redirects: Dict[str, Dict[object, object]] = {}
         """Helper name -> {NumPy error-state object -> the state its warnings are issued from}."""
 
-    def floor_table(self) -> Dict[Any, int]:
+    def floor_table(self) -> Dict[np.dtype, int]:
         """A new helper's size floors, emptied with every other decision by :meth:`forget_decisions`."""
-        table: Dict[Any, int] = {}
+        table: Dict[np.dtype, int] = {}
         self.floor_tables.append(table)
         return table
 

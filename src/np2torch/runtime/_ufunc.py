@@ -39,7 +39,7 @@ from ._dask import DASK_ARRAY, is_dask_array
 from ._dask import elementwise as dask_elementwise
 from ._decide import Route, original_reason
 from ._errstate import (
-    NP_EXTOBJ_VAR,
+    EXTOBJ_VAR,
     REDIRECT_MISS,
     ErrorChecks,
     call_redirected,
@@ -59,10 +59,12 @@ if TYPE_CHECKING:
     from .table import Function
 
 Order = Literal["K", "A", "C", "F"]
+Casting = Literal["no", "equiv", "safe", "same_kind", "unsafe"]
 
 _SERVED_KEYWORDS = frozenset(("out", "where", "casting", "order", "dtype", "subok"))
-_CASTINGS = frozenset(("no", "equiv", "safe", "same_kind", "unsafe"))
-_ORDERS = frozenset(("K", "A", "C", "F"))
+_CASTINGS: Mapping[str, Casting] = {"no": "no", "equiv": "equiv", "safe": "safe", "same_kind": "same_kind",
+                                    "unsafe": "unsafe"}
+_ORDERS: Mapping[str, Order] = {"K": "K", "A": "A", "C": "C", "F": "F"}
 # Elements per piece when a float32 result is computed in float64, or when an
 # in-place call must keep its inputs for the error check.
 _PIECE = 1 << 18
@@ -121,11 +123,11 @@ class Ufunc(Helper):
 
     def __init__(self, row: Function) -> None:
         super().__init__(row)
-        self.plans: Dict[Tuple[Any, ...], Plan | None] = {}
+        self.plans: Dict[Tuple[np.dtype, np.dtype | None, np.dtype | None, Casting], Plan | None] = {}
         self.function = make_function(self)
 
     def plan(self, x_dtype: np.dtype, out_dtype: np.dtype | None, dtype: np.dtype | None,
-             casting: str) -> Plan | None:
+             casting: Casting) -> Plan | None:
         key = (x_dtype, out_dtype, dtype, casting)
         try:
             return self.plans[key]
@@ -188,11 +190,11 @@ def make_helper(row: Function) -> Ufunc:
     return Ufunc(row)
 
 
-def _make_plan(row: Function, original: Any, x_dtype: np.dtype, out_dtype: np.dtype | None,
-               dtype: np.dtype | None, casting: str) -> Plan | None:
+def _make_plan(row: Function, original: Callable[..., Any], x_dtype: np.dtype, out_dtype: np.dtype | None,
+               dtype: np.dtype | None, casting: Casting) -> Plan | None:
     # The original's own type resolution, never a guess: scipy.special.erf
     # returns float64 for float16 input, np.exp float16 for int8.
-    if not x_dtype.isnative:
+    if not x_dtype.isnative or not isinstance(original, np.ufunc):
         return None
     try:
         if dtype is None:
@@ -229,9 +231,8 @@ def make_function(state: Ufunc) -> Callable[..., Any]:
     get_scoped = SCOPED.get
     process = PROCESS
     get_extobj = extobj_getter()
-    # None on NumPy 1.x, where no redirect is ever built and these are never called
-    set_extobj: Callable[[Any], Any] | None = NP_EXTOBJ_VAR.set if NP_EXTOBJ_VAR is not None else None
-    reset_extobj: Callable[[Any], Any] | None = NP_EXTOBJ_VAR.reset if NP_EXTOBJ_VAR is not None else None
+    set_extobj = EXTOBJ_VAR.set
+    reset_extobj = EXTOBJ_VAR.reset
     redirects = process.redirects.setdefault(state.name, {None: None})  # NumPy error state -> how to call the original
     miss = REDIRECT_MISS
     modules = sys.modules
@@ -255,11 +256,11 @@ def make_function(state: Ufunc) -> Callable[..., Any]:
             return state.original(x, *args, **kwargs)
         if redirect is miss:
             return _fallback(state, redirects, redirect, x, args, kwargs)
-        token = set_extobj(redirect)  # type: ignore[misc]  # not None: a redirect exists on NumPy 2 only
+        token = set_extobj(redirect)
         try:
             return state.original(x, *args, **kwargs)
         finally:
-            reset_extobj(token)  # type: ignore[misc]
+            reset_extobj(token)
 
     helper.__name__ = helper.__qualname__ = state.name
     helper.__module__ = PUBLIC_MODULE
@@ -268,7 +269,7 @@ def make_function(state: Ufunc) -> Callable[..., Any]:
     return helper
 
 
-def _fallback(state: Ufunc, redirects: Dict[Any, Any], redirect: Any, x: Any, args: Tuple[Any, ...],
+def _fallback(state: Ufunc, redirects: Dict[object, object], redirect: object, x: Any, args: Tuple[Any, ...],
               kwargs: Dict[str, Any]) -> Any:
     """The original with the caller's arguments, its warnings pointing at the caller's line."""
     if redirect is REDIRECT_MISS:
@@ -278,7 +279,7 @@ def _fallback(state: Ufunc, redirects: Dict[Any, Any], redirect: Any, x: Any, ar
     return call_redirected(redirect, state.original, (x, *args), kwargs)
 
 
-ParsedCall = Tuple[Union[np.ndarray, None], str, Order, Union[np.dtype, None]]
+ParsedCall = Tuple[Union[np.ndarray, None], Casting, Order, Union[np.dtype, None]]
 
 
 def _parse_call(args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> ParsedCall | None:
@@ -288,19 +289,22 @@ def _parse_call(args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> ParsedCall | N
         if len(args) != 1 or "out" in kwargs:
             return None
         out = args[0]
-    casting, order, dtype = "same_kind", "K", None
+    casting: Casting = "same_kind"
+    order: Order = "K"
+    dtype = None
     if kwargs:
         if not _SERVED_KEYWORDS.issuperset(kwargs):
             return None
         out = kwargs.get("out", out)
         if kwargs.get("where", True) is not True:
             return None
-        casting = kwargs.get("casting", casting)
-        order = kwargs.get("order", order)
-        if type(casting) is not str or casting not in _CASTINGS:
+        asked_casting = kwargs.get("casting", casting)
+        known_casting = _CASTINGS.get(asked_casting) if type(asked_casting) is str else None
+        asked_order = kwargs.get("order", order)
+        known_order = _ORDERS.get(asked_order) if type(asked_order) is str else None
+        if known_casting is None or known_order is None:
             return None
-        if type(order) is not str or order not in _ORDERS:
-            return None
+        casting, order = known_casting, known_order
         subok = kwargs.get("subok", True)
         if subok is not True and subok is not False:
             return None
@@ -316,10 +320,10 @@ def _parse_call(args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> ParsedCall | N
         out = out[0]
     if out is not None and type(out) is not np.ndarray:
         return None
-    return out, casting, order, dtype  # type: ignore[return-value]  # order checked against _ORDERS above
+    return out, casting, order, dtype
 
 
-def _dispatch(state: Ufunc, redirects: Dict[Any, Any], settings: RuntimeSettings, x: np.ndarray,
+def _dispatch(state: Ufunc, redirects: Dict[object, object], settings: RuntimeSettings, x: np.ndarray,
               args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
     result = _try_torch(state, settings, x, args, kwargs)
     if result is _DECLINED:
