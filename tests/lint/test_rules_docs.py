@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from np2torch import check_source, fix_source
 from np2torch.cli import main
-from np2torch.lint import pages
+from np2torch.lint import pages, rules
 from np2torch.lint.engine import Settings
 from np2torch.lint.rules import (
     CODE_RANGES,
     DEFAULT_RULES,
     LEGACY_CODES,
+    RANGES_FROM,
     RULES,
     RULES_BY_CODE,
     Rule,
@@ -136,7 +138,14 @@ def test_ranges_are_the_documented_ones() -> None:
     }
     assert code_category("NPT123") == "special functions"
     assert code_category("NPT301") is None
-    assert LEGACY_CODES == {"NPT001", "NPT002", "NPT003", "NPT004"}
+
+
+def test_only_the_codes_before_the_ranges_keep_a_code_outside_their_range() -> None:
+    assert LEGACY_CODES and all(code < RANGES_FROM for code in LEGACY_CODES)
+    reduction = RULES_BY_CODE["NPT004"]
+    rules._check_table((reduction,))  # logsumexp predates the ranges: NPT0xx, a reduction
+    with pytest.raises(AssertionError, match="NPT023: code range is 'elementary functions', row says 'reductions'"):
+        rules._check_table((replace(reduction, code="NPT023"),))  # a new reduction must take an NPT2xx code
 
 
 def test_explain_prints_the_page(capsys: pytest.CaptureFixture[str]) -> None:

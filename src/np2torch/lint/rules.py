@@ -5,8 +5,8 @@ The linter, the fixer, ``--select``/``--ignore``, the rule docs
 read :data:`RULES`.  A function's rule is derived from its row in the function
 table (:mod:`np2torch.runtime.table`, standard library only: importing it loads no NumPy):
 adding a function is that row and its fixtures (CONTRIBUTING.md); its page
-text is generated unless :data:`_DOCS` spells it out.  Pattern rules are
-written here.
+is generated from the row (a reduction's row spells out its "why" and "known
+problems").  Pattern rules are written here.
 
 Code ranges (the hundreds digit names the category, see :data:`CODE_RANGES`):
 
@@ -23,9 +23,9 @@ Code ranges (the hundreds digit names the category, see :data:`CODE_RANGES`):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Mapping
 
-from np2torch.runtime.table import FUNCTIONS
+from np2torch.runtime.table import FUNCTIONS, Function
 
 ELEMENTARY = "elementary functions"
 SPECIAL = "special functions"
@@ -35,8 +35,10 @@ PATTERN = "patterns"
 CODE_RANGES: Mapping[str, str] = {"0": ELEMENTARY, "1": SPECIAL, "2": REDUCTION, "9": PATTERN}
 """The hundreds digit of a code (``NPT1xx`` -> ``"1"``) -> its category."""
 
-LEGACY_CODES = frozenset({"NPT001", "NPT002", "NPT003", "NPT004"})
-"""Codes assigned before the ranges existed; they keep their numbers whatever their category."""
+RANGES_FROM = "NPT005"
+"""The first code assigned under the ranges: the codes before it keep their numbers whatever their category."""
+LEGACY_CODES = frozenset(row.code for row in FUNCTIONS if row.code < RANGES_FROM)
+"""The codes assigned before the ranges existed (``NPT001``-``NPT004``), derived from the table."""
 
 FIX_SAFETIES = ("safe", "unsafe")
 
@@ -157,14 +159,6 @@ _COMMON_GAPS = (
     "subnormal values differ. See docs/runtime.md, \"Known gaps\"."
 )
 
-_FLOAT64_TRIG_GAPS = (
-    "Only float64 (and integer inputs NumPy computes in float64) runs on torch; float16 and float32 "
-    "go to NumPy (its SIMD loops were as fast, and float32 `np.{name}` raises underflow for tiny normal "
-    "inputs, which the runtime's recompute-the-suspects check would miss), as does complex (not "
-    "measured). float64 results differ from NumPy's by at most 1 ULP ({differ} of 100,032 sampled "
-    "inputs, arguments up to 1e22 included); torch was as close to the exact value as NumPy. "
-)
-
 _MEASURED_PER_MACHINE = (
     "Which dtypes and sizes run on torch is measured on each machine (`np2torch tune`, or on the "
     "spot the first time a call could pay off): where torch is not faster -- NumPy 2's SIMD "
@@ -180,52 +174,13 @@ _UFUNC_WHY = (
     "it calls the original everywhere else."
 )
 
-_DOCS: Mapping[str, Mapping[str, str]] = {
-    # What a function's page says beyond the generated defaults: measured gaps, caveats.
-    "NPT001": {
-        "known_problems": _MEASURED_PER_MACHINE + "float16: 4 of 63,488 inputs differ by 1 ULP (their exact "
-        "value lies within 1e-6 ULP of a rounding tie). " + _COMMON_GAPS,
-    },
-    "NPT003": {
-        "known_problems": "`erf(..., where=mask)` is handed to SciPy unchanged, so it inherits SciPy 1.17's "
-        "heap corruption there (scipy/xsf#146). " + _MEASURED_PER_MACHINE + _COMMON_GAPS,
-    },
-    "NPT004": {
-        "known_problems": "torch serves the installed SciPy when a behavioural check at first use shows that "
-        "the torch path reproduces it (special values, a dominant term, layouts); otherwise, and for `b=`, "
-        "NaN inputs, complex/float16 and non-ndarray inputs, SciPy itself runs (same result, no speed-up). "
-        "See docs/logsumexp.md.",
-        "why": (
-            "`scipy.special.logsumexp` makes several full passes and temporaries over "
-            "its input; torch's fused reduction is several times faster on large arrays. "
-            "The helper calls torch only where it reproduces SciPy's result, and SciPy "
-            "itself everywhere else."
-        ),
-    },
-    "NPT005": {"known_problems": _FLOAT64_TRIG_GAPS.format(name="sin", differ="90") + _COMMON_GAPS},
-    "NPT006": {"known_problems": _FLOAT64_TRIG_GAPS.format(name="cos", differ="102") + _COMMON_GAPS},
-    "NPT101": {
-        "known_problems": (
-            "float16 and float32 inputs are computed in float64 and rounded once to SciPy's float32 "
-            "result: within 3 ULP of SciPy's float32 loop (which was 1.8 ULP from the exact value on "
-            "the catalogue's sample, the helper 0.5); float64 within 2 ULP of SciPy (SciPy 1.9 ULP "
-            "from exact, the helper 0.5). SciPy returns +0.0 for -0.0 where torch gives -0.0: the "
-            "helper adds +0.0 (one extra pass). Calls under a reporting `scipy.special.errstate` "
-            "(SciPy's own error state), `where=` masks (SciPy 1.17's heap corruption, scipy/xsf#146) "
-            "and complex inputs go to SciPy. " + _COMMON_GAPS
-        ),
-    },
-}
-"""Hand-written page text per code; a function without an entry gets the generated defaults."""
-
-
-def _category(row: Any) -> str:
+def _category(row: Function) -> str:
     if row.kind == "reduction":
         return REDUCTION
     return SPECIAL if row.module == "scipy.special" else ELEMENTARY
 
 
-def _loops_text(row: Any) -> str:
+def _loops_text(row: Function) -> str:
     """The generated "Known problems" opening: the loops torch serves and the row's measured note."""
     loops = ", ".join(name if compute == name else f"{name} (computed in {compute}, rounded once)"
                       for name, compute in row.loops.items())
@@ -234,9 +189,8 @@ def _loops_text(row: Any) -> str:
             f"one of them too); every other dtype calls the original.{note} ")
 
 
-def _function_rule(row: Any) -> Rule:
-    """The rule for one row of the function table: its facts from the row, its page from :data:`_DOCS`."""
-    docs = _DOCS.get(row.code, {})
+def _function_rule(row: Function) -> Rule:
+    """The rule for one row of the function table: its facts and its page's prose from the row."""
     library = "SciPy" if row.module.startswith("scipy") else "NumPy"
     return Rule(
         code=row.code,
@@ -244,8 +198,8 @@ def _function_rule(row: Any) -> Rule:
         helper=row.name,
         summary=f"`{row.qualname}` call or reference",
         category=_category(row),
-        why=docs.get("why", _UFUNC_WHY.format(library=library, name=row.name)),
-        known_problems=docs.get("known_problems", _loops_text(row) + _MEASURED_PER_MACHINE + _COMMON_GAPS),
+        why=row.why or _UFUNC_WHY.format(library=library, name=row.name),
+        known_problems=row.known_problems or _loops_text(row) + _MEASURED_PER_MACHINE + _COMMON_GAPS,
         default=row.default,
     )
 
