@@ -13,11 +13,13 @@ from typing import Any, Mapping
 from ._config import RuntimeSettings
 from ._helper import Helper
 from ._state import configure, current_settings, using
-from .table import FUNCTIONS
+from .table import FUNCTIONS, Function
+
+_MODULES = {name: importlib.import_module(f".{name}", __package__) for name in {row.implementation for row in FUNCTIONS}}
 
 
-def _make(row: Any) -> Helper:
-    helper: Helper = importlib.import_module(f".{row.implementation}", __package__).make_helper(row)
+def _make(row: Function) -> Helper:
+    helper: Helper = _MODULES[row.implementation].make_helper(row)
     return helper
 
 

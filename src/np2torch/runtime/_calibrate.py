@@ -11,7 +11,7 @@ common case); they are never the user's arrays.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
@@ -24,8 +24,9 @@ from ._model import Curve
 from ._state import PROCESS
 from .table import FUNCTIONS_BY_NAME
 
-Runner = Callable[[str, np.ndarray], object]
-"""``run(path, x)``: the function of ``x`` through ``path`` (``numpy``, ``cpu1``, ``cpu``, ``cuda``)."""
+if TYPE_CHECKING:
+    Runner = Callable[[str, np.ndarray], object]
+    """``run(path, x)``: the function of ``x`` through ``path`` (``numpy``, ``cpu1``, ``cpu``, ``cuda``)."""
 
 ON_THE_SPOT_SIZES: tuple[int, ...] = (1 << 12, 1 << 15, 1 << 18, 1 << 21)
 """Sizes measured on the spot; the largest ones are skipped once one call takes longer than

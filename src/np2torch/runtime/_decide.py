@@ -28,7 +28,7 @@ Decisions derived from the profile are cached in :data:`._state.PROCESS` until
 
 from __future__ import annotations
 
-from typing import Dict, Sequence, Tuple, TypeVar, Union
+from typing import TYPE_CHECKING, Dict, Sequence, Tuple, TypeVar, Union
 
 from . import _profile
 from ._backend import cuda_available, load_torch, torch_ready
@@ -52,8 +52,9 @@ CALIBRATE_FROM = 1 << 12
 CUDA_UNMEASURED_FROM = 1_000_000
 """With an explicit CUDA device and no CUDA measurement in the profile: CUDA from this size on."""
 
-K = TypeVar("K")
-V = TypeVar("V")
+if TYPE_CHECKING:
+    K = TypeVar("K")
+    V = TypeVar("V")
 
 class Basis(Record):
     """What a route was predicted from: the ``curve``, the call's size ``n`` and where the curve came
@@ -112,8 +113,9 @@ class Measure(Record):
         self.otherwise = otherwise
 
 
-Decision = Union[Route, Measure, None]
-"""What :func:`route` answers: a route, a request to measure first, or None (the original)."""
+if TYPE_CHECKING:
+    Decision = Union[Route, Measure, None]
+    """What :func:`route` answers: a route, a request to measure first, or None (the original)."""
 
 
 # ---------------------------------------------------------------- decisions cached per profile

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import operator
 import sys
-from typing import TYPE_CHECKING, Any, List, Literal, Sequence, Tuple, Union, overload
+from typing import TYPE_CHECKING, Any, List, Literal, Sequence, Tuple, Union, cast, overload
 
 import numpy as np
 
@@ -46,7 +46,6 @@ from ._config import RuntimeSettings
 from ._dask import DASK_ARRAY, is_dask_array
 from ._decide import Route, original_reason
 from ._helper import PUBLIC_MODULE, Helper
-from ._logsumexp_check import LseVerdict
 from ._state import PROCESS, SCOPED
 from .table import FUNCTIONS_BY_NAME
 
@@ -54,13 +53,15 @@ if TYPE_CHECKING:
     import torch
     from numpy.typing import ArrayLike
 
+    from ._logsumexp_check import LseVerdict
     from .table import Function
 
 NAME = "logsumexp"
 
-Parts = Tuple[np.ndarray, np.ndarray, np.ndarray]
-"""Per slice, keepdims-shaped: the maximum ``a_max``, the count ``m`` of elements equal to it (int64)
-and the sum ``s`` of ``exp(x - a_max)`` over the others."""
+if TYPE_CHECKING:
+    Parts = Tuple[np.ndarray, np.ndarray, np.ndarray]
+    """Per slice, keepdims-shaped: the maximum ``a_max``, the count ``m`` of elements equal to it (int64)
+    and the sum ``s`` of ``exp(x - a_max)`` over the others."""
 
 # Elements per block on the CPU (4 MiB of float64, in L3 while the ops walk it).
 # Each op on a block is one parallel region: with 1 MiB blocks, waking the
@@ -110,8 +111,7 @@ class Logsumexp(Helper):
                     from . import _logsumexp_check  # only when a call may take the torch path
 
                     found = PROCESS.verdicts[NAME] = _logsumexp_check.check(self.load(), _expected)
-        assert isinstance(found, LseVerdict)
-        return found
+        return cast("LseVerdict", found)
 
     def loop_of(self, dtype: np.dtype) -> str | None:
         work = _work(dtype)
@@ -367,9 +367,10 @@ def _chunk_dim(shape: Sequence[int], strides: Sequence[int], block: int) -> tupl
     return max(order, key=lambda i: shape[i]), 1
 
 
-Holds = Union["torch.Tensor", None, Literal["look"]]
-"""Which slices have their maximum in a block: a bool tensor shaped like ``a_max``; None: every
-slice; :data:`_LOOK`: find them in the block."""
+if TYPE_CHECKING:
+    Holds = Union[torch.Tensor, None, Literal["look"]]
+    """Which slices have their maximum in a block: a bool tensor shaped like ``a_max``; None: every
+    slice; :data:`_LOOK`: find them in the block."""
 
 
 def _blockwise(t: torch.Tensor, dims: Tuple[int, ...], work: torch.dtype, device: torch.device,

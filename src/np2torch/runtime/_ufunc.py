@@ -58,8 +58,9 @@ if TYPE_CHECKING:
     from ._config import RuntimeSettings
     from .table import Function
 
-Order = Literal["K", "A", "C", "F"]
-Casting = Literal["no", "equiv", "safe", "same_kind", "unsafe"]
+if TYPE_CHECKING:
+    Order = Literal["K", "A", "C", "F"]
+    Casting = Literal["no", "equiv", "safe", "same_kind", "unsafe"]
 
 _SERVED_KEYWORDS = frozenset(("out", "where", "casting", "order", "dtype", "subok"))
 _CASTINGS: Mapping[str, Casting] = {"no": "no", "equiv": "equiv", "safe": "safe", "same_kind": "same_kind",
@@ -279,7 +280,8 @@ def _fallback(state: Ufunc, redirects: Dict[object, object], redirect: object, x
     return call_redirected(redirect, state.original, (x, *args), kwargs)
 
 
-ParsedCall = Tuple[Union[np.ndarray, None], Casting, Order, Union[np.dtype, None]]
+if TYPE_CHECKING:
+    ParsedCall = Tuple[Union[np.ndarray, None], Casting, Order, Union[np.dtype, None]]
 
 
 def _parse_call(args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> ParsedCall | None:
@@ -529,8 +531,9 @@ def _compute_cpu(op_name: str, plan: Plan, src: np.ndarray, dst: np.ndarray) -> 
         tensor_view(dst).copy_(op(tensor_view(src).to(wide)))
 
 
-TorchOp = Callable[..., "torch.Tensor"]
-"""A torch elementwise function: ``op(tensor, out=tensor) -> tensor``."""
+if TYPE_CHECKING:
+    TorchOp = Callable[..., torch.Tensor]
+    """A torch elementwise function: ``op(tensor, out=tensor) -> tensor``."""
 
 
 def torch_op(name: str) -> TorchOp:
