@@ -55,11 +55,6 @@ TORCH_DTYPE_NAMES: Mapping[np.dtype, str] = {
 }
 
 
-def torch_if_loaded() -> bool:
-    """Whether the runtime has loaded torch (never imports)."""
-    return PROCESS.torch_found
-
-
 def torch_ready() -> bool:
     """Whether torch costs nothing more to use: the runtime loaded it, or someone else imported it."""
     return PROCESS.torch_found or "torch" in sys.modules

@@ -106,7 +106,3 @@ def settings_from_env(environ: Mapping[str, str]) -> RuntimeSettings:
         min_size=parse_min_size(min_size, MIN_SIZE_ENV) if min_size else None,
     )
 
-
-def device_kind(device: str) -> str:
-    """``cpu``/``cuda``/``auto``/``numpy`` without the CUDA index."""
-    return "cuda" if device.startswith("cuda") else device

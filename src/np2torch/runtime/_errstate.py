@@ -61,11 +61,6 @@ _RUNTIME_FOLDER = os.path.dirname(__file__) + os.sep
 """Frames of files in the runtime's folder are skipped when attributing a warning to the user's line."""
 
 
-def error_modes() -> Mapping[str, object]:
-    """The current ``np.errstate`` modes (``np.geterr()``; ~0.5 us)."""
-    return np.geterr()
-
-
 def quiet(modes: Mapping[str, object]) -> bool:
     """Whether no flag can be reported: then the runtime checks nothing."""
     return all(mode == "ignore" for mode in modes.values())

@@ -24,9 +24,6 @@ from typing import Any, Mapping, Sequence, Tuple
 from ._record import Record
 
 FORMAT = 1
-PATHS = ("numpy", "cpu1", "cpu", "cuda")
-"""The paths a call can take: the original; torch on the CPU with one thread; with its pool; CUDA end to end."""
-TORCH_PATHS = PATHS[1:]
 
 MARGIN = 1.1
 """A torch path is chosen only where predicted at least 10 % faster than the original."""
@@ -35,6 +32,7 @@ CONTENDED_LIMIT = 1.5
 
 CPU_PATHS = ("numpy", "cpu1", "cpu")
 ALL_PATHS = CPU_PATHS + ("cuda",)
+"""The paths a call can take: the original; torch on the CPU with one thread; with its pool; CUDA end to end."""
 
 # Sizes at which the bands are evaluated: 12 per decade (21 % apart) from 1 to 1e12.
 _GRID: Tuple[int, ...] = tuple(sorted({max(1, round(10 ** (k / 12))) for k in range(12 * 12 + 1)}))
@@ -92,7 +90,7 @@ class Curve(Record):
         if not all(type(n) is int and n > 0 for n in sizes) or sorted(set(sizes)) != sizes:
             raise ProfileError(f"{where}: 'sizes' must be increasing positive whole numbers")
         seconds = {}
-        for path in PATHS:
+        for path in ALL_PATHS:
             times = data.get(path)
             if times is None:
                 continue
@@ -101,7 +99,7 @@ class Curve(Record):
             seconds[path] = tuple(float(t) for t in times)
         if "numpy" not in seconds:
             raise ProfileError(f"{where}: the original ('numpy') must be measured")
-        unknown = set(data) - {"sizes", "thread_invariant", *PATHS}
+        unknown = set(data) - {"sizes", "thread_invariant", *ALL_PATHS}
         if unknown:
             raise ProfileError(f"{where}: unknown keys {sorted(unknown)}")
         invariant = data.get("thread_invariant", False)
@@ -159,7 +157,7 @@ class Profile(Record):
     def trusted(cls, data: dict[str, Any], source: str) -> Profile:
         """The profile np2torch ships, read without validation (tests/runtime/test_runtime_profile.py validates it)."""
         curves = {
-            key: Curve(tuple(value["sizes"]), {path: tuple(value[path]) for path in PATHS if path in value}, value.get("thread_invariant", False) is True)
+            key: Curve(tuple(value["sizes"]), {path: tuple(value[path]) for path in ALL_PATHS if path in value}, value.get("thread_invariant", False) is True)
             for key, value in data["curves"].items()
         }
         return cls(source, data["fingerprint"], float(data["import_seconds"]), data["threads"], curves, dict(data.get("notes", {})))

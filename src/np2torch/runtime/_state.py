@@ -193,13 +193,6 @@ def configure(device: str = KEEP, min_size: int | None = KEEP) -> RuntimeSetting
     return previous
 
 
-def reset_from_environment() -> RuntimeSettings:
-    """Re-read ``NP2TORCH_DEVICE``/``NP2TORCH_MIN_SIZE``; returns the new process-wide settings."""
-    with PROCESS.lock:
-        PROCESS.settings = settings_from_env(os.environ)
-        return PROCESS.settings
-
-
 @contextlib.contextmanager
 def using(device: str = KEEP, min_size: int | None = KEEP) -> Iterator[RuntimeSettings]:
     """Override the settings inside a ``with`` block, in this thread/task only.
