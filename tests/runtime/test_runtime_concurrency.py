@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -87,3 +88,45 @@ def test_spawned_children_are_untouched(tmp_path):
     parent_threads = proc.stdout.split("\n")[0].split()[-1]
     children = [line.split() for line in proc.stdout.split("\n")[1:] if line]
     assert {threads for _, threads in children} == {parent_threads}
+
+
+LOCK_HELD_AT_FORK = textwrap.dedent(
+    """
+    import os, threading
+    import np2torch.runtime as np2t
+    from np2torch.runtime._state import PROCESS
+
+    held, release = threading.Event(), threading.Event()
+
+    def hold():
+        with PROCESS.lock:
+            held.set()
+            release.wait(30)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    held.wait(30)
+    pid = os.fork()
+    if pid == 0:
+        np2t.configure(device="numpy")  # takes the runtime's lock, which a parent's thread held at the fork
+        os._exit(0)
+    release.set()
+    thread.join()
+    print(os.waitpid(pid, 0)[1])
+    """
+)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_child_forked_while_a_thread_holds_the_runtime_lock_does_not_hang(tmp_path):
+    script = tmp_path / "lock_at_fork.py"
+    script.write_text(LOCK_HELD_AT_FORK)
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=ROOT, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # the hung child too
+        proc.communicate()
+        pytest.fail("the forked child hung on a lock a parent's thread held at the fork")
+    assert proc.returncode == 0 and out.split() == ["0"], err

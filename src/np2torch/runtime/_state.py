@@ -151,12 +151,12 @@ class Process:
 
     def after_fork_in_child(self) -> None:
         """A forked child: no thread of the parent runs here, so its locks start free; CUDA cannot be
-        re-initialized, so what was known of it is forgotten."""
+        re-initialized, so whether it is usable is asked again (torch says no in a forked child).  The
+        parent's CUDA slots stay referenced: freeing device memory is not allowed here either."""
         self.lock = threading.RLock()
         self.loading = threading.RLock()
         self.cuda_lock = threading.Lock()
         self.cuda = None
-        self.cuda_slots = {}
 
 
 PROCESS = Process(settings_from_env(os.environ))
