@@ -100,6 +100,7 @@ def main() -> None:
                            check=True)
         return
     if args.phase == "torch":
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as the runtime sets it: no spinning pool threads
         import torch  # noqa: F401  (before either runtime: nothing to rent, the profile's floors decide)
     with tempfile.TemporaryDirectory() as folder:
         base = importlib.import_module(extract_base(args.base, Path(folder)))
