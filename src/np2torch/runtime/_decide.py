@@ -28,7 +28,7 @@ Decisions derived from the profile are cached in :data:`._state.PROCESS` until
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict, Sequence, Tuple, TypeVar, Union
+from typing import TYPE_CHECKING, Sequence, Tuple, Union
 
 from . import _profile
 from ._backend import cuda_available, load_torch, torch_ready
@@ -51,10 +51,6 @@ CALIBRATE_FROM = 1 << 12
 """Below this size no (function, dtype) is measured on the spot: per-call overheads decide there."""
 CUDA_UNMEASURED_FROM = 1_000_000
 """With an explicit CUDA device and no CUDA measurement in the profile: CUDA from this size on."""
-
-if TYPE_CHECKING:
-    K = TypeVar("K")
-    V = TypeVar("V")
 
 class Basis(Record):
     """What a route was predicted from: the ``curve``, the call's size ``n`` and where the curve came
@@ -133,13 +129,6 @@ def _curve(active: Active, key: str) -> Tuple[Curve | None, str]:
     return scaled_prior(builtin, active.builtin.threads, active.print_["cores"]), "prior"
 
 
-def remember(table: Dict[K, V], key: K, value: V, generation: int) -> None:
-    """Store a decision computed from the profile as it was at ``generation``, unless it changed since."""
-    with PROCESS.lock:
-        if PROCESS.generation == generation:
-            table[key] = value
-
-
 def _forecast(name: str, dtype: str, device: str, cuda_ok: bool) -> Forecast:
     cache_key = (name, dtype, device, cuda_ok)
     cached = PROCESS.forecasts.get(cache_key)
@@ -152,7 +141,7 @@ def _forecast(name: str, dtype: str, device: str, cuda_ok: bool) -> Forecast:
     allowed = CPU_PATHS if curve is None else _allowed(curve, device, cuda_ok)
     bands = None if curve is None else _bands(active, key, curve, origin, allowed)
     found = Forecast(key, curve, origin, allowed, bands)
-    remember(PROCESS.forecasts, cache_key, found, generation)
+    PROCESS.remember(PROCESS.forecasts, cache_key, found, generation)
     return found
 
 
@@ -163,7 +152,7 @@ def _bands(active: Active, key: str, curve: Curve, origin: str, allowed: Tuple[s
         return cached
     generation = PROCESS.generation
     found = bands_of(curve, allowed)
-    remember(PROCESS.bands, cache_key, found, generation)
+    PROCESS.remember(PROCESS.bands, cache_key, found, generation)
     return found
 
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from . import _decide
 from ._calibrate import on_the_spot
-from ._decide import Measure, Route, remember
+from ._decide import Measure, Route
 from ._state import PROCESS
 
 if TYPE_CHECKING:
@@ -82,11 +82,11 @@ class Helper:
         """
         generation = PROCESS.generation
         if _decide.deferring(n):
-            remember(self.floors, dtype, _decide.DEFER_FLOOR, generation)
+            PROCESS.remember(self.floors, dtype, _decide.DEFER_FLOOR, generation)
             return False
         loop = self.loop_of(dtype)
         floor = sys.maxsize if loop is None else _decide.torch_floor(self.name, (loop,))
-        remember(self.floors, dtype, floor, generation)
+        PROCESS.remember(self.floors, dtype, floor, generation)
         return n >= floor
 
     def loop_of(self, dtype: np.dtype) -> str | None:

@@ -28,7 +28,7 @@ import contextlib
 import os
 import threading
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Set, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Set, Tuple, TypeVar
 
 from ._config import KEEP, RuntimeSettings, parse_device, parse_min_size, settings_from_env
 
@@ -37,6 +37,9 @@ if TYPE_CHECKING:
     import torch
 
     from ._model import Active, Bands, Forecast
+
+    K = TypeVar("K")
+    V = TypeVar("V")
 
 
 class LoadWindow:
@@ -126,6 +129,13 @@ class Process:
         table: Dict[np.dtype, int] = {}
         self.floor_tables.append(table)
         return table
+
+    def remember(self, table: Dict[K, V], key: K, value: V, generation: int) -> None:
+        """Store in ``table`` a decision computed from the profile as it was at ``generation`` (read
+        before computing it), unless :meth:`forget_decisions` ran since."""
+        with self.lock:
+            if self.generation == generation:
+                table[key] = value
 
     def forget_decisions(self) -> None:
         """The profile in force changed (or the provisional floors of a short script give way to it):
