@@ -111,6 +111,8 @@ __all__ = [
     "i0e",
     "i1",
     "i1e",
+    "softmax",
+    "log_softmax",
 ]
 
 def which(name: str, *args: Any, **kwargs: Any) -> tuple[str, str]: ...
@@ -123,6 +125,10 @@ def logsumexp(a: ArrayLike, axis: int | tuple[int, ...] | None, b: ArrayLike | N
 def logsumexp(a: ArrayLike, axis: int | tuple[int, ...] | None=None, b: ArrayLike | None=None, keepdims: bool=False, *, return_sign: Literal[True]) -> tuple[Any, Any]: ...
 @overload
 def logsumexp(a: ArrayLike, axis: int | tuple[int, ...] | None=None, b: ArrayLike | None=None, keepdims: bool=False, return_sign: bool=False) -> Any: ...
+
+def softmax(x: ArrayLike, axis: int | tuple[int, ...] | None=None) -> Any: ...
+
+def log_softmax(x: ArrayLike, axis: int | tuple[int, ...] | None=None) -> Any: ...
 
 # One per elementwise row of the table.
 exp: _ElementwiseHelper

@@ -35,7 +35,6 @@ SciPy is imported only when first needed.
 
 from __future__ import annotations
 
-import operator
 import sys
 from typing import TYPE_CHECKING, Any, List, Literal, Sequence, Tuple, Union, cast, overload
 
@@ -46,6 +45,9 @@ from ._config import RuntimeSettings
 from ._dask import DASK_ARRAY, is_dask_array
 from ._decide import Route, original_reason
 from ._helper import PUBLIC_MODULE, Helper
+from ._slices import OVERFLOW_FROM as _OVERFLOW_FROM
+from ._slices import positive_strides as _positive_strides
+from ._slices import reduced_dims as _reduced_dims
 from ._state import PROCESS, SCOPED
 from .table import FUNCTIONS_BY_NAME
 
@@ -86,10 +88,6 @@ _LOOK: Literal["look"] = "look"
 # torch can view; the conversion happens block by block, as NumPy's astype would.
 _TO_FLOAT64 = frozenset(np.dtype(c) for c in "?bBhil") | {np.dtype(np.int64)}
 _FLOATS = frozenset(np.dtype(name) for name in FUNCTIONS_BY_NAME[NAME].loops)
-
-# |a_max| from which SciPy's ``a - a_max`` can overflow (x >= -max must round
-# past -max): half an ULP of the largest finite value.
-_OVERFLOW_FROM = {np.dtype(np.float64): 2.0**970, np.dtype(np.float32): 2.0**103}
 
 
 
@@ -295,37 +293,6 @@ def _flag(value: object) -> bool | None:
     if type(value) is bool or isinstance(value, np.bool_):
         return bool(value)
     return None
-
-
-def _reduced_dims(axis: object, ndim: int) -> tuple[int, ...] | None:
-    """The reduced axes, sorted, or None for anything SciPy might treat differently."""
-    if axis is None:
-        return tuple(range(ndim))
-    items = axis if type(axis) is tuple else (axis,)
-    dims = []
-    for item in items:
-        if isinstance(item, bool) or not isinstance(item, (int, np.integer)):
-            return None
-        index = operator.index(item)
-        if not -ndim <= index < ndim:
-            return None
-        dims.append(index % ndim)
-    if len(set(dims)) != len(dims) or not dims:
-        return None
-    return tuple(sorted(dims))
-
-
-def _positive_strides(a: np.ndarray) -> tuple[np.ndarray, tuple[int, ...]]:
-    """A view of ``a`` with every negative stride reversed, and the axes reversed.
-
-    torch rejects negative strides; a reduction does not care about the order
-    of its slice, and kept axes are reversed back afterwards.
-    """
-    flipped = tuple(i for i, stride in enumerate(a.strides) if stride < 0)
-    if not flipped:
-        return a, flipped
-    index = tuple(slice(None, None, -1) if i in flipped else slice(None) for i in range(a.ndim))
-    return a[index], flipped
 
 
 def _reduce(view: np.ndarray, dims: Tuple[int, ...], work: np.dtype, device: str) -> Parts | None:

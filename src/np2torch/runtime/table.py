@@ -426,6 +426,41 @@ FUNCTIONS: tuple[Function, ...] = (
         domain=(-10.0, 10.0),
         note="float32 computed in float64: bitwise SciPy's. float64: 8 ULP apart.",
     ),
+    Function(
+        code="NPT201",
+        qualname="scipy.special.softmax",
+        torch_op="softmax",
+        loops={"float32": "float32", "float64": "float64"},
+        kind=REDUCTION,
+        implementation="_softmax",
+        bench_kwargs={"axis": 0},
+        why="`scipy.special.softmax` makes four full passes over its input and allocates three full-size "
+        "temporaries (`x - x_max`, its `exp`, the quotient); the helper computes SciPy's expressions in the result's "
+        "own buffer with torch's multithreaded kernels. It calls torch only where that reproduces SciPy's result, "
+        "and SciPy itself everywhere else.",
+        known_problems="torch serves float32 and float64 inputs, and int32/int64 ones (SciPy's integer `x - x_max`, "
+        "then float64), within 2 ULP of SciPy on the catalogue's inputs (docs/catalogue.md). SciPy itself runs for "
+        "slices whose maximum is NaN or infinite (all-`-inf` slices included), other dtypes, empty and 0-d inputs, "
+        "non-ndarray inputs, broadcast views, `np.errstate(under=...)` other than `ignore`, and maxima from which "
+        "`x - x_max` may overflow unless `over='ignore'`; on a Dask array the helper returns what SciPy returns "
+        "(docs/runtime.md). No loop is verified on CUDA.",
+    ),
+    Function(
+        code="NPT202",
+        qualname="scipy.special.log_softmax",
+        torch_op="log_softmax",
+        loops={"float32": "float32", "float64": "float64"},
+        kind=REDUCTION,
+        implementation="_softmax",
+        bench_kwargs={"axis": 0},
+        why="`scipy.special.log_softmax` makes four full passes over its input and allocates three full-size "
+        "temporaries; the helper computes SciPy's expressions (`x - x_max`, bitwise SciPy's, minus the log of the "
+        "sum of its `exp`) in the result's own buffer with torch's multithreaded kernels. It calls torch only where "
+        "that reproduces SciPy's result, and SciPy itself everywhere else.",
+        known_problems="As `softmax` (NPT201): float32/float64, and int32/int64 computed in float64, within a few "
+        "ULP of the slice's scale (`x - x_max` is bitwise SciPy's, `log(sum(exp(...)))` differs by the order of the "
+        "additions); SciPy itself for non-finite maxima and the other cases listed there.",
+    ),
 )
 
 FUNCTIONS_BY_NAME: Mapping[str, Function] = {row.name: row for row in FUNCTIONS}

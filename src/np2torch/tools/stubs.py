@@ -11,7 +11,8 @@ The stub gives each helper the signature NumPy's own stubs give the original:
   declares ``np.exp: _UFunc_Nin1_Nout1[...]``;
 * a reduction row gets the ``@overload`` signatures written beside its code, in
   the module the row names (``implementation``, e.g. ``runtime/_logsumexp.py``),
-  where mypy checks them against the implementation;
+  where mypy checks them against the implementation; a function with one
+  signature (``softmax``) gets its ``def``'s;
 * every other name ``np2torch.runtime.__all__`` exports is re-exported from the
   submodule ``runtime/_api.py`` imports it from, or, for a function defined
   in ``_api.py`` itself, declared with the signature written there.
@@ -102,8 +103,10 @@ def helper_stub(row: Function, source: str | None = None) -> str:
         return f"{row.name}: _ElementwiseHelper\n"
     path = RUNTIME_PATH / f"{row.implementation}.py"
     text = path.read_text(encoding="utf-8") if source is None else source
-    overloads = [node for node in ast.parse(text).body if isinstance(node, ast.FunctionDef) and node.name == row.name
-                 and any(ast.unparse(d) == "overload" for d in node.decorator_list)]
+    defs = [node for node in ast.parse(text).body if isinstance(node, ast.FunctionDef) and node.name == row.name]
+    overloads = [node for node in defs if any(ast.unparse(d) == "overload" for d in node.decorator_list)]
+    if not overloads and len(defs) == 1:
+        overloads = defs  # one signature, no overloads (softmax): the def itself
     if not overloads:
         raise StubError(f"{row.qualname}: runtime/{path.name} declares no @overload of {row.name} (kind {row.kind!r}): "
                         "the stub copies the signature written there")
@@ -118,8 +121,9 @@ def helper_stub(row: Function, source: str | None = None) -> str:
 
 
 def _overload_text(node: ast.FunctionDef) -> str:
+    overloaded = any(ast.unparse(d) == "overload" for d in node.decorator_list)
     node.body = [ast.Expr(ast.Constant(...))]
-    node.decorator_list = [ast.Name("overload")]
+    node.decorator_list = [ast.Name("overload")] if overloaded else []
     return ast.unparse(node).replace(":\n    ...", ": ...") + "\n"
 
 

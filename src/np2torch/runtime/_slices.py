@@ -1,0 +1,45 @@
+"""What SciPy's reductions over ``axis`` share: the reduced axes, a view torch can read, the overflow threshold.
+
+Used by the reductions that compute with torch (:mod:`._logsumexp`, :mod:`._softmax`).
+"""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+# |max| from which SciPy's ``x - x_max`` can overflow (x >= -max must round
+# past -max): half an ULP of the largest finite value.
+OVERFLOW_FROM = {np.dtype(np.float64): 2.0**970, np.dtype(np.float32): 2.0**103}
+
+
+def reduced_dims(axis: object, ndim: int) -> tuple[int, ...] | None:
+    """The reduced axes, sorted, or None for anything SciPy might treat differently."""
+    if axis is None:
+        return tuple(range(ndim))
+    items = axis if type(axis) is tuple else (axis,)
+    dims = []
+    for item in items:
+        if isinstance(item, bool) or not isinstance(item, (int, np.integer)):
+            return None
+        index = operator.index(item)
+        if not -ndim <= index < ndim:
+            return None
+        dims.append(index % ndim)
+    if len(set(dims)) != len(dims) or not dims:
+        return None
+    return tuple(sorted(dims))
+
+
+def positive_strides(a: np.ndarray) -> tuple[np.ndarray, tuple[int, ...]]:
+    """A view of ``a`` with every negative stride reversed, and the axes reversed.
+
+    torch rejects negative strides; a reduction does not care about the order
+    of its slice, and kept axes are reversed back afterwards.
+    """
+    flipped = tuple(i for i, stride in enumerate(a.strides) if stride < 0)
+    if not flipped:
+        return a, flipped
+    index = tuple(slice(None, None, -1) if i in flipped else slice(None) for i in range(a.ndim))
+    return a[index], flipped
