@@ -6,11 +6,14 @@ SciPy (1.17) computes, over the reduced axes, with ``x_max = max(x, axis, keepdi
     log_softmax:  t = x - x_max;       t - log(sum(exp(t)))     (x_max set to 0 where not finite)
 
 The torch path computes the same expressions in the same order, in the
-result's own buffer (``x - x_max`` is one IEEE subtraction on either side, so
-it is bitwise SciPy's; only torch's ``exp`` and the order of the additions in
-the sum differ, a few ULP at most: docs/catalogue.md).  Unlike its
-``logsumexp``, SciPy's softmax keeps the maximum's ``exp(0) = 1`` *in* the
-sum; so does this one.
+result's own buffer: ``x - x_max`` is one IEEE subtraction on either side
+(bitwise SciPy's); the sums are NumPy's own over an array laid out as SciPy's
+(SciPy's additions in SciPy's order), except softmax's float32 ones,
+accumulated in float64 (:func:`_sums`); the logs of the sums are NumPy's.
+torch's ``exp`` and that more accurate sum are the differences: within 4 ULP
+of SciPy, or farther only where SciPy's own float32 sum is the one off
+(docs/catalogue.md).  Unlike its ``logsumexp``, SciPy's softmax keeps the
+maximum's ``exp(0) = 1`` *in* the sum; so does this one.
 
 It serves plain float32/float64 ndarrays and int32/int64 ones (SciPy's
 ``x - x_max`` is then an integer subtraction and ``exp`` NumPy's float64 loop;
@@ -227,30 +230,31 @@ def _compute(name: str, x: np.ndarray, view: np.ndarray, flipped: tuple[int, ...
         out = torch.from_numpy(result)
     if name == "softmax":
         out.exp_()
-        out.div_(_sums(out, result, dims).to(out.dtype))
+        out.div_(_sums(out, result, dims, widen=True).to(out.dtype))
     else:
         terms = np.empty_like(result)
         exps = torch.exp(out, out=torch.from_numpy(terms))
-        sums = _sums(exps, terms, dims).to(out.dtype).numpy()
+        sums = _sums(exps, terms, dims, widen=False).numpy()
         with np.errstate(divide="ignore"):  # as SciPy (a sum is at least 1 here)
             out.sub_(torch.from_numpy(np.log(sums)))  # NumPy's log of the sums in the result dtype, as SciPy's
     return result
 
 
-def _sums(t: torch.Tensor, a: np.ndarray, dims: tuple[int, ...]) -> torch.Tensor:
+def _sums(t: torch.Tensor, a: np.ndarray, dims: tuple[int, ...], widen: bool) -> torch.Tensor:
     """``sum(exp(x - x_max))`` per slice, of ``t`` (the exps) and ``a`` (their array, laid out as SciPy's).
 
-    float64: NumPy's own sum over the same layout, so the additions are
-    SciPy's in SciPy's order (torch's order, split between threads, was up to 5
-    ULP from SciPy's and sometimes the less accurate); only torch's ``exp``
-    differs.  float32: accumulated in float64 and rounded once (the caller
-    rounds it before dividing or taking the log: a sum that rounds to 1.0 gives
-    SciPy's exact 0.0), never less accurate than SciPy's float32 sum, which
-    drifts several ULP over long slices whatever the exps.
+    NumPy's own sum over the same layout: SciPy's additions in SciPy's order
+    (torch's order, split between threads, was up to 5 ULP from SciPy's and
+    sometimes the less accurate), so only torch's ``exp`` differs.  With
+    ``widen`` (softmax) a float32 sum accumulates in float64 instead and the
+    caller rounds it once: SciPy's float32 sum drifts up to ~40 ULP from exact
+    over long slices, the helper's stays within 2.3 (docs/catalogue.md).  Not
+    for log_softmax: a float32 sum that SciPy rounds to exactly 1.0 (result
+    0.0) could then round to 1.0000001.
     """
     import torch
 
-    if t.dtype == torch.float32:
+    if widen and t.dtype == torch.float32:
         return t.sum(dims, keepdim=True, dtype=torch.float64)
     return torch.from_numpy(np.asarray(np.sum(a, axis=dims, keepdims=True)))
 
