@@ -123,5 +123,84 @@ def test_a_pattern_row_is_the_one_shape_the_engine_matches() -> None:
     from np2torch.lint import rules
 
     row = next(rule for rule in rules.RULES if rule.is_pattern)
-    with pytest.raises(AssertionError, match=r"\(outer, reduction, inner\)"):
+    with pytest.raises(AssertionError, match=r"nested: 3 names"):
         rules._check_table((replace(row, pattern=("numpy.log", "numpy.exp")),))
+    with pytest.raises(AssertionError, match=r"'spiral' pattern"):
+        rules._check_table((replace(row, form="spiral"),))
+
+
+# ---------------------------------------------------------------- NPT902, NPT903: softmax and log_softmax by hand
+
+SOFTMAX = Settings(rules=select_rules(["ALL"]), unsafe_fixes=True)
+HEADER = "import numpy as np\nimport scipy.special as sc\nfrom scipy.special import logsumexp\n"
+
+
+@pytest.mark.parametrize(
+    ("line", "code", "fixed"),
+    [
+        pytest.param("p = np.exp(x) / np.exp(x).sum(axis=1, keepdims=True)", "NPT902", "p = np2t.softmax(x, axis=1)",
+                     id="softmax, method sum"),
+        pytest.param("p = np.exp(x) / np.sum(np.exp(x), 1, keepdims=True)", "NPT902", "p = np2t.softmax(x, 1)",
+                     id="softmax, np.sum with a positional axis"),
+        pytest.param("p = np.exp(x) / np.sum(np.exp(x), axis=(0, 2), keepdims=True)", "NPT902",
+                     "p = np2t.softmax(x, axis=(0, 2))", id="softmax over a tuple of axes"),
+        pytest.param("p = np.exp(self.z) / np.exp(self.z).sum()", "NPT902", "p = np2t.softmax(self.z)",
+                     id="softmax over everything, an attribute"),
+        pytest.param("p = 2 * (np.exp(x) / np.exp(x).sum(axis=None))", "NPT902", "p = 2 * (np2t.softmax(x, axis=None))",
+                     id="softmax inside an expression"),
+        pytest.param("p = x - logsumexp(x, axis=-1, keepdims=True)", "NPT903", "p = np2t.log_softmax(x, axis=-1)",
+                     id="log_softmax"),
+        pytest.param("p = x - sc.logsumexp(x, 0, keepdims=True)", "NPT903", "p = np2t.log_softmax(x, 0)",
+                     id="log_softmax, positional axis"),
+        pytest.param("p = x - sc.logsumexp(x)", "NPT903", "p = np2t.log_softmax(x)", id="log_softmax over everything"),
+    ],
+)
+def test_softmax_spellings(line: str, code: str, fixed: str) -> None:
+    source = HEADER + line + "\n"
+    found = [f for f in check_source(source, settings=Settings(rules=select_rules(["ALL"]))) if f.code == code]
+    assert found and not any(f.fixable for f in found)  # reported; fixed only with --unsafe-fixes
+    assert not [f for f in check_source(source) if f.code == code]  # opt-in, as the helpers' rules
+    assert fix_source(source, settings=SOFTMAX).splitlines()[-1] == fixed
+    once = fix_source(source, settings=SOFTMAX)
+    assert fix_source(once, settings=SOFTMAX) == once
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        pytest.param("p = np.exp(x) / np.exp(x).sum(axis=1)", id="axis without keepdims broadcasts elsewhere"),
+        pytest.param("p = np.exp(x) / np.exp(x).sum(axis=1, keepdims=False)", id="keepdims False with an axis"),
+        pytest.param("p = np.exp(x) / np.exp(y).sum()", id="different operands"),
+        pytest.param("p = np.exp(f(x)) / np.exp(f(x)).sum()", id="a call as x is evaluated twice"),
+        pytest.param("p = np.exp(x[0]) / np.exp(x[0]).sum()", id="a subscript as x"),
+        pytest.param("p = np.exp(x) / np.exp(x).sum(dtype=float)", id="dtype changes the sum"),
+        pytest.param("p = np.exp(x) / np.exp(x).mean()", id="mean is not sum"),
+        pytest.param("p = np.exp(x) / sum(np.exp(x))", id="builtin sum"),
+        pytest.param("p = np.exp(x) * np.exp(x).sum()", id="not a division"),
+        pytest.param("p = x - logsumexp(x, axis=1)", id="log_softmax axis without keepdims"),
+        pytest.param("p = x - logsumexp(x, axis=1, b=w, keepdims=True)", id="b="),
+        pytest.param("p = y - logsumexp(x, keepdims=True)", id="different operands, difference"),
+        pytest.param("p = logsumexp(x) - x", id="reversed"),
+        pytest.param("p = x + logsumexp(x)", id="a sum"),
+        pytest.param("p = x - x.max()", id="not logsumexp"),
+    ],
+)
+def test_not_a_softmax(line: str) -> None:
+    source = HEADER + line + "\n"
+    assert not [f for f in check_source(source, settings=SOFTMAX) if f.code in ("NPT902", "NPT903")]
+    assert "softmax" not in fix_source(source, settings=SOFTMAX)
+
+
+def test_the_rewrites_are_the_functions_and_fix_overflow() -> None:
+    import scipy.special
+
+    import np2torch.runtime as np2t
+
+    x = np.random.default_rng(1).normal(size=(4, 50))
+    np.testing.assert_allclose(np2t.softmax(x, axis=1), np.exp(x) / np.exp(x).sum(axis=1, keepdims=True), rtol=1e-13)
+    np.testing.assert_allclose(np2t.log_softmax(x, axis=1), x - scipy.special.logsumexp(x, axis=1, keepdims=True),
+                               rtol=1e-13, atol=1e-15)
+    big = x + 1000.0
+    with np.errstate(over="ignore", invalid="ignore"):
+        assert np.isnan(np.exp(big) / np.exp(big).sum(axis=1, keepdims=True)).all()
+    assert np.isfinite(np2t.softmax(big, axis=1)).all()

@@ -58,7 +58,7 @@ from typing import Any, Sequence
 from np2torch.lint import compiled
 from np2torch.lint.model import DEFAULT_SETTINGS, Finding, FixError, FixResult, Lines, Planned, Settings, SourceError
 from np2torch.lint.resolve import Ref, Resolution, bound_names, resolve
-from np2torch.lint.rules import RULES, Rule
+from np2torch.lint.rules import DIFFERENCE, RATIO, RULES, Rule
 from np2torch.lint.suppress import file_rules, in_runtime_module, no_fix_reason
 
 __all__ = [
@@ -409,8 +409,17 @@ _REDUCTION_KEYWORDS = frozenset({"axis", "keepdims"})
 
 
 def _pattern_matches(rule: Rule, res: Resolution) -> list[Ref]:
-    """The outer calls spelling ``rule.pattern`` (outer(reduce(inner(x), ...))): a :class:`Ref` whose node is
-    the whole outer call, so the finding spans it and the fix replaces it."""
+    """The expressions spelling ``rule.pattern`` in its ``form`` (rules.Rule.form): a :class:`Ref` whose node is
+    the whole expression, so the finding spans it and the fix replaces it."""
+    if rule.form == RATIO:
+        return _ratio_matches(rule, res)
+    if rule.form == DIFFERENCE:
+        return _difference_matches(rule, res)
+    return _nested_matches(rule, res)
+
+
+def _nested_matches(rule: Rule, res: Resolution) -> list[Ref]:
+    """``outer(reduce(inner(x), ...))``: the outer calls."""
     outer, reduction, inner = rule.pattern
     found = []
     for ref in res.refs:
@@ -435,6 +444,68 @@ def _reduces(node: ast.expr, reduction: str, inner: str, res: Resolution) -> boo
     func = call.func
     return (type(func) is ast.Attribute and func.attr == method
             and len(call.args) <= 1 and _unary_call(func.value, inner, res))
+
+
+def _ratio_matches(rule: Rule, res: Resolution) -> list[Ref]:
+    """``inner(x) / reduction(inner(x), axis, keepdims=True)`` (or ``inner(x).<reduction>(...)``): the divisions."""
+    inner, reduction = rule.pattern
+    found = []
+    for ref in res.refs:
+        call, division = ref.parent, ref.grand
+        if ref.qualname != inner or type(call) is not ast.Call or call.func is not ref.node:
+            continue
+        if type(division) is not ast.BinOp or type(division.op) is not ast.Div or division.left is not call:
+            continue
+        total = division.right
+        if not (_unary_call(call, inner, res) and _plain(call.args[0]) and type(total) is ast.Call
+                and _reduces(total, reduction, inner, res)):
+            continue
+        method = res.qualname(total.func) != reduction  # inner(x).sum(...): the axis comes first
+        again = total.func.value if method and type(total.func) is ast.Attribute else total.args[0]
+        if type(again) is ast.Call and _same(again.args[0], call.args[0]) and _keeps_dims(total, axis_at=0 if method else 1):
+            found.append(Ref(division, inner, None, None, (), ref.in_class, ref.bindings))
+    return found
+
+
+def _difference_matches(rule: Rule, res: Resolution) -> list[Ref]:
+    """``x - reduction(x, axis, keepdims=True)``: the subtractions."""
+    (reduction,) = rule.pattern
+    found = []
+    for ref in res.refs:
+        call, difference = ref.parent, ref.grand
+        if ref.qualname != reduction or type(call) is not ast.Call or call.func is not ref.node:
+            continue
+        if type(difference) is not ast.BinOp or type(difference.op) is not ast.Sub or difference.right is not call:
+            continue
+        if any(k.arg not in _REDUCTION_KEYWORDS for k in call.keywords) or not 1 <= len(call.args) <= 2:
+            continue
+        if any(type(a) is ast.Starred for a in call.args) or not _plain(difference.left):
+            continue
+        if _same(call.args[0], difference.left) and _keeps_dims(call, axis_at=1):
+            found.append(Ref(difference, reduction, None, None, (), ref.in_class, ref.bindings))
+    return found
+
+
+def _plain(node: ast.expr) -> bool:
+    """A name or an attribute of one (``x``, ``self.logits``): evaluating it twice or once is the same."""
+    while type(node) is ast.Attribute:
+        node = node.value
+    return type(node) is ast.Name
+
+
+def _same(a: ast.expr, b: ast.expr) -> bool:
+    return ast.dump(a) == ast.dump(b)
+
+
+def _keeps_dims(call: ast.Call, axis_at: int) -> bool:
+    """The reduction keeps the reduced axes (``keepdims=True``), or reduces everything (no axis, ``axis=None``)."""
+    keywords = {k.arg: k.value for k in call.keywords}
+    axis = call.args[axis_at] if len(call.args) > axis_at else keywords.get("axis")
+    keep = keywords.get("keepdims")
+    if type(keep) is ast.Constant and keep.value is True:
+        return True
+    whole = axis is None or (type(axis) is ast.Constant and axis.value is None)
+    return whole and (keep is None or (type(keep) is ast.Constant and keep.value is False))
 
 
 def _unary_call(node: ast.expr, qualname: str, res: Resolution) -> bool:

@@ -504,6 +504,27 @@ def _collapse(outer: cst.Call, func: cst.Attribute) -> cst.Call:
     return cst.Call(func=func, args=[x, *rest], lpar=outer.lpar, rpar=outer.rpar)
 
 
+def _one_call(operation: cst.BinaryOperation, func: cst.Attribute) -> cst.Call:
+    """``inner(x) / reduce(inner(x), *rest)``, ``inner(x) / inner(x).reduce(*rest)`` or
+    ``x - reduce(x, *rest)`` -> ``func(x, *rest)`` without ``keepdims``, keeping the spelling of
+    ``x`` and of the reduction's other arguments (the engine checked the shape: rules.Rule.form)."""
+    reduction = operation.right
+    assert isinstance(reduction, cst.Call)
+    if isinstance(operation.operator, cst.Subtract):
+        x, rest = operation.left, list(reduction.args[1:])
+    elif isinstance(reduction.func, cst.Attribute) and isinstance(reduction.func.value, cst.Call):
+        x, rest = reduction.func.value.args[0].value, list(reduction.args)
+    else:
+        first = reduction.args[0].value
+        assert isinstance(first, cst.Call)
+        x, rest = first.args[0].value, list(reduction.args[1:])
+    rest = [arg for arg in rest if not (arg.keyword is not None and arg.keyword.value == "keepdims")]
+    if rest:
+        rest[-1] = rest[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    first_arg = cst.Arg(x, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")) if rest else cst.MaybeSentinel.DEFAULT)
+    return cst.Call(func=func, args=[first_arg, *rest], lpar=operation.lpar, rpar=operation.rpar)
+
+
 def _has_comment(lines: Sequence[cst.EmptyLine]) -> bool:
     return any(line.comment is not None for line in lines)
 
@@ -553,6 +574,17 @@ class _Rewriter(cst.CSTTransformer):
         if helper is None:
             return updated_node
         return _collapse(updated_node, cst.Attribute(value=cst.Name(self.alias), attr=cst.Name(helper)))
+
+    def leave_BinaryOperation(self, original_node: cst.BinaryOperation, updated_node: cst.BinaryOperation) -> cst.BaseExpression:
+        if not self.calls:
+            return updated_node
+        span = self.positions.get(original_node)
+        if span is None:
+            return updated_node
+        helper = self.calls.pop((span.start.line, span.start.column, span.end.line, span.end.column), None)
+        if helper is None:
+            return updated_node
+        return _one_call(updated_node, cst.Attribute(value=cst.Name(self.alias), attr=cst.Name(helper)))
 
     def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.BaseExpression:
         return self._swap(original_node, updated_node)

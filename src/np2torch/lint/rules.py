@@ -42,6 +42,10 @@ LEGACY_CODES = frozenset(row.code for row in FUNCTIONS if row.code < RANGES_FROM
 
 FIX_SAFETIES = ("safe", "unsafe")
 
+NESTED, RATIO, DIFFERENCE = "nested", "ratio", "difference"
+PATTERN_FORMS: Mapping[str, int] = {NESTED: 3, RATIO: 2, DIFFERENCE: 1}
+"""A pattern rule's form (:attr:`Rule.form`) -> how many qualified names it is made of."""
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -72,12 +76,23 @@ class Rule:
     known_problems: str = ""
     """The docs' "Known problems": where the helper falls back to NumPy/SciPy, measured gaps."""
     pattern: tuple[str, ...] = ()
-    """A pattern rule (NPT9xx): ``(outer, reduction, inner)``, the qualified names of the one
-    shape the engine matches, ``outer(reduction(inner(x), ...))`` or
-    ``outer(inner(x).reduction(...))``, e.g. ``("numpy.log", "numpy.sum", "numpy.exp")``;
-    the fix rewrites it to ``<alias>.<helper>(x, ...)``. ``qualname`` is then the outermost.
-    Empty for a function rule. (Exactly three names: other shapes are not matched, and the
-    table check refuses them rather than let a row promise what the engine does not do.)"""
+    """A pattern rule (NPT9xx): the qualified names of the calls its ``form`` is made of.
+    Empty for a function rule. ``qualname`` is then the first of them."""
+    form: str = NESTED
+    """A pattern's shape, one of :data:`PATTERN_FORMS` (the table check refuses a pattern whose
+    names do not fit its form rather than let a row promise what the engine does not match):
+
+    * ``nested``: ``(outer, reduction, inner)``, ``outer(reduction(inner(x), ...))`` or
+      ``outer(inner(x).reduction(...))`` -> ``<alias>.<helper>(x, ...)``
+      (``("numpy.log", "numpy.sum", "numpy.exp")``);
+    * ``ratio``: ``(inner, reduction)``, ``inner(x) / reduction(inner(x), axis, keepdims=True)``
+      or ``inner(x) / inner(x).reduction(axis, keepdims=True)`` -> ``<alias>.<helper>(x, axis)``;
+    * ``difference``: ``(reduction,)``, ``x - reduction(x, axis, keepdims=True)`` ->
+      ``<alias>.<helper>(x, axis)``.
+
+    ``x`` is a name or an attribute of one (written twice in the last two forms: the same
+    expression, evaluated once by the helper); without ``axis`` (or ``axis=None``) ``keepdims``
+    may be left out, the reduction being a scalar."""
     title: str | None = None
     """The rule's name when it is not the function's short name (pattern rules)."""
     message_text: str | None = None
@@ -246,6 +261,80 @@ RULES: tuple[Rule, ...] = tuple(sorted((_function_rule(row) for row in FUNCTION_
             "operand's type from the source, so review such call sites before `--unsafe-fixes`."
         ),
     ),
+    Rule(
+        code="NPT902",
+        qualname="numpy.exp",
+        pattern=("numpy.exp", "numpy.sum"),
+        form=RATIO,
+        title="hand-written-softmax",
+        helper="softmax",
+        category=PATTERN,
+        fix_safety="unsafe",
+        default=False,
+        summary="a hand-written softmax, `np.exp(x) / np.exp(x).sum(axis=k, keepdims=True)` or "
+        "`np.exp(x) / np.sum(np.exp(x), axis=k, keepdims=True)` (`axis` by keyword or position; "
+        "without `axis`, `keepdims` may be left out)",
+        message_text="`exp(x) / sum(exp(x))` overflows for large `x`; `np2torch.runtime.softmax` computes it stably",
+        why=(
+            "`np.exp(x)` overflows to `inf` once `x` exceeds about 709 (float64) or 88 (float32), so "
+            "the hand-written softmax returns `nan` (`inf / inf`) where the true value is finite, and "
+            "it computes `np.exp(x)` twice. `scipy.special.softmax`, which np2torch's helper "
+            "reproduces, subtracts each slice's maximum first and never overflows."
+        ),
+        example="import numpy as np\n\np = np.exp(x) / np.exp(x).sum(axis=1, keepdims=True)\n",
+        use_instead="import np2torch.runtime as np2t\n\np = np2t.softmax(x, axis=1)\n",
+        fix_safety_note=(
+            "The fix is unsafe: `softmax` rounds differently from the hand-written form (it "
+            "subtracts the maximum before exponentiating) and returns numbers where the original "
+            "overflowed to `nan`, and it evaluates `x` once instead of twice. It is reported "
+            "always and applied only with `--unsafe-fixes` (and, like the `softmax` rule, only "
+            "when selected: `--select NPT902`)."
+        ),
+        known_problems=(
+            "Only the spellings above match, with the same `x` on both sides: a name or an "
+            "attribute of one (`self.logits`); a call, subscript or arithmetic as `x` is left "
+            "alone, as are a `dtype`, `out`, `where` or `initial` argument of the sum, Python's "
+            "built-in `sum`, and `axis` without `keepdims=True` (the division then broadcasts "
+            "along other axes: not a softmax). A safe fix alone turns `np.exp` into `np2t.exp`, "
+            "after which the pattern is no longer reported: run `np2torch fix --unsafe-fixes "
+            "--select ...,NPT902` first. On a pandas object the hand-written form keeps the index, "
+            "`softmax` returns a bare ndarray; review such call sites before `--unsafe-fixes`."
+        ),
+    ),
+    Rule(
+        code="NPT903",
+        qualname="scipy.special.logsumexp",
+        pattern=("scipy.special.logsumexp",),
+        form=DIFFERENCE,
+        title="hand-written-log-softmax",
+        helper="log_softmax",
+        category=PATTERN,
+        fix_safety="unsafe",
+        default=False,
+        summary="a hand-written log-softmax, `x - logsumexp(x, axis=k, keepdims=True)` "
+        "(`scipy.special.logsumexp`; `axis` by keyword or position; without `axis`, `keepdims` may be left out)",
+        message_text="`x - logsumexp(x, ...)` is `log_softmax(x, ...)`; `np2torch.runtime.log_softmax` computes it in one call",
+        why=(
+            "`x - logsumexp(x, axis, keepdims=True)` reads `x` twice and allocates the reduction "
+            "and the difference separately; `scipy.special.log_softmax`, which np2torch's helper "
+            "reproduces, computes the same quantity in one call."
+        ),
+        example="from scipy.special import logsumexp\n\nlog_p = x - logsumexp(x, axis=1, keepdims=True)\n",
+        use_instead="import np2torch.runtime as np2t\n\nlog_p = np2t.log_softmax(x, axis=1)\n",
+        fix_safety_note=(
+            "The fix is unsafe: `log_softmax` rounds differently (it subtracts the maximum, then "
+            "the log of the shifted sum: `(x - m) - log(sum(exp(x - m)))`, not `x - (m + "
+            "log(...))`), and differs where a slice holds infinities or NaN (SciPy's `logsumexp` "
+            "and `log_softmax` treat them apart). It is reported always and applied only with "
+            "`--unsafe-fixes` (and, like the `log_softmax` rule, only when selected: `--select NPT903`)."
+        ),
+        known_problems=(
+            "Only the spellings above match, with the same `x` on both sides (a name or an "
+            "attribute of one); `b=`, `return_sign`, or `axis` without `keepdims=True` are left "
+            "alone. A safe fix alone turns `logsumexp` into `np2t.logsumexp` (NPT004), after which "
+            "the pattern is no longer reported: run `np2torch fix --unsafe-fixes --select ...,NPT903` first."
+        ),
+    ),
 )
 
 RULES_BY_CODE: Mapping[str, Rule] = {rule.code: rule for rule in RULES}
@@ -272,8 +361,9 @@ def _check_table(rules: tuple[Rule, ...]) -> None:
     for rule in rules:
         if rule.is_pattern != (rule.category == PATTERN) or (rule.is_pattern and rule.pattern[0] != rule.qualname):
             raise AssertionError(f"{rule.code}: a pattern row is in the patterns category and names its outer call")
-        if rule.is_pattern and len(rule.pattern) != 3:
-            raise AssertionError(f"{rule.code}: a pattern is (outer, reduction, inner): the one shape the engine matches")
+        if rule.is_pattern and len(rule.pattern) != PATTERN_FORMS.get(rule.form):
+            raise AssertionError(f"{rule.code}: a {rule.form!r} pattern is not one of the forms the engine matches "
+                                 f"({', '.join(f'{form}: {n} names' for form, n in PATTERN_FORMS.items())})")
     functions = [r for r in rules if not r.is_pattern]
     codes = [r.code for r in rules]
     names = [r.qualname for r in functions]
