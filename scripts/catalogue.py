@@ -78,6 +78,8 @@ class Candidate:
     """``unary`` (a ufunc the generic dispatcher can serve), ``binary``, ``function`` (not a ufunc) or
     ``reduction`` (``torch_op(tensor, dim)``, judged slice by slice: :func:`judge_reduction`)."""
     extra: Dict[str, Any] = field(default_factory=dict)
+    domain2: Optional[Callable[[np.random.Generator, int], np.ndarray]] = None
+    """A binary candidate's draws of its second operand (``domain``'s when None)."""
 
 
 def _mix(*parts: Callable[[np.random.Generator, int], np.ndarray]) -> Callable[[np.random.Generator, int], np.ndarray]:
@@ -98,6 +100,26 @@ def _ndtri_ref(v: Any) -> Any:
     # 2v - 1 must not round to -1 for tiny v: enough bits to hold it exactly
     with mpmath.workprec(200 + max(0, int(-mpmath.log(v, 2))) if v > 0 else 200):
         return _SQ2 * mpmath.erfinv(2 * v - 1)
+
+
+def _xlogy_ref(x: Any, y: Any) -> Any:
+    # SciPy: 0 where x == 0 and y is not NaN (xlogy(0, 0) == 0), else x * log(y)
+    return mpmath.mpf(0) if x == 0 and not mpmath.isnan(y) else x * mpmath.log(y)
+
+
+def _xlog1py_ref(x: Any, y: Any) -> Any:
+    return mpmath.mpf(0) if x == 0 and not mpmath.isnan(y) else x * mpmath.log1p(y)
+
+
+def _logaddexp_ref(a: Any, b: Any) -> Any:
+    # max + log1p(exp(min - max)): log(exp(a) + exp(b)) at 200 bits rounds 1 + 1e-211 to 1
+    top = max(a, b)
+    return top + mpmath.log1p(mpmath.exp(min(a, b) - top))
+
+
+def _logaddexp2_ref(a: Any, b: Any) -> Any:
+    top = max(a, b)
+    return top + mpmath.log1p(mpmath.power(2, min(a, b) - top)) / mpmath.log(2)
 
 
 def _gammaln_ref(v: Any) -> Any:
@@ -138,8 +160,16 @@ CANDIDATES: List[Candidate] = [
     Candidate("i0e", "scipy.special.i0e", sc.i0e, _TS.i0e, lambda v: mpmath.besseli(0, v) * mpmath.exp(-abs(v)), _mix(_u(-1e4, 1e4), _u(-5, 5))),
     Candidate("i1", "scipy.special.i1", sc.i1, _TS.i1, lambda v: mpmath.besseli(1, v), _mix(_u(-700, 700), _u(-5, 5))),
     Candidate("i1e", "scipy.special.i1e", sc.i1e, _TS.i1e, lambda v: mpmath.besseli(1, v) * mpmath.exp(-abs(v)), _mix(_u(-1e4, 1e4), _u(-5, 5))),
-    Candidate("xlogy", "scipy.special.xlogy", sc.xlogy, torch.xlogy, None, _u(0, 10), kind="binary"),
-    Candidate("xlog1py", "scipy.special.xlog1py", sc.xlog1py, _TS.xlog1py, None, _u(-0.9, 10), kind="binary"),
+    Candidate("xlogy", "scipy.special.xlogy", sc.xlogy, torch.xlogy, _xlogy_ref, _mix(_u(-10, 10), _TINY, lambda r, n: _lu(r, n, -300, 300, True)),
+              kind="binary", domain2=_mix(_u(0, 10), lambda r, n: _lu(r, n, -300, 300))),
+    Candidate("xlog1py", "scipy.special.xlog1py", sc.xlog1py, _TS.xlog1py, _xlog1py_ref, _mix(_u(-10, 10), _TINY, lambda r, n: _lu(r, n, -300, 300, True)),
+              kind="binary", domain2=_mix(_u(-1, 10), _TINY, lambda r, n: _lu(r, n, -300, 300))),
+    Candidate("logaddexp", "numpy.logaddexp", np.logaddexp, torch.logaddexp, _logaddexp_ref,
+              _mix(_u(-800, 800), _u(-40, 40), _TINY), kind="binary"),
+    Candidate("logaddexp2", "numpy.logaddexp2", np.logaddexp2, torch.logaddexp2, _logaddexp2_ref, _mix(_u(-1100, 1100), _u(-60, 60), _TINY), kind="binary"),
+    Candidate("hypot", "numpy.hypot", np.hypot, torch.hypot, mpmath.hypot, _mix(lambda r, n: _lu(r, n, -300, 300, True), _u(-10, 10)), kind="binary"),
+    Candidate("arctan2", "numpy.arctan2", np.arctan2, torch.atan2, mpmath.atan2, _mix(lambda r, n: _lu(r, n, -300, 300, True), _u(-10, 10), _TINY),
+              kind="binary"),
     Candidate("sinc", "numpy.sinc", np.sinc, torch.sinc, lambda v: mpmath.sinc(mpmath.pi * v), _u(-10, 10), kind="function"),
     Candidate("softmax", "scipy.special.softmax", sc.softmax, torch.softmax, None, _u(-10, 10), kind="reduction"),
     Candidate("log_softmax", "scipy.special.log_softmax", sc.log_softmax, torch.log_softmax, None, _u(-10, 10), kind="reduction"),
@@ -513,6 +543,8 @@ def judge(cand: Candidate, samples: int, ref_samples: int) -> Dict[str, Any]:
     """Per real loop of the original: the first computation that passes (the loop's own dtype, then wider)."""
     if cand.kind == "reduction":
         return judge_reduction(cand, samples)
+    if cand.kind == "binary":
+        return judge_binary(cand, samples, ref_samples)
     if cand.kind != "unary":
         return {"note": f"not a unary ufunc ({cand.kind}): needs its own helper"}
     loops: Dict[str, Any] = {}
@@ -525,6 +557,116 @@ def judge(cand: Candidate, samples: int, ref_samples: int) -> Dict[str, Any]:
         tried = []
         for compute in [dt.name] + [w for w in ("float32", "float64") if np.dtype(w).itemsize > dt.itemsize]:
             verdict = judge_loop(cand, dt, compute, np.random.default_rng(0), samples, ref_samples)
+            tried.append(verdict)
+            if verdict["pass"]:
+                break
+        loops[dt.name] = {"accepted": tried[-1]["compute"] if tried[-1]["pass"] else None, "tried": tried}
+    return {"loops": loops}
+
+
+# --- two-argument ufuncs: pairs of inputs ------------------------------------------------
+
+
+def binary_inputs(cand: Candidate, dtype: np.dtype, samples: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, int]:
+    """Pairs: the function's draws, every pair of special values, and the sweep paired with a shuffle of itself.
+
+    Also returns how many pairs precede the sweep (the draws and the special pairs).
+    """
+    second = cand.domain2 or cand.domain
+    spec = special_inputs(cand, dtype)
+    with np.errstate(all="ignore"):
+        x = np.concatenate([cand.domain(rng, samples).astype(dtype), np.repeat(spec, spec.size)])
+        y = np.concatenate([second(rng, samples).astype(dtype), np.tile(spec, spec.size)])
+    head = x.size
+    sweep = sweep_inputs(dtype, rng)
+    return np.concatenate([x, sweep]), np.concatenate([y, rng.permutation(sweep)]), head
+
+
+def judge_binary_loop(cand: Candidate, dtype: np.dtype, compute: str, samples: int, ref_samples: int) -> Dict[str, Any]:
+    """One loop of a two-argument ufunc computed in ``compute``, as a runtime helper would serve it: torch's
+    values where finite, the original's (recomputed, raising its flags) where torch's are not."""
+    rng = np.random.default_rng(0)
+    x, y, head = binary_inputs(cand, dtype, samples, rng)
+    with np.errstate(all="ignore"):
+        want = cand.original(x, y)
+        tx, ty = (torch.from_numpy(np.ascontiguousarray(v)).to(_TORCH_DTYPES[compute]) for v in (x, y))
+        try:
+            raw = cand.torch_op(tx, ty).to(_TORCH_DTYPES[dtype.name]).numpy()
+        except (RuntimeError, TypeError) as exc:
+            return {"compute": compute, "pass": False, "reason": "torch rejects: " + str(exc).splitlines()[0][:70]}
+        recomputed = ~np.isfinite(raw)
+        got = np.where(recomputed, want, raw)
+    verdict: Dict[str, Any] = {"compute": compute, "of": int(x.size), "recomputed": int(np.count_nonzero(recomputed))}
+    bad = class_mismatches(got, want)
+    verdict["class mismatch count"] = int(np.count_nonzero(bad))
+    verdict["class mismatches"] = [(repr(float(a)), repr(float(b)), repr(float(c)), repr(float(d)))
+                                   for a, b, c, d in zip(x[bad][:4], y[bad][:4], want[bad][:4], got[bad][:4])]
+    with np.errstate(all="ignore"):
+        finite = np.isfinite(got) & np.isfinite(want) & (want != 0) & ~bad & (np.signbit(got) == np.signbit(want))
+    dist = np.abs(_ordered(got[finite]) - _ordered(want[finite])) if finite.any() else np.zeros(1, np.int64)
+    verdict["max ulp"] = int(dist.max())
+    verdict["differ"] = int(np.count_nonzero(differences(got, want)))
+    if verdict["max ulp"]:
+        k = int(dist.argmax())
+        verdict["worst input"] = f"({float(x[finite][k])!r}, {float(y[finite][k])!r})"
+    if cand.reference is not None:
+        step = max(1, (x.size - head) // max(1, ref_samples // 2))
+        pick = np.concatenate([np.arange(0, head, max(1, head // ref_samples)), np.arange(head, x.size, step)])
+        worst_o = worst_t = 0.0
+        for a, b, w, g in zip(x[pick].tolist(), y[pick].tolist(), want[pick].tolist(), got[pick].tolist()):
+            if not (np.isfinite(a) and np.isfinite(b)) or a == 0 or b == 0:
+                continue  # mpmath has no signed zero (arctan2(-0.0, -1.0) is -pi); zeros are checked bitwise above
+            try:
+                exact = cand.reference(mpmath.mpf(a), mpmath.mpf(b))
+            except (ValueError, ZeroDivisionError, OverflowError):
+                continue
+            if isinstance(exact, mpmath.mpc):
+                continue
+            worst_o, worst_t = max(worst_o, _ulp_err(w, exact, dtype)), max(worst_t, _ulp_err(g, exact, dtype))
+        verdict["original vs exact"], verdict["torch vs exact"] = round(worst_o, 3), round(worst_t, 3)
+    # Flags the original raises on pairs the helper would not recompute (under='ignore': the helper's
+    # condition for the torch path, as softmax's; 'under' on sends the call to the original).
+    kept = ~recomputed
+    missed: List[tuple] = []
+    if raised_flags(lambda a: cand.original(a, y[kept]), x[kept], ("divide", "over", "invalid")):
+        for chunk in np.array_split(np.flatnonzero(kept), max(1, int(kept.sum()) // 4096)):
+            if raised_flags(lambda a: cand.original(a, y[chunk]), x[chunk], ("divide", "over", "invalid")):
+                for i in chunk:
+                    flags = raised_flags(lambda a: cand.original(a, y[i:i + 1]), x[i:i + 1], ("divide", "over", "invalid"))
+                    if flags:
+                        missed.append((f"({float(x[i])!r}, {float(y[i])!r})", sorted(flags)))
+                        break
+            if missed:
+                break
+        missed = missed or [("(only on the whole array)", [])]
+    verdict["missed flags"] = missed
+    reasons = []
+    if verdict["class mismatch count"]:
+        a, b, c, d = verdict["class mismatches"][0]
+        reasons.append(f"special value: {cand.name}({a}, {b}) original {c}, torch {d} ({verdict['class mismatch count']} pairs)")
+    if verdict["max ulp"] > 4:
+        reasons.append(f"ULP: {verdict['max ulp']} ULP from the original at {verdict['worst input']}")
+    if verdict.get("torch vs exact", 0.0) > verdict.get("original vs exact", 0.0) + 0.01:
+        reasons.append(f"less accurate: {verdict['torch vs exact']} ULP from exact where the original is {verdict['original vs exact']}")
+    if missed:
+        reasons.append(f"errstate: the original flags {missed[0][1]} at {missed[0][0]}, not recomputed")
+    verdict["pass"] = not reasons
+    verdict["reason"] = "; ".join(reasons)
+    return verdict
+
+
+def judge_binary(cand: Candidate, samples: int, ref_samples: int) -> Dict[str, Any]:
+    """Per real loop of a two-argument ufunc: the first computation that passes (its own dtype, then wider)."""
+    loops: Dict[str, Any] = {}
+    for code in ("e", "f", "d"):
+        dt = np.dtype(code)
+        with np.errstate(all="ignore"):
+            result = np.asarray(cand.original(np.ones(2, dt), np.ones(2, dt))).dtype
+        if result != dt:
+            continue
+        tried = []
+        for compute in [dt.name] + [w for w in ("float32", "float64") if np.dtype(w).itemsize > dt.itemsize]:
+            verdict = judge_binary_loop(cand, dt, compute, samples, ref_samples)
             tried.append(verdict)
             if verdict["pass"]:
                 break
