@@ -42,15 +42,16 @@ def test_the_stub_declares_every_export_of_the_runtime() -> None:
 
     text = stubs.STUB_PATH.read_text()
     for name in runtime.__all__:
-        assert re.search(rf"^(def {name}\(|{name}: _ElementwiseHelper$|from \.\w+ import {name} as {name}$)", text,
-                         re.M), name
+        assert re.search(rf"^(def {name}\(|{name}: _(Elementwise|Binary)Helper$|from \.\w+ import {name} as {name}$)",
+                         text, re.M), name
     for row in FUNCTION_TABLE:
         overloads = text.count(f"@overload\ndef {row.name}(")
         single = text.count(f"def {row.name}(") == 1 and overloads == 0  # one signature, the def's own
-        typed = f"\n{row.name}: _ElementwiseHelper\n" in text or overloads >= 2 or single
+        protocol = f"\n{row.name}: _ElementwiseHelper\n" in text or f"\n{row.name}: _BinaryHelper\n" in text
+        typed = protocol or overloads >= 2 or single
         assert typed, f"{row.name}: no overloads"
 
-    assert text.count("    def __call__(") == 3  # NumPy's three overloads for a one-input ufunc
+    assert text.count("    def __call__(") == 3 + 5  # NumPy's overloads for a one-input and for a two-input ufunc
 
 
 def test_an_export_the_generator_cannot_type_is_an_error() -> None:

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from np2torch import __version__
 from np2torch.cli import main
 from np2torch.lint.rules import RULES
-from np2torch.runtime.table import FUNCTIONS
+from np2torch.runtime.table import BINARY, FUNCTIONS
 from np2torch.tools import vendor
 from np2torch.tools.vendor import MARKER, VendorError, command, package_files, runtime_folder, write_package
 
@@ -47,11 +47,12 @@ CALL_EVERY_HELPER = BLOCKER + textwrap.dedent(
     rng = np.random.default_rng(0)
     x = rng.uniform(0.05, 0.95, (300, 200))  # in every helper's domain (erfinv: (-1, 1), log: > 0)
     with np2t.using(device="cpu", min_size=0):
-        for helper, qualname in pairs:
+        for helper, qualname, operands in pairs:
             module, _, name = qualname.rpartition(".")
             original = getattr(importlib.import_module(module), name)
             for data in (x, x.astype(np.float32), 0.5):
-                got, want = getattr(np2t, helper)(data), original(data)
+                args = (data,) * operands  # a two-argument function: the same data twice
+                got, want = getattr(np2t, helper)(*args), original(*args)
                 assert type(got) is type(want), (helper, type(got), type(want))
                 assert got.dtype == want.dtype and got.shape == want.shape, helper
                 np.testing.assert_allclose(got, want, rtol=2e-6 if want.dtype == np.float32 else 1e-13, err_msg=helper)
@@ -80,7 +81,9 @@ def run_child(script: str, blocked: str, project: Path, *args: str) -> subproces
 
 
 def helper_pairs() -> str:
-    return json.dumps(sorted({(rule.helper, rule.qualname) for rule in RULES if not rule.is_pattern}))
+    """``(helper, original, operands)`` for every function rule (two operands for a ``binary`` row)."""
+    operands = {row.name: 2 if row.kind == BINARY else 1 for row in FUNCTIONS}
+    return json.dumps(sorted({(rule.helper, rule.qualname, operands[rule.helper]) for rule in RULES if not rule.is_pattern}))
 
 
 def test_every_helper_matches_numpy_and_scipy_without_np2torch(tmp_path: Path) -> None:

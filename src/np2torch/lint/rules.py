@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
-from np2torch.runtime.table import FUNCTIONS, Function
+from np2torch.runtime.table import BINARY, FUNCTIONS, Function
 
 ELEMENTARY = "elementary functions"
 SPECIAL = "special functions"
@@ -189,6 +189,13 @@ _UFUNC_WHY = (
     "it calls the original everywhere else."
 )
 
+_BINARY_GAPS = {
+    BINARY: "Only plain calls `f(x, y)` of arrays and Python scalars take the torch path: `out=`, `where=`, "
+    "`dtype=` and the other keywords, NumPy scalars, subclasses and duck arrays (Dask) are the original's call; "
+    "so are calls under `np.errstate(under=...)` other than `ignore`. ",
+}
+
+
 def _category(row: Function) -> str:
     if row.kind == "reduction":
         return REDUCTION
@@ -214,8 +221,10 @@ def _function_rule(row: Function) -> Rule:
         summary=f"`{row.qualname}` call or reference",
         category=_category(row),
         why=row.why or _UFUNC_WHY.format(library=library, name=row.name),
-        known_problems=row.known_problems or _loops_text(row) + _MEASURED_PER_MACHINE + _COMMON_GAPS,
+        known_problems=row.known_problems or _loops_text(row) + _BINARY_GAPS.get(row.kind, "") + _MEASURED_PER_MACHINE
+        + _COMMON_GAPS,
         default=row.default,
+        args="x, y" if row.kind == BINARY else "x",
     )
 
 

@@ -71,6 +71,84 @@ class _ElementwiseHelper(Protocol):
         signature: str | Tuple[str | None, str | None] = ...,
     ) -> Any: ...
 
+class _BinaryHelper(Protocol):
+    __name__: str
+    @overload
+    def __call__(
+        self,
+        x1: _ScalarLike,
+        x2: _ScalarLike,
+        /,
+        out: _Ellipsis | None = None,
+        *,
+        dtype: DTypeLike | None = None,
+        where: _ArrayLikeBool_co | None = True,
+        casting: _CastingKind = ...,
+        order: _OrderKACF = ...,
+        subok: bool = ...,
+        signature: str | Tuple[str | None, str | None, str | None] = ...,
+    ) -> Any: ...
+    @overload
+    def __call__(
+        self,
+        x1: ArrayLike,
+        x2: NDArray[Any],
+        /,
+        out: _Out = None,
+        *,
+        dtype: DTypeLike | None = None,
+        where: _ArrayLikeBool_co | None = True,
+        casting: _CastingKind = ...,
+        order: _OrderKACF = ...,
+        subok: bool = ...,
+        signature: str | Tuple[str | None, str | None, str | None] = ...,
+    ) -> NDArray[Any]: ...
+    @overload
+    def __call__(
+        self,
+        x1: NDArray[Any],
+        x2: ArrayLike,
+        /,
+        out: _Out = None,
+        *,
+        dtype: DTypeLike | None = None,
+        where: _ArrayLikeBool_co | None = True,
+        casting: _CastingKind = ...,
+        order: _OrderKACF = ...,
+        subok: bool = ...,
+        signature: str | Tuple[str | None, str | None, str | None] = ...,
+    ) -> NDArray[Any]: ...
+    @overload
+    def __call__(
+        self,
+        x1: ArrayLike,
+        x2: ArrayLike,
+        /,
+        out: NDArray[Any] | Tuple[NDArray[Any]],
+        *,
+        dtype: DTypeLike | None = None,
+        where: _ArrayLikeBool_co | None = True,
+        casting: _CastingKind = ...,
+        order: _OrderKACF = ...,
+        subok: bool = ...,
+        signature: str | Tuple[str | None, str | None, str | None] = ...,
+    ) -> NDArray[Any]: ...
+    @overload
+    def __call__(
+        self,
+        x1: ArrayLike,
+        x2: ArrayLike,
+        /,
+        out: _Out = None,
+        *,
+        dtype: DTypeLike | None = None,
+        where: _ArrayLikeBool_co | None = True,
+        casting: _CastingKind = ...,
+        order: _OrderKACF = ...,
+        subok: bool = ...,
+        signature: str | Tuple[str | None, str | None, str | None] = ...,
+    ) -> Any: ...
+
 __all__ = [
     "RuntimeSettings",
     "configure",
@@ -100,6 +178,9 @@ __all__ = [
     "arcsinh",
     "arccosh",
     "arctanh",
+    "logaddexp",
+    "hypot",
+    "arctan2",
     "expit",
     "logit",
     "erfc",
@@ -111,6 +192,8 @@ __all__ = [
     "i0e",
     "i1",
     "i1e",
+    "xlogy",
+    "xlog1py",
     "softmax",
     "log_softmax",
 ]
@@ -130,7 +213,7 @@ def softmax(x: ArrayLike, axis: int | tuple[int, ...] | None=None) -> Any: ...
 
 def log_softmax(x: ArrayLike, axis: int | tuple[int, ...] | None=None) -> Any: ...
 
-# One per elementwise row of the table.
+# One per elementwise and two-argument row of the table.
 exp: _ElementwiseHelper
 log: _ElementwiseHelper
 erf: _ElementwiseHelper
@@ -153,6 +236,9 @@ tanh: _ElementwiseHelper
 arcsinh: _ElementwiseHelper
 arccosh: _ElementwiseHelper
 arctanh: _ElementwiseHelper
+logaddexp: _BinaryHelper
+hypot: _BinaryHelper
+arctan2: _BinaryHelper
 expit: _ElementwiseHelper
 logit: _ElementwiseHelper
 erfc: _ElementwiseHelper
@@ -164,3 +250,5 @@ i0: _ElementwiseHelper
 i0e: _ElementwiseHelper
 i1: _ElementwiseHelper
 i1e: _ElementwiseHelper
+xlogy: _BinaryHelper
+xlog1py: _BinaryHelper

@@ -47,7 +47,7 @@ def make_input(name: str, dtype: np.dtype, n: int, seed: int = 0) -> np.ndarray:
         if not real:
             x = x + 1j * rng.uniform(-3.0, 3.0, n)
         x = x.astype(dtype)
-    if row.kind != "elementwise":
+    if row.kind == "reduction":
         rows = next(r for r in range(int(n**0.5), 0, -1) if n % r == 0)
         x = x.reshape(rows, n // rows)
     return x

@@ -184,3 +184,15 @@ def numpy_call(original: Callable[..., Any], name: str, *args: Any, **kwargs: An
     if redirect is None:
         return original(*args, **kwargs)
     return call_redirected(redirect, original, args, kwargs)
+
+
+def scipy_reports() -> bool:
+    """Whether ``scipy.special.errstate``/``seterr`` asks for any report (default: only ``memory``).
+
+    SciPy's special functions report domain, singularity and overflow errors
+    through their own error state, not NumPy's; torch cannot reproduce it, so
+    such calls go to SciPy.  (runtime/_binary.py; runtime/_ufunc.py keeps its
+    own copy, ``_scipy_reports``, until the two are merged.)
+    """
+    geterr = sys.modules["scipy.special"].geterr  # imported with the row's original already
+    return any(mode != "ignore" for kind, mode in geterr().items() if kind != "memory")

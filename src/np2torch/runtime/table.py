@@ -28,6 +28,8 @@ from typing import Mapping
 
 ELEMENTWISE = "elementwise"
 REDUCTION = "reduction"
+BINARY = "binary"
+"""A two-argument elementwise function (a ufunc with two inputs): runtime/_binary.py makes its helper."""
 
 _REAL_AND_COMPLEX = {"float16": "float16", "float32": "float32", "float64": "float64", "complex64": "complex64", "complex128": "complex128"}
 
@@ -338,6 +340,37 @@ FUNCTIONS: tuple[Function, ...] = (
         numexpr="arctanh",
     ),
     Function(
+        code="NPT023",
+        qualname="numpy.logaddexp",
+        torch_op="logaddexp",
+        loops={"float16": "float16"},
+        kind=BINARY,
+        implementation="_binary",
+        domain=(-40.0, 40.0),
+        numexpr=None,
+        note="float32: 512 ULP from NumPy near a zero result (both compute x + log1p(exp(y - x)) and cancel); "
+        "float32 and float64: NumPy raises `overflow` for (max, -max), where the result is finite.",
+    ),
+    Function(
+        code="NPT024",
+        qualname="numpy.hypot",
+        torch_op="hypot",
+        loops={"float16": "float16", "float32": "float32", "float64": "float64"},
+        kind=BINARY,
+        implementation="_binary",
+        domain=(-10.0, 10.0),
+    ),
+    Function(
+        code="NPT025",
+        qualname="numpy.arctan2",
+        torch_op="atan2",
+        loops={"float16": "float16", "float32": "float32", "float64": "float64"},
+        kind=BINARY,
+        implementation="_binary",
+        domain=(-10.0, 10.0),
+        numexpr="arctan2",
+    ),
+    Function(
         code="NPT102",
         qualname="scipy.special.expit",
         torch_op="sigmoid",
@@ -425,6 +458,25 @@ FUNCTIONS: tuple[Function, ...] = (
         loops={"float32": "float64"},
         domain=(-10.0, 10.0),
         note="float32 computed in float64: bitwise SciPy's. float64: 8 ULP apart.",
+    ),
+    Function(
+        code="NPT113",
+        qualname="scipy.special.xlogy",
+        torch_op="xlogy",
+        loops={"float32": "float32", "float64": "float64"},
+        kind=BINARY,
+        implementation="_binary",
+        domain=(0.1, 10.0),
+        note="Bitwise SciPy's on every pair measured (`xlogy(0, 0) == 0`).",
+    ),
+    Function(
+        code="NPT114",
+        qualname="scipy.special.xlog1py",
+        torch_op="special.xlog1py",
+        loops={"float32": "float32", "float64": "float64"},
+        kind=BINARY,
+        implementation="_binary",
+        domain=(-0.9, 10.0),
     ),
     Function(
         code="NPT201",

@@ -5,7 +5,8 @@ inputs), the profile files (:func:`read_profile`, :func:`write_profile`,
 :func:`locked`, :func:`default_path`, :func:`fingerprint`), the profile in force
 (:func:`profile_in_force`), the size bands decisions are made from
 (:func:`bands_of` and its margins), torch and CUDA as the runtime loads them,
-and whether the machine is busy (:func:`machine_busy`).  The runtime's other
+whether the machine is busy (:func:`machine_busy`), and the second operand a
+two-argument function is timed with (:func:`second_operand`).  The runtime's other
 modules are private: their names may change with any release.
 """
 
@@ -18,6 +19,7 @@ import numpy as np
 from . import _calibrate, _profile
 from ._backend import cuda_available
 from ._backend import load_torch as torch_available
+from ._binary import second_operand
 from ._load import machine_busy
 from ._model import (
     ALL_PATHS,
@@ -37,7 +39,7 @@ from ._profile import BUILTIN, PROFILE_ENV, default_path, fingerprint, locked, r
 __all__ = [
     "ALL_PATHS", "BUILTIN", "CONTENDED_LIMIT", "CPU_PATHS", "MARGIN", "PROFILE_ENV", "Active", "Bands", "Curve",
     "Profile", "ProfileError", "bands_of", "cuda_available", "curve_key", "default_path", "fingerprint", "locked",
-    "machine_busy", "measure", "profile_in_force", "read_profile", "torch_available", "write_profile",
+    "machine_busy", "measure", "profile_in_force", "read_profile", "second_operand", "torch_available", "write_profile",
 ]
 
 

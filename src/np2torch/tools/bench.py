@@ -36,7 +36,7 @@ import numpy as np
 
 from np2torch import __version__
 from np2torch.lint.rules import RULES, Rule
-from np2torch.runtime.table import FUNCTIONS, Function
+from np2torch.runtime.table import BINARY, FUNCTIONS, Function
 
 Shape = tuple[int, ...]
 
@@ -52,6 +52,8 @@ class Recipe:
     """numexpr expression in ``x``; None where numexpr lacks the function."""
     kwargs: Mapping[str, Any] = field(default_factory=dict)
     """Keywords for the original and the helper, e.g. ``axis=0``."""
+    operands: int = 1
+    """2 for a two-argument function: its second operand is ``tuning.second_operand(x)``."""
 
 
 def _recipe(row: Function) -> Recipe:
@@ -65,15 +67,18 @@ def _recipe(row: Function) -> Recipe:
         x += low
         return x
 
-    def torch_call(torch: Any, t: Any) -> Any:
+    operands = 2 if row.kind == BINARY else 1
+
+    def torch_call(torch: Any, *t: Any) -> Any:
         function = torch
         for part in naive.split("."):  # a dotted name: torch.special.ndtr
             function = getattr(function, part)
         if "axis" in kwargs:
-            return function(t, dim=kwargs["axis"])
-        return function(t)
+            return function(*t, dim=kwargs["axis"])
+        return function(*t)
 
-    return Recipe(make_input, torch_call, numexpr=None if row.numexpr is None else f"{row.numexpr}(x)", kwargs=kwargs)
+    expression = None if row.numexpr is None else f"{row.numexpr}({', '.join('xy'[:operands])})"
+    return Recipe(make_input, torch_call, numexpr=expression, kwargs=kwargs, operands=operands)
 
 
 RECIPES: Mapping[str, Recipe] = {row.name: _recipe(row) for row in FUNCTIONS}
@@ -223,20 +228,29 @@ class Environment:
         return info
 
 
+def _operands(recipe: Recipe, x: np.ndarray) -> tuple[np.ndarray, ...]:
+    if recipe.operands == 1:
+        return (x,)
+    from np2torch.runtime.tuning import second_operand
+
+    return (x, second_operand(x))
+
+
 def backend_calls(rule: Rule, recipe: Recipe, x: np.ndarray, env: Environment) -> dict[str, Callable[[], Any] | None]:
     """A zero-argument call per backend (None where the backend cannot run it)."""
     original = original_function(rule)
     helper = getattr(env.runtime, rule.helper)
     kwargs = dict(recipe.kwargs)
     calls: dict[str, Callable[[], Any] | None] = dict.fromkeys(key for key, _ in BACKENDS)
-    calls["original"] = lambda: original(x, **kwargs)
+    args = _operands(recipe, x)
+    calls["original"] = lambda: original(*args, **kwargs)
     if env.numexpr is not None and recipe.numexpr is not None:
         expression = recipe.numexpr
-        calls["numexpr"] = lambda: env.numexpr.evaluate(expression, local_dict={"x": x})
+        calls["numexpr"] = lambda: env.numexpr.evaluate(expression, local_dict=dict(zip("xy", args)))
     if env.torch is not None:
         torch = env.torch
-        calls["torch"] = lambda: recipe.torch_call(torch, torch.as_tensor(x)).numpy()
-        calls["np2torch"] = lambda: helper(x, **kwargs)
+        calls["torch"] = lambda: recipe.torch_call(torch, *(torch.as_tensor(a) for a in args)).numpy()
+        calls["np2torch"] = lambda: helper(*args, **kwargs)
         calls["forced"] = calls["np2torch"]  # run under using(device="cpu", min_size=0): see DEVICES
         if env.cuda:
             calls["cuda"] = calls["np2torch"]  # run under using(device="cuda", min_size=0)
@@ -283,9 +297,11 @@ def measure(rule: Rule, shape: Shape, dtype: np.dtype, env: Environment, repeat:
     candidates = {key: t for key in BEST_OF if (t := times.get(key)) is not None}
     best = min(candidates, key=lambda key: candidates[key])
     mine = times.get("np2torch")
-    path = env.runtime.which(rule.helper, x, **recipe.kwargs)[0] if env.runtime is not None else "numpy"
-    del x, calls, want, original  # the calls hold x: free it before the next row
-    call_text = f"{rule.qualname}(x{''.join(f', {k}={v!r}' for k, v in recipe.kwargs.items())})"
+    args = _operands(recipe, x)
+    path = env.runtime.which(rule.helper, *args, **recipe.kwargs)[0] if env.runtime is not None else "numpy"
+    del x, args, calls, want, original  # the calls hold x: free it before the next row
+    operands = "x" if recipe.operands == 1 else "x, y"
+    call_text = f"{rule.qualname}({operands}{''.join(f', {k}={v!r}' for k, v in recipe.kwargs.items())})"
     return {
         "function": rule.helper,
         "call": call_text,

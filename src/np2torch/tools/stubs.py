@@ -4,6 +4,8 @@ The runtime builds its helpers at import time, one per row of
 ``runtime/table.py``, so a type checker sees nothing precise in the ``.py``.
 The stub gives each helper the signature NumPy's own stubs give the original:
 
+* a two-argument row (``kind='binary'``) is one line, ``name: _BinaryHelper``,
+  the protocol of ``_UFunc_Nin2_Nout1.__call__``'s five overloads;
 * an elementwise row is one line, ``name: _ElementwiseHelper``: a protocol whose
   ``__call__`` has ``numpy._typing._ufunc._UFunc_Nin1_Nout1.__call__``'s three
   overloads (a scalar gives ``Any``, an array-like an ``NDArray``, an object
@@ -85,6 +87,23 @@ ELEMENTWISE_PROTOCOL = "class _ElementwiseHelper(Protocol):\n    __name__: str\n
     )
 )
 
+# numpy/_typing/_ufunc.pyi, _UFunc_Nin2_Nout1.__call__ (NumPy 2.x): its five overloads, for the two-argument rows.
+_BINARY_KEYWORDS = _UFUNC_KEYWORDS.replace("Tuple[str | None, str | None]", "Tuple[str | None, str | None, str | None]")
+BINARY_PROTOCOL = "class _BinaryHelper(Protocol):\n    __name__: str\n" + "".join(
+    f"    @overload\n    def __call__(\n        self,\n        x1: {x1},\n        x2: {x2},\n        /,\n        out: {out},\n"
+    f"        *,\n{_BINARY_KEYWORDS}    ) -> {result}: ...\n"
+    for x1, x2, out, result in (
+        ("_ScalarLike", "_ScalarLike", "_Ellipsis | None = None", "Any"),  # two scalars: Any in NumPy's stubs too
+        ("ArrayLike", "NDArray[Any]", "_Out = None", "NDArray[Any]"),
+        ("NDArray[Any]", "ArrayLike", "_Out = None", "NDArray[Any]"),
+        ("ArrayLike", "ArrayLike", "NDArray[Any] | Tuple[NDArray[Any]]", "NDArray[Any]"),
+        ("ArrayLike", "ArrayLike", "_Out = None", "Any"),  # array-likes: an array or a scalar
+    )
+)
+_TYPED_HELPERS = (": _ElementwiseHelper\n", ": _BinaryHelper\n")
+"""How a one-line helper stub ends: the protocol each elementwise and two-argument row is an instance of."""
+
+
 class StubError(Exception):
     """The stub cannot be generated (a row or an export it does not know how to type)."""
 
@@ -101,6 +120,8 @@ def helper_stub(row: Function, source: str | None = None) -> str:
     """
     if row.kind == "elementwise":
         return f"{row.name}: _ElementwiseHelper\n"
+    if row.kind == "binary":
+        return f"{row.name}: _BinaryHelper\n"
     path = RUNTIME_PATH / f"{row.implementation}.py"
     text = path.read_text(encoding="utf-8") if source is None else source
     defs = [node for node in ast.parse(text).body if isinstance(node, ast.FunctionDef) and node.name == row.name]
@@ -165,10 +186,10 @@ def stub_text(exports: Sequence[str] | None = None, init_text: str | None = None
             raise StubError(f"np2torch.runtime exports {name!r}, which is neither a table row, imported, nor defined "
                             "in runtime/_api.py")
     all_line = "__all__ = [\n" + "".join(f'    "{name}",\n' for name in exports) + "]\n"
-    helpers = "".join(block for block in blocks if block.endswith(": _ElementwiseHelper\n"))
-    others = [block for block in blocks if not block.endswith(": _ElementwiseHelper\n")]
-    return (HEADER + "".join(reexports) + "\n" + ALIASES + "\n" + ELEMENTWISE_PROTOCOL + "\n" + all_line + "\n"
-            + "\n".join(others) + "\n# One per elementwise row of the table.\n" + helpers)
+    helpers = "".join(block for block in blocks if block.endswith(_TYPED_HELPERS))
+    others = [block for block in blocks if not block.endswith(_TYPED_HELPERS)]
+    return (HEADER + "".join(reexports) + "\n" + ALIASES + "\n" + ELEMENTWISE_PROTOCOL + "\n" + BINARY_PROTOCOL + "\n"
+            + all_line + "\n" + "\n".join(others) + "\n# One per elementwise and two-argument row of the table.\n" + helpers)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,257 @@
+"""Two-argument ufuncs (``np.hypot``, ``np.arctan2``, ``np.logaddexp``, ``scipy.special.xlogy``, ``xlog1py``),
+computed with torch where that returns the original's result.
+
+A call takes the torch path when it is a plain call, ``f(x1, x2)`` with no
+keyword, of exact ndarrays or Python ``float``/``int`` scalars (NumPy 2's weak
+scalars), at least one an array, large enough for this machine's profile:
+
+* **dtypes** from the original's own resolution, ``ufunc.resolve_dtypes((x1, x2, None))``
+  (Python scalars passed as their type, as NumPy 2 resolves weak scalars:
+  ``hypot(float32, 2.0)`` is float32, SciPy's ``xlogy(float32, 2.0)`` float64);
+  the loop must be one the row lists, each input cast into it exactly (a
+  ``safe`` cast: NumPy's own ``astype``; a scalar rounded as NumPy rounds it,
+  declined if it overflows the loop);
+* **shape and strides**: the result is allocated as the ufunc allocates it
+  (:func:`_allocate`: NumPy's trivial loop, else its iterator for the pair),
+  broadcasting and length-1 axes included;
+* **values**: torch's, in place in the result; every element whose torch value
+  is not finite is recomputed by the original (its value, its NaN's sign, and
+  the warnings or errors NumPy's error state asks for, attributed to the
+  caller's line): the catalogue's errstate check found no flag on any pair
+  whose torch value is finite (docs/catalogue.md, "Two-argument ufuncs");
+  ``np.errstate(under=...)`` other than ``ignore`` sends the call to the
+  original, as does ``scipy.special.errstate`` reporting anything.
+
+Everything else -- ``out=``, ``where=``, ``dtype=`` and the other keywords,
+subclasses, duck arrays (Dask: the original dispatches to Dask's own
+``__array_ufunc__``), NumPy scalars, lists, incompatible shapes -- is the
+original's call, with its result or error.  CUDA: no loop verified.
+"""
+
+from __future__ import annotations
+
+import operator
+from functools import reduce
+from typing import TYPE_CHECKING, Any, Callable, cast
+
+import numpy as np
+
+from ._backend import can_view, load_torch, threads
+from ._config import RuntimeSettings
+from ._decide import Route, original_reason
+from ._errstate import error_checks, numpy_call, scipy_reports
+from ._helper import PUBLIC_MODULE, Helper
+from ._state import PROCESS, SCOPED
+
+if TYPE_CHECKING:
+    import torch
+
+    from .table import Function
+
+Operand = Any
+"""An ndarray, or a Python ``float``/``int`` (NumPy 2's weak scalar)."""
+
+
+class Binary(Helper):
+    """A two-argument elementwise helper: the row's original (a ufunc) and the torch path below."""
+
+    def __init__(self, row: Function) -> None:
+        super().__init__(row)
+        self.scipy = row.module.startswith("scipy")
+        self.function = _make_function(self)
+
+    def resolve(self, first: Any, second: Any) -> np.dtype | None:
+        """The loop dtype for operands of these dtypes (or Python types), if torch serves it exactly."""
+        ufunc = self.load()
+        if not isinstance(ufunc, np.ufunc):
+            return None
+        try:
+            loops = ufunc.resolve_dtypes((first, second, None))
+        except Exception:  # NumPy's type resolution refuses the pair: the original raises it
+            return None
+        loop = loops[2]
+        if loops[0] != loop or loops[1] != loop or loop.name not in self.row.loops:
+            return None
+        if any(isinstance(d, np.dtype) and not np.can_cast(d, loop, "safe") for d in (first, second)):
+            return None
+        return loop
+
+    def loop_of(self, dtype: np.dtype) -> str | None:
+        loop = self.resolve(dtype, dtype)
+        return None if loop is None else loop.name
+
+    def run_path(self, path: str, x: np.ndarray) -> object:
+        """One call through ``path`` on the scratch input ``x`` and its reverse (as bench's second operand)."""
+        y = second_operand(x)
+        if path == "numpy":
+            return self.load()(x, y)
+        if path == "cuda":
+            raise ValueError(f"{self.name}: no loop is verified on CUDA")
+        loop = self.resolve(x.dtype, y.dtype)
+        result = None if loop is None else self.try_torch(x, y, loop, Route(path, "cpu", "forced"))
+        if result is None:
+            raise ValueError("the torch path declined the calibration input")
+        return result
+
+    def prepare(self, x1: Any, x2: Any, settings: RuntimeSettings, dry_run: bool = False) -> tuple[np.dtype, Route] | str:
+        """The loop and route of a plain call, or why the original serves it."""
+        kinds = [_kind(x) for x in (x1, x2)]
+        # (not `None in kinds`: np.dtype("float64") == None is True, None meaning the default dtype)
+        if any(kind is None for kind in kinds) or (type(x1) is not np.ndarray and type(x2) is not np.ndarray):
+            return "not exact ndarrays or Python scalars: the original"
+        loop = self.resolve(*kinds)
+        if loop is None:
+            return "no loop torch serves exactly for these dtypes"
+        try:
+            n = _size(np.broadcast_shapes(np.shape(x1), np.shape(x2)))
+        except ValueError:
+            return "the shapes do not broadcast: the original raises"
+        if not dry_run and not self.admits(loop, n, settings):
+            return "below the size floor"
+        if settings.device == "numpy":
+            return "device='numpy'"
+        if self.scipy and not dry_run and scipy_reports():
+            return "scipy.special.errstate reports: SciPy"
+        checks = error_checks()
+        if checks is not None and checks.under:
+            return "np.errstate(under=...) reports underflow: the original"
+        route = self.route(loop.name, n, settings, loop.name in self.row.cuda_loops, dry_run)
+        if route is None or route.device != "cpu":
+            return original_reason(self.name, loop.name, n, settings.device, settings.min_size)
+        return loop, route
+
+    def admits(self, loop: np.dtype, n: int, settings: RuntimeSettings) -> bool:
+        """The size floor for the loop's dtype."""
+        if settings.gate is not None:
+            return n >= settings.gate
+        floor = self.floors.get(loop)
+        return self.past_floor(loop, n) if floor is None else n >= floor
+
+    def try_torch(self, x1: Operand, x2: Operand, loop: np.dtype, route: Route) -> Any:
+        """The original's result computed with torch on ``route`` (None where only the original can give it)."""
+        a1, a2 = _in_loop(x1, loop), _in_loop(x2, loop)
+        if a1 is None or a2 is None or not load_torch():
+            return None
+        result = _allocate([x for x in (x1, x2) if type(x) is np.ndarray], a1, a2, loop)
+        if not can_view(result):
+            return None
+        import torch
+
+        compute = getattr(torch, self.row.loops[loop.name])
+        op = _torch_op(self.row.torch_op)
+        t1, t2, out = _tensor(a1), _tensor(a2), torch.from_numpy(result)
+        with threads(route.threads):
+            if compute == out.dtype:
+                op(t1, t2, out=out)
+            else:
+                out.copy_(op(t1.to(compute), t2.to(compute)))
+            recompute = ~torch.isfinite(out)
+            found = bool(recompute.any())
+        if found:
+            # The original's values, warnings and errors for the elements torch could not be trusted with.
+            mask = recompute.numpy()
+            shape = result.shape
+            result[mask] = numpy_call(self.load(), self.name, np.broadcast_to(a1, shape)[mask], np.broadcast_to(a2, shape)[mask])
+        return result[()] if result.ndim == 0 else result
+
+    def which(self, *args: Any, **kwargs: Any) -> tuple[str, str]:
+        if len(args) != 2 or kwargs:
+            return "numpy", f"{self.name}: not a plain call with two operands: the original"
+        scoped = SCOPED.get()
+        settings = PROCESS.settings if scoped is None else scoped
+        prepared = self.prepare(args[0], args[1], settings, dry_run=True)
+        if isinstance(prepared, str):
+            return "numpy", f"{self.name}: {prepared}"
+        loop, route = prepared
+        return "cpu", f"{self.name} of {loop}: {route.why} (non-finite results are recomputed by the original)"
+
+
+def make_helper(row: Function) -> Binary:
+    """The two-argument helper of ``row``."""
+    return Binary(row)
+
+
+def second_operand(x: np.ndarray) -> np.ndarray:
+    """The second input bench and tune give a two-argument function: ``x`` reversed, in the same domain."""
+    return np.ascontiguousarray(x[::-1])
+
+
+def _make_function(helper: Binary) -> Callable[..., Any]:
+    def function(x1: Any, x2: Any, /, *args: Any, **kwargs: Any) -> Any:
+        if not args and not kwargs:
+            scoped = SCOPED.get()
+            settings = PROCESS.settings if scoped is None else scoped
+            prepared = helper.prepare(x1, x2, settings)
+            if not isinstance(prepared, str):
+                result = helper.try_torch(x1, x2, *prepared)
+                if result is not None:
+                    return result
+        return numpy_call(helper.original, helper.name, x1, x2, *args, **kwargs)
+
+    function.__name__ = function.__qualname__ = helper.name
+    function.__module__ = PUBLIC_MODULE
+    function.__doc__ = f"``{helper.row.qualname}(x1, x2, ...)``: same result, computed with torch where exact and faster."
+    return function
+
+
+def _allocate(arrays: list[np.ndarray], a1: np.ndarray, a2: np.ndarray, loop: np.dtype) -> np.ndarray:
+    """The result array the ufunc allocates for these operands (``arrays``: the ones given as arrays).
+
+    NumPy's trivial loop first (numpy/_core/src/umath/ufunc_object.c,
+    ``try_trivial_single_output_loop``): operands of the loop's dtype and the
+    result's shape (0-d ones aside), all C- or all F-contiguous, give a plain C-
+    or F-ordered result (C when all are both); else the iterator's
+    allocation for the pair (``order='K'``: broadcasting and length-1 axes).
+    """
+    shape = np.broadcast_shapes(a1.shape, a2.shape)
+    shaped = [a for a in arrays if a.ndim]
+    if all(a.shape == shape and a.dtype == loop and a.flags.aligned for a in shaped):
+        if all(a.flags.c_contiguous for a in shaped):
+            return np.empty(shape, loop, order="C")
+        if all(a.flags.f_contiguous for a in shaped):
+            return np.empty(shape, loop, order="F")
+    return np.nditer(
+        [a1, a2, None],
+        flags=["refs_ok", "zerosize_ok"],
+        op_flags=[["readonly"], ["readonly"], ["writeonly", "allocate", "no_broadcast"]],
+        op_dtypes=[loop, loop, loop],
+        order="K",
+    ).operands[2]
+
+
+def _kind(x: Any) -> Any:
+    """What NumPy's type resolution takes for ``x``: its dtype, or the Python type of a weak scalar; None: the original."""
+    t = type(x)
+    if t is np.ndarray:
+        return x.dtype if x.dtype.isnative else None
+    return t if t is float or t is int else None
+
+
+def _size(shape: tuple[int, ...]) -> int:
+    return reduce(operator.mul, shape, 1)
+
+
+def _in_loop(x: Operand, loop: np.dtype) -> np.ndarray | None:
+    """``x`` in the loop's dtype: NumPy's cast of an array; a scalar as NumPy converts it (None if that overflows)."""
+    if type(x) is np.ndarray:
+        return x if x.dtype == loop else x.astype(loop)
+    if type(x) is int and abs(x) > 2**53:
+        return None
+    with np.errstate(over="ignore"):
+        value = np.array(x, dtype=loop)
+    return value if np.isfinite(value) or not np.isfinite(x) else None
+
+
+def _tensor(a: np.ndarray) -> torch.Tensor:
+    import torch
+
+    return torch.from_numpy(a if can_view(a) else np.ascontiguousarray(a))
+
+
+def _torch_op(name: str) -> Callable[..., Any]:
+    import torch
+
+    op: Any = torch
+    for part in name.split("."):  # a dotted name: torch.special.xlog1py
+        op = getattr(op, part)
+    return cast("Callable[..., Any]", op)
