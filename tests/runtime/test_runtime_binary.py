@@ -220,3 +220,45 @@ def test_hypothesis(case: tuple[str, str], data: st.DataObject) -> None:
         x = np.asfortranarray(x)
     with np.errstate(all="ignore"):
         assert_parity(name, x, y)
+
+
+def _random_layout(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    a = rng.standard_normal(shape)
+    kind = rng.integers(0, 5)
+    if kind == 1:
+        return np.asfortranarray(a)
+    if kind == 2 and a.ndim > 1:
+        perm = rng.permutation(a.ndim)
+        return np.ascontiguousarray(a.transpose(perm)).transpose(np.argsort(perm))
+    if kind in (3, 4) and a.ndim:
+        index = [slice(None)] * a.ndim
+        axis = int(rng.integers(0, a.ndim))
+        if kind == 3:
+            index[axis] = slice(None, None, -1)
+            return a[tuple(index)]
+        index[axis] = slice(None, None, 2)
+        return np.repeat(a, 2, axis=axis)[tuple(index)]
+    return a
+
+
+def test_result_layout_is_the_ufuncs() -> None:
+    """The helper's allocation against np.hypot's over random pairs: layouts, broadcasting, length-1 axes, casts."""
+    from np2torch.runtime._binary import _allocate
+
+    rng = np.random.default_rng(12)
+    checked = 0
+    for _ in range(3000):
+        ndim = int(rng.integers(1, 4))
+        base = tuple(int(v) for v in rng.integers(1, 4, ndim))
+        first = _random_layout(rng, tuple(1 if rng.random() < 0.3 else n for n in base))
+        second: Any = _random_layout(rng, tuple(1 if rng.random() < 0.3 else n for n in base)[int(rng.integers(0, ndim + 1)):])
+        if rng.random() < 0.2:
+            second = 2.0
+        if rng.random() < 0.3:
+            first = first.astype(np.int64)
+        arrays = [x for x in (first, second) if type(x) is np.ndarray]
+        got = _allocate(arrays, first.astype(np.float64), np.asarray(second, dtype=np.float64), np.dtype(np.float64))
+        want = np.hypot(first, second)
+        assert got.shape == want.shape and got.strides == want.strides, (first.strides, np.shape(second), want.strides, got.strides)
+        checked += 1
+    assert checked == 3000

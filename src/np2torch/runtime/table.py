@@ -44,8 +44,10 @@ class Function:
     ``erfinv_unsigned_zero``); ``loops``: the original's loop dtype -> the torch
     dtype computed in, for the loops verified exact on the CPU; ``cuda_loops``:
     the same for CUDA (a subset); ``domain``: an input range raising no
-    floating-point flag (what bench and tune time); ``kind``: ``elementwise`` or
-    ``reduction``; ``implementation``: the runtime module that makes the helper
+    floating-point flag (what bench and tune time); ``kind``: ``elementwise``,
+    ``binary`` (a two-argument ufunc: :mod:`._binary`; ``loops`` are those of
+    the pair, both inputs cast into the loop) or ``reduction``;
+    ``implementation``: the runtime module that makes the helper
     (its ``make_helper(row)``): :mod:`._ufunc` for every elementwise row, its own
     module for a reduction, whose typed signature (``@overload``) is written
     there and copied into the runtime's stub; ``numexpr``: numexpr's name for
