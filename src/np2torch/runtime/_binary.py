@@ -110,7 +110,7 @@ class Binary(Helper):
             return "below the size floor"
         if settings.device == "numpy":
             return "device='numpy'"
-        if self.scipy and not dry_run and scipy_reports():
+        if self.scipy and scipy_reports():
             return "scipy.special.errstate reports: SciPy"
         checks = error_checks()
         if checks is not None and checks.under:
@@ -119,13 +119,6 @@ class Binary(Helper):
         if route is None or route.device != "cpu":
             return original_reason(self.name, loop.name, n, settings.device, settings.min_size)
         return loop, route
-
-    def admits(self, loop: np.dtype, n: int, settings: RuntimeSettings) -> bool:
-        """The size floor for the loop's dtype."""
-        if settings.gate is not None:
-            return n >= settings.gate
-        floor = self.floors.get(loop)
-        return self.past_floor(loop, n) if floor is None else n >= floor
 
     def try_torch(self, x1: Operand, x2: Operand, loop: np.dtype, route: Route) -> Any:
         """The original's result computed with torch on ``route`` (None where only the original can give it)."""

@@ -74,6 +74,16 @@ class Helper:
             return again.otherwise if isinstance(again, Measure) else again
         return found
 
+    def admits(self, dtype: np.dtype, n: int, settings: RuntimeSettings) -> bool:
+        """Whether a call of ``n`` elements whose floor is kept under ``dtype`` may leave the original: the size floor.
+
+        (The reductions and two-argument helpers; the elementwise dispatcher inlines it.)
+        """
+        if settings.gate is not None:
+            return n >= settings.gate
+        floor = self.floors.get(dtype)
+        return self.past_floor(dtype, n) if floor is None else n >= floor
+
     def past_floor(self, dtype: np.dtype, n: int) -> bool:
         """Whether a call of ``n`` elements of ``dtype``, whose floor is not known yet, may leave the original.
 
