@@ -224,7 +224,7 @@ def _function_rule(row: Function) -> Rule:
         known_problems=row.known_problems or _loops_text(row) + _BINARY_GAPS.get(row.kind, "") + _MEASURED_PER_MACHINE
         + _COMMON_GAPS,
         default=row.default,
-        args="x, y" if row.kind == BINARY else "x",
+        args="x1, x2" if row.kind == BINARY else "x",
     )
 
 
