@@ -262,3 +262,13 @@ def test_result_layout_is_the_ufuncs() -> None:
         assert got.shape == want.shape and got.strides == want.strides, (first.strides, np.shape(second), want.strides, got.strides)
         checked += 1
     assert checked == 3000
+
+
+@pytest.mark.parametrize(("name", "dtype"), CASES)
+def test_default_settings(name: str, dtype: str) -> None:
+    """Without using(): the shipped profile decides the path (the original, for rows it has no curve of); same result."""
+    a, b = operands(name, dtype, (300, 70), 13), operands(name, dtype, (70,), 14)
+    got, want = outcome(getattr(np2t, name), a, b), outcome(original(name), a, b)
+    assert got[1] == want[1]
+    assert got[0].strides == want[0].strides
+    assert_same_values(got[0], want[0])

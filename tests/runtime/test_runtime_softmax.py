@@ -348,3 +348,13 @@ def test_dask_under_scipys_array_api_stays_lazy() -> None:
     env = {"SCIPY_ARRAY_API": "1", "NP2TORCH_PROFILE": "builtin", "PATH": "/usr/bin:/bin"}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_default_settings(name: str) -> None:
+    """Without using(): the shipped profile decides the path (the original, for rows it has no curve of); same result."""
+    a = np.random.default_rng(9).standard_normal((300, 70)).astype(np.float32)
+    for axis in (None, 0, 1):
+        got, want = getattr(np2t, name)(a, axis=axis), getattr(scipy.special, name)(a, axis=axis)
+        assert_structure(got, want)
+        assert_close(name, got, want, a, axis)
