@@ -513,6 +513,28 @@ def fix_and_check(source: str, path: str = "<string>", *, settings: Settings | N
     return FixResult(findings, fixed, tuple(_analyze(fixed, path, settings).findings))
 
 
+@dataclass(frozen=True)
+class Plan:
+    """One text's analysis, for a rewrite made on its ``ast`` rather than its text (``np2torch run``)."""
+
+    tree: ast.Module | None
+    """The parsed text (None when nothing could be found in it); the fixes' nodes are nodes of this tree."""
+    findings: tuple[Finding, ...]
+    """Every finding, as :func:`check_source` gives them."""
+    fixes: tuple[Planned, ...]
+    """The fixable findings with their nodes: a function rule's node is the reference (``np.exp``) the
+    helper replaces, a pattern rule's the whole outer call."""
+
+
+def plan_source(source: str, path: str = "<string>", *, settings: Settings | None = None) -> Plan:
+    """What :func:`fix_source` would rewrite in ``source``, as nodes of its ``ast`` tree instead of text.
+
+    Raises :class:`SourceError` as :func:`check_source` does.
+    """
+    analysis = _analyze(source, path, settings or DEFAULT_SETTINGS)
+    return Plan(analysis.tree, tuple(analysis.findings), tuple(analysis.fixes))
+
+
 def _fixed_text(analysis: _Analysis, source: str, path: str, settings: Settings) -> str:
     if not analysis.fixes:
         return source
