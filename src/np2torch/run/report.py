@@ -185,7 +185,10 @@ def text(report: Mapping[str, Any]) -> str:
     else:
         header = ("site", "function", "calls", "elements", "median", "helper", "original", "saved", "paths")
         rows = [header]
+        idle = [site for site in sites if not site["calls"]]
         for site in sites:
+            if not site["calls"]:
+                continue
             paths = ", ".join(f"{name} {count}" for name, count in site["paths"].items() if count)
             rows.append((f"{display_path(site['path'])}:{site['line']}:{site['col']}", site["function"],
                          str(site["calls"]), _count(site["elements"]), _count(site["median_elements"]),
@@ -195,6 +198,8 @@ def text(report: Mapping[str, Any]) -> str:
         for row in rows:
             cells = [cell.ljust(width) if i < 2 else cell.rjust(width) for i, (cell, width) in enumerate(zip(row, widths))]
             lines.append("  ".join(cells) + "  " + row[-1])
+        if idle:
+            lines.append(f"{len(idle)} rewritten site{'s' if len(idle) != 1 else ''} never called")
     wall = report["wall_s"]
     share = f" ({report['rewritten_s'] / wall:.0%} of it)" if wall > 0 else ""
     lines.append(f"program {_seconds(wall)}; rewritten calls {_seconds(report['rewritten_s'])}{share}; "
