@@ -54,8 +54,10 @@ def _within(path: str, folder: str) -> bool:
 
 
 def _stdlib_folders() -> Tuple[str, ...]:
-    paths = sysconfig.get_paths()
+    """The standard library's folders (installed packages may lie inside them: :func:`_site_folders` wins)."""
+    paths = sysconfig.get_paths(vars={"base": sys.base_prefix, "platbase": sys.base_exec_prefix})
     folders = {os.path.realpath(paths[key]) for key in ("stdlib", "platstdlib") if key in paths}
+    folders.add(os.path.realpath(os.path.dirname(os.__file__)))
     return tuple(sorted(folders))
 
 
@@ -109,7 +111,7 @@ class Scope:
     roots: Tuple[str, ...]
     includes: Tuple[str, ...] = ()
     excludes: Tuple[str, ...] = ()
-    never: Tuple[str, ...] = field(default_factory=lambda: (_PACKAGE, *_stdlib_folders()))
+    stdlib: Tuple[str, ...] = field(default_factory=_stdlib_folders)
     installed: Tuple[str, ...] = field(default_factory=_site_folders)
 
     @classmethod
@@ -117,18 +119,25 @@ class Scope:
         scope = cls(tuple(os.path.realpath(root) for root in roots))
         includes = tuple(_locate(item) for item in include)
         for item, where in zip(include, includes):
-            if any(_within(where, folder) for folder in scope.never):
+            if scope._never(where):
                 raise ScopeError(f"{item}: the standard library and np2torch itself are never rewritten")
-        return cls(scope.roots, includes, tuple(_locate(item) for item in exclude), scope.never, scope.installed)
+        return cls(scope.roots, includes, tuple(_locate(item) for item in exclude), scope.stdlib, scope.installed)
+
+    def _installed(self, real: str) -> bool:
+        return any(_within(real, folder) for folder in self.installed)
+
+    def _never(self, real: str) -> bool:
+        return _within(real, _PACKAGE) or (any(_within(real, folder) for folder in self.stdlib)
+                                           and not self._installed(real))
 
     def covers(self, path: str) -> bool | None:
         """Whether ``path`` is rewritten: None no, False yes (a project file), True yes (an included one)."""
         real = os.path.realpath(path)
-        if any(_within(real, folder) for folder in self.excludes):
+        if self._never(real) or any(_within(real, folder) for folder in self.excludes):
             return None
         if any(_within(real, folder) for folder in self.includes):
             return True
-        if any(_within(real, folder) for folder in self.never + self.installed):
+        if self._installed(real):
             return None
         if any(_within(real, folder) for folder in self.roots):
             return False
