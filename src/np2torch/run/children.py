@@ -123,8 +123,9 @@ def flush() -> None:
     records = sites.snapshot()
     if not any(record["bands"] for record in records) and not run.rewriter.skipped:
         return
-    payload = {"sites": records, "skipped": [item.as_dict() for item in run.rewriter.skipped],
-               "files": run.rewriter.digests}
+    rewriter = run.rewriter
+    payload = {"sites": records, "skipped": [item.as_dict() for item in rewriter.skipped], "files": rewriter.digests,
+               "rewrite": {"compiled": rewriter.compiled, "cached": rewriter.cache_hits}}
     try:
         os.makedirs(run.spool, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=run.spool, prefix=".tmp-")

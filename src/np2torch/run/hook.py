@@ -39,7 +39,7 @@ from np2torch.runtime.sites import cache_dir
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 """np2torch itself: never rewritten."""
 
-_CACHE_FORMAT = 1
+_CACHE_FORMAT = 2
 
 _STDLIB_NAMES = frozenset(getattr(sys, "stdlib_module_names", ()))
 """Top-level names the standard library holds (Python >= 3.10): never looked at."""
@@ -187,6 +187,9 @@ class Rewriter:
         self.digests: Dict[str, str] = {}
         """Path -> SHA-256 of the bytes analysed, for every file with a finding (``fix --from-run`` checks it)."""
         self.cache_hits = 0
+        """Files whose instrumented code came from the cache."""
+        self.compiled = 0
+        """Files analysed and compiled in this process."""
         self._fingerprint: str | None = None
         self._lock = threading.Lock()
 
@@ -221,6 +224,7 @@ class Rewriter:
             except Exception as exc:  # a bug in np2torch must not change the program: run the original
                 self.warn(f"np2torch run: {path}: cannot rewrite ({type(exc).__name__}: {exc}); imported unchanged")
                 return None
+            self.compiled += 1
             code, specs = result.code, result.sites
             skipped = tuple((f.line, f.column, f.code, f.reason or "") for f in result.not_rewritten)
             self._write(key, (code, specs, skipped))

@@ -135,8 +135,9 @@ def site_figures(record: Mapping[str, Any]) -> Dict[str, Any]:
 
 
 def build(command: Sequence[str], wall_s: float, records: Iterable[Mapping[str, Any]],
-          skipped: Iterable[Mapping[str, Any]], files: Mapping[str, str], exit_status: int | None) -> Dict[str, Any]:
-    """The report as JSON-ready data."""
+          skipped: Iterable[Mapping[str, Any]], files: Mapping[str, str], exit_status: int | None,
+          rewrite: Mapping[str, int] | None = None) -> Dict[str, Any]:
+    """The report as JSON-ready data (``rewrite``: files compiled afresh and taken from the cache, all processes)."""
     sites = [site_figures(record) for record in _merge_records(records).values()]
     sites = [site for site in sites if site["calls"]] + [site for site in sites if not site["calls"]]
     sites.sort(key=lambda site: (-site["saved_s"], site["path"], site["line"], site["col"]))
@@ -154,6 +155,7 @@ def build(command: Sequence[str], wall_s: float, records: Iterable[Mapping[str, 
         "saved_s": sum(site["saved_s"] for site in sites),
         "warmup_s": sum(site["warmup_s"] for site in sites),
         "files": dict(sorted(files.items())),
+        "rewrite": dict(rewrite or {}),
         "sites": sites,
         "not_rewritten": sorted(unique.values(), key=lambda item: (item["path"], item["line"], item["col"])),
     }

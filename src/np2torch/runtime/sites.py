@@ -26,6 +26,7 @@ sites, so its counts add up.  :func:`snapshot` reads every site's record,
 
 from __future__ import annotations
 
+import builtins
 import importlib
 import threading
 import time
@@ -35,7 +36,7 @@ from . import _errstate
 from ._profile import cache_dir
 from ._state import TAKEN
 
-__all__ = ["SAMPLE_EVERY", "Band", "Site", "cache_dir", "reset", "snapshot", "table"]
+__all__ = ["BUILTIN", "SAMPLE_EVERY", "Band", "Site", "cache_dir", "reset", "snapshot", "table"]
 
 SAMPLE_EVERY = 8
 """A size band's first this many calls alternate between the arms; after them one in this many runs the original."""
@@ -192,11 +193,17 @@ _SITES: Dict[Tuple[str, int, int, str], Site] = {}
 _LOCK = threading.Lock()
 
 
-def table(path: str, specs: Sequence[Tuple[int, int, str, str, str, Tuple[str, ...]]]) -> List[Callable[..., Any]]:
-    """The callables of one file's sites, in the order of ``specs``: ``(line, column, helper, function, code,
-    pattern)`` each (1-based line and column, as the linter reports them; ``pattern``: a pattern rule's
-    ``(outer, reduction, inner)``, whose original is the hand-written expression, else empty).  A site seen
-    before keeps its record."""
+BUILTIN = "@np2torch_sites"
+"""The name, in :mod:`builtins`, of the dict from each instrumented file's key to its sites' callables (code
+that ``np2torch run`` compiled reads its sites from there: the program's own namespaces stay untouched)."""
+
+
+def table(key: str, path: str,
+          specs: Sequence[Tuple[int, int, str, str, str, Tuple[str, ...]]]) -> List[Callable[..., Any]]:
+    """Register the callables of one file's sites under ``key``, in the order of ``specs``: ``(line, column,
+    helper, function, code, pattern)`` each (1-based line and column, as the linter reports them;
+    ``pattern``: a pattern rule's ``(outer, reduction, inner)``, whose original is the hand-written expression,
+    else empty), and return them.  A site seen before keeps its record."""
     from . import _api  # the helpers and NumPy load with the first instrumented module, not before
 
     calls = []
@@ -209,6 +216,7 @@ def table(path: str, specs: Sequence[Tuple[int, int, str, str, str, Tuple[str, .
                 site = Site(path, line, column, function, code, helper.function, original, name)
                 _SITES[site.key] = site
             calls.append(site.call)
+        vars(builtins).setdefault(BUILTIN, {})[key] = calls
     return calls
 
 
