@@ -189,9 +189,16 @@ class Rewriter:
         self.cache_hits = 0
         """Files whose instrumented code came from the cache."""
         self.compiled = 0
-        """Files analysed and compiled in this process."""
+        """Files instrumented and compiled afresh in this process."""
         self._fingerprint: str | None = None
         self._lock = threading.Lock()
+
+    def after_fork_in_child(self) -> None:
+        """A forked child reports only what it finds itself; its lock starts free."""
+        self._lock = threading.Lock()
+        self.skipped = []
+        self.digests = {}
+        self.cache_hits = self.compiled = 0
 
     def settings_for(self, path: str, included: bool) -> RunSettings | None:
         """The settings of ``path``, None when its config excludes it (an included package's files are
@@ -210,22 +217,20 @@ class Rewriter:
         cached = self._read(key)
         if cached is not None:
             code, specs, skipped = cached
-            self.cache_hits += 1
+            self.cache_hits += code is not None
         else:
             try:
                 text = importlib.util.decode_source(source)
                 result = instrument(text, path, settings.lint, optimize=optimize)
             except SyntaxError:
                 return None  # Python reports it when it compiles the file itself, as it would without np2torch
-            except SourceError as exc:
-                where = f"{exc.line}:{exc.column}: " if exc.line else ""
-                self.warn(f"np2torch run: {path}:{where}{exc}; imported unchanged")
-                return None
+            except SourceError:
+                return None  # Python cannot compile it either (this Python's grammar): it reports it itself
             except Exception as exc:  # a bug in np2torch must not change the program: run the original
                 self.warn(f"np2torch run: {path}: cannot rewrite ({type(exc).__name__}: {exc}); imported unchanged")
                 return None
-            self.compiled += 1
             code, specs = result.code, result.sites
+            self.compiled += code is not None
             skipped = tuple((f.line, f.column, f.code, f.reason or "") for f in result.not_rewritten)
             self._write(key, (code, specs, skipped))
         with self._lock:

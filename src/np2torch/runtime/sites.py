@@ -20,8 +20,8 @@ the helper's do (this module lives in the runtime's folder, whose frames
 
 A program's sites are registered per file (:func:`table`); a file executed
 again (``__main__`` and ``__mp_main__``, ``importlib.reload``) gets the same
-sites, so its counts add up.  :func:`snapshot` reads every site's record,
-:func:`reset` empties them (a forked child starts from zero).
+sites, so its counts add up.  :func:`snapshot` reads every site's record;
+:func:`after_fork_in_child` starts a forked child's counts from zero.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from . import _errstate
 from ._profile import cache_dir
 from ._state import TAKEN
 
-__all__ = ["BUILTIN", "SAMPLE_EVERY", "Band", "Site", "cache_dir", "reset", "snapshot", "table"]
+__all__ = ["BUILTIN", "SAMPLE_EVERY", "Band", "Site", "after_fork_in_child", "cache_dir", "snapshot", "table"]
 
 SAMPLE_EVERY = 8
 """A size band's first this many calls alternate between the arms; after them one in this many runs the original."""
@@ -98,15 +98,20 @@ class Site:
     def key(self) -> Tuple[str, int, int, str]:
         return self.path, self.line, self.column, self.code
 
-    def record(self) -> Dict[str, Any]:
-        """The site's counts as plain data (JSON-ready)."""
-        with self.lock:
+    def record(self, wait: bool = True) -> Dict[str, Any]:
+        """The site's counts as plain data (JSON-ready); ``wait=False``: read them even while a call of this
+        thread holds the lock (a signal handler interrupting it), possibly one call short."""
+        locked = self.lock.acquire(timeout=-1 if wait else 0.05)
+        try:
             return {
                 "path": self.path, "line": self.line, "col": self.column, "function": self.function,
                 "code": self.code, "errors": self.errors, "paths": dict(self.paths),
                 "sizes": None if self.sizes is None else {str(n): k for n, k in self.sizes.items()},
-                "bands": {str(bits): band.as_dict() for bits, band in self.bands.items()},
+                "bands": {str(bits): band.as_dict() for bits, band in list(self.bands.items())},
             }
+        finally:
+            if locked:
+                self.lock.release()
 
     def clear(self) -> None:
         with self.lock:
@@ -236,16 +241,16 @@ def _load(qualname: str) -> Callable[..., Any]:
     return function
 
 
-def snapshot() -> List[Dict[str, Any]]:
-    """Every site's record, in the order the sites were registered."""
-    with _LOCK:
-        sites = list(_SITES.values())
-    return [site.record() for site in sites]
+def snapshot(wait: bool = True) -> List[Dict[str, Any]]:
+    """Every site's record, in the order the sites were registered (``wait``: as :meth:`Site.record`)."""
+    return [site.record(wait) for site in list(_SITES.values())]
 
 
-def reset() -> None:
-    """Empty every site's record (the sites stay registered)."""
-    with _LOCK:
-        sites = list(_SITES.values())
-    for site in sites:
+def after_fork_in_child() -> None:
+    """A forked child counts its own calls from zero; its locks start free (a thread of the parent may have
+    held one when it forked, and that thread does not exist here)."""
+    global _LOCK
+    _LOCK = threading.Lock()
+    for site in list(_SITES.values()):
+        site.lock = threading.Lock()
         site.clear()
