@@ -188,7 +188,7 @@ def main(options: Options) -> NoReturn:
         atexit.register(report_at_exit)
 
     try:
-        status = execute(program, run, before=before)
+        status = execute(program, run.rewriter, before=before)
     except ProgramError as exc:
         if spool:
             shutil.rmtree(spool, ignore_errors=True)

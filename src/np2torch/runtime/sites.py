@@ -28,9 +28,12 @@ from __future__ import annotations
 
 import builtins
 import importlib
+import itertools
 import threading
 import time
-from typing import Any, Callable, Dict, List, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Sequence, Tuple
+
+import numpy as np
 
 from . import _errstate
 from ._profile import cache_dir
@@ -69,10 +72,17 @@ class Band:
 
 
 class Site:
-    """One rewritten call site and its record."""
+    """One rewritten call site and its record.
+
+    A call appends one entry to :attr:`log` (``list.append`` needs no lock) and
+    takes its place in its band from the band's counter (``next`` on an
+    :func:`itertools.count` is atomic too); the entries are folded into the
+    bands under :attr:`lock` when the log grows long and whenever the record is
+    read, so the hot path takes no lock.
+    """
 
     __slots__ = ("path", "line", "column", "function", "code", "helper", "original", "bands", "paths",
-                 "sizes", "errors", "lock", "call")
+                 "sizes", "errors", "lock", "log", "counters", "call")
 
     def __init__(self, path: str, line: int, column: int, function: str, code: str,
                  helper: Callable[..., Any], original: Callable[..., Any], name: str) -> None:
@@ -92,17 +102,58 @@ class Site:
         self.errors = 0
         """Calls that raised (counted, not timed)."""
         self.lock = threading.Lock()
+        self.log: List[Tuple[int, int, int, str, float]] = []
+        """Calls not folded into the bands yet: ``(bits, elements, index in the band, path, seconds)``;
+        the path is ``""`` for a call sampled to the original."""
+        self.counters: Dict[int, Iterator[int]] = {}
+        """Bit length -> the band's call counter."""
         self.call = _make_call(self, name)
 
     @property
     def key(self) -> Tuple[str, int, int, str]:
         return self.path, self.line, self.column, self.code
 
+    def fold(self) -> None:
+        """Move the logged calls into the bands (under :attr:`lock`)."""
+        with self.lock:
+            self._fold()
+
+    def _fold(self) -> None:
+        log = self.log
+        entries = log[:]
+        del log[: len(entries)]  # calls appended meanwhile stay for the next fold
+        bands, paths, sizes = self.bands, self.paths, self.sizes
+        for bits, n, index, path, elapsed in entries:
+            band = bands.get(bits)
+            if band is None:
+                band = bands[bits] = Band()
+            band.calls += 1
+            band.elements += n
+            if not path:
+                if index == 0:
+                    band.first_original_s = elapsed
+                else:
+                    band.original_n += 1
+                    band.original_s += elapsed
+            else:
+                paths[path] = paths.get(path, 0) + 1
+                if index == 1:
+                    band.first_helper_s = elapsed
+                else:
+                    band.helper_n += 1
+                    band.helper_s += elapsed
+            if sizes is not None:
+                sizes[n] = sizes.get(n, 0) + 1
+                if len(sizes) > _DISTINCT_SIZES:
+                    sizes = self.sizes = None
+
     def record(self, wait: bool = True) -> Dict[str, Any]:
-        """The site's counts as plain data (JSON-ready); ``wait=False``: read them even while a call of this
-        thread holds the lock (a signal handler interrupting it), possibly one call short."""
+        """The site's counts as plain data (JSON-ready); ``wait=False``: read them even while another
+        holder keeps the lock (a signal handler that interrupted a fold), possibly a few calls short."""
         locked = self.lock.acquire(timeout=-1 if wait else 0.05)
         try:
+            if locked:
+                self._fold()
             return {
                 "path": self.path, "line": self.line, "col": self.column, "function": self.function,
                 "code": self.code, "errors": self.errors, "paths": dict(self.paths),
@@ -114,11 +165,18 @@ class Site:
                 self.lock.release()
 
     def clear(self) -> None:
-        with self.lock:
-            self.bands = {}
-            self.paths = {}
-            self.sizes = {}
-            self.errors = 0
+        """Forget every call (a forked child): its locks start free."""
+        self.lock = threading.Lock()
+        self.log.clear()
+        self.counters.clear()
+        self.bands = {}
+        self.paths = {}
+        self.sizes = {}
+        self.errors = 0
+
+
+_FOLD_AT = 4096
+"""Logged calls that make the next call fold the log into the bands."""
 
 
 def _size(x: Any) -> int:
@@ -139,54 +197,40 @@ def _make_call(site: Site, name: str) -> Callable[..., Any]:
     taken = TAKEN
     every = SAMPLE_EVERY
     numpy_call = _errstate.numpy_call
+    ndarray = np.ndarray
+    log = site.log
+    append = log.append
+    counters = site.counters
 
     def call(*args: Any, **kwargs: Any) -> Any:
         x = args[0] if args else next(iter(kwargs.values()), None)
-        n = _size(x)
+        n = x.size if type(x) is ndarray else _size(x)
         bits = n.bit_length()
-        band = site.bands.get(bits)
-        if band is None:
-            with site.lock:
-                band = site.bands.setdefault(bits, Band())
-        calls = band.calls
-        sample = band.first_original_s is None or (calls % 2 == 0 if calls < every else calls % every == every - 1)
-        try:
-            if sample:
+        counter = counters.get(bits)
+        if counter is None:
+            counter = counters.setdefault(bits, itertools.count())
+        index = next(counter)
+        if (index % 2 == 0) if index < every else (index % every == every - 1):
+            try:
                 start = clock()
                 result = numpy_call(original, name, *args, **kwargs)
                 elapsed = clock() - start
-                device = ""
-            else:
-                taken.device = None
+            except BaseException:
+                site.errors += 1
+                raise
+            append((bits, n, index, "", elapsed))
+        else:
+            taken.device = None
+            try:
                 start = clock()
                 result = helper(*args, **kwargs)
                 elapsed = clock() - start
-                device = taken.device or "numpy"
-        except BaseException:
-            with site.lock:
+            except BaseException:
                 site.errors += 1
-            raise
-        with site.lock:
-            band.calls += 1
-            band.elements += n
-            if sample:
-                if band.first_original_s is None:
-                    band.first_original_s = elapsed
-                else:
-                    band.original_n += 1
-                    band.original_s += elapsed
-            else:
-                site.paths[device] = site.paths.get(device, 0) + 1
-                if band.first_helper_s is None:
-                    band.first_helper_s = elapsed
-                else:
-                    band.helper_n += 1
-                    band.helper_s += elapsed
-            sizes = site.sizes
-            if sizes is not None:
-                sizes[n] = sizes.get(n, 0) + 1
-                if len(sizes) > _DISTINCT_SIZES:
-                    site.sizes = None
+                raise
+            append((bits, n, index, taken.device or "numpy", elapsed))
+        if len(log) >= _FOLD_AT:
+            site.fold()
         return result
 
     call.__name__ = call.__qualname__ = name
@@ -252,5 +296,4 @@ def after_fork_in_child() -> None:
     global _LOCK
     _LOCK = threading.Lock()
     for site in list(_SITES.values()):
-        site.lock = threading.Lock()
         site.clear()
