@@ -323,6 +323,11 @@ def test_settings_come_from_the_nearest_pyproject_and_are_read_again_when_it_cha
         assert len(broken) == 1 and broken[0].severity == types.DiagnosticSeverity.Error
         assert "unknown key 'selekt' in [tool.np2torch]" in broken[0].message
 
+        # A client that watches no files, and a pyproject.toml edited elsewhere: the next change of the
+        # document reads it again.
+        pyproject.write_text('[tool.np2torch]\nselect = ["NPT003"]\n')
+        assert {d.code for d in await editor.change(uri, SOURCE)} == {"NPT003"}
+
     run_editor(scenario, cwd=tmp_path)
 
 
@@ -365,7 +370,7 @@ CELLS = [
 ]
 
 
-def test_notebook_cells_get_their_diagnostics_and_fix_all_matches_np2torch_fix(tmp_path: Path) -> None:
+def test_notebook_cells_get_their_diagnostics_quick_fixes_and_fix_all_as_np2torch_fix(tmp_path: Path) -> None:
     path = tmp_path / "nb.ipynb"
     cells = [{"cell_type": kind, "metadata": {}, "source": text, **({"outputs": [], "execution_count": None}
                                                                     if kind == "code" else {})}
@@ -390,10 +395,15 @@ def test_notebook_cells_get_their_diagnostics_and_fix_all_matches_np2torch_fix(t
 
         third = cell_uris[2]
         actions = await editor.actions(third, published[third][0].range)
-        assert [a.title for a in actions] == ["Disable NPT001 for this line", "np2torch: fix all fixable findings"]
-        noqa = apply_edits(CELLS[2][1], edits_of(actions[0], third))
+        assert [a.title for a in actions] == ["Replace with `np2t.exp` (NPT001)", "Disable NPT001 for this line",
+                                              "np2torch: fix all fixable findings"]
+        quick, disable, fix_all = actions
+        assert quick.edit is not None and quick.edit.changes is not None
+        assert sorted(quick.edit.changes) == [cell_uris[0], third]  # the import goes to the cell that imports numpy
+        assert apply_edits(CELLS[0][1], quick.edit.changes[cell_uris[0]]) == "import numpy as np\n" + IMPORT
+        assert apply_edits(CELLS[2][1], quick.edit.changes[third]).splitlines()[1] == "y = np2t.exp(x)  # noqa: E501"
+        noqa = apply_edits(CELLS[2][1], edits_of(disable, third))
         assert noqa.splitlines()[1] == "y = np.exp(x)  # noqa: E501, NPT001"
-        fix_all = actions[1]
         assert fix_all.kind == FIX_ALL and fix_all.edit is not None and fix_all.edit.changes is not None
         fixed_cells = [apply_edits(text, fix_all.edit.changes.get(cell_uri, [])) if kind == "code" else text
                        for (kind, text), cell_uri in zip(CELLS, cell_uris)]

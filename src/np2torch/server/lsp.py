@@ -6,8 +6,7 @@ What it serves (docs/editors.md):
   code cells where the client syncs notebook documents (its cells are analysed
   as one module, as ``np2torch check`` reads an ``.ipynb``); each names its rule,
   and the code links to the rule's page.
-* **Code actions**: a quick fix per fixable finding (that finding alone; in a
-  notebook, the fix of its cell's findings of that rule comes with fix all),
+* **Code actions**: a quick fix per fixable finding (that finding alone),
   ``Disable NPTxxx for this line`` (a ``# noqa``, merged into the line's own),
   and ``source.fixAll.np2torch``: what ``np2torch fix`` makes of the text.
 * **Hover** on a finding: its rule, what it finds, and the fix or why there is none.
@@ -85,6 +84,8 @@ class Server(LanguageServer):
                          notebook_document_sync=sync)
         self.unsafe_fixes = unsafe_fixes
         self.finder = ConfigFinder()
+        self.stamps: dict[str, tuple[int, int] | None] = {}
+        """Each ``pyproject.toml`` looked for: its modification time and size, ``None`` while there is none."""
         self.analyses: dict[str, tuple[object, Analysis]] = {}
         """Per document or notebook URI: the version analysed and its analysis."""
 
@@ -92,6 +93,22 @@ class Server(LanguageServer):
 
     def settings(self, path: str) -> RunSettings | None:
         return settings_for_file(path, Overrides(unsafe_fixes=self.unsafe_fixes), self.finder)
+
+    def _refresh(self, path: str) -> None:
+        if self._configs_changed(path):
+            self.finder = ConfigFinder()
+            self.analyses.clear()
+
+    def _configs_changed(self, path: str) -> bool:
+        """Whether a ``pyproject.toml`` at or above ``path``'s folder changed since it was last looked at: a
+        few ``stat`` calls, so that every client sees a config change, also one that watches no files."""
+        changed = False
+        for candidate in _config_candidates(path):
+            stamp = _stamp(candidate)
+            if candidate in self.stamps and self.stamps[candidate] != stamp:
+                changed = True
+            self.stamps[candidate] = stamp
+        return changed
 
     def reload_settings(self) -> None:
         """A ``pyproject.toml`` changed: read every config again and lint the open documents anew."""
@@ -106,10 +123,11 @@ class Server(LanguageServer):
     # ------------------------------------------------------------ analysis
 
     def analyse(self, document: TextDocument) -> Analysis:
-        cached = self.analyses.get(document.uri)
-        if cached is not None and cached[0] == document.version:
-            return cached[1]
         path = _path(document.uri)
+        self._refresh(path)
+        cached = self.analyses.get(document.uri)
+        if cached is not None and cached[0] == document.version and cached[1].text == document.source:
+            return cached[1]
         text = document.source
         analysis = self._analysed(text, path, lambda settings: engine.check_source(text, path, settings=settings))
         self.analyses[document.uri] = (document.version, analysis)
@@ -120,10 +138,11 @@ class Server(LanguageServer):
         if document is None:
             return None
         text, cells = _notebook_json(document, self.workspace.text_documents)
+        path = _path(uri)
+        self._refresh(path)
         cached = self.analyses.get(uri)
         if cached is not None and cached[1].text == text and cached[1].cells == cells:
             return cached[1]
-        path = _path(uri)
         analysis = self._analysed(text, path, lambda settings: notebook.check_notebook(text, path, settings=settings))
         analysis = Analysis(analysis.text, path, analysis.settings, analysis.findings, analysis.error, cells)
         self.analyses[uri] = (document.version, analysis)
@@ -211,9 +230,8 @@ class Server(LanguageServer):
         document = self.workspace.get_text_document(uri)
         actions: list[types.CodeAction] = []
         if _wanted(params.context.only, types.CodeActionKind.QuickFix.value):
-            in_notebook = bool(analysis.cells)
             for finding in findings:
-                if finding.fixable and not in_notebook:
+                if finding.fixable:
                     actions += self._quick_fix(document, analysis, finding)
             suppressed: set[tuple[int, str]] = set()
             for finding in findings:
@@ -227,17 +245,27 @@ class Server(LanguageServer):
     def _quick_fix(self, document: TextDocument, analysis: Analysis, finding: Finding) -> list[types.CodeAction]:
         assert analysis.settings is not None
         try:
-            fixed = engine.fix_findings(analysis.text, [finding], analysis.path, settings=analysis.settings.lint)
+            if isinstance(finding, CellFinding):
+                fixed = notebook.fix_notebook_findings(analysis.text, [finding], analysis.path,
+                                                       settings=analysis.settings.lint)
+                changes = self._cell_edits(analysis, fixed)
+            else:
+                fixed = engine.fix_findings(analysis.text, [finding], analysis.path, settings=analysis.settings.lint)
+                changes = {document.uri: _text_edits(document, fixed)}
         except (engine.SourceError, engine.FixError) as exc:
-            self.window_log_message(types.LogMessageParams(types.MessageType.Warning, f"{NAME}: no fix: {exc}"))
+            self._log_no_fix(exc)
             return []
         return [types.CodeAction(
             title=f"{finding.fix_title or 'Fix'} ({finding.code})",
             kind=types.CodeActionKind.QuickFix,
             diagnostics=[self.diagnostic(document, finding)],
             is_preferred=True,
-            edit=types.WorkspaceEdit(changes={document.uri: _text_edits(document, fixed)}),
+            edit=types.WorkspaceEdit(changes=changes),
         )]
+
+    def _log_no_fix(self, exc: Exception) -> None:
+        """A fix that cannot be made is no action; the client's log says why (a :class:`FixError` is a bug)."""
+        self.window_log_message(types.LogMessageParams(types.MessageType.Warning, f"{NAME}: no fix: {exc}"))
 
     def _disable(self, document: TextDocument, finding: Finding) -> list[types.CodeAction]:
         try:
@@ -263,7 +291,7 @@ class Server(LanguageServer):
                 fixed = engine.fix_source(analysis.text, analysis.path, settings=analysis.settings.lint)
                 changes = {document.uri: _text_edits(document, fixed)}
         except (engine.SourceError, engine.FixError) as exc:
-            self.window_log_message(types.LogMessageParams(types.MessageType.Warning, f"{NAME}: no fix: {exc}"))
+            self._log_no_fix(exc)
             return []
         return [types.CodeAction(title="np2torch: fix all fixable findings", kind=FIX_ALL,
                                  edit=types.WorkspaceEdit(changes=changes))]
@@ -314,6 +342,24 @@ def _notebook_json(document: types.NotebookDocument, texts: dict[str, TextDocume
     metadata: dict[str, object] = document.metadata if isinstance(document.metadata, dict) else {}
     body = {"cells": cells, "metadata": metadata, "nbformat": 4, "nbformat_minor": 5}
     return json.dumps(body), tuple(cell.document for cell in document.cells)
+
+
+def _config_candidates(path: str) -> list[str]:
+    """The ``pyproject.toml`` files that may hold the settings of ``path`` (:class:`ConfigFinder` looks there)."""
+    folder = os.path.dirname(path)
+    found = [os.path.join(folder, CONFIG_FILE)]
+    while os.path.dirname(folder) != folder:
+        folder = os.path.dirname(folder)
+        found.append(os.path.join(folder, CONFIG_FILE))
+    return found
+
+
+def _stamp(path: str) -> tuple[int, int] | None:
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    return status.st_mtime_ns, status.st_size
 
 
 def _cell_uri(analysis: Analysis, finding: Finding) -> str | None:
