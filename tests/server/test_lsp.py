@@ -410,6 +410,8 @@ def test_notebook_cells_get_their_diagnostics_quick_fixes_and_fix_all_as_np2torc
         cli_fix(path)
         assert fixed_cells == ["".join(cell["source"]) for cell in json.loads(path.read_text())["cells"]]
         assert fixed_cells != [text for _kind, text in CELLS]
+        on_save = await editor.actions(cell_uris[0], whole(CELLS[0][1]), only=["notebook.source.fixAll"])
+        assert [(a.kind, a.edit) for a in on_save] == [("notebook.source.fixAll.np2torch", fix_all.edit)]
 
     run_editor(scenario, cwd=tmp_path)
 

@@ -44,6 +44,8 @@ from np2torch.server.edits import line_edits, line_start, line_texts
 NAME = "np2torch"
 FIX_ALL = f"{types.CodeActionKind.SourceFixAll.value}.np2torch"
 """The fix-all action's kind: ``"source.fixAll.np2torch": "explicit"`` in VS Code's ``codeActionsOnSave``."""
+NOTEBOOK_FIX_ALL = "notebook.source.fixAll.np2torch"
+"""The same for a whole notebook, answered only when asked for by name (VS Code's ``notebook.codeActionsOnSave``)."""
 CONFIG_FILE = "pyproject.toml"
 PYTHON_SUFFIXES = (".py", ".pyi")
 
@@ -238,8 +240,11 @@ class Server(LanguageServer):
                 if (finding.line, finding.code) not in suppressed:
                     suppressed.add((finding.line, finding.code))
                     actions += self._disable(document, finding)
-        if _wanted(params.context.only, FIX_ALL) and any(f.fixable for f in analysis.findings):
-            actions += self._fix_all(document, analysis)
+        if any(f.fixable for f in analysis.findings):
+            if _wanted(params.context.only, FIX_ALL):
+                actions += self._fix_all(document, analysis, FIX_ALL)
+            if analysis.cells and params.context.only and _wanted(params.context.only, NOTEBOOK_FIX_ALL):
+                actions += self._fix_all(document, analysis, NOTEBOOK_FIX_ALL)
         return actions
 
     def _quick_fix(self, document: TextDocument, analysis: Analysis, finding: Finding) -> list[types.CodeAction]:
@@ -281,7 +286,7 @@ class Server(LanguageServer):
             edit=types.WorkspaceEdit(changes={document.uri: _text_edits(document, suppressed)}),
         )]
 
-    def _fix_all(self, document: TextDocument, analysis: Analysis) -> list[types.CodeAction]:
+    def _fix_all(self, document: TextDocument, analysis: Analysis, kind: str) -> list[types.CodeAction]:
         assert analysis.settings is not None
         try:
             if analysis.cells:
@@ -293,7 +298,7 @@ class Server(LanguageServer):
         except (engine.SourceError, engine.FixError) as exc:
             self._log_no_fix(exc)
             return []
-        return [types.CodeAction(title="np2torch: fix all fixable findings", kind=FIX_ALL,
+        return [types.CodeAction(title="np2torch: fix all fixable findings", kind=kind,
                                  edit=types.WorkspaceEdit(changes=changes))]
 
     def _cell_edits(self, analysis: Analysis, fixed: str) -> dict[str, list[types.TextEdit]]:
@@ -484,7 +489,7 @@ def make_server(unsafe_fixes: bool = False) -> Server:
             ls.reload_settings()
 
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
-        code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL], resolve_provider=False))
+        code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL, NOTEBOOK_FIX_ALL], resolve_provider=False))
     def code_action(ls: Server, params: types.CodeActionParams) -> list[types.CodeAction]:
         return ls.code_actions(params)
 
@@ -500,4 +505,4 @@ def serve(unsafe_fixes: bool = False) -> None:
     make_server(unsafe_fixes).start_io()
 
 
-__all__ = ["FIX_ALL", "Server", "make_server", "serve"]
+__all__ = ["FIX_ALL", "NOTEBOOK_FIX_ALL", "Server", "make_server", "serve"]
