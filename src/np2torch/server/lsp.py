@@ -115,6 +115,7 @@ class Server(LanguageServer):
     def reload_settings(self) -> None:
         """A ``pyproject.toml`` changed: read every config again and lint the open documents anew."""
         self.finder = ConfigFinder()
+        self.stamps.clear()
         self.analyses.clear()
         for uri in list(self.workspace.notebook_documents):
             self.publish_notebook(uri)
