@@ -331,32 +331,27 @@ def test_settings_come_from_the_nearest_pyproject_and_are_read_again_when_it_cha
     run_editor(scenario, cwd=tmp_path)
 
 
-@pytest.mark.parametrize("how", [
-    pytest.param({"args": ["--unsafe-fixes"]}, id="np2torch server --unsafe-fixes"),
-    pytest.param({"options": {"unsafeFixes": True}}, id="initialization options"),
+@pytest.mark.parametrize("how, offered", [
+    pytest.param({}, [], id="not configured: reported, no fix"),
+    pytest.param({"args": ["--unsafe-fixes"]}, ["Replace with `np2t.logsumexp` (NPT901)"],
+                 id="np2torch server --unsafe-fixes"),
+    pytest.param({"options": {"unsafeFixes": True}}, ["Replace with `np2t.logsumexp` (NPT901)"],
+                 id="initialization options"),
 ])
-def test_unsafe_fixes_only_when_configured(tmp_path: Path, how: dict[str, Any]) -> None:
+def test_unsafe_fixes_only_when_configured(tmp_path: Path, how: dict[str, Any], offered: list[str]) -> None:
     module = tmp_path / "lse.py"
     module.write_text(LSE)
 
-    def offered(found: list[str]) -> Callable[[Editor], Awaitable[None]]:
-        async def scenario(editor: Editor) -> None:
-            uri, diagnostics = await editor.open(module)
-            pattern = next(d for d in diagnostics if d.code == "NPT901")
-            actions = await editor.actions(uri, pattern.range, only=[types.CodeActionKind.QuickFix])
-            pattern_fixes = [a for a in actions if "NPT901" in a.title and a.title.startswith("Replace")]
-            found.extend(a.title for a in pattern_fixes)
-            if pattern_fixes:
-                fixed = apply_edits(LSE, edits_of(pattern_fixes[0], uri))
-                assert fixed == cli_fix(module, "--unsafe-fixes")
-        return scenario
+    async def scenario(editor: Editor) -> None:
+        uri, diagnostics = await editor.open(module)
+        pattern = next(d for d in diagnostics if d.code == "NPT901")
+        actions = await editor.actions(uri, pattern.range, only=[types.CodeActionKind.QuickFix])
+        pattern_fixes = [a for a in actions if "NPT901" in a.title and a.title.startswith("Replace")]
+        assert [a.title for a in pattern_fixes] == offered
+        if pattern_fixes:
+            assert apply_edits(LSE, edits_of(pattern_fixes[0], uri)) == cli_fix(module, "--unsafe-fixes")
 
-    safe: list[str] = []
-    run_editor(offered(safe), cwd=tmp_path)
-    assert safe == []
-    unsafe: list[str] = []
-    run_editor(offered(unsafe), cwd=tmp_path, **how)
-    assert unsafe == ["Replace with `np2t.logsumexp` (NPT901)"]
+    run_editor(scenario, cwd=tmp_path, **how)
 
 
 # ---------------------------------------------------------------- notebooks
