@@ -407,6 +407,19 @@ def test_notebook_cells_get_their_diagnostics_quick_fixes_and_fix_all_as_np2torc
         assert fixed_cells != [text for _kind, text in CELLS]
         on_save = await editor.actions(cell_uris[0], whole(CELLS[0][1]), only=["notebook.source.fixAll"])
         assert [(a.kind, a.edit) for a in on_save] == [("notebook.source.fixAll.np2torch", fix_all.edit)]
+        assert cell_uris[1] not in editor.published  # the markdown cell is no document of the server's
+
+        # Typing in the last cell: its finding goes, the other cell's stays.
+        fourth = cell_uris[3]
+        seen = {cell: editor.published[cell] for cell in published}
+        editor.client.notebook_document_did_change(types.DidChangeNotebookDocumentParams(
+            notebook_document=types.VersionedNotebookDocumentIdentifier(version=2, uri=uri),
+            change=types.NotebookDocumentChangeEvent(cells=types.NotebookDocumentCellChanges(text_content=[
+                types.NotebookDocumentCellContentChanges(
+                    document=types.VersionedTextDocumentIdentifier(uri=fourth, version=2),
+                    changes=[types.TextDocumentContentChangeWholeDocument(text="z = 1\n")])]))))
+        assert await editor.published_after(fourth, seen[fourth]) == []
+        assert [d.code for d in await editor.published_after(third, seen[third])] == ["NPT001"]
 
     run_editor(scenario, cwd=tmp_path)
 

@@ -183,13 +183,14 @@ class Server(LanguageServer):
         analysis = self.analyse_notebook(uri)
         if analysis is None:
             return
-        per_cell: dict[str, list[types.Diagnostic]] = {cell: [] for cell in analysis.cells}
+        synced = self.workspace.text_documents
+        per_cell: dict[str, list[types.Diagnostic]] = {cell: [] for cell in analysis.cells if unquote(cell) in synced}
         for finding in analysis.findings:
             cell = _cell_uri(analysis, finding)
-            if cell is not None:
+            if cell in per_cell:
                 per_cell[cell].append(self.diagnostic(self.workspace.get_text_document(cell), finding))
-        if analysis.error and analysis.cells:
-            per_cell[analysis.cells[0]].append(_error_diagnostic(analysis.error))
+        if analysis.error and per_cell:
+            per_cell[next(iter(per_cell))].append(_error_diagnostic(analysis.error))
         for cell, diagnostics in per_cell.items():
             self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=cell, diagnostics=diagnostics))
 
