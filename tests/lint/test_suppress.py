@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from np2torch.lint.engine import Settings, check_source, fix_source
-from np2torch.lint.suppress import MARKER, add_noqa, in_runtime_module
+from np2torch.lint.suppress import MARKER, add_noqa, add_noqa_lines, in_runtime_module
 
 CODE = "import numpy as np\nimport scipy.special\n\ny = np.exp(x)\nz = np.log(x)\nw = scipy.special.erf(x)\n"
 ALL = ["NPT001", "NPT002", "NPT003"]
@@ -190,3 +190,17 @@ def test_add_noqa_suppresses_what_it_says() -> None:
     text = "import numpy as np\ny = np.exp(np.log(x))  # noqa: E501\n"
     assert codes(add_noqa(text, 2, ["NPT001", "NPT002"])) == []
     assert codes(add_noqa(text, 2, ["NPT002"])) == ["NPT001"]
+
+
+def test_add_noqa_to_text_that_cannot_be_tokenized_is_a_value_error() -> None:
+    with pytest.raises(ValueError, match="^line 1: cannot tokenize the text"):
+        add_noqa("y = np.exp(x) + len('''abc\n", 1, ["NPT001"])
+
+
+def test_add_noqa_lines_tokenizes_once_and_names_the_lines_it_left() -> None:
+    text = 'a = np.exp(x)\nb = f("""\n""", np.log(x))  # noqa: E501\nc = np.exp(x) + \\\n    1\nd = np.log(x)\n'
+    fixed, refused = add_noqa_lines(text, {1: ["NPT001"], 3: ["NPT002"], 4: ["NPT001"], 6: ["NPT002"], 9: ["NPT001"]})
+    assert fixed == ('a = np.exp(x)  # noqa: NPT001\nb = f("""\n""", np.log(x))  # noqa: E501, NPT002\n'
+                     'c = np.exp(x) + \\\n    1\nd = np.log(x)  # noqa: NPT002\n')
+    assert refused == [4, 9]
+    assert add_noqa_lines(fixed, {1: ["NPT001"], 3: ["NPT002"], 6: ["NPT002"]}) == (fixed, [])

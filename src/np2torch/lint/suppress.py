@@ -22,7 +22,7 @@ import os
 import re
 import tokenize
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterator, Sequence
+from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
 
 if TYPE_CHECKING:
     from np2torch.lint.rules import Rule
@@ -184,24 +184,47 @@ def add_noqa(text: str, line: int, codes: Sequence[str]) -> str:
     ``ValueError`` when no comment can end the line: it ends inside a string, after a backslash
     continuation, or the text cannot be tokenized.
     """
-    wanted = list(dict.fromkeys(code.upper() for code in codes))
-    if not wanted:
-        return text
+    try:
+        fixed, refused = add_noqa_lines(text, {line: codes})
+    except ValueError as exc:
+        raise ValueError(f"line {line}: {exc}") from None
+    if refused:
+        raise ValueError(f"line {line}: " + ("a comment cannot end it (it continues inside a string or after a "
+                                             "backslash)" if 0 < line <= _line_count(text) else
+                                             f"the text has {_line_count(text)} lines"))
+    return fixed
+
+
+def add_noqa_lines(text: str, codes_by_line: Mapping[int, Sequence[str]]) -> tuple[str, list[int]]:
+    """:func:`add_noqa` for many lines at once (a baseline: one tokenizing of the text), and the lines left
+    as they were because no comment can end them (or the text has no such line), in order.
+    ``ValueError`` when the text cannot be tokenized up to the last of those lines."""
+    wanted = {line: list(dict.fromkeys(code.upper() for code in codes)) for line, codes in codes_by_line.items()
+              if codes}
     starts = [0, *(m.end() for m in _LINE_END.finditer(text))]
-    if not 1 <= line <= len(starts):
-        raise ValueError(f"line {line}: the text has {len(starts)} lines")
-    comment, end = _line_end(text, line)
-    start = starts[line - 1]
-    body_end = _LINE_END.search(text, start)
-    stop = body_end.start() if body_end else len(text)
-    if comment is not None:
-        at = start + comment[0]
-        merged = _merged(text[at:stop], wanted)
-        return text if merged is None else text[:at] + merged + text[stop:]
-    if not end:
-        raise ValueError(f"line {line}: a comment cannot end it (it continues inside a string or after a backslash)")
-    code = text[start:stop].rstrip(" \t\f")
-    return text[:start] + code + f"  # noqa: {', '.join(wanted)}" + text[stop:]
+    refused = [line for line in wanted if not 1 <= line <= len(starts)]
+    ends = _line_ends(text, {line for line in wanted if line not in refused})
+    for line, codes in sorted(wanted.items(), reverse=True):  # from the end: earlier offsets stay valid
+        if line in refused:
+            continue
+        comment, may_end = ends.get(line, (None, False))
+        start = starts[line - 1]
+        body_end = _LINE_END.search(text, start)
+        stop = body_end.start() if body_end else len(text)
+        if comment is not None:
+            at = start + comment
+            merged = _merged(text[at:stop], codes)
+            if merged is not None:
+                text = text[:at] + merged + text[stop:]
+        elif may_end:
+            text = text[:start] + text[start:stop].rstrip(" \t\f") + f"  # noqa: {', '.join(codes)}" + text[stop:]
+        else:
+            refused.append(line)
+    return text, sorted(refused)
+
+
+def _line_count(text: str) -> int:
+    return len(_LINE_END.findall(text)) + 1
 
 
 def _merged(comment: str, wanted: list[str]) -> str | None:
@@ -217,21 +240,28 @@ def _merged(comment: str, wanted: list[str]) -> str | None:
     return comment.rstrip(" \t\f") + f"  # noqa: {', '.join(wanted)}"
 
 
-def _line_end(text: str, line: int) -> tuple[tuple[int, str] | None, bool]:
-    """The comment on ``line`` (its column and text), and whether the line ends where a comment may stand."""
+def _line_ends(text: str, lines: set[int]) -> dict[int, tuple[int | None, bool]]:
+    """For each of ``lines``: the column of its comment (or ``None``), and whether it ends where a comment may
+    stand (a ``NEWLINE`` or ``NL`` token: not inside a string, not after a backslash)."""
     body = text[1:] if text.startswith("\ufeff") else text
     shift = len(text) - len(body)
-    comment: tuple[int, str] | None = None
-    ends = False
+    found: dict[int, tuple[int | None, bool]] = {}
+    if not lines:
+        return found
+    last = max(lines)
     try:
         for tok in tokenize.generate_tokens(io.StringIO(body, newline=None).readline):  # also CR-only files
-            if tok.start[0] == line:
-                if tok.type == tokenize.COMMENT:
-                    comment = (tok.start[1] + (shift if line == 1 else 0), tok.string)
-                elif tok.type in (tokenize.NEWLINE, tokenize.NL):
-                    ends = True
-            elif tok.start[0] > line:
+            row = tok.start[0]
+            if row > last:
                 break
+            if row not in lines:
+                continue
+            comment, ends = found.get(row, (None, False))
+            if tok.type == tokenize.COMMENT:
+                comment = tok.start[1] + (shift if row == 1 else 0)
+            elif tok.type in (tokenize.NEWLINE, tokenize.NL):
+                ends = True
+            found[row] = (comment, ends)
     except (tokenize.TokenError, SyntaxError) as exc:
-        raise ValueError(f"line {line}: cannot tokenize the text ({' '.join(str(exc).split())})") from None
-    return comment, ends
+        raise ValueError(f"cannot tokenize the text ({' '.join(str(exc).split())})") from None
+    return found
