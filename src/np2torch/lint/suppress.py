@@ -232,7 +232,7 @@ def _merged(comment: str, wanted: list[str]) -> str | None:
     for match in NOQA.finditer(comment):
         listed = match.group("codes")
         if listed is None:
-            return None  # a bare `# noqa` suppresses every code
+            return None  # a noqa without codes suppresses every code
         missing = [code for code in wanted if code not in {c.upper() for c in re.split(r"[\s,]+", listed)}]
         if not missing:
             return None
