@@ -137,3 +137,14 @@ def test_the_linter_and_the_runtime_run_without_pygls(tmp_path: Path) -> None:
     """, cwd=tmp_path, env={"PYTHONPATH": os.pathsep.join(p for p in (str(poison), os.environ.get("PYTHONPATH", "")) if p)})
     assert result == {"check": 1, "fix": 0, "server": 2, "loaded": [],
                       "said": "Error: `np2torch server` needs pygls, which is not installed: pip install 'np2torch[server]'"}
+
+
+def test_the_language_server_imports_neither_numpy_nor_torch() -> None:
+    result = loaded_after("""
+        import json, sys
+        from np2torch.server import lsp
+        from np2torch.lint import engine
+        engine.fix_source("import numpy as np\\ny = np.exp(x)\\n")
+        print(json.dumps({m: m in sys.modules for m in ("numpy", "torch")}))
+    """)
+    assert result == {"numpy": False, "torch": False}
