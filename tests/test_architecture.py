@@ -125,6 +125,17 @@ def test_the_flake8_plugin_needs_no_runner() -> None:
     assert _crossings("np2torch.cli.flake8_plugin", ("np2torch.cli.runner", "np2torch.cli.cache")) == []
 
 
+def test_only_the_language_server_imports_pygls() -> None:
+    # pygls is the optional extra np2torch[server]: the linter, the command line, `run`, the tools and the runtime
+    # never need it, and none of them imports the server (the command line names it in LAZY_COMMANDS).
+    lsp = ("pygls", "lsprotocol", "np2torch.server")
+    found = [crossing for layer in ("np2torch.lint", "np2torch.cli", "np2torch.run", "np2torch.tools", "np2torch.runtime")
+             for crossing in _crossings(layer, lsp)]
+    assert found == []
+    assert _crossings("np2torch.server.command", ("pygls", "lsprotocol")) == []  # imports the server when run
+    assert _crossings("np2torch.server", ("np2torch.tools",)) == []
+
+
 def test_the_crossing_check_sees_an_import() -> None:
     assert _crossings("np2torch.tools", ("np2torch.runtime",)) != []
 
