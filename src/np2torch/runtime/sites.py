@@ -14,6 +14,12 @@ and this program's data, so the saving a report states is measured, not
 predicted.  A sampled call returns the original's own result (bits and all):
 sampling never gives the program a value the original would not have.
 
+Two things turn sampling off, the calls still counted (and timed as the
+helper's): a site made with ``table(..., sample=False)`` never samples (code
+that is timed itself, as the statement of IPython's ``%timeit``), and while
+:func:`paused` holds no site samples (a timing that calls functions whose sites
+do, as ``%timeit f(x)``, times the helpers only).
+
 Warnings the original issues on a sampled call point at the program's line, as
 the helper's do (this module lives in the runtime's folder, whose frames
 :mod:`._errstate` skips).
@@ -26,16 +32,17 @@ sites, so its counts add up.  :func:`snapshot` reads every site's record,
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import threading
 import time
-from typing import Any, Callable, Dict, List, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Sequence, Tuple
 
 from . import _errstate
 from ._profile import cache_dir
 from ._state import TAKEN
 
-__all__ = ["SAMPLE_EVERY", "Band", "Site", "cache_dir", "reset", "snapshot", "table"]
+__all__ = ["SAMPLE_EVERY", "Band", "Site", "cache_dir", "paused", "reset", "snapshot", "table"]
 
 SAMPLE_EVERY = 8
 """A size band's first this many calls alternate between the arms; after them one in this many runs the original."""
@@ -70,11 +77,11 @@ class Band:
 class Site:
     """One rewritten call site and its record."""
 
-    __slots__ = ("path", "line", "column", "function", "code", "helper", "original", "bands", "paths",
+    __slots__ = ("path", "line", "column", "function", "code", "helper", "original", "sampling", "bands", "paths",
                  "sizes", "errors", "lock", "call")
 
     def __init__(self, path: str, line: int, column: int, function: str, code: str,
-                 helper: Callable[..., Any], original: Callable[..., Any], name: str) -> None:
+                 helper: Callable[..., Any], original: Callable[..., Any], name: str, sampling: bool = True) -> None:
         self.path = path
         self.line = line
         self.column = column
@@ -83,6 +90,8 @@ class Site:
         self.code = code
         self.helper = helper
         self.original = original
+        self.sampling = sampling
+        """False: the site never runs the original (its calls are counted and timed as the helper's)."""
         self.bands: Dict[int, Band] = {}
         self.paths: Dict[str, int] = {}
         """Helper calls by the path they took: ``numpy`` (the original inside the helper), ``cpu``, ``cuda``."""
@@ -102,7 +111,7 @@ class Site:
         with self.lock:
             return {
                 "path": self.path, "line": self.line, "col": self.column, "function": self.function,
-                "code": self.code, "errors": self.errors, "paths": dict(self.paths),
+                "code": self.code, "sampling": self.sampling, "errors": self.errors, "paths": dict(self.paths),
                 "sizes": None if self.sizes is None else {str(n): k for n, k in self.sizes.items()},
                 "bands": {str(bits): band.as_dict() for bits, band in self.bands.items()},
             }
@@ -133,6 +142,7 @@ def _make_call(site: Site, name: str) -> Callable[..., Any]:
     taken = TAKEN
     every = SAMPLE_EVERY
     numpy_call = _errstate.numpy_call
+    hold = _PAUSED if site.sampling else _NEVER
 
     def call(*args: Any, **kwargs: Any) -> Any:
         x = args[0] if args else next(iter(kwargs.values()), None)
@@ -143,7 +153,8 @@ def _make_call(site: Site, name: str) -> Callable[..., Any]:
             with site.lock:
                 band = site.bands.setdefault(bits, Band())
         calls = band.calls
-        sample = band.first_original_s is None or (calls % 2 == 0 if calls < every else calls % every == every - 1)
+        sample = not hold[0] and (band.first_original_s is None
+                                  or (calls % 2 == 0 if calls < every else calls % every == every - 1))
         try:
             if sample:
                 start = clock()
@@ -190,13 +201,31 @@ def _make_call(site: Site, name: str) -> Callable[..., Any]:
 
 _SITES: Dict[Tuple[str, int, int, str], Site] = {}
 _LOCK = threading.Lock()
+_PAUSED = [0]
+"""How many :func:`paused` blocks are open: no site samples while it is not zero."""
+_NEVER = [1]
+"""What a site made with ``sample=False`` reads instead of :data:`_PAUSED`."""
 
 
-def table(path: str, specs: Sequence[Tuple[int, int, str, str, str, Tuple[str, ...]]]) -> List[Callable[..., Any]]:
+@contextlib.contextmanager
+def paused() -> Iterator[None]:
+    """No site runs the original while this holds (in any thread); calls are counted as the helper's."""
+    with _LOCK:
+        _PAUSED[0] += 1
+    try:
+        yield
+    finally:
+        with _LOCK:
+            _PAUSED[0] -= 1
+
+
+def table(path: str, specs: Sequence[Tuple[int, int, str, str, str, Tuple[str, ...]]], *,
+          sample: bool = True) -> List[Callable[..., Any]]:
     """The callables of one file's sites, in the order of ``specs``: ``(line, column, helper, function, code,
     pattern)`` each (1-based line and column, as the linter reports them; ``pattern``: a pattern rule's
     ``(outer, reduction, inner)``, whose original is the hand-written expression, else empty).  A site seen
-    before keeps its record."""
+    before keeps its record.  ``sample=False``: the sites count their calls but never run the original (code
+    that is itself being timed)."""
     from . import _api  # the helpers and NumPy load with the first instrumented module, not before
 
     calls = []
@@ -206,7 +235,7 @@ def table(path: str, specs: Sequence[Tuple[int, int, str, str, str, Tuple[str, .
             if site is None:
                 helper = _api.HELPERS[name]
                 original = _spelled(*pattern) if pattern else helper.original
-                site = Site(path, line, column, function, code, helper.function, original, name)
+                site = Site(path, line, column, function, code, helper.function, original, name, sample)
                 _SITES[site.key] = site
             calls.append(site.call)
     return calls
