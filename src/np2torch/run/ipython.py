@@ -1,0 +1,275 @@
+"""``%load_ext np2torch``: the rewrite of ``np2torch run`` applied to every IPython or Jupyter cell run afterwards.
+
+IPython parses a cell, hands the tree to its ``ast_transformers``, and
+compiles what they return; the extension's transformer rewrites the cell's
+calls into call sites (:func:`np2torch.run.instrument.instrument_tree`) and
+binds the sites, before the cell runs, to a global of the user's namespace
+whose name no cell can spell (hidden from ``%who``).  Nothing is added to the
+cell: every node keeps its line and columns, so a traceback points where it
+points without the extension.
+
+The linter resolves names statically, and a cell's names were bound by the
+cells before it (``import numpy as np`` in one, ``np.exp(x)`` in the next): a
+cell is analysed after the text of the cells run before it in this session
+(those in IPython's history when the extension was loaded, then each cell it
+saw), and only the cell's own findings count.  The text analysed is the cell
+as IPython parsed it, after its input transformations (``%magic`` lines become
+``get_ipython()`` calls), recorded by a last ``input_transformers_post`` entry
+that changes nothing; when it does not parse to the tree the transformer is
+given (another transformer changed it), ``ast.unparse(tree)`` is analysed.
+
+Code that IPython's ``%time``/``%timeit`` (and ``%%time``/``%%timeit``) compile
+goes through the transformer too, and that is not a cell: its sites count but
+never run the original (:func:`np2torch.runtime.sites.table` with
+``sample=False``), and while those magics run no site samples
+(:func:`np2torch.runtime.sites.paused`), so ``%timeit f(x)`` times the helpers
+only.  Their calls are in the report as ``<In[N] %timeit>``.
+
+``%np2torch report`` prints the report of ``np2torch run`` for the cells so far
+(``--json``, ``--file PATH``).  ``[tool.np2torch]`` comes from the
+``pyproject.toml`` nearest the working directory, read as ``np2torch run``
+reads it (:class:`np2torch.run.hook.Rewriter`).  ``%unload_ext np2torch``
+restores plain execution; functions defined meanwhile keep their sites.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import functools
+import os
+import shlex
+import sys
+import time
+from typing import Any, Callable, Dict, List, Tuple
+
+from np2torch.cli.config import ConfigError, Overrides
+from np2torch.lint.model import SourceError
+from np2torch.run import report
+from np2torch.run.hook import Rewriter, Scope, Skipped
+from np2torch.run.instrument import SITES, TreeMismatch, instrument_tree
+from np2torch.runtime import sites
+
+TIMED = ("time", "timeit")
+"""IPython's magics that time the code they compile: no site samples while they run."""
+
+USAGE = "usage: %np2torch report [--json] [--file PATH]"
+
+
+class _Transformer(ast.NodeTransformer):
+    """What IPython calls: ``visit(tree)`` for each cell (and each tree a magic compiles)."""
+
+    def __init__(self, extension: Extension) -> None:
+        self.extension = extension
+
+    def visit(self, node: ast.AST) -> Any:
+        return self.extension.transform(node) if isinstance(node, ast.Module) else node
+
+
+class Extension:
+    """The extension in one shell: its hooks, the cells seen, what was left as it was."""
+
+    def __init__(self, shell: Any) -> None:
+        self.shell = shell
+        self.rewriter = Rewriter(Scope((os.getcwd(),)), Overrides(), cache=False, warn=_stderr)
+        self.cells: List[str] = [_line_ended(text) for text in shell.history_manager.input_hist_parsed[1:]
+                                 if _parses(text)]
+        """The text of the cells run so far in this session: what a cell is analysed after."""
+        self.recorded: str | None = None
+        """The last text IPython transformed (a cell's, or the statement a magic compiles)."""
+        self.cell: Tuple[int, str | None] | None = None
+        """The number and text of the cell whose tree comes next (set when IPython announces a cell)."""
+        self.number = shell.execution_count
+        self.magic: str | None = None
+        """The timing magic running now (``%timeit``, ``%%time``), if any."""
+        self.serial = 0
+        self.start = time.perf_counter()
+        self.transformer = _Transformer(self)
+        self.timed: Dict[Tuple[str, str], Callable[..., Any]] = {}
+        """The magics replaced by a pausing wrapper: (kind, name) -> IPython's own."""
+
+    # -- IPython's hooks ---------------------------------------------------------------------------------
+
+    def install(self) -> None:
+        shell = self.shell
+        shell.input_transformers_post.append(self.record)
+        shell.ast_transformers.append(self.transformer)
+        shell.events.register("pre_run_cell", self.pre_run_cell)
+        magics = shell.magics_manager.magics
+        for kind in ("line", "cell"):
+            for name in TIMED:
+                original = magics[kind].get(name)
+                if original is not None:
+                    self.timed[(kind, name)] = original
+                    magics[kind][name] = self._pausing(original, ("%%" if kind == "cell" else "%") + name)
+        shell.register_magic_function(self.command, "line", "np2torch")
+
+    def uninstall(self) -> None:
+        shell = self.shell
+        _remove(shell.input_transformers_post, self.record)
+        _remove(shell.ast_transformers, self.transformer)
+        try:
+            shell.events.unregister("pre_run_cell", self.pre_run_cell)
+        except ValueError:
+            pass
+        magics = shell.magics_manager.magics
+        for (kind, name), original in self.timed.items():
+            if getattr(magics[kind].get(name), "__wrapped__", None) is original:
+                magics[kind][name] = original
+        if getattr(magics["line"].get("np2torch"), "__self__", None) is self:
+            del magics["line"]["np2torch"]
+
+    def record(self, lines: List[str]) -> List[str]:
+        """The last input transformation: remembers the text, changes nothing."""
+        self.recorded = "".join(lines)
+        return lines
+
+    def pre_run_cell(self, info: Any) -> None:
+        """IPython is about to parse a cell (it has transformed its text): the next tree is that cell's."""
+        self.number = self.shell.execution_count - (1 if getattr(info, "store_history", False) else 0)
+        self.cell = (self.number, self.recorded)
+
+    def _pausing(self, original: Callable[..., Any], label: str) -> Callable[..., Any]:
+        @functools.wraps(original)
+        def magic(*args: Any, **kwargs: Any) -> Any:
+            outer, self.magic = self.magic, label
+            try:
+                with sites.paused():
+                    return original(*args, **kwargs)
+            finally:
+                self.magic = outer
+
+        needs = getattr(original, "needs_local_scope", None)  # IPython reads it off the function it calls
+        if needs is not None:
+            magic.needs_local_scope = needs  # type: ignore[attr-defined]
+        return magic
+
+    # -- the rewrite -------------------------------------------------------------------------------------
+
+    def transform(self, tree: ast.Module) -> ast.Module:
+        """The cell's (or a magic's) tree with its call sites, their table bound; ``tree`` when there is
+        nothing to rewrite or it cannot be rewritten (one line on stderr)."""
+        cell, self.cell = self.cell, None
+        if cell is not None:
+            number, text = cell
+            label, sample = f"<In[{number}]>", True
+        else:
+            text = None
+            label, sample = f"<In[{self.number}] {self.magic or 'code'}>", False
+        try:
+            settings = self.rewriter.settings_for(os.path.join(os.getcwd(), "<cell>"), True)
+        except ConfigError as exc:
+            _stderr(f"np2torch: {exc}; {label} runs unchanged")
+            return tree
+        if settings is None:
+            return tree
+        self.serial += 1
+        name = f"{SITES} {self.serial}"
+        rewritten = copy.deepcopy(tree)
+        try:
+            try:
+                text = text if text is not None else ast.unparse(tree)
+                result = instrument_tree(rewritten, text, label, settings.lint, name=name, prefix="".join(self.cells))
+            except TreeMismatch:
+                text = ast.unparse(tree)
+                rewritten = copy.deepcopy(tree)
+                result = instrument_tree(rewritten, text, label, settings.lint, name=name, prefix="".join(self.cells))
+        except SourceError as exc:
+            where = f"{exc.line}:{exc.column}: " if exc.line else ""
+            _stderr(f"np2torch: {label}:{where}{exc}; it runs unchanged")
+            return tree
+        except Exception as exc:  # a bug in np2torch must not change the cell: run it as it is
+            _stderr(f"np2torch: {label}: cannot rewrite ({type(exc).__name__}: {exc}); it runs unchanged")
+            return tree
+        if cell is not None:
+            self.cells.append(_line_ended(text))
+        self.rewriter.skipped.extend(Skipped(label, f.line, f.column, f.code, f.reason or "")
+                                     for f in result.not_rewritten)
+        if not result.sites:
+            return tree
+        calls = sites.table(label, result.sites, sample=sample)
+        self.shell.user_ns[name] = self.shell.user_ns_hidden[name] = calls
+        return rewritten
+
+    # -- %np2torch -----------------------------------------------------------------------------------------
+
+    def report(self) -> Dict[str, Any]:
+        """The report of ``np2torch run`` for what ran since the extension was loaded."""
+        command = ["%load_ext", "np2torch", f"(cells up to In[{self.number}])"]
+        skipped = [item.as_dict() for item in self.rewriter.skipped]
+        return report.build(command, time.perf_counter() - self.start, sites.snapshot(), skipped, {}, None)
+
+    def command(self, line: str) -> None:
+        """``%np2torch report [--json] [--file PATH]``: the report of the cells so far."""
+        try:
+            words = shlex.split(line)
+        except ValueError as exc:
+            print(f"np2torch: {exc}; {USAGE}", file=sys.stderr)
+            return
+        if not words or words[0] != "report":
+            print(USAGE, file=sys.stderr)
+            return
+        as_json, path, rest = False, None, words[1:]
+        while rest:
+            word = rest.pop(0)
+            if word == "--json":
+                as_json = True
+            elif word == "--file" and rest:
+                path = rest.pop(0)
+            elif word.startswith("--file="):
+                path = word.partition("=")[2]
+            else:
+                print(f"np2torch: unexpected {word!r}; {USAGE}", file=sys.stderr)
+                return
+        built = self.report()
+        if path is not None:
+            try:
+                with open(path, "w", encoding="utf-8") as file:
+                    file.write(report.dump(built) + "\n")
+            except OSError as exc:
+                print(f"np2torch: cannot write {path}: {exc.strerror or exc}", file=sys.stderr)
+                return
+        if path is None or as_json:
+            print(report.dump(built) if as_json else report.text(built))
+
+
+def _parses(text: str) -> bool:
+    try:
+        ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
+
+
+def _line_ended(text: str) -> str:
+    """History keeps a cell without its last newline; the next cell starts on a line of its own."""
+    return text if text.endswith("\n") else text + "\n"
+
+
+def _remove(items: List[Any], item: Any) -> None:
+    while item in items:
+        items.remove(item)
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+_LOADED: Dict[int, Extension] = {}
+"""id(shell) -> its extension."""
+
+
+def load(shell: Any) -> None:
+    """``%load_ext np2torch`` (IPython calls it once per shell until unloaded)."""
+    if id(shell) in _LOADED:
+        return
+    extension = Extension(shell)
+    extension.install()
+    _LOADED[id(shell)] = extension
+
+
+def unload(shell: Any) -> None:
+    """``%unload_ext np2torch``: cells run as they are again."""
+    extension = _LOADED.pop(id(shell), None)
+    if extension is not None:
+        extension.uninstall()
