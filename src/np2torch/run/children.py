@@ -100,7 +100,8 @@ def follow_children(run: Run) -> None:
 
 
 def activate_from_environment() -> None:
-    """A child's start-up (the bootstrap ``sitecustomize``): the run its parent described, if any."""
+    """A child's start-up (the bootstrap ``sitecustomize``): the run its parent described, if any; a child
+    that runs a script or ``-m`` module of the program runs it from here, rewritten, and ends here."""
     text = os.environ.get(ENV)
     if not text:
         return
@@ -110,21 +111,100 @@ def activate_from_environment() -> None:
         print(f"np2torch run: {ENV} is not a run description ({exc}); this process runs unchanged", file=sys.stderr)
         return
     activate(run)
+    program = _main_program(run)
+    if program is not None:
+        _run_and_exit(program, run)
+
+
+def _main_program(run: Run) -> Any:
+    """The script or module this interpreter is about to run, when it is the program's and runs as a file
+    would (not ``-c``, stdin, a folder or zip, nor interactively); None otherwise."""
+    from np2torch.run.program import Program
+
+    argv, original = list(sys.argv), list(getattr(sys, "orig_argv", ()))
+    if sys.flags.interactive or sys.flags.inspect or not argv or not original:
+        return None
+    tail = argv[1:]
+    if len(original) < len(tail) + 2 or (tail and original[-len(tail):] != tail):
+        return None
+    before = original[: len(original) - len(tail)]
+    if argv[0] == "-m":
+        module = before[-1][2:] if before[-1].startswith("-m") and len(before[-1]) > 2 else before[-1]
+        if before[-1] == module and (len(before) < 3 or before[-2] != "-m"):
+            return None
+        spec = _spec(module)
+        if spec is None or spec.origin is None or run.scope.covers(spec.origin) is None:
+            return None
+        return Program(None, module, tuple(tail))
+    script = argv[0]
+    if before[-1] != script or not script.endswith(".py") or not os.path.isfile(script):
+        return None
+    if run.scope.covers(os.path.abspath(script)) is None:
+        return None
+    return Program(script, None, tuple(tail))
+
+
+def _spec(module: str) -> Any:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+
+
+def _run_and_exit(program: Any, run: Run) -> None:
+    """Run the child's program now, then end the interpreter as it would have ended after it: non-daemon
+    threads joined, ``atexit`` handlers run, streams flushed, the same exit status."""
+    import atexit
+    import threading
+
+    from np2torch.run.program import execute
+
+    try:
+        status = execute(program, run, starting=True)
+    except SystemExit as exc:
+        status = _exit_status(exc.code)
+    shutdown = getattr(threading, "_shutdown", None)
+    if shutdown is not None:
+        shutdown()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+    os._exit(status)
+
+
+def _exit_status(code: object) -> int:
+    """What the interpreter makes of ``SystemExit(code)``, printing a non-integer code as it does."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF if code >= 0 else code & 0xFF
+    try:
+        print(code, file=sys.stderr)
+    except (OSError, ValueError):
+        pass
+    return 1
 
 
 # -- counts from children --------------------------------------------------------------------------------
 
 
-def flush() -> None:
-    """Write this process's counts to the run's spool folder (the whole record, so writing twice is harmless)."""
+def flush(wait: bool = True) -> None:
+    """Write this process's counts to the run's spool folder (the whole record, so writing twice is harmless;
+    ``wait=False`` from a signal handler, which may have interrupted a call holding a site's lock)."""
     run = current()
     if run is None or run.spool is None or os.getpid() == run.owner:
         return
-    records = sites.snapshot()
+    records = sites.snapshot(wait)
     if not any(record["bands"] for record in records) and not run.rewriter.skipped:
         return
-    payload = {"sites": records, "skipped": [item.as_dict() for item in run.rewriter.skipped],
-               "files": run.rewriter.digests}
+    rewriter = run.rewriter
+    payload = {"sites": records, "skipped": [item.as_dict() for item in rewriter.skipped], "files": rewriter.digests,
+               "rewrite": {"compiled": rewriter.compiled, "cached": rewriter.cache_hits}}
     try:
         os.makedirs(run.spool, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=run.spool, prefix=".tmp-")
@@ -137,10 +217,10 @@ def flush() -> None:
 
 def _forked() -> None:
     """A forked child counts its own calls from zero, and leaves them in the spool when it ends."""
-    sites.reset()
+    sites.after_fork_in_child()
     run = current()
     if run is not None:
-        run.rewriter.skipped.clear()
+        run.rewriter.after_fork_in_child()
     util = sys.modules.get("multiprocessing.util")
     if util is not None:
         util.register_after_fork(_AFTER_FORK_KEY, _multiprocessing_child)
@@ -162,7 +242,7 @@ def _multiprocessing_child(_key: object) -> None:
 
 def _terminated(signum: int, frame: Optional[types.FrameType]) -> None:
     """A terminated worker (``Pool.terminate``, the end of ``with Pool()``): flush, then die of SIGTERM as before."""
-    flush()
+    flush(wait=False)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     os.kill(os.getpid(), signal.SIGTERM)
 

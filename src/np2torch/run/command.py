@@ -211,6 +211,7 @@ def _report(run: Any, options: Options, command: Sequence[str], wall: float, sta
     records = sites.snapshot()
     skipped = [item.as_dict() for item in run.rewriter.skipped]
     files = dict(run.rewriter.digests)
+    rewrite = {"compiled": run.rewriter.compiled, "cached": run.rewriter.cache_hits}
     if run.spool:
         for name in sorted(os.listdir(run.spool)) if os.path.isdir(run.spool) else ():
             if not name.endswith(".json"):
@@ -223,8 +224,10 @@ def _report(run: Any, options: Options, command: Sequence[str], wall: float, sta
             records += data.get("sites", [])
             skipped += data.get("skipped", [])
             files.update(data.get("files", {}))
+            for name, count in data.get("rewrite", {}).items():
+                rewrite[name] = rewrite.get(name, 0) + int(count)
         shutil.rmtree(run.spool, ignore_errors=True)
-    built = report.build(["np2torch", "run", *command], wall, records, skipped, files, status)
+    built = report.build(["np2torch", "run", *command], wall, records, skipped, files, status, rewrite)
     if options.report_file:
         try:
             _write(options.report_file, report.dump(built) + "\n")

@@ -39,7 +39,7 @@ from np2torch.runtime.sites import cache_dir
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 """np2torch itself: never rewritten."""
 
-_CACHE_FORMAT = 1
+_CACHE_FORMAT = 2
 
 _STDLIB_NAMES = frozenset(getattr(sys, "stdlib_module_names", ()))
 """Top-level names the standard library holds (Python >= 3.10): never looked at."""
@@ -54,8 +54,10 @@ def _within(path: str, folder: str) -> bool:
 
 
 def _stdlib_folders() -> Tuple[str, ...]:
-    paths = sysconfig.get_paths()
+    """The standard library's folders (installed packages may lie inside them: :func:`_site_folders` wins)."""
+    paths = sysconfig.get_paths(vars={"base": sys.base_prefix, "platbase": sys.base_exec_prefix})
     folders = {os.path.realpath(paths[key]) for key in ("stdlib", "platstdlib") if key in paths}
+    folders.add(os.path.realpath(os.path.dirname(os.__file__)))
     return tuple(sorted(folders))
 
 
@@ -109,7 +111,7 @@ class Scope:
     roots: Tuple[str, ...]
     includes: Tuple[str, ...] = ()
     excludes: Tuple[str, ...] = ()
-    never: Tuple[str, ...] = field(default_factory=lambda: (_PACKAGE, *_stdlib_folders()))
+    stdlib: Tuple[str, ...] = field(default_factory=_stdlib_folders)
     installed: Tuple[str, ...] = field(default_factory=_site_folders)
 
     @classmethod
@@ -117,18 +119,25 @@ class Scope:
         scope = cls(tuple(os.path.realpath(root) for root in roots))
         includes = tuple(_locate(item) for item in include)
         for item, where in zip(include, includes):
-            if any(_within(where, folder) for folder in scope.never):
+            if scope._never(where):
                 raise ScopeError(f"{item}: the standard library and np2torch itself are never rewritten")
-        return cls(scope.roots, includes, tuple(_locate(item) for item in exclude), scope.never, scope.installed)
+        return cls(scope.roots, includes, tuple(_locate(item) for item in exclude), scope.stdlib, scope.installed)
+
+    def _installed(self, real: str) -> bool:
+        return any(_within(real, folder) for folder in self.installed)
+
+    def _never(self, real: str) -> bool:
+        return _within(real, _PACKAGE) or (any(_within(real, folder) for folder in self.stdlib)
+                                           and not self._installed(real))
 
     def covers(self, path: str) -> bool | None:
         """Whether ``path`` is rewritten: None no, False yes (a project file), True yes (an included one)."""
         real = os.path.realpath(path)
-        if any(_within(real, folder) for folder in self.excludes):
+        if self._never(real) or any(_within(real, folder) for folder in self.excludes):
             return None
         if any(_within(real, folder) for folder in self.includes):
             return True
-        if any(_within(real, folder) for folder in self.never + self.installed):
+        if self._installed(real):
             return None
         if any(_within(real, folder) for folder in self.roots):
             return False
@@ -178,8 +187,18 @@ class Rewriter:
         self.digests: Dict[str, str] = {}
         """Path -> SHA-256 of the bytes analysed, for every file with a finding (``fix --from-run`` checks it)."""
         self.cache_hits = 0
+        """Files whose instrumented code came from the cache."""
+        self.compiled = 0
+        """Files instrumented and compiled afresh in this process."""
         self._fingerprint: str | None = None
         self._lock = threading.Lock()
+
+    def after_fork_in_child(self) -> None:
+        """A forked child reports only what it finds itself; its lock starts free."""
+        self._lock = threading.Lock()
+        self.skipped = []
+        self.digests = {}
+        self.cache_hits = self.compiled = 0
 
     def settings_for(self, path: str, included: bool) -> RunSettings | None:
         """The settings of ``path``, None when its config excludes it (an included package's files are
@@ -198,21 +217,20 @@ class Rewriter:
         cached = self._read(key)
         if cached is not None:
             code, specs, skipped = cached
-            self.cache_hits += 1
+            self.cache_hits += code is not None
         else:
             try:
                 text = importlib.util.decode_source(source)
                 result = instrument(text, path, settings.lint, optimize=optimize)
             except SyntaxError:
                 return None  # Python reports it when it compiles the file itself, as it would without np2torch
-            except SourceError as exc:
-                where = f"{exc.line}:{exc.column}: " if exc.line else ""
-                self.warn(f"np2torch run: {path}:{where}{exc}; imported unchanged")
-                return None
+            except SourceError:
+                return None  # Python cannot compile it either (this Python's grammar): it reports it itself
             except Exception as exc:  # a bug in np2torch must not change the program: run the original
                 self.warn(f"np2torch run: {path}: cannot rewrite ({type(exc).__name__}: {exc}); imported unchanged")
                 return None
             code, specs = result.code, result.sites
+            self.compiled += code is not None
             skipped = tuple((f.line, f.column, f.code, f.reason or "") for f in result.not_rewritten)
             self._write(key, (code, specs, skipped))
         with self._lock:

@@ -1,27 +1,30 @@
 """The rewrite ``np2torch fix`` would make, made on the ``ast`` tree of a module instead of its text.
 
 Text in, code object out, and nothing moves: each reference the fix would
-replace (``np.exp`` in ``np.exp(x)``) becomes ``<sites>[i]``, a subscript of a
-name no source text can spell, carrying the replaced node's line and columns,
-so tracebacks (with their ``^^^^`` markers), warnings, ``inspect``, coverage and
-pdb see the file on disk.  ``<sites>`` is bound by one statement placed before
-the module's first statement (after its docstring and ``__future__`` imports),
-with that statement's position: no line is added.  It asks
-:func:`np2torch.runtime.sites.table` for the file's call sites, which count,
-sample and call the helpers.  Because the module binds it itself, the code runs
-the same wherever it is executed: imported, run as ``__main__``, re-run by
-``runpy`` in a ``multiprocessing`` child.
+replace (``np.exp`` in ``np.exp(x)``) becomes ``<sites>[<file>][i]``, where
+``<sites>`` is a name no source text can spell, bound in :mod:`builtins` (the
+module's own namespace, ``globals()``, stays as the program made it).  The new
+nodes carry the replaced node's line and columns, so tracebacks (with their
+``^^^^`` markers), warnings, ``inspect``, coverage and pdb see the file on
+disk.  One expression statement placed before the module's first statement
+(after its docstring and ``__future__`` imports), with that statement's
+position, so no line is added, registers the file's call sites with
+:func:`np2torch.runtime.sites.table`; they count, sample and call the helpers.
+Because the module registers them itself, the code runs the same wherever it
+is executed: imported, run as ``__main__``, re-run by ``runpy`` in a
+``multiprocessing`` child.
 
 :func:`instrument_tree` makes the same rewrite on a tree someone else parsed
 (an IPython cell's): it analyses a text that parses to that tree, after a
 prefix of code run before it (the cells before), and rewrites the given tree's
-nodes, which keep their positions; binding the sites' name is the caller's.
+nodes, which keep their positions; registering the sites is the caller's.
 """
 
 from __future__ import annotations
 
 import ast
 import dataclasses
+import hashlib
 from dataclasses import dataclass
 from typing import Dict, Sequence, Tuple
 
@@ -29,7 +32,8 @@ from np2torch.lint.engine import plan_source
 from np2torch.lint.model import Finding, Lines, Planned, Settings
 
 SITES = "@np2torch_sites"
-"""The module-level name of a file's call sites: ``@`` keeps it apart from every name the program can bind."""
+"""The builtin holding every instrumented file's call sites (:data:`np2torch.runtime.sites.BUILTIN`): ``@`` keeps
+it apart from every name a program can bind."""
 
 SITES_MODULE = "np2torch.runtime.sites"
 
@@ -56,8 +60,9 @@ def instrument(source: str, path: str, settings: Settings, *, optimize: int = -1
     tree = plan.tree
     fixes = _surviving(plan.fixes)
     specs = tuple(_spec(fix) for fix in fixes)
-    _Replace({id(fix.ref.node): (index, fix) for index, fix in enumerate(fixes)}, SITES).visit(tree)
-    _bind_sites(tree, path, specs)
+    key = f"{path}#{hashlib.sha256(repr(specs).encode()).hexdigest()[:12]}"
+    _Replace(key, {id(fix.ref.node): (index, fix) for index, fix in enumerate(fixes)}).visit(tree)
+    _register_sites(tree, key, path, specs)
     code = compile(tree, path, "exec", dont_inherit=True, optimize=optimize)
     return Instrumented(code, specs, skipped)
 
@@ -66,10 +71,10 @@ class TreeMismatch(ValueError):
     """The text analysed does not parse to the tree to rewrite."""
 
 
-def instrument_tree(tree: ast.Module, text: str, path: str, settings: Settings, *, name: str,
+def instrument_tree(tree: ast.Module, text: str, path: str, settings: Settings, *, key: str,
                     prefix: str = "") -> Instrumented:
-    """Rewrite ``tree`` in place, its sites read from the global ``name`` (which the caller binds to
-    ``table(path, sites)``); ``code`` is None.  ``text`` parses to ``tree`` (but for positions when ``tree``
+    """Rewrite ``tree`` in place, its sites read from ``<sites>[key]`` (which the caller registers:
+    ``table(key, path, sites)``); ``code`` is None.  ``text`` parses to ``tree`` (but for positions when ``tree``
     was not parsed from it: ``ast.unparse(tree)``); it is analysed after ``prefix``, complete statements
     run before it (whose imports and assignments name what ``text`` calls), and only ``text``'s findings
     count.  Sites and findings carry the positions of ``tree``'s nodes.  Raises :class:`TreeMismatch` when
@@ -88,7 +93,7 @@ def instrument_tree(tree: ast.Module, text: str, path: str, settings: Settings, 
     fixes = [fix for fix in _surviving(plan.fixes) if fix.finding.line > skip]
     specs = tuple(where.spec(fix) for fix in fixes)
     targets = {id(where.given[id(fix.ref.node)]): (index, fix) for index, fix in enumerate(fixes)}
-    _Replace(targets, name).visit(tree)
+    _Replace(key, targets).visit(tree)
     skipped = (where.finding(finding) for finding in plan.findings if not finding.fixable and finding.line > skip)
     return Instrumented(None, specs, tuple(finding for finding in skipped if finding is not None))
 
@@ -165,17 +170,19 @@ def _spec(fix: Planned) -> Spec:
     return finding.line, finding.column, rule.helper, function, finding.code, tuple(rule.pattern)
 
 
-def _site(name: str, index: int, where: ast.AST) -> ast.expr:
-    node = ast.Subscript(value=ast.Name(name, ast.Load()), slice=ast.Constant(index), ctx=ast.Load())
-    for part in (node, node.value, node.slice):
+def _site(key: str, index: int, where: ast.AST) -> ast.expr:
+    """``<sites>[key][index]`` at ``where``'s position."""
+    table = ast.Subscript(value=ast.Name(SITES, ast.Load()), slice=ast.Constant(key), ctx=ast.Load())
+    node = ast.Subscript(value=table, slice=ast.Constant(index), ctx=ast.Load())
+    for part in ast.walk(node):
         ast.copy_location(part, where)
     return node
 
 
 class _Replace(ast.NodeTransformer):
-    def __init__(self, targets: dict[int, tuple[int, Planned]], name: str) -> None:
+    def __init__(self, key: str, targets: dict[int, tuple[int, Planned]]) -> None:
+        self.key = key
         self.targets = targets
-        self.name = name
 
     def visit(self, node: ast.AST) -> ast.AST:
         target = self.targets.get(id(node))
@@ -183,17 +190,17 @@ class _Replace(ast.NodeTransformer):
             return self.generic_visit(node)
         index, fix = target
         if not fix.rule.is_pattern:
-            return _site(self.name, index, node)
+            return _site(self.key, index, node)
         assert isinstance(node, ast.Call)
-        return _collapse(self.name, self.generic_visit(node), index)
+        return _collapse(self.generic_visit(node), _site(self.key, index, node.func))
 
 
-def _collapse(name: str, outer: ast.AST, index: int) -> ast.Call:
+def _collapse(outer: ast.AST, site: ast.expr) -> ast.Call:
     """``outer(reduce(inner(x), *rest, **kw))`` or ``outer(inner(x).reduce(*rest, **kw))`` -> ``site(x, *rest, **kw)``
     (the shapes the engine matched for a pattern rule)."""
     assert isinstance(outer, ast.Call)
     inner, rest, keywords = _parts(outer)
-    call = ast.Call(func=_site(name, index, outer.func), args=[inner.args[0], *rest], keywords=keywords)
+    call = ast.Call(func=site, args=[inner.args[0], *rest], keywords=keywords)
     return ast.copy_location(call, outer)
 
 
@@ -213,8 +220,8 @@ def _is_future(statement: ast.stmt) -> bool:
     return isinstance(statement, ast.ImportFrom) and statement.module == "__future__"
 
 
-def _bind_sites(tree: ast.Module, path: str, specs: Sequence[Spec]) -> None:
-    """``<sites> = __import__(SITES_MODULE, fromlist=["table"]).table(path, specs)`` before the first statement
+def _register_sites(tree: ast.Module, key: str, path: str, specs: Sequence[Spec]) -> None:
+    """``__import__(SITES_MODULE, fromlist=["table"]).table(key, path, specs)`` before the first statement
     that is neither the docstring nor a ``__future__`` import, at that statement's position."""
     body = tree.body
     index = 0
@@ -224,17 +231,17 @@ def _bind_sites(tree: ast.Module, path: str, specs: Sequence[Spec]) -> None:
     while index < len(body) and _is_future(body[index]):
         index += 1
     where = body[index] if index < len(body) else body[-1]
-    load = ast.Call(
+    register = ast.Call(
         func=ast.Attribute(
             value=ast.Call(func=ast.Name("__import__", ast.Load()), args=[ast.Constant(SITES_MODULE)],
                            keywords=[ast.keyword("fromlist", ast.List([ast.Constant("table")], ast.Load()))]),
             attr="table", ctx=ast.Load()),
-        args=[ast.Constant(path), ast.Constant(tuple(specs))],  # type: ignore[arg-type]  # compile() takes tuples
+        args=[ast.Constant(key), ast.Constant(path),
+              ast.Constant(tuple(specs))],  # type: ignore[arg-type]  # compile() takes a tuple of constants
         keywords=[])
-    statement = ast.Assign(targets=[ast.Name(SITES, ast.Store())], value=load)
+    statement = ast.Expr(register)
     for node in ast.walk(statement):
         if isinstance(node, (ast.expr, ast.stmt, ast.keyword)):
             ast.copy_location(node, where)
             node.end_lineno, node.end_col_offset = where.lineno, where.col_offset
     body.insert(index, statement)
-

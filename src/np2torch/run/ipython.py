@@ -3,10 +3,10 @@
 IPython parses a cell, hands the tree to its ``ast_transformers``, and
 compiles what they return; the extension's transformer rewrites the cell's
 calls into call sites (:func:`np2torch.run.instrument.instrument_tree`) and
-binds the sites, before the cell runs, to a global of the user's namespace
-whose name no cell can spell (hidden from ``%who``).  Nothing is added to the
-cell: every node keeps its line and columns, so a traceback points where it
-points without the extension.
+registers the sites before the cell runs (:func:`np2torch.runtime.sites.table`:
+in :mod:`builtins`, as ``np2torch run`` does; the user's namespace is left
+alone).  Nothing is added to the cell: every node keeps its line and columns,
+so a traceback points where it points without the extension.
 
 The linter resolves names statically, and a cell's names were bound by the
 cells before it (``import numpy as np`` in one, ``np.exp(x)`` in the next): a
@@ -47,7 +47,7 @@ from np2torch.cli.config import ConfigError, Overrides
 from np2torch.lint.model import SourceError
 from np2torch.run import report
 from np2torch.run.hook import Rewriter, Scope, Skipped
-from np2torch.run.instrument import SITES, TreeMismatch, instrument_tree
+from np2torch.run.instrument import TreeMismatch, instrument_tree
 from np2torch.runtime import sites
 
 TIMED = ("time", "timeit")
@@ -164,16 +164,16 @@ class Extension:
         if settings is None:
             return tree
         self.serial += 1
-        name = f"{SITES} {self.serial}"
+        key = f"{label}#{self.serial}"
         rewritten = copy.deepcopy(tree)
         try:
             try:
                 text = text if text is not None else ast.unparse(tree)
-                result = instrument_tree(rewritten, text, label, settings.lint, name=name, prefix="".join(self.cells))
+                result = instrument_tree(rewritten, text, label, settings.lint, key=key, prefix="".join(self.cells))
             except TreeMismatch:
                 text = ast.unparse(tree)
                 rewritten = copy.deepcopy(tree)
-                result = instrument_tree(rewritten, text, label, settings.lint, name=name, prefix="".join(self.cells))
+                result = instrument_tree(rewritten, text, label, settings.lint, key=key, prefix="".join(self.cells))
         except SourceError as exc:
             where = f"{exc.line}:{exc.column}: " if exc.line else ""
             _stderr(f"np2torch: {label}:{where}{exc}; it runs unchanged")
@@ -187,8 +187,7 @@ class Extension:
                                      for f in result.not_rewritten)
         if not result.sites:
             return tree
-        calls = sites.table(label, result.sites, sample=sample)
-        self.shell.user_ns[name] = self.shell.user_ns_hidden[name] = calls
+        sites.table(key, label, result.sites, sample=sample)
         return rewritten
 
     # -- %np2torch -----------------------------------------------------------------------------------------

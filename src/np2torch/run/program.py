@@ -65,12 +65,14 @@ def _die_of_sigint() -> None:
         os.kill(os.getpid(), signal.SIGINT)
 
 
-def execute(program: Program, run: Run, before: Callable[[], None] = lambda: None) -> int:
+def execute(program: Program, run: Run, before: Callable[[], None] = lambda: None, starting: bool = False) -> int:
     """Run ``program`` under ``run``'s hook (already installed); returns its exit status.
 
     A ``SystemExit`` from the program propagates (the caller lets it reach the
     interpreter).  ``before`` is called once the program's ``__main__`` is in
-    place, right before its first line runs.
+    place, right before its first line runs.  ``starting``: the interpreter is
+    still starting up (a child's ``sitecustomize``), so the program's folder is
+    put in front of ``sys.path`` rather than in place of np2torch's.
     """
     atexit.register(_die_of_sigint)  # registered first, so it runs last: after the report
     main = types.ModuleType("__main__")
@@ -80,10 +82,10 @@ def execute(program: Program, run: Run, before: Callable[[], None] = lambda: Non
     if program.script is not None:
         code = _script(program.script, run, namespace)
         sys.argv[:] = [program.script, *program.args]
-        sys.path[0] = os.path.dirname(os.path.realpath(program.script))
+        _first_path(os.path.dirname(os.path.realpath(program.script)), starting)
     else:
         assert program.module is not None
-        sys.path[0] = os.getcwd()
+        _first_path(os.getcwd(), starting)
         sys.argv[:] = ["-m", *program.args]
     previous_main = sys.modules.get("__main__")
     sys.modules["__main__"] = main
@@ -109,6 +111,13 @@ def execute(program: Program, run: Run, before: Callable[[], None] = lambda: Non
 
 
 _REPLACED: list[Any] = []
+
+
+def _first_path(folder: str, starting: bool) -> None:
+    if starting:
+        sys.path.insert(0, folder)
+    else:
+        sys.path[0] = folder
 
 
 def _script(path: str, run: Run, namespace: dict[str, Any]) -> Any:

@@ -141,8 +141,9 @@ def site_figures(record: Mapping[str, Any]) -> Dict[str, Any]:
 
 
 def build(command: Sequence[str], wall_s: float, records: Iterable[Mapping[str, Any]],
-          skipped: Iterable[Mapping[str, Any]], files: Mapping[str, str], exit_status: int | None) -> Dict[str, Any]:
-    """The report as JSON-ready data."""
+          skipped: Iterable[Mapping[str, Any]], files: Mapping[str, str], exit_status: int | None,
+          rewrite: Mapping[str, int] | None = None) -> Dict[str, Any]:
+    """The report as JSON-ready data (``rewrite``: files compiled afresh and taken from the cache, all processes)."""
     sites = [site_figures(record) for record in _merge_records(records).values()]
     sites = [site for site in sites if site["calls"]] + [site for site in sites if not site["calls"]]
     sites.sort(key=lambda site: (-site["saved_s"], site["path"], site["line"], site["col"]))
@@ -160,6 +161,7 @@ def build(command: Sequence[str], wall_s: float, records: Iterable[Mapping[str, 
         "saved_s": sum(site["saved_s"] for site in sites),
         "warmup_s": sum(site["warmup_s"] for site in sites),
         "files": dict(sorted(files.items())),
+        "rewrite": dict(rewrite or {}),
         "sites": sites,
         "not_rewritten": sorted(unique.values(), key=lambda item: (item["path"], item["line"], item["col"])),
     }
@@ -191,7 +193,10 @@ def text(report: Mapping[str, Any]) -> str:
     else:
         header = ("site", "function", "calls", "elements", "median", "helper", "original", "saved", "paths")
         rows = [header]
+        idle = [site for site in sites if not site["calls"]]
         for site in sites:
+            if not site["calls"]:
+                continue
             paths = ", ".join(f"{name} {count}" for name, count in site["paths"].items() if count)
             rows.append((f"{display_path(site['path'])}:{site['line']}:{site['col']}", site["function"],
                          str(site["calls"]), _count(site["elements"]), _count(site["median_elements"]),
@@ -201,6 +206,8 @@ def text(report: Mapping[str, Any]) -> str:
         for row in rows:
             cells = [cell.ljust(width) if i < 2 else cell.rjust(width) for i, (cell, width) in enumerate(zip(row, widths))]
             lines.append("  ".join(cells) + "  " + row[-1])
+        if idle:
+            lines.append(f"{len(idle)} rewritten site{'s' if len(idle) != 1 else ''} never called")
     wall = report["wall_s"]
     share = f" ({report['rewritten_s'] / wall:.0%} of it)" if wall > 0 else ""
     lines.append(f"program {_seconds(wall)}; rewritten calls {_seconds(report['rewritten_s'])}{share}; "

@@ -26,12 +26,13 @@ the helper's do (this module lives in the runtime's folder, whose frames
 
 A program's sites are registered per file (:func:`table`); a file executed
 again (``__main__`` and ``__mp_main__``, ``importlib.reload``) gets the same
-sites, so its counts add up.  :func:`snapshot` reads every site's record,
-:func:`reset` empties them (a forked child starts from zero).
+sites, so its counts add up.  :func:`snapshot` reads every site's record;
+:func:`after_fork_in_child` starts a forked child's counts from zero.
 """
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import importlib
 import threading
@@ -42,7 +43,8 @@ from . import _errstate
 from ._profile import cache_dir
 from ._state import TAKEN
 
-__all__ = ["SAMPLE_EVERY", "Band", "Site", "cache_dir", "paused", "reset", "snapshot", "table"]
+__all__ = ["BUILTIN", "SAMPLE_EVERY", "Band", "Site", "after_fork_in_child", "cache_dir", "paused", "snapshot",
+           "table"]
 
 SAMPLE_EVERY = 8
 """A size band's first this many calls alternate between the arms; after them one in this many runs the original."""
@@ -106,15 +108,20 @@ class Site:
     def key(self) -> Tuple[str, int, int, str]:
         return self.path, self.line, self.column, self.code
 
-    def record(self) -> Dict[str, Any]:
-        """The site's counts as plain data (JSON-ready)."""
-        with self.lock:
+    def record(self, wait: bool = True) -> Dict[str, Any]:
+        """The site's counts as plain data (JSON-ready); ``wait=False``: read them even while a call of this
+        thread holds the lock (a signal handler interrupting it), possibly one call short."""
+        locked = self.lock.acquire(timeout=-1 if wait else 0.05)
+        try:
             return {
                 "path": self.path, "line": self.line, "col": self.column, "function": self.function,
                 "code": self.code, "sampling": self.sampling, "errors": self.errors, "paths": dict(self.paths),
                 "sizes": None if self.sizes is None else {str(n): k for n, k in self.sizes.items()},
-                "bands": {str(bits): band.as_dict() for bits, band in self.bands.items()},
+                "bands": {str(bits): band.as_dict() for bits, band in list(self.bands.items())},
             }
+        finally:
+            if locked:
+                self.lock.release()
 
     def clear(self) -> None:
         with self.lock:
@@ -219,13 +226,18 @@ def paused() -> Iterator[None]:
             _PAUSED[0] -= 1
 
 
-def table(path: str, specs: Sequence[Tuple[int, int, str, str, str, Tuple[str, ...]]], *,
+BUILTIN = "@np2torch_sites"
+"""The name, in :mod:`builtins`, of the dict from each instrumented file's key to its sites' callables (code
+that ``np2torch run`` compiled reads its sites from there: the program's own namespaces stay untouched)."""
+
+
+def table(key: str, path: str, specs: Sequence[Tuple[int, int, str, str, str, Tuple[str, ...]]], *,
           sample: bool = True) -> List[Callable[..., Any]]:
-    """The callables of one file's sites, in the order of ``specs``: ``(line, column, helper, function, code,
-    pattern)`` each (1-based line and column, as the linter reports them; ``pattern``: a pattern rule's
-    ``(outer, reduction, inner)``, whose original is the hand-written expression, else empty).  A site seen
-    before keeps its record.  ``sample=False``: the sites count their calls but never run the original (code
-    that is itself being timed)."""
+    """Register the callables of one file's sites under ``key``, in the order of ``specs``: ``(line, column,
+    helper, function, code, pattern)`` each (1-based line and column, as the linter reports them;
+    ``pattern``: a pattern rule's ``(outer, reduction, inner)``, whose original is the hand-written expression,
+    else empty), and return them.  A site seen before keeps its record.  ``sample=False``: the sites count their
+    calls but never run the original (code that is itself being timed)."""
     from . import _api  # the helpers and NumPy load with the first instrumented module, not before
 
     calls = []
@@ -238,6 +250,7 @@ def table(path: str, specs: Sequence[Tuple[int, int, str, str, str, Tuple[str, .
                 site = Site(path, line, column, function, code, helper.function, original, name, sample)
                 _SITES[site.key] = site
             calls.append(site.call)
+        vars(builtins).setdefault(BUILTIN, {})[key] = calls
     return calls
 
 
@@ -257,16 +270,16 @@ def _load(qualname: str) -> Callable[..., Any]:
     return function
 
 
-def snapshot() -> List[Dict[str, Any]]:
-    """Every site's record, in the order the sites were registered."""
-    with _LOCK:
-        sites = list(_SITES.values())
-    return [site.record() for site in sites]
+def snapshot(wait: bool = True) -> List[Dict[str, Any]]:
+    """Every site's record, in the order the sites were registered (``wait``: as :meth:`Site.record`)."""
+    return [site.record(wait) for site in list(_SITES.values())]
 
 
-def reset() -> None:
-    """Empty every site's record (the sites stay registered)."""
-    with _LOCK:
-        sites = list(_SITES.values())
-    for site in sites:
+def after_fork_in_child() -> None:
+    """A forked child counts its own calls from zero; its locks start free (a thread of the parent may have
+    held one when it forked, and that thread does not exist here)."""
+    global _LOCK
+    _LOCK = threading.Lock()
+    for site in list(_SITES.values()):
+        site.lock = threading.Lock()
         site.clear()
