@@ -37,12 +37,15 @@ CELLS: List[tuple[str, str]] = [
     ("positions", POSITIONS),
     ("raise in call", "def k(v):\n    return 1 + np.exp(v, bogus=1)\nk(x)"),
     ("positions in call", POSITIONS),
+    ("timeit cell", "%%timeit -n1 -r1\nnp.exp(x)\nnp.exp(x[:10])"),
     ("report", "%np2torch report"),
     ("report json", "%np2torch report --json"),
+    ("report file", "%np2torch report --file report.json"),
+    ("report wrong", "%np2torch repot"),
     ("unload", "%unload_ext np2torch"),
     ("plain again", "def h(v):\n    return np.exp(v)\nprint(h.__code__.co_names, round(float(f(x).sum()), 6))"),
 ]
-EXTENSION_ONLY = {"load", "report", "report json", "unload"}
+EXTENSION_ONLY = {"load", "report", "report json", "report file", "report wrong", "unload"}
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -57,8 +60,12 @@ def _execute(folder: Path, extension: bool) -> Dict[str, List[Dict[str, Any]]]:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> Dict[bool, Dict[str, List[Dict[str, Any]]]]:
-    folder = tmp_path_factory.mktemp("notebook")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("notebook")
+
+
+@pytest.fixture(scope="module")
+def runs(folder: Path) -> Dict[bool, Dict[str, List[Dict[str, Any]]]]:
     (folder / "pyproject.toml").write_text('[tool.np2torch]\nignore = ["NPT002"]\n', encoding="utf-8")
     return {extension: _execute(folder, extension) for extension in (False, True)}
 
@@ -133,11 +140,21 @@ def test_the_projects_config_applies_and_references_are_reported_not_rewritten(r
         ("<In[3]>", 3, 7, "NPT001")]
 
 
-def test_report_prints_the_table(runs: Dict[bool, Any]) -> None:
+def test_a_cell_timed_with_cell_timeit_is_rewritten_and_never_sampled(runs: Dict[bool, Any]) -> None:
+    timed = [(site["line"], site["col"], site["calls"], site["paths"]["sampled"]) for site in _report(runs)["sites"]
+             if site["path"] == "<In[11] %%timeit>"]
+    assert sorted(timed) == [(1, 1, 1, 0), (2, 1, 1, 0)]
+
+
+def test_report_prints_the_table_writes_the_file_and_refuses_a_typo(runs: Dict[bool, Any], folder: Path) -> None:
     text = _stdout(runs[True]["report"])
     assert text.startswith("np2torch run report:")
     assert re.search(r"^<In\[3\]>:2:12 +numpy\.exp +12 ", text, re.MULTILINE), text
     assert "<In[5] %timeit>:1:1" in text and "<In[3]>:3:7 NPT001 numpy.exp" in text
+    written = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+    assert [site["path"] for site in written["sites"]] == [site["path"] for site in _report(runs)["sites"]]
+    assert not _stdout(runs[True]["report file"])
+    assert _stderr(runs[True]["report wrong"]) == "usage: %np2torch report [--json] [--file PATH]\n"
 
 
 def test_unload_restores_plain_execution(runs: Dict[bool, Any]) -> None:

@@ -72,8 +72,8 @@ class Extension:
     def __init__(self, shell: Any) -> None:
         self.shell = shell
         self.rewriter = Rewriter(Scope((os.getcwd(),)), Overrides(), cache=False, warn=_stderr)
-        self.cells: List[str] = [_line_ended(text) for text in shell.history_manager.input_hist_parsed[1:]
-                                 if _parses(text)]
+        history = getattr(getattr(shell, "history_manager", None), "input_hist_parsed", None) or [""]
+        self.cells: List[str] = [_line_ended(text) for text in history[1:] if _parses(text)]
         """The text of the cells run so far in this session: what a cell is analysed after."""
         self.recorded: str | None = None
         """The last text IPython transformed (a cell's, or the statement a magic compiles)."""
