@@ -42,10 +42,14 @@ CELLS: List[tuple[str, str]] = [
     ("report json", "%np2torch report --json"),
     ("report file", "%np2torch report --file report.json"),
     ("report wrong", "%np2torch repot"),
+    ("options", "%np2torch options --select NPT001 --unsafe-fixes"),
+    ("after options", "act2 = np.exp\nprint(type(act2).__name__, type(act).__name__)"),
+    ("options wrong", "%np2torch options --select NOPE"),
     ("unload", "%unload_ext np2torch"),
     ("plain again", "def h(v):\n    return np.exp(v)\nprint(h.__code__.co_names, round(float(f(x).sum()), 6))"),
 ]
-EXTENSION_ONLY = {"load", "report", "report json", "report file", "report wrong", "unload"}
+EXTENSION_ONLY = {"load", "report", "report json", "report file", "report wrong", "options", "after options",
+                  "options wrong", "unload"}
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -154,7 +158,14 @@ def test_report_prints_the_table_writes_the_file_and_refuses_a_typo(runs: Dict[b
     written = json.loads((folder / "report.json").read_text(encoding="utf-8"))
     assert [site["path"] for site in written["sites"]] == [site["path"] for site in _report(runs)["sites"]]
     assert not _stdout(runs[True]["report file"])
-    assert _stderr(runs[True]["report wrong"]) == "usage: %np2torch report [--json] [--file PATH]\n"
+    assert _stderr(runs[True]["report wrong"]).startswith("np2torch: 'repot' is not a subcommand\nusage: ")
+
+
+def test_options_apply_to_the_cells_that_follow(runs: Dict[bool, Any]) -> None:
+    assert _stdout(runs[True]["options"]) == "np2torch: the next cells run with --select NPT001, unsafe fixes\n"
+    assert _stdout(runs[True]["after options"]) == "function ufunc\n"  # the reference is now rewritten
+    assert _stderr(runs[True]["options wrong"]).startswith("np2torch: ") and "NOPE" in _stderr(
+        runs[True]["options wrong"]).splitlines()[0]
 
 
 def test_unload_restores_plain_execution(runs: Dict[bool, Any]) -> None:

@@ -28,7 +28,9 @@ only.  Their calls are in the report as ``<In[N] %timeit>``.
 ``%np2torch report`` prints the report of ``np2torch run`` for the cells so far
 (``--json``, ``--file PATH``).  ``[tool.np2torch]`` comes from the
 ``pyproject.toml`` nearest the working directory, read as ``np2torch run``
-reads it (:class:`np2torch.run.hook.Rewriter`).  ``%unload_ext np2torch``
+reads it (:class:`np2torch.run.hook.Rewriter`); ``%np2torch options`` takes
+what ``np2torch run`` takes on its command line (``--select``, ``--ignore``,
+``--unsafe-fixes``) for the cells that follow.  ``%unload_ext np2torch``
 restores plain execution; functions defined meanwhile keep their sites.
 """
 
@@ -43,7 +45,7 @@ import sys
 import time
 from typing import Any, Callable, Dict, List, Tuple
 
-from np2torch.cli.config import ConfigError, Overrides
+from np2torch.cli.config import ConfigError, Overrides, check_selectors, split_codes
 from np2torch.lint.model import SourceError
 from np2torch.run import report
 from np2torch.run.hook import Rewriter, Scope, Skipped
@@ -52,8 +54,6 @@ from np2torch.runtime import sites
 
 TIMED = ("time", "timeit")
 """IPython's magics that time the code they compile: no site samples while they run."""
-
-USAGE = "usage: %np2torch report [--json] [--file PATH]"
 
 
 class _Transformer(ast.NodeTransformer):
@@ -199,37 +199,79 @@ class Extension:
         return report.build(command, time.perf_counter() - self.start, sites.snapshot(), skipped, {}, None)
 
     def command(self, line: str) -> None:
-        """``%np2torch report [--json] [--file PATH]``: the report of the cells so far."""
+        """``%np2torch report [--json] [--file PATH]`` / ``%np2torch options [--select CODES] [--ignore CODES]
+        [--unsafe-fixes]``; a mistake is one line on stderr."""
         try:
             words = shlex.split(line)
-        except ValueError as exc:
-            print(f"np2torch: {exc}; {USAGE}", file=sys.stderr)
-            return
-        if not words or words[0] != "report":
-            print(USAGE, file=sys.stderr)
-            return
-        as_json, path, rest = False, None, words[1:]
-        while rest:
-            word = rest.pop(0)
-            if word == "--json":
-                as_json = True
-            elif word == "--file" and rest:
-                path = rest.pop(0)
-            elif word.startswith("--file="):
-                path = word.partition("=")[2]
+            verb = words[0] if words else ""
+            if verb not in SUBCOMMANDS:
+                raise UsageError(f"{verb!r} is not a subcommand" if verb else "a subcommand is missing")
+            given = _parse(words[1:], SUBCOMMANDS[verb])
+            if verb == "report":
+                self.print_report(given.get("--json") is not None, given.get("--file"))
             else:
-                print(f"np2torch: unexpected {word!r}; {USAGE}", file=sys.stderr)
-                return
+                self.set_options(given)
+        except (UsageError, ConfigError, ValueError) as exc:
+            _stderr(f"np2torch: {exc}\n{USAGE}")
+
+    def print_report(self, as_json: bool, path: str | None) -> None:
         built = self.report()
         if path is not None:
             try:
                 with open(path, "w", encoding="utf-8") as file:
                     file.write(report.dump(built) + "\n")
             except OSError as exc:
-                print(f"np2torch: cannot write {path}: {exc.strerror or exc}", file=sys.stderr)
-                return
+                raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
         if path is None or as_json:
             print(report.dump(built) if as_json else report.text(built))
+
+    def set_options(self, given: Dict[str, str]) -> None:
+        """What ``np2torch run``'s command line says, for the cells run from now on (all of it: what is not
+        given goes back to the default)."""
+        select = check_selectors(split_codes([given["--select"]])) if "--select" in given else None
+        ignore = check_selectors(split_codes([given["--ignore"]])) if "--ignore" in given else ()
+        overrides = Overrides(select=select, ignore=ignore, unsafe_fixes="--unsafe-fixes" in given)
+        rewriter = Rewriter(self.rewriter.scope, overrides, cache=False, warn=_stderr)
+        rewriter.skipped = self.rewriter.skipped
+        self.rewriter = rewriter
+        print("np2torch: the next cells run with "
+              + ", ".join([f"--select {','.join(select)}" if select is not None else "the selection of [tool.np2torch]",
+                           *([f"--ignore {','.join(ignore)}"] if ignore else []),
+                           "unsafe fixes" if overrides.unsafe_fixes else "no unsafe fix"]))
+
+
+class UsageError(Exception):
+    """A ``%np2torch`` line that cannot be done; one line."""
+
+
+SUBCOMMANDS: Dict[str, Dict[str, bool]] = {
+    "report": {"--json": False, "--file": True},
+    "options": {"--select": True, "--ignore": True, "--unsafe-fixes": False},
+}
+"""Each subcommand's options: whether it takes a value."""
+
+USAGE = ("usage: %np2torch report [--json] [--file PATH]\n"
+         "       %np2torch options [--select CODES] [--ignore CODES] [--unsafe-fixes]")
+
+
+def _parse(words: List[str], options: Dict[str, bool]) -> Dict[str, str]:
+    """``--name value``, ``--name=value`` and flags (value ``""``), each at most once."""
+    given: Dict[str, str] = {}
+    rest = list(words)
+    while rest:
+        name, equals, value = rest.pop(0).partition("=")
+        if name not in options:
+            raise UsageError(f"unexpected {name!r}")
+        if options[name] and not equals:
+            if not rest:
+                raise UsageError(f"{name} needs a value")
+            value = rest.pop(0)
+        elif not options[name] and equals:
+            raise UsageError(f"{name} takes no value")
+        if name in given:
+            raise UsageError(f"{name} given twice")
+        given[name] = value
+    return given
 
 
 def _parses(text: str) -> bool:
