@@ -45,6 +45,9 @@ CELLS: List[tuple[str, str]] = [
     ("options", "%np2torch options --select NPT001 --unsafe-fixes"),
     ("after options", "act2 = np.exp\nprint(type(act2).__name__, type(act).__name__)"),
     ("options wrong", "%np2torch options --select NOPE"),
+    ("cd bad config", "%cd bad"),
+    ("under a bad config", "print(np.exp(x).shape)"),
+    ("cd back", "%cd .."),
     ("unload", "%unload_ext np2torch"),
     ("plain again", "def h(v):\n    return np.exp(v)\nprint(h.__code__.co_names, round(float(f(x).sum()), 6))"),
 ]
@@ -71,6 +74,8 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def runs(folder: Path) -> Dict[bool, Dict[str, List[Dict[str, Any]]]]:
     (folder / "pyproject.toml").write_text('[tool.np2torch]\nignore = ["NPT002"]\n', encoding="utf-8")
+    (folder / "bad").mkdir()
+    (folder / "bad" / "pyproject.toml").write_text('[tool.np2torch]\nselect = "NPT001"\n', encoding="utf-8")
     return {extension: _execute(folder, extension) for extension in (False, True)}
 
 
@@ -170,3 +175,10 @@ def test_options_apply_to_the_cells_that_follow(runs: Dict[bool, Any]) -> None:
 
 def test_unload_restores_plain_execution(runs: Dict[bool, Any]) -> None:
     assert "('np', 'exp')" in _stdout(runs[True]["plain again"])
+
+
+def test_a_cell_under_a_bad_config_runs_unchanged_with_one_line(runs: Dict[bool, Any]) -> None:
+    assert _stdout(runs[True]["under a bad config"]) == _stdout(runs[False]["under a bad config"]) == "(1000,)\n"
+    lines = _stderr(runs[True]["under a bad config"]).splitlines()
+    assert len(lines) == 1 and lines[0].startswith("np2torch: ") and "pyproject.toml" in lines[0], lines
+    assert lines[0].endswith("; <In[20]> runs unchanged")

@@ -147,8 +147,8 @@ class Extension:
     # -- the rewrite -------------------------------------------------------------------------------------
 
     def transform(self, tree: ast.Module) -> ast.Module:
-        """The cell's (or a magic's) tree with its call sites, their table bound; ``tree`` when there is
-        nothing to rewrite or it cannot be rewritten (one line on stderr)."""
+        """The cell's (or a magic's) tree with its call sites, registered; ``tree`` when there is nothing to
+        rewrite or it cannot be rewritten (one line on stderr)."""
         cell, self.cell = self.cell, None
         if cell is not None:
             number, text = cell
@@ -165,18 +165,21 @@ class Extension:
             return tree
         self.serial += 1
         key = f"{label}#{self.serial}"
+        prefix = "".join(self.cells)
         rewritten = copy.deepcopy(tree)
         try:
             try:
                 text = text if text is not None else ast.unparse(tree)
-                result = instrument_tree(rewritten, text, label, settings.lint, key=key, prefix="".join(self.cells))
+                result = instrument_tree(rewritten, text, label, settings.lint, key=key, prefix=prefix)
             except TreeMismatch:
                 text = ast.unparse(tree)
                 rewritten = copy.deepcopy(tree)
-                result = instrument_tree(rewritten, text, label, settings.lint, key=key, prefix="".join(self.cells))
+                result = instrument_tree(rewritten, text, label, settings.lint, key=key, prefix=prefix)
         except SourceError as exc:
-            where = f"{exc.line}:{exc.column}: " if exc.line else ""
-            _stderr(f"np2torch: {label}:{where}{exc}; it runs unchanged")
+            line = (exc.line or 0) - prefix.count("\n")
+            where = f"{label}:{line}:{exc.column}: {exc}" if line > 0 else f"{label}: {exc}" + (
+                " (in the cells before it)" if exc.line else "")
+            _stderr(f"np2torch: {where}; it runs unchanged")
             return tree
         except Exception as exc:  # a bug in np2torch must not change the cell: run it as it is
             _stderr(f"np2torch: {label}: cannot rewrite ({type(exc).__name__}: {exc}); it runs unchanged")
