@@ -148,7 +148,7 @@ def test_findings_not_rewritten_are_listed_with_their_reason(tmp_path: Path) -> 
     reasons = {(item["line"], item["code"]): item["reason"] for item in data["not_rewritten"]}
     assert reasons[(2, "NPT001")].startswith("unsafe fix (it passes the function on")
     assert reasons[(3, "NPT901")].startswith("unsafe fix (it changes rounding)")
-    assert all(item["line"] != 4 for item in data["not_rewritten"])  # noqa'd: no finding at all
+    assert all(item["line"] != 4 for item in data["not_rewritten"])  # suppressed by its comment: no finding at all
     assert {site["line"] for site in data["sites"]} == {3}
 
 
