@@ -48,11 +48,16 @@ CELLS: List[tuple[str, str]] = [
     ("cd bad config", "%cd bad"),
     ("under a bad config", "print(np.exp(x).shape)"),
     ("cd back", "%cd .."),
+    ("another transformer", "get_ipython().input_transformers_post.append(lambda lines: lines + ['pass\\n'])"),
+    ("changed text", "w = np.exp(x[:5])\nprint(w.shape)"),
+    ("transformer gone", "get_ipython().input_transformers_post.pop()"),
+    ("syntax error", "syntax error = np.exp(x)"),
+    ("report again", "%np2torch report --json"),
     ("unload", "%unload_ext np2torch"),
     ("plain again", "def h(v):\n    return np.exp(v)\nprint(h.__code__.co_names, round(float(f(x).sum()), 6))"),
 ]
 EXTENSION_ONLY = {"load", "report", "report json", "report file", "report wrong", "options", "after options",
-                  "options wrong", "unload"}
+                  "options wrong", "report again", "unload"}
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -182,3 +187,18 @@ def test_a_cell_under_a_bad_config_runs_unchanged_with_one_line(runs: Dict[bool,
     lines = _stderr(runs[True]["under a bad config"]).splitlines()
     assert len(lines) == 1 and lines[0].startswith("np2torch: ") and "pyproject.toml" in lines[0], lines
     assert lines[0].endswith("; <In[20]> runs unchanged")
+
+
+def test_a_cell_whose_text_another_transformer_changed_is_analysed_from_its_tree(runs: Dict[bool, Any]) -> None:
+    assert _stdout(runs[True]["changed text"]) == _stdout(runs[False]["changed text"]) == "(5,)\n"
+    report = json.loads(_stdout(runs[True]["report again"]))
+    assert [(site["line"], site["col"], site["calls"]) for site in report["sites"] if site["path"] == "<In[23]>"] == [
+        (1, 5, 1)]
+
+
+
+def test_a_cell_that_does_not_parse_fails_as_without_the_extension(runs: Dict[bool, Any]) -> None:
+    with_extension, plain = _error(runs[True]["syntax error"]), _error(runs[False]["syntax error"])
+    assert with_extension["ename"] == plain["ename"] == "SyntaxError"
+    assert [ANSI.sub("", line) for line in with_extension["traceback"]] == [
+        ANSI.sub("", line) for line in plain["traceback"]]

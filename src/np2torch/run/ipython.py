@@ -95,6 +95,7 @@ class Extension:
         shell.input_transformers_post.append(self.record)
         shell.ast_transformers.append(self.transformer)
         shell.events.register("pre_run_cell", self.pre_run_cell)
+        shell.events.register("post_run_cell", self.post_run_cell)
         magics = shell.magics_manager.magics
         for kind in ("line", "cell"):
             for name in TIMED:
@@ -108,10 +109,11 @@ class Extension:
         shell = self.shell
         _remove(shell.input_transformers_post, self.record)
         _remove(shell.ast_transformers, self.transformer)
-        try:
-            shell.events.unregister("pre_run_cell", self.pre_run_cell)
-        except ValueError:
-            pass
+        for event, callback in (("pre_run_cell", self.pre_run_cell), ("post_run_cell", self.post_run_cell)):
+            try:
+                shell.events.unregister(event, callback)
+            except ValueError:
+                pass
         magics = shell.magics_manager.magics
         for (kind, name), original in self.timed.items():
             if getattr(magics[kind].get(name), "__wrapped__", None) is original:
@@ -128,6 +130,10 @@ class Extension:
         """IPython is about to parse a cell (it has transformed its text): the next tree is that cell's."""
         self.number = self.shell.execution_count - (1 if getattr(info, "store_history", False) else 0)
         self.cell = (self.number, self.recorded)
+
+    def post_run_cell(self, result: Any) -> None:
+        """The cell is done (or never parsed): a tree that comes now is not a cell's (code run silently)."""
+        self.cell = None
 
     def _pausing(self, original: Callable[..., Any], label: str) -> Callable[..., Any]:
         @functools.wraps(original)
