@@ -31,7 +31,7 @@ CELLS: List[tuple[str, str]] = [
     ("load", "%load_ext np2torch"),
     ("define", "def f(v):\n    return np.exp(v) * 2.0\nact = np.exp\nlogs = np.log(x + 1.0)"),
     ("call", "for _ in range(11):\n    y = f(x)\nprint(round(float(y.sum()), 6), round(float(logs.sum()), 6))"),
-    ("timeit statement", "%timeit -n1 -r1 np.exp(x)"),
+    ("timeit statement", "%timeit -n1 -r1 np.exp(x)\n%time np.exp(x[:3])"),
     ("timeit function", "%timeit -n1 -r1 f(x[:100])"),
     ("raise", "def g(v):\n    w = v + 1\n    return np.exp(w)[5]\ng(x[:2])"),
     ("positions", POSITIONS),
@@ -143,6 +143,8 @@ def test_a_statement_timed_with_timeit_is_rewritten_and_never_sampled(runs: Dict
     sites = {(site["path"], site["line"], site["col"]): site for site in _report(runs)["sites"]}
     timed = sites[("<In[5] %timeit>", 1, 1)]
     assert timed["function"] == "numpy.exp" and timed["calls"] == 1 and timed["paths"]["sampled"] == 0
+    second = sites[("<In[5] %time 2>", 1, 1)]  # the cell's second timing magic: a site of its own
+    assert second["calls"] == 1 and second["elements"] == 3 and second["paths"]["sampled"] == 0
     assert "a timed statement: never sampled" in " ".join(timed["notes"])
     assert "per loop" in _stdout(runs[True]["timeit statement"]) + _stdout(runs[True]["timeit function"])
 

@@ -81,7 +81,9 @@ class Extension:
         """The number and text of the cell whose tree comes next (set when IPython announces a cell)."""
         self.number = shell.execution_count
         self.magic: str | None = None
-        """The timing magic running now (``%timeit``, ``%%time``), if any."""
+        """The timing magic running now (``%timeit``, ``%%time``; ``%timeit 2`` for the cell's second), if any."""
+        self.magics_run = 0
+        """Timing magics the current cell has run."""
         self.serial = 0
         self.start = time.perf_counter()
         self.transformer = _Transformer(self)
@@ -99,7 +101,9 @@ class Extension:
         magics = shell.magics_manager.magics
         for kind in ("line", "cell"):
             for name in TIMED:
-                original = magics[kind].get(name)
+                # find_magic loads a magic IPython registered lazily (its stand-in would look itself up again
+                # in the table, and find the wrapper)
+                original = shell.find_magic(name, kind)
                 if original is not None:
                     self.timed[(kind, name)] = original
                     magics[kind][name] = self._pausing(original, ("%%" if kind == "cell" else "%") + name)
@@ -130,6 +134,7 @@ class Extension:
         """IPython is about to parse a cell (it has transformed its text): the next tree is that cell's."""
         self.number = self.shell.execution_count - (1 if getattr(info, "store_history", False) else 0)
         self.cell = (self.number, self.recorded)
+        self.magics_run = 0
 
     def post_run_cell(self, result: Any) -> None:
         """The cell is done (or never parsed): a tree that comes now is not a cell's (code run silently)."""
@@ -138,7 +143,8 @@ class Extension:
     def _pausing(self, original: Callable[..., Any], label: str) -> Callable[..., Any]:
         @functools.wraps(original)
         def magic(*args: Any, **kwargs: Any) -> Any:
-            outer, self.magic = self.magic, label
+            self.magics_run += 1
+            outer, self.magic = self.magic, label + (f" {self.magics_run}" if self.magics_run > 1 else "")
             try:
                 with sites.paused():
                     return original(*args, **kwargs)
