@@ -208,14 +208,15 @@ class Extension:
     # -- %np2torch -----------------------------------------------------------------------------------------
 
     def report(self) -> Dict[str, Any]:
-        """The report of ``np2torch run`` for what ran since the extension was loaded."""
+        """The report of ``np2torch run`` for every cell rewritten in this kernel (counts go on across an unload
+        and a new load); the time is that since this load."""
         command = ["%load_ext", "np2torch", f"(cells up to In[{self.number}])"]
         skipped = [item.as_dict() for item in self.rewriter.skipped]
         return report.build(command, time.perf_counter() - self.start, sites.snapshot(), skipped, {}, None)
 
     def command(self, line: str) -> None:
         """``%np2torch report [--json] [--file PATH]`` / ``%np2torch options [--select CODES] [--ignore CODES]
-        [--unsafe-fixes]``; a mistake is one line on stderr."""
+        [--unsafe-fixes]``; a mistake is one line, and the usage, on stderr."""
         try:
             words = shlex.split(line)
             verb = words[0] if words else ""
