@@ -33,6 +33,11 @@ FORMAT = 1
 FEW = 3
 
 
+def _absolute(path: str) -> str:
+    """A file's absolute path; a name in angle brackets (``<In[3]>``, code with no file) as it is."""
+    return path if path.startswith("<") and path.endswith(">") else os.path.abspath(path)
+
+
 _SUMS = ("calls", "elements", "helper_n", "helper_s", "original_n", "original_s")
 
 
@@ -41,7 +46,7 @@ def _merge_records(records: Iterable[Mapping[str, Any]]) -> Dict[tuple[str, int,
     stay first calls: ``firsts``)."""
     merged: Dict[tuple[str, int, int, str], Dict[str, Any]] = {}
     for record in records:
-        key = (os.path.abspath(record["path"]), record["line"], record["col"], record["code"])
+        key = (_absolute(record["path"]), record["line"], record["col"], record["code"])
         into = merged.get(key)
         if into is None:
             merged[key] = into = {**record, "path": key[0], "bands": {}, "paths": {}, "sizes": {}, "errors": 0}
@@ -118,7 +123,8 @@ def site_figures(record: Mapping[str, Any]) -> Dict[str, Any]:
             thin += band["calls"]
     notes = []
     if unmeasured:
-        notes.append(f"{unmeasured} of {calls} calls unmeasured (too few calls of their size)")
+        why = "too few calls of their size" if record.get("sampling", True) else "a timed statement: never sampled"
+        notes.append(f"{unmeasured} of {calls} calls unmeasured ({why})")
     if thin * 2 > calls - unmeasured > 0:
         notes.append("few samples")
     if record["errors"]:
@@ -143,7 +149,7 @@ def build(command: Sequence[str], wall_s: float, records: Iterable[Mapping[str, 
     sites.sort(key=lambda site: (-site["saved_s"], site["path"], site["line"], site["col"]))
     unique: Dict[tuple[str, int, int, str], Dict[str, Any]] = {}
     for item in skipped:
-        path = os.path.abspath(item["path"])
+        path = _absolute(item["path"])
         unique[(path, item["line"], item["col"], item["code"])] = {**item, "path": path}
     return {
         "version": FORMAT,
