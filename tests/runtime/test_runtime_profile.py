@@ -103,6 +103,14 @@ def test_bands_go_original_then_one_thread_then_the_pool():
     assert bands.at(999) == "numpy"  # nothing measured below the smallest size: the original
 
 
+def test_a_measured_size_gets_the_path_measured_fastest_there():
+    # 30,000 lies between two sizes of the band grid (26,102 and 31,623): the grid alone put it in the
+    # band of 26,102, below the smallest measured size, where nothing but the original is chosen.
+    curve = Curve((30_000, 300_000), {"numpy": (14e-6, 173e-6), "cpu1": (9.8e-6, 102e-6), "cpu": (45e-6, 53e-6)})
+    bands = _model.bands_of(curve, _model.CPU_PATHS)
+    assert [bands.at(n) for n in (29_999, 30_000, 300_000)] == ["numpy", "cpu1", "cpu"]
+
+
 def test_a_path_must_be_ten_percent_faster():
     curve = synthetic(1.0, cpu1=(2e-7, 0.95))  # only 5 % faster: not worth the risk
     assert _model.bands_of(curve, _model.CPU_PATHS).paths == ("numpy",)

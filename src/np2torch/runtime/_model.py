@@ -221,10 +221,16 @@ class Bands(Record):
 
 
 def bands_of(curve: Curve, allowed: Sequence[str]) -> Bands:
-    """The fastest allowed path at every size of the grid, as contiguous bands."""
+    """The fastest allowed path at every size of the grid and every measured size, as contiguous bands.
+
+    A size between two of these takes the path of the one below it; the measured
+    sizes are among them so that a call of a measured size gets the path measured
+    fastest there (the grid alone put the smallest measured size, when it fell
+    between two grid sizes, in the band below it: the original's).
+    """
     starts: list[int] = []
     paths: list[str] = []
-    for n in _GRID:
+    for n in sorted(set(_GRID).union(curve.sizes)):
         path = best_path(curve, allowed, n)
         if not paths or paths[-1] != path:
             starts.append(1 if not starts else n)
