@@ -100,6 +100,28 @@ def test_the_tuned_profile_is_one_tune_could_have_written(host):
     assert exp.seconds["cpu"][exp.sizes.index(10**6)] == pytest.approx(112.28256666674004e-6)  # threads.jsonl, 16 threads
 
 
+# ---------------------------------------------------------------- without tune
+
+
+def test_without_tune_a_program_with_torch_measures_and_decides_as_if_tuned_on_the_cpu(rows):
+    # On-the-spot measurement times the CPU paths only: CUDA is `tune`'s to measure.
+    measured = [r for r in rows if r.torch_imported.measured]
+    assert len(measured) >= 25
+    for r in measured:
+        cpu = {p: t for p, t in r.recording.seconds.items() if p != "cuda"}
+        taken = cpu.get(r.torch_imported.path)
+        assert taken is None or taken <= min(cpu.values()) * replay.BOUND_FACTOR + replay.BOUND_SECONDS, r
+    assert {r.torch_imported.path for r in rows if r.recording.n >= 10**6 and r.recording.name in ("exp", "log")} == {"cpu"}
+
+
+def test_without_tune_the_prior_decides_whether_torch_is_imported(rows):
+    # A program that never imports torch: the ski rental imports it where the prior, scaled to the host's
+    # 16 cores, predicts savings (large calls), and the measurement decides from then on.
+    large = [r for r in rows if r.recording.n >= 10**6]
+    assert all(r.torch_not_imported.path != "numpy" for r in large)
+    assert all(r.torch_not_imported.measured is not False for r in large)
+
+
 # ---------------------------------------------------------------- the converter
 
 
@@ -160,5 +182,5 @@ def test_a_bad_recording_is_a_one_line_error_naming_file_and_line(tmp_path, name
 
 
 def test_docs_hold_the_replayed_tables_as_generated(host, rows):
-    docs = (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
-    assert replay.markdown(host, rows) in docs, "regenerate: .venv/bin/python scripts/replay.py"
+    docs = replay.DOCS.read_text(encoding="utf-8")
+    assert replay.documented(docs) == replay.markdown(host, rows), "regenerate: .venv/bin/python scripts/replay.py --write"
