@@ -256,17 +256,19 @@ def _fingerprint(env: Mapping[str, Any]) -> Dict[str, Any]:
 
 def points(host: Host, key: str, paths: Sequence[str] = ALL_PATHS) -> Dict[str, Dict[int, float]]:
     """``{path: {size: seconds}}`` of one (function, dtype); where two recordings timed a path at one
-    size, the one that timed more paths there (a comparison within one run) counts."""
+    size, the one that compared more CPU paths there (the original, one thread, the pool: in one run,
+    into the same kind of output) counts."""
     chosen: Dict[str, Dict[int, Tuple[int, float]]] = {}
     for recording in host.recordings:
         if curve_key(recording.name, recording.dtype) != key:
             continue
+        compared = len(set(recording.seconds) & set(CPU_PATHS))
         for path, seconds in recording.seconds.items():
             if path not in paths:
                 continue
             known = chosen.setdefault(path, {}).get(recording.n)
-            if known is None or len(recording.seconds) > known[0]:
-                chosen[path][recording.n] = (len(recording.seconds), seconds)
+            if known is None or compared > known[0]:
+                chosen[path][recording.n] = (compared, seconds)
     return {path: {n: seconds for n, (_, seconds) in sorted(found.items())} for path, found in chosen.items()}
 
 

@@ -98,6 +98,12 @@ def test_the_tuned_profile_is_one_tune_could_have_written(host):
     exp = profile.curves["exp/float64"]
     assert set(exp.seconds) == set(ALL_PATHS) and exp.sizes[0] == 10_000 and exp.sizes[-1] == 10**8
     assert exp.seconds["cpu"][exp.sizes.index(10**6)] == pytest.approx(112.28256666674004e-6)  # threads.jsonl, 16 threads
+    # float32 at 1e6: the sweep (original, pool, CUDA) and threads.jsonl (original, 1 thread, pool) both timed
+    # the original and the pool; threads.jsonl compared more CPU paths, so its times stand
+    exp32 = profile.curves["exp/float32"]
+    at = exp32.sizes.index(10**6)
+    assert (exp32.seconds["numpy"][at], exp32.seconds["cpu"][at]) == pytest.approx((563.8695666666157e-6, 62.412766666852804e-6))
+    assert exp32.seconds["cuda"][at] == pytest.approx(736.1306666666678e-6)  # the sweep's, the only CUDA time there
 
 
 # ---------------------------------------------------------------- without tune
