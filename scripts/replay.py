@@ -14,10 +14,12 @@ recorded time with the best recorded one:
   measurement is replaced by the recorded numbers (cut where on-the-spot
   measurement stops).
 
-The decisions come from the runtime's own code (its floors, bands, margins and
-on-the-spot calibration), with torch loaded: the steady state of a process,
-after the ski rental has paid for importing torch.  Nothing is timed here, so
-the result is the same on every machine (tests/runtime/test_runtime_replay.py).
+The decisions come from the runtime's own code (its floors, bands, margins,
+ski rental and on-the-spot calibration): where repeated calls of one size
+settle, with torch loaded (tuned; no tune in a program that imports torch) or
+imported by the ski rental once the prior predicts savings (no tune in a
+program that does not).  Nothing is timed here, so the result is the same on
+every machine (tests/runtime/test_runtime_replay.py).
 
 Recordings -> paths (a recording stands for a path only where it timed what
 that path computes):
@@ -84,6 +86,8 @@ SWEEP_THRESHOLDS: Mapping[Tuple[str, str], Mapping[str, Optional[int]]] = {
 from the ``cpu`` threshold on, ``np2t_auto_us`` CUDA from the ``cuda`` one (the host had a GPU); below
 them both ran the original through the wrapper, which is no path's time and is left out."""
 _PATH_OF_ORIGINAL = {"exp": "numpy_exp_us", "log": "numpy_log_us", "erf": "scipy_erf_us"}
+_DECLINED = {"logsumexp0": "the runtime declined to SciPy 1.18 (not among the versions its check knew then): "
+                           "the 'torch' times are SciPy's"}
 
 
 class ReplayError(ValueError):
@@ -130,20 +134,32 @@ def _lines(path: Path) -> Iterator[Tuple[str, Dict[str, Any]]]:
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
-        where = f"{path.name}:{number}"
+        where = f"{path}:{number}"
         try:
             data = json.loads(line)
         except ValueError as exc:
-            raise ReplayError(f"{path}:{number}: not JSON ({exc})") from None
+            raise ReplayError(f"{where}: not JSON ({exc})") from None
         if not isinstance(data, dict):
-            raise ReplayError(f"{path}:{number}: expected a JSON object")
+            raise ReplayError(f"{where}: expected a JSON object")
         yield where, data
+
+
+def _short(where: str) -> str:
+    """``threads.jsonl:5`` of ``<folder>/threads.jsonl:5``."""
+    return Path(where).name
 
 
 def _field(data: Mapping[str, Any], key: str, where: str) -> Any:
     if key not in data:
         raise ReplayError(f"{where}: no {key!r}")
     return data[key]
+
+
+def _size(data: Mapping[str, Any], where: str) -> int:
+    value = _field(data, "n", where)
+    if type(value) is not int or value < 1:
+        raise ReplayError(f"{where}: 'n' must be a whole number of elements >= 1, not {value!r}")
+    return value
 
 
 def _seconds(data: Mapping[str, Any], key: str, where: str, scale: float) -> float:
@@ -161,13 +177,13 @@ def _computes_in_own_dtype(name: str, dtype: str) -> bool:
 def _cpu_rows(where: str, name: str, dtype: str, n: int, original: float, one: Optional[float], pool: Optional[float],
               skipped: List[Tuple[str, str]]) -> Optional[Recording]:
     if one is None or pool is None:
-        skipped.append((f"{where} {name}", "the original only: no path to choose between"))
+        skipped.append((f"{_short(where)} {name}", "the original only: no path to choose between"))
         return None
     if not _computes_in_own_dtype(name, dtype):
-        skipped.append((f"{where} {name}", f"torch timed {dtype}, the runtime computes {name} over {dtype} in "
+        skipped.append((f"{_short(where)} {name}", f"torch timed {dtype}, the runtime computes {name} over {dtype} in "
                         f"{FUNCTIONS_BY_NAME[name].loops[dtype]}"))
         return None
-    return Recording(where, name, dtype, n, {"numpy": original, "cpu1": one, "cpu": pool})
+    return Recording(_short(where), name, dtype, n, {"numpy": original, "cpu1": one, "cpu": pool})
 
 
 def read_host(folder: Path = HOST) -> Host:
@@ -188,7 +204,7 @@ def read_host(folder: Path = HOST) -> Host:
     if type(threads) is not int or threads < 1:
         raise ReplayError(f"{folder / 'gpu_bench.jsonl'}: env 'torch_threads' must be a whole number >= 1")
     for where, data in _lines(folder / "threads.jsonl"):
-        dtype, n = _field(data, "dtype", where), _field(data, "n", where)
+        dtype, n = _field(data, "dtype", where), _size(data, where)
         for name, key in _PATH_OF_ORIGINAL.items():
             one, pool = (f"torch_{name}_t{k}_us" for k in (1, threads))
             timed = one in data and pool in data  # threads.jsonl has no torch log
@@ -200,7 +216,7 @@ def read_host(folder: Path = HOST) -> Host:
     for where, data in _lines(folder / "simd.jsonl"):
         if data.get("tag") != "native" or "dtype" not in data:
             continue
-        dtype, n = data["dtype"], _field(data, "n", where)
+        dtype, n = data["dtype"], _size(data, where)
         for name in _PATH_OF_ORIGINAL:
             per = 1e-9 * n
             found = _cpu_rows(where, name, dtype, n, _seconds(data, f"np_{name}", where, per),
@@ -209,23 +225,25 @@ def read_host(folder: Path = HOST) -> Host:
                 recordings.append(found)
     for recording in recordings:
         if recording.name not in HELPERS or recording.dtype not in FUNCTIONS_BY_NAME[recording.name].loops:
-            raise ReplayError(f"{recording.source}: no loop {recording.name}/{recording.dtype} in the function table")
+            raise ReplayError(f"{folder / recording.source}: no loop {recording.name}/{recording.dtype} in the function table")
     return Host(_fingerprint(env), threads, tuple(recordings), tuple(skipped))
 
 
 def _gpu_bench_row(where: str, data: Mapping[str, Any], skipped: List[Tuple[str, str]]) -> List[Recording]:
     name, dtype = data["fn"], _field(data, "dtype", where)
-    if name not in _PATH_OF_ORIGINAL:
-        skipped.append((f"{where} {name}", "the runtime declined to the original on that host's SciPy: its times are the original's"))
+    if name in _DECLINED:
+        skipped.append((f"{_short(where)} {name}", _DECLINED[name]))
         return []
+    if name not in _PATH_OF_ORIGINAL:
+        raise ReplayError(f"{where}: an end-to-end row of {name!r}, which the converter does not know")
     seconds = {"numpy": _seconds(data, "orig_s", where, 1.0), "cpu": _seconds(data, "np2t_cpu_forced_s", where, 1.0)}
     if "np2t_cuda_s" in data:
         seconds["cuda"] = _seconds(data, "np2t_cuda_s", where, 1.0)
-    return [Recording(where, name, dtype, GPU_BENCH_ELEMENTS, seconds)]
+    return [Recording(_short(where), name, dtype, GPU_BENCH_ELEMENTS, seconds)]
 
 
 def _sweep_row(where: str, data: Mapping[str, Any]) -> List[Recording]:
-    name, dtype, n = data["sweep"], _field(data, "dtype", where), _field(data, "n", where)
+    name, dtype, n = data["sweep"], _field(data, "dtype", where), _size(data, where)
     thresholds = SWEEP_THRESHOLDS.get((name, dtype))
     if thresholds is None:
         raise ReplayError(f"{where}: a sweep of {name}/{dtype}, whose thresholds at the recording's commit are not known")
@@ -235,7 +253,7 @@ def _sweep_row(where: str, data: Mapping[str, Any]) -> List[Recording]:
         seconds["cpu"] = _seconds(data, "np2t_cpu_default_us", where, 1e-6)
     if cuda_from is not None and n >= cuda_from:
         seconds["cuda"] = _seconds(data, "np2t_auto_us", where, 1e-6)
-    return [Recording(where, name, dtype, n, seconds)] if len(seconds) > 1 else []
+    return [Recording(_short(where), name, dtype, n, seconds)] if len(seconds) > 1 else []
 
 
 def _fingerprint(env: Mapping[str, Any]) -> Dict[str, Any]:
