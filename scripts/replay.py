@@ -200,9 +200,10 @@ def read_host(folder: Path = HOST) -> Host:
             recordings.extend(_sweep_row(where, data))
     if not isinstance(env, dict):
         raise ReplayError(f"{folder / 'gpu_bench.jsonl'}: no 'env' line (the host's description)")
-    threads = _field(env, "torch_threads", "gpu_bench.jsonl env")
-    if type(threads) is not int or threads < 1:
-        raise ReplayError(f"{folder / 'gpu_bench.jsonl'}: env 'torch_threads' must be a whole number >= 1")
+    for count in ("cpus", "torch_threads"):
+        if type(env.get(count)) is not int or env[count] < 1:
+            raise ReplayError(f"{folder / 'gpu_bench.jsonl'}: env {count!r} must be a whole number >= 1")
+    threads = env["torch_threads"]
     for where, data in _lines(folder / "threads.jsonl"):
         dtype, n = _field(data, "dtype", where), _size(data, where)
         for name, key in _PATH_OF_ORIGINAL.items():
@@ -260,7 +261,7 @@ def _fingerprint(env: Mapping[str, Any]) -> Dict[str, Any]:
     """The host's fingerprint as far as it was recorded (what decides which path is fastest)."""
     return {
         "cpu": f"recorded host ({', '.join(env.get('simd', []))})",
-        "cores": env.get("cpus"),
+        "cores": env["cpus"],
         "threads_env": {},
         "python": ".".join(str(env.get("python", "")).split(".")[:2]),
         "numpy": env.get("numpy"),

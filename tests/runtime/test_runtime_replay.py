@@ -173,13 +173,15 @@ def test_on_the_spot_stops_where_the_runtime_stops(host):
         ("simd.jsonl", lambda lines: lines[:1] + [lines[1].replace('"n": 30000', '"n": 3e4')] + lines[2:],
          r"simd\.jsonl:2: 'n' must be a whole number"),
         ("gpu_bench.jsonl", lambda lines: lines[1:], r"gpu_bench\.jsonl: no 'env' line"),
+        ("gpu_bench.jsonl", lambda lines: [lines[0].replace('"cpus": 16', '"cpus": "16"')] + lines[1:],
+         r"gpu_bench\.jsonl: env 'cpus' must be a whole number"),
         ("gpu_bench.jsonl", lambda lines: lines + ['{"fn": "sin", "dtype": "float64"}'],
          r"gpu_bench\.jsonl:27: an end-to-end row of 'sin'"),
         ("gpu_bench.jsonl", lambda lines: lines + ['{"sweep": "log", "dtype": "float64", "n": 10}'],
          r"gpu_bench\.jsonl:27: a sweep of log/float64, whose thresholds"),
     ],
     ids=["a line that is not JSON", "a negative time", "a size that is not a whole number", "no description of the host",
-         "an unknown function", "a sweep of unknown thresholds"],
+         "cores that are not a number", "an unknown function", "a sweep of unknown thresholds"],
 )
 def test_a_bad_recording_is_a_one_line_error_naming_file_and_line(tmp_path, name, edit, message):
     shutil.copytree(replay.HOST, tmp_path / "host")
