@@ -12,7 +12,9 @@ calls took beyond its mean is the site's ``warmup_s``).  Over the band's calls:
 - ``saved_s`` = ``original_s - helper_s``.
 
 A band with one call has only the original's sample: its calls count as
-unmeasured and save nothing.  ``samples`` says how many calls each arm timed;
+unmeasured and save nothing.  A site whose helper ran the original on every
+call (torch computed none of them) saves nothing either: both arms ran the
+same code, and their difference is the machine's noise.  ``samples`` says how many calls each arm timed;
 a site whose busiest bands have fewer than :data:`FEW` samples in either arm is
 marked ``few samples``.
 """
@@ -129,6 +131,11 @@ def site_figures(record: Mapping[str, Any]) -> Dict[str, Any]:
         notes.append("few samples")
     if record["errors"]:
         notes.append(f"{record['errors']} calls raised")
+    if not any(count for path, count in record["paths"].items() if path in ("cpu", "cuda")):
+        # Both arms ran the same code: a difference between them is the machine's noise, not a saving.
+        helper = original
+        if calls:
+            notes.append("the helper ran the original on every call")
     return {
         "path": record["path"], "line": record["line"], "col": record["col"], "code": record["code"],
         "function": record["function"], "calls": calls + record["errors"],
