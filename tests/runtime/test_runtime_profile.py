@@ -310,6 +310,33 @@ def test_ski_rental_imports_torch_when_the_savings_reach_its_cost(tmp_path):
     assert proc.stdout.split() == ["10", "cpu"], proc.stderr
 
 
+def test_ski_rental_counts_the_originals_measured_time(tmp_path):
+    # The profile predicts the original at 2 ms (torch saving half of it); this input's original takes 30 ms
+    # (a shape the profile never timed): the first declined call is credited half of its measured 30 ms,
+    # so torch is imported by the second call instead of the tenth.
+    path = _synthetic_profile_for_rental(tmp_path, saving=1e-3, import_seconds=0.0095)
+    proc = run_python(
+        """
+        import sys, time, numpy as np, np2torch.runtime as r
+        from np2torch.runtime import _api, _decide
+        _decide.DEFER_ELEMENTS = 0
+        state = _api.HELPERS['exp']
+        def slow(*args, **kwargs):
+            time.sleep(0.03)
+            return np.exp(*args, **kwargs)
+        state.original = slow
+        x = np.full(100_000, 0.5, dtype=np.float32)
+        seen = []
+        for _ in range(4):
+            r.exp(x)
+            seen.append('torch' in sys.modules)
+        print(seen.index(True) + 1)
+        """,
+        {"NP2TORCH_PROFILE": str(path), "NP2TORCH_CACHE_DIR": str(tmp_path)},
+    )
+    assert proc.stdout.split() == ["2"], proc.stderr
+
+
 def test_torch_already_imported_is_used_at_once(tmp_path):
     path = _synthetic_profile_for_rental(tmp_path, saving=1e-3, import_seconds=100.0)
     proc = run_python(

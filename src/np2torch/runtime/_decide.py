@@ -11,8 +11,11 @@ Two rules make the first calls of a process cheap:
   torch goes to the original, and the time the torch path would have saved is
   added up; once the sum reaches the measured cost of ``import torch``, torch
   is loaded and used from then on (so a process spends at most twice what the
-  best choice in hindsight would have).  If torch is already in
-  ``sys.modules`` there is nothing to pay.
+  best choice in hindsight would have).  The saving counted for a call is the
+  profile's, corrected by the original's measured time on that call (the
+  profile times one shape per size; a reduction along a short axis can take
+  ten times as long).  If torch is already in ``sys.modules`` there is nothing
+  to pay.
 * **on-the-spot calibration** -- a (function, dtype) this machine's profile
   lacks is measured (a few ms, on scratch inputs) the first time a call of at
   least :data:`CALIBRATE_FROM` elements meets it with torch loaded, and
@@ -49,7 +52,7 @@ from ._model import (
     scaled_prior,
 )
 from ._record import Record
-from ._state import PROCESS
+from ._state import PROCESS, RENTING
 
 CALIBRATE_FROM = 1 << 12
 """Below this size no (function, dtype) is measured on the spot: per-call overheads decide there."""
@@ -308,16 +311,46 @@ def _import_seconds() -> float:
 
 
 def _rent(curve: Curve, path: str, n: int) -> bool:
-    """Ski rental: count this call's predicted saving; load torch once the savings pay for importing it."""
+    """Ski rental: count this call's predicted saving; load torch once the savings pay for importing it.
+
+    Declining, it leaves the call's predicted share of the original's time that
+    torch would save in :data:`._state.RENTING` (this thread's), so the helper
+    that then calls the original can time it and :func:`credit` what the
+    profile could not know: the original's real time on this call's input (a
+    reduction along a short axis, a strided view, a slow original's version).
+    """
     with PROCESS.lock:
         if torch_ready():
             return True
         original = curve.predict("numpy", n) or 0.0
         chosen = curve.predict(path, n) or original
-        PROCESS.saved += max(0.0, original - chosen)
+        saving = max(0.0, original - chosen)
+        PROCESS.saved += saving
         if PROCESS.saved < _import_seconds():
+            if original > 0.0:
+                RENTING.pending = (n, saving / original, saving)
             return False
     return load_torch()
+
+
+def renting(n: int) -> tuple[float, float] | None:
+    """The share of the original's time torch would save on the call over ``n`` elements the ski rental declined
+    last in this thread, and the saving already counted for it; taken (None afterwards, and for another call)."""
+    pending: tuple[int, float, float] | None = getattr(RENTING, "pending", None)
+    if pending is None:
+        return None
+    RENTING.pending = None
+    return pending[1:] if pending[0] == n else None
+
+
+def credit(pending: tuple[float, float], seconds: float) -> None:
+    """The original took ``seconds`` on the call :func:`renting` described: count what torch would have saved
+    on it beyond the prediction already counted (never less: the prediction stands where the call was faster)."""
+    share, counted = pending
+    extra = share * seconds - counted
+    if extra > 0.0:
+        with PROCESS.lock:
+            PROCESS.saved += extra
 
 
 def _reason(curve: Curve, path: str, n: int, origin: str) -> str:

@@ -171,6 +171,9 @@ class Process:
 
 PROCESS = Process(settings_from_env(os.environ))
 
+RENTING = threading.local()
+"""``RENTING.pending``: what :func:`._decide.renting` hands the helper whose call the ski rental just declined."""
+
 TAKEN = threading.local()
 """``TAKEN.device``: the device (``"cpu"``/``"cuda"``) of this thread's last call computed on torch; a caller that
 wants to know which path one call took sets it to None before the call (:mod:`.sites`)."""
