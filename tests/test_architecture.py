@@ -179,3 +179,15 @@ def test_the_tools_use_the_runtime_only_through_its_public_modules() -> None:
 
 def test_the_private_import_check_sees_one() -> None:
     assert _private_runtime_imports("np2torch.runtime.tuning") != []
+
+
+def test_nothing_below_the_run_layer_imports_it() -> None:
+    # `np2torch run` stands on the lint core, the runtime and the command line's configuration; the command line
+    # names it in LAZY_COMMANDS and the package's IPython hooks import it inside themselves, when used.
+    below = ("np2torch.lint", "np2torch.cli", "np2torch.runtime", "np2torch.tools")
+    assert [crossing for layer in below for crossing in _crossings(layer, ("np2torch.run",))] == []
+
+
+def test_the_run_layer_uses_the_runtime_only_through_its_public_modules() -> None:
+    # what rewritten code calls is np2torch.runtime.sites (and the helpers behind it); nothing private
+    assert _private_runtime_imports("np2torch.run") == []
