@@ -36,10 +36,12 @@ SciPy is imported only when first needed.
 from __future__ import annotations
 
 import sys
+import time
 from typing import TYPE_CHECKING, Any, List, Literal, Sequence, Tuple, Union, cast, overload
 
 import numpy as np
 
+from . import _decide
 from ._backend import can_view, cuda_available, load_torch, threads
 from ._config import RuntimeSettings
 from ._dask import DASK_ARRAY, is_dask_array
@@ -48,7 +50,7 @@ from ._helper import PUBLIC_MODULE, Helper
 from ._slices import OVERFLOW_FROM as _OVERFLOW_FROM
 from ._slices import positive_strides as _positive_strides
 from ._slices import reduced_dims as _reduced_dims
-from ._state import PROCESS, SCOPED
+from ._state import PROCESS, SCOPED, TAKEN
 from .table import FUNCTIONS_BY_NAME
 
 if TYPE_CHECKING:
@@ -187,6 +189,12 @@ def logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: Any = False, re
             result = _try_torch(a, axis, keepdims, return_sign, settings)
             if result is not None:
                 return result
+            pending = _decide.renting(a.size)
+            if pending is not None:
+                start = time.perf_counter()
+                result = HELPER.original(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign)
+                _decide.credit(pending, time.perf_counter() - start)
+                return result
     elif DASK_ARRAY in sys.modules and is_dask_array(a):
         from ._logsumexp_dask import reduction
 
@@ -271,7 +279,9 @@ def _try_torch(a: np.ndarray, axis: object, keepdims: object, return_sign: objec
             # NumPy's SIMD kernels (float64 exp keeps it, float32 exp and max
             # clear it here); torch's max makes a new NaN.  Left to SciPy.
             return None
-        return _finish(a, dims, flipped, reduced, work, keep, sign)
+        result = _finish(a, dims, flipped, reduced, work, keep, sign)
+    TAKEN.device = device
+    return result
 
 
 def _which(a: Any, axis: Any = None, b: Any = None, keepdims: Any = False, return_sign: Any = False) -> tuple[str, str]:

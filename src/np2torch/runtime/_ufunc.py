@@ -29,10 +29,12 @@ from __future__ import annotations
 
 import math
 import sys
+import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, Literal, Mapping, Tuple, Union
 
 import numpy as np
 
+from . import _decide
 from ._backend import can_view, cuda_available, load_torch, tensor_view, threads
 from ._cuda import cuda_unary
 from ._dask import DASK_ARRAY, is_dask_array
@@ -50,7 +52,7 @@ from ._errstate import (
 )
 from ._helper import PUBLIC_MODULE, Helper
 from ._record import Record
-from ._state import PROCESS, SCOPED
+from ._state import PROCESS, SCOPED, TAKEN
 
 if TYPE_CHECKING:
     import torch
@@ -328,8 +330,14 @@ def _parse_call(args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> ParsedCall | N
 def _dispatch(state: Ufunc, redirects: Dict[object, object], settings: RuntimeSettings, x: np.ndarray,
               args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
     result = _try_torch(state, settings, x, args, kwargs)
-    if result is _DECLINED:
+    if result is not _DECLINED:
+        return result
+    pending = _decide.renting(x.size)
+    if pending is None:
         return _fallback(state, redirects, REDIRECT_MISS, x, args, kwargs)
+    start = time.perf_counter()
+    result = _fallback(state, redirects, REDIRECT_MISS, x, args, kwargs)
+    _decide.credit(pending, time.perf_counter() - start)
     return result
 
 
@@ -350,6 +358,7 @@ def _try_torch(state: Ufunc, settings: RuntimeSettings, x: np.ndarray, args: Tup
             _run(state, "cpu", plan, x, result, prepared.inplace, prepared.checks)
     else:
         _run(state, prepared.route.device, plan, x, result, prepared.inplace, prepared.checks)
+    TAKEN.device = prepared.route.device
     if out is not None:
         return out
     return result[()] if result.ndim == 0 else result
