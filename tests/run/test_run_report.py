@@ -180,12 +180,28 @@ def test_softmax_patterns_are_rewritten_and_sampled_as_written(tmp_path: Path) -
     assert (ratio["code"], ratio["calls"]) == ("NPT902", 10)
     assert ratio["function"] == "numpy.exp(x) / numpy.sum(numpy.exp(x), ...)"
     assert (difference["code"], difference["calls"]) == ("NPT903", 10)
+    assert ratio["paths"].get("cpu", 0) > 0 and difference["paths"].get("cpu", 0) > 0, (ratio["paths"], difference["paths"])
     assert difference["function"] == "x - scipy.special.logsumexp(x, ...)"
     x = np.random.default_rng(0).standard_normal((30, 4))
     for name, want in (("p", np.exp(x) / np.exp(x).sum(axis=1, keepdims=True)),
                        ("q", x - scipy.special.logsumexp(x, axis=1, keepdims=True))):
         got = np.load(tmp_path / "proj" / f"{name}.npy")
         np.testing.assert_allclose(got, np.broadcast_to(want, got.shape), rtol=1e-13, atol=1e-15)
+
+
+def test_two_argument_helpers_report_their_path(tmp_path: Path) -> None:
+    data = _run(tmp_path, """\
+        import numpy as np
+        from scipy.special import xlogy
+        x = np.random.default_rng(0).uniform(0.1, 2.0, (30, 4))
+        for _ in range(10):
+            np.hypot(x, 2.0)
+            xlogy(x, x)
+        """, "--select", "NPT024,NPT113", "--report", "none", env={"NP2TORCH_MIN_SIZE": "0"})
+    for line, code in ((5, "NPT024"), (6, "NPT113")):
+        site = _site(data, line)
+        assert (site["code"], site["calls"]) == (code, 10)
+        assert site["paths"].get("cpu", 0) > 0, site["paths"]
 
 
 def test_select_and_noqa_apply_as_for_fix(tmp_path: Path) -> None:

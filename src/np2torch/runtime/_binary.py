@@ -41,7 +41,7 @@ from ._config import RuntimeSettings
 from ._decide import Route, original_reason
 from ._errstate import error_checks, numpy_call, scipy_reports
 from ._helper import PUBLIC_MODULE, Helper
-from ._state import PROCESS, SCOPED
+from ._state import PROCESS, SCOPED, TAKEN
 
 if TYPE_CHECKING:
     import torch
@@ -145,6 +145,7 @@ class Binary(Helper):
             mask = recompute.numpy()
             shape = result.shape
             result[mask] = numpy_call(self.load(), self.name, np.broadcast_to(a1, shape)[mask], np.broadcast_to(a2, shape)[mask])
+        TAKEN.device = "cpu"  # which path this call took, for np2torch run's sites
         return result[()] if result.ndim == 0 else result
 
     def which(self, *args: Any, **kwargs: Any) -> tuple[str, str]:

@@ -48,7 +48,7 @@ from ._dask import DASK_ARRAY, BlockCall, explicit_settings, is_dask_array
 from ._decide import Route, original_reason
 from ._helper import PUBLIC_MODULE, Helper
 from ._slices import OVERFLOW_FROM, positive_strides, reduced_dims
-from ._state import PROCESS, SCOPED
+from ._state import PROCESS, SCOPED, TAKEN
 from .table import FUNCTIONS_BY_NAME
 
 if TYPE_CHECKING:
@@ -134,7 +134,10 @@ class Softmax(Helper):
             return None
         # The pool as configured, never shrunk under load: the sum's bits depend on how it is split.
         with threads(route.threads, adapt=False):
-            return _compute(self.name, x, view, flipped, dims, work, modes["over"] == "ignore")
+            result = _compute(self.name, x, view, flipped, dims, work, modes["over"] == "ignore")
+        if result is not None:
+            TAKEN.device = "cpu"  # which path this call took, for np2torch run's sites
+        return result
 
     def on_dask(self, x: Any, axis: Any) -> Any:
         """What SciPy gives for the Dask array ``x``: a NumPy result, or a lazy array under SciPy's array API."""
