@@ -269,3 +269,78 @@ def test_numpy_1_style_state_without_contextvar_still_calls_numpy(monkeypatch):
         assert _errstate.numpy_call(np.log, "log", np.zeros(3)).tolist() == [-np.inf] * 3
     assert [str(w.message) for w in caught] == ["divide by zero encountered in log"]
     assert sys.modules["numpy"] is np
+
+
+class _Seen:
+    """What the caller's own code, run by NumPy during a call, observes of NumPy's error state."""
+
+    def __init__(self) -> None:
+        self.log: List[Any] = []
+
+    def look(self) -> None:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            np.subtract(np.array([np.inf]), np.array([np.inf]))
+        self.log.append((np.geterr(), np.geterrcall(), [str(w.message) for w in caught]))
+
+
+class _Duck:
+    def __init__(self, seen: _Seen, value: np.ndarray) -> None:
+        self.seen, self.value = seen, value
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        self.seen.look()
+        return ufunc(self.value)
+
+
+class _Sub(np.ndarray):
+    seen: _Seen
+
+    def __array_finalize__(self, obj: Any) -> None:
+        if obj is not None:
+            _Sub.seen.look()
+
+
+class _Element:
+    def __init__(self, seen: _Seen) -> None:
+        self.seen = seen
+
+    def exp(self) -> float:
+        self.seen.look()
+        return 1.0
+
+
+def _duck(seen: _Seen) -> Any:
+    return _Duck(seen, np.ones(3))
+
+
+def _subclass(seen: _Seen) -> Any:
+    _Sub.seen = seen
+    return np.ones(3).view(_Sub)
+
+
+def _objects(seen: _Seen) -> Any:
+    return np.array([_Element(seen) for _ in range(3)], dtype=object)
+
+
+def _list_of_objects(seen: _Seen) -> Any:
+    return [_Element(seen), _Element(seen)]
+
+
+@pytest.mark.parametrize("min_size", [None, 0], ids=["default settings", "torch forced"])
+@pytest.mark.parametrize("state", [{}, {"all": "warn"}, {"all": "raise"}], ids=["default", "warn", "raise"])
+@pytest.mark.parametrize("make", [_duck, _subclass, _objects, _list_of_objects])
+def test_code_numpy_runs_for_the_input_sees_the_callers_error_state(make, state, min_size):
+    # A duck array's __array_ufunc__, a subclass's __array_finalize__, an object's own
+    # method: the caller's code, which reads NumPy's error state and warns about its own ufuncs.
+    seen = {}
+    for func in (np2t.exp, np.exp):
+        watcher = _Seen()
+        with np2t.using(min_size=min_size), np.errstate(**state):
+            try:
+                func(make(watcher))
+            except FloatingPointError as exc:
+                watcher.log.append(str(exc))
+        seen[func] = watcher.log
+    assert seen[np2t.exp] == seen[np.exp]
+    assert seen[np.exp]

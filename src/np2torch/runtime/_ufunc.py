@@ -22,7 +22,9 @@ everything else runs only for arrays that may take the torch path:
    ``under`` is on) the original re-runs on the suspicious elements, their
    values are written back and the flags are reported as NumPy would.
 
-Anything else goes to the original with the caller's exact arguments.
+Anything else goes to the original with the caller's exact arguments (under
+the caller's own error state when NumPy would run the caller's code:
+:func:`._errstate.runs_only_numpy`).
 """
 
 from __future__ import annotations
@@ -40,13 +42,12 @@ from ._dask import elementwise as dask_elementwise
 from ._decide import Route, original_reason
 from ._errstate import (
     EXTOBJ_VAR,
+    NUMPY_SCALARS,
     REDIRECT_MISS,
     ErrorChecks,
-    call_redirected,
     error_checks,
     extobj_getter,
     numpy_call,
-    warn_redirect,
 )
 from ._helper import PUBLIC_MODULE, Helper
 from ._record import Record
@@ -237,10 +238,12 @@ def make_function(state: Ufunc) -> Callable[..., Any]:
     redirects = process.redirects.setdefault(state.name, {None: None})  # NumPy error state -> how to call the original
     miss = REDIRECT_MISS
     modules = sys.modules
+    scalars = NUMPY_SCALARS
 
     def helper(x: Any, /, *args: Any, **kwargs: Any) -> Any:
         # The hot path: everything below the size test is for large arrays only,
-        # and the rest is an inlined _fallback (a small call costs ~0.3 us here).
+        # and the rest is an inlined _fallback for a plain array or scalar (a
+        # small call costs ~0.3 us here).
         if type(x) is ndarray:
             settings = get_scoped()
             if settings is None:
@@ -249,14 +252,18 @@ def make_function(state: Ufunc) -> Callable[..., Any]:
             if gate is None:
                 gate = state.floors.get(x.dtype, 0)
             if x.size >= gate:
-                return _dispatch(state, redirects, settings, x, args, kwargs)
-        elif DASK_ARRAY in modules and is_dask_array(x):  # Dask is never imported here (as array-api-compat)
-            return dask_elementwise(helper, state.load(), x, args, kwargs)
+                return _dispatch(state, settings, x, args, kwargs)
+            if args or kwargs or x.dtype.hasobject:
+                return numpy_call(state.original, state.name, x, *args, **kwargs)
+        elif type(x) not in scalars or args or kwargs:
+            if DASK_ARRAY in modules and is_dask_array(x):  # Dask is never imported here (as array-api-compat)
+                return dask_elementwise(helper, state.load(), x, args, kwargs)
+            return numpy_call(state.original, state.name, x, *args, **kwargs)
         redirect = redirects.get(get_extobj(), miss)
         if redirect is None:
             return state.original(x, *args, **kwargs)
         if redirect is miss:
-            return _fallback(state, redirects, redirect, x, args, kwargs)
+            return numpy_call(state.original, state.name, x)
         token = set_extobj(redirect)
         try:
             return state.original(x, *args, **kwargs)
@@ -268,16 +275,6 @@ def make_function(state: Ufunc) -> Callable[..., Any]:
     helper.__doc__ = (f"Drop-in for ``{state.row.qualname}``: same signature and results; torch computes large "
                       "arrays where that is faster here.")
     return helper
-
-
-def _fallback(state: Ufunc, redirects: Dict[object, object], redirect: object, x: Any, args: Tuple[Any, ...],
-              kwargs: Dict[str, Any]) -> Any:
-    """The original with the caller's arguments, its warnings pointing at the caller's line."""
-    if redirect is REDIRECT_MISS:
-        redirect = warn_redirect(state.name, redirects)
-        if redirect is None:
-            return state.original(x, *args, **kwargs)
-    return call_redirected(redirect, state.original, (x, *args), kwargs)
 
 
 if TYPE_CHECKING:
@@ -325,11 +322,11 @@ def _parse_call(args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> ParsedCall | N
     return out, casting, order, dtype
 
 
-def _dispatch(state: Ufunc, redirects: Dict[object, object], settings: RuntimeSettings, x: np.ndarray,
+def _dispatch(state: Ufunc, settings: RuntimeSettings, x: np.ndarray,
               args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
     result = _try_torch(state, settings, x, args, kwargs)
     if result is _DECLINED:
-        return _fallback(state, redirects, REDIRECT_MISS, x, args, kwargs)
+        return numpy_call(state.original, state.name, x, *args, **kwargs)
     return result
 
 
