@@ -384,7 +384,24 @@ def _prepare(state: Ufunc, settings: RuntimeSettings, x: np.ndarray, args: Tuple
         inplace = relation
     if inplace and checks is not None and out is not None and not _flat_pair(out, out):
         return Declined("in place under a reporting np.errstate on a non-contiguous array")
+    if checks is not None and checks.under and plan.name in _UNDERFLOW_BY_LAYOUT and not _dense_loop(x, out, order):
+        return Declined(f"NumPy's {plan.name} loops flag underflow by layout: a strided call is the original's")
     return Call(route, plan, out, order, inplace, checks)
+
+
+_UNDERFLOW_BY_LAYOUT = frozenset({"float16"})
+"""Loops whose underflow flag NumPy raises differently for contiguous and strided operands (NumPy 2.4
+on AVX512: the contiguous float16 loops convert with SIMD instructions that raise no underflow, the
+strided ones through ``npy_float_to_half``, which does; e.g. ``log1p(6.104e-05)``, ``tanh``,
+``arctanh``, ``expm1``).  The runtime reports flags by re-running the original on a contiguous copy of
+the suspicious elements: under a reporting ``under``, only calls NumPy runs contiguous are torch's."""
+
+
+def _dense_loop(x: np.ndarray, out: np.ndarray | None, order: Order) -> bool:
+    """Whether NumPy runs the call as one contiguous loop: input and result dense in the same order."""
+    if out is not None:
+        return bool((x.flags.c_contiguous and out.flags.c_contiguous) or (x.flags.f_contiguous and out.flags.f_contiguous))
+    return bool((x.flags.c_contiguous and order in ("K", "A", "C")) or (x.flags.f_contiguous and order in ("K", "A", "F")))
 
 
 _ORIGINAL = Declined("the original")
