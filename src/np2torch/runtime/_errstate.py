@@ -169,17 +169,17 @@ def _build_redirect(name: str) -> object:
     return _np_make_extobj(call=_WarnAtCaller(name), **{kind: "call" for kind in warned})
 
 
-def warn_redirect(name: str, cache: Dict[object, object] | None = None) -> object:
+def warn_redirect(name: str) -> object:
     """The error state to call ``name``'s original in so that its warnings point at the user's line.
 
     None when the original can be called plainly (no ``warn`` mode, or NumPy
     1.x).  Cached per extobj object, which NumPy keeps while a state is in
-    force (``cache``: the helper's, :attr:`._state.Process.redirects`).
+    force (the helper's cache, :attr:`._state.Process.redirects`, which its
+    hot path reads too).
     """
     if _NP_EXTOBJ_VAR is None:
         return None
-    if cache is None:
-        cache = PROCESS.redirects.setdefault(name, {None: None})
+    cache = PROCESS.redirects.setdefault(name, {None: None})
     current = _NP_EXTOBJ_VAR.get()
     redirect = cache.get(current, REDIRECT_MISS)
     if redirect is REDIRECT_MISS:

@@ -241,9 +241,9 @@ def make_function(state: Ufunc) -> Callable[..., Any]:
     scalars = NUMPY_SCALARS
 
     def helper(x: Any, /, *args: Any, **kwargs: Any) -> Any:
-        # The hot path: everything below the size test is for large arrays only,
-        # and the rest is an inlined _fallback for a plain array or scalar (a
-        # small call costs ~0.3 us here).
+        # The hot path: everything below the size test is for large arrays only;
+        # a plain array or scalar without arguments then gets numpy_call inlined
+        # (a small call costs ~0.3 us here), anything else numpy_call itself.
         if type(x) is ndarray:
             settings = get_scoped()
             if settings is None:
