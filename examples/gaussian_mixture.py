@@ -19,7 +19,12 @@ def gaussian_cdf(x):
 
 
 if __name__ == "__main__":
+    import sys
+
+    steps = int(sys.argv[1]) if len(sys.argv) > 1 else 1  # E-steps: `python examples/gaussian_mixture.py 40`
     rng = np.random.default_rng(0)
     x = rng.normal(size=1_000_000)
-    r = responsibilities(x, np.array([-1.0, 1.0]), np.array([1.0, 0.5]), np.array([0.3, 0.7]))
-    print(r.sum(axis=0), gaussian_cdf(np.array([0.0, 1.96])))
+    for _ in range(steps):
+        r = responsibilities(x, np.array([-1.0, 1.0]), np.array([1.0, 0.5]), np.array([0.3, 0.7]))
+        cdf = gaussian_cdf(x)
+    print(r.sum(axis=0), cdf[:2], gaussian_cdf(np.array([0.0, 1.96])))

@@ -175,7 +175,7 @@ def test_select_and_noqa_apply_as_for_fix(tmp_path: Path) -> None:
 
 def _record(bands: Dict[str, Dict[str, Any]], calls_paths: Dict[str, int] | None = None) -> Dict[str, Any]:
     return {"path": "/p/x.py", "line": 1, "col": 1, "code": "NPT001", "function": "numpy.exp", "errors": 0,
-            "paths": calls_paths or {}, "sizes": None, "bands": bands}
+            "paths": calls_paths or {"cpu": 1}, "sizes": None, "bands": bands}
 
 
 def _band(calls: int, helper: List[float], original: List[float]) -> Dict[str, Any]:
@@ -202,6 +202,14 @@ def test_a_band_with_one_call_is_unmeasured_and_saves_nothing() -> None:
     assert figures["saved_s"] == pytest.approx(4 * 0.003)
     assert figures["notes"][0].startswith("1 of 5 calls unmeasured")
     assert "few samples" in figures["notes"]
+
+
+def test_a_site_whose_helper_always_ran_the_original_saves_nothing() -> None:
+    # both arms ran NumPy: the 3 ms between their means is the machine's noise
+    figures = run_report.site_figures(run_report._merge_records([_record(
+        {"10": _band(20, [0.002, 0.001, 0.001], [0.004, 0.004, 0.004])}, {"numpy": 12})]).popitem()[1])
+    assert figures["saved_s"] == 0.0 and figures["helper_s"] == figures["original_s"]
+    assert "the helper ran the original on every call" in figures["notes"]
 
 
 def test_records_of_one_site_from_several_processes_add_up() -> None:

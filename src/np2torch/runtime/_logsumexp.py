@@ -40,10 +40,12 @@ from __future__ import annotations
 
 import operator
 import sys
+import time
 from typing import TYPE_CHECKING, Any, List, Literal, Sequence, Tuple, Union, cast, overload
 
 import numpy as np
 
+from . import _decide
 from ._backend import can_view, cuda_available, load_torch, threads
 from ._config import RuntimeSettings
 from ._dask import DASK_ARRAY, is_dask_array
@@ -191,6 +193,12 @@ def logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: Any = False, re
         if b is None and HELPER.admits(a.dtype, a.size, settings):
             result = _try_torch(a, axis, keepdims, return_sign, settings)
             if result is not None:
+                return result
+            pending = _decide.renting(a.size)
+            if pending is not None:
+                start = time.perf_counter()
+                result = HELPER.original(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign)
+                _decide.credit(pending, time.perf_counter() - start)
                 return result
     elif DASK_ARRAY in sys.modules and is_dask_array(a):
         from ._logsumexp_dask import as_the_original

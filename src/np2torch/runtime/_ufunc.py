@@ -31,10 +31,12 @@ from __future__ import annotations
 
 import math
 import sys
+import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, Literal, Mapping, Tuple, Union
 
 import numpy as np
 
+from . import _decide
 from ._backend import can_view, cuda_available, load_torch, tensor_view, threads
 from ._cuda import cuda_unary
 from ._dask import DASK_ARRAY, is_dask_array
@@ -325,8 +327,14 @@ def _parse_call(args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> ParsedCall | N
 def _dispatch(state: Ufunc, settings: RuntimeSettings, x: np.ndarray,
               args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
     result = _try_torch(state, settings, x, args, kwargs)
-    if result is _DECLINED:
+    if result is not _DECLINED:
+        return result
+    pending = _decide.renting(x.size)
+    if pending is None:
         return numpy_call(state.original, state.name, x, *args, **kwargs)
+    start = time.perf_counter()
+    result = numpy_call(state.original, state.name, x, *args, **kwargs)
+    _decide.credit(pending, time.perf_counter() - start)
     return result
 
 
