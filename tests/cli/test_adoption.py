@@ -189,6 +189,34 @@ def test_fix_echoes_the_source_it_does_not_fix(args: tuple[str, ...]) -> None:
     assert done.returncode == (0 if "gen/mod.py" in args else 2)
 
 
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("force_exclude", [(), ("--force-exclude",)], ids=["plain", "force-exclude"])
+def test_fix_of_stdin_named_by_a_very_deep_path(force_exclude: tuple[str, ...]) -> None:
+    # ~1000 folders: finding the governing config walked up by recursion (RecursionError, 0 bytes out).
+    deep = "/".join(["d"] * 1000) + "/mod.py"
+    done = np2torch_stdin("fix", "--stdin-filename", deep, *force_exclude, "-", text=EXP)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode() == "import numpy as np\nimport np2torch.runtime as np2t\n\ny = np2t.exp(x)\n"
+
+
+def test_fix_of_stdin_echoes_the_source_after_an_internal_error(monkeypatch: pytest.MonkeyPatch,
+                                                                  capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+    # Whatever fails inside np2torch (here a bug injected into the job), the editor gets its text back.
+    import io
+
+    from np2torch.cli import runner
+
+    def broken(job: object) -> object:
+        raise RuntimeError("injected")
+
+    monkeypatch.setattr(runner, "run_job", broken)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(EXP.encode())))
+    code = main(["fix", "--stdin-filename", "mod.py", "-"])
+    out, err = capsysbinary.readouterr()
+    assert (code, out) == (2, EXP.encode())
+    assert err.decode().startswith("mod.py: internal error: RuntimeError: injected")
+
+
 def test_stdin_is_not_combined_with_paths() -> None:
     done = np2torch_stdin("check", "-", "other.py", text=EXP)
     assert done.returncode == 2 and b"cannot be combined" in done.stderr

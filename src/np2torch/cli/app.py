@@ -402,6 +402,8 @@ def _run_stdin(mode: str, stdin_filename: str | None, overrides: Overrides, *, c
         result = runner.FileResult(display, errors=[f"error: {exc}"])
     except FileError as exc:
         result = runner.FileResult(display, errors=[str(exc)])
+    except Exception as exc:  # a bug in np2torch: named on stderr, and the source still echoed below
+        result = runner.FileResult(display, errors=[runner.internal_error(display, exc)])
     to_stderr = mode == runner.FIX
     if to_stderr:
         sys.stdout.buffer.write(result.new_bytes if result is not None and result.new_bytes is not None else raw)

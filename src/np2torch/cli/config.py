@@ -265,17 +265,24 @@ class ConfigFinder:
         self._memo: dict[str, Config] = {}
 
     def for_directory(self, directory: str) -> Config:
-        """Settings for files in ``directory`` (an absolute path)."""
+        """Settings for files in ``directory`` (an absolute path): its nearest folder, upwards, with a config.
+
+        A loop, not a recursion: a path may be thousands of folders deep.
+        """
         if self._override is not None:
             return self._override
+        unknown: list[str] = []
         found = self._memo.get(directory)
-        if found is None:
+        while found is None:
+            unknown.append(directory)
             candidate = os.path.join(directory, "pyproject.toml")
             found = load_config(Path(candidate)) if os.path.isfile(candidate) else None
             if found is None:
                 parent = os.path.dirname(directory)
-                found = self._default if parent == directory else self.for_directory(parent)
-            self._memo[directory] = found
+                found = self._default if parent == directory else self._memo.get(parent)
+                directory = parent
+        for folder in unknown:
+            self._memo[folder] = found
         return found
 
     def for_file(self, path: str) -> Config:

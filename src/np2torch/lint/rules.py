@@ -156,7 +156,17 @@ class Rule:
 _COMMON_GAPS = (
     "Under `np.errstate(all='ignore')` the sign bit of a NaN result can differ from x86 NumPy's "
     "(IEEE 754 leaves it unspecified). With `torch.set_flush_denormal(True)` enabled by user code, "
-    "subnormal values differ. See docs/runtime.md, \"Known gaps\"."
+    "subnormal values differ. "
+)
+
+_EVERY_HELPER_GAPS = (
+    "A spy on the original (`mock.patch.object({module}, \"{helper}\", ...)`, `monkeypatch.setattr`) no longer sees "
+    "the fixed calls: they call `np2t.{helper}`, which keeps the original it imported; patch "
+    "`np2torch.runtime.{helper}` as well. In a child forked from a process that imported torch (and "
+    "`np2torch.runtime`), torch runs on one thread, the program's own torch code included: GNU OpenMP's "
+    "pool does not survive `fork`, and the child's first parallel op would hang. A computation whose "
+    "outcome hangs on the last bits (an ill-conditioned fit) can end differently within the ULP bounds: "
+    "run it under `np2t.using(device=\"numpy\")`. See docs/runtime.md, \"Known gaps\"."
 )
 
 _MEASURED_PER_MACHINE = (
@@ -199,7 +209,9 @@ def _function_rule(row: Function) -> Rule:
         summary=f"`{row.qualname}` call or reference",
         category=_category(row),
         why=row.why or _UFUNC_WHY.format(library=library, name=row.name),
-        known_problems=row.known_problems or _loops_text(row) + _MEASURED_PER_MACHINE + _COMMON_GAPS,
+        known_problems=(row.known_problems + " " if row.known_problems else _loops_text(row) + _MEASURED_PER_MACHINE
+                        + _COMMON_GAPS) + _EVERY_HELPER_GAPS.format(
+                            module="np" if row.module == "numpy" else row.module, helper=row.name),
         default=row.default,
     )
 
