@@ -390,6 +390,8 @@ def _compare_cli(report: TreeReport, run: CliRun, root: Path, api: Dict[str, Lis
         if "code" not in item:
             report.violate("-", f"bad JSON ({step})", str(item)[:500])
             return
+        if item["code"] is None:  # a file that could not be checked: _error_lines holds its stderr line to account
+            continue
         cli[os.path.relpath(item["path"], root)].append(_json_key(item))
     for rel in sorted(set(cli) | {r for r, fs in api.items() if fs}):
         want = sorted(_finding_key(f) for f in api.get(rel, []))

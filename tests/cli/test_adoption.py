@@ -21,7 +21,7 @@ NOTICE = "note: the fixed files now import np2torch.runtime at run time"
 @pytest.fixture(autouse=True)
 def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("NP2TORCH_CACHE_DIR", str(tmp_path / ".cache-under-test"))
+    monkeypatch.setenv("NP2TORCH_LINT_CACHE_DIR", str(tmp_path / ".cache-under-test"))
     return tmp_path
 
 

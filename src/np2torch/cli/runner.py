@@ -42,7 +42,7 @@ from np2torch.lint.model import Finding, FixResult, SourceError
 if TYPE_CHECKING:
     from multiprocessing.context import BaseContext
 
-CHECK, FIX, DIFF = "check", "fix", "diff"
+CHECK, FIX, DIFF, NOQA = "check", "fix", "diff", "add-noqa"
 
 
 @dataclass
@@ -163,6 +163,8 @@ def _run_job(job: Job) -> FileResult:
     try:
         if job.mode == CHECK:
             return FileResult(job.display, findings=sorted(_check(job), key=sort_key), digest=job.digest or None)
+        if job.mode == NOQA:
+            return _add_noqa(job, _check(job))
         outcome = _fix(job)
     except engine.NewerSyntaxError as exc:
         return newer_syntax_result(job.display, exc.needed, job.settings.target_version)
@@ -173,6 +175,40 @@ def _run_job(job: Job) -> FileResult:
         return FileResult(job.display, findings=sorted(_check(job), key=sort_key),
                           errors=[f"{job.display}: error: fix not applied, file left untouched: {exc}"])
     return _fixed(job, outcome)
+
+
+def _add_noqa(job: Job, findings: Sequence[Finding]) -> FileResult:
+    """``check --add-noqa``: the file with a ``# noqa`` for each finding's codes on its line; ``findings`` of the
+    result are those left (no comment can go on their line), ``fixed`` the lines that got one."""
+    result = FileResult(job.display, digest=job.digest or None)
+    if not findings:
+        return result
+    lines: dict[tuple[int, int], list[str]] = {}
+    for finding in findings:
+        codes = lines.setdefault((getattr(finding, "cell", 0), finding.line), [])
+        if finding.code not in codes:
+            codes.append(finding.code)
+    text = job.source.text
+    if is_notebook(job.path):
+        from np2torch.lint import notebook
+
+        new_text = notebook.add_noqa_notebook(text, lines)
+    else:
+        from np2torch.lint.suppress import add_noqa
+
+        bom = "\ufeff" if text.startswith("\ufeff") else ""
+        new_text = text[len(bom):]
+        for (_cell, line), codes in lines.items():
+            new_text = add_noqa(new_text, line, codes)
+        new_text = bom + new_text
+    left = sorted(_check(dataclasses.replace(job, source=dataclasses.replace(job.source, text=new_text))),
+                  key=sort_key) if new_text != text else sorted(findings, key=sort_key)
+    result.findings = left
+    result.fixed = len(lines) - len({(getattr(f, "cell", 0), f.line) for f in left})
+    if new_text != text:
+        result.changed = True
+        result.new_bytes = job.source.encode(new_text)
+    return result
 
 
 def _fixed(job: Job, outcome: FixResult) -> FileResult:
@@ -245,12 +281,15 @@ def prepare(target: Target, settings: RunSettings, mode: str) -> Job | FileResul
 
 
 def _from_cache(cache: Cache, job: Job) -> FileResult | None:
-    """The cached result when it answers the job whole: ``check`` always, ``fix`` when nothing is fixable."""
+    """The cached result when it answers the job whole: ``check`` always, ``fix`` when nothing is fixable,
+    ``--add-noqa`` when there is nothing."""
     if not job.digest:
         return None
     entries = cache.get(job.path, job.settings, job.digest)
     findings = None if entries is None else cached_findings(entries, job.display)
     if findings is None or (job.mode != CHECK and any(f.fixable for f in findings)):
+        return None
+    if job.mode == NOQA and findings:
         return None
     return FileResult(job.display, findings=sorted(findings, key=sort_key), digest=job.digest)
 

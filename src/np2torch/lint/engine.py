@@ -59,7 +59,7 @@ from np2torch.lint import compiled
 from np2torch.lint.model import DEFAULT_SETTINGS, Finding, FixError, FixResult, Lines, Planned, Settings, SourceError
 from np2torch.lint.resolve import Ref, Resolution, bound_names, resolve
 from np2torch.lint.rules import RULES, Rule
-from np2torch.lint.suppress import file_rules, in_runtime_module, no_fix_reason
+from np2torch.lint.suppress import NOQA, file_rules, in_runtime_module, no_fix_reason, noqa_codes
 
 __all__ = [
     "CONSTANTS",
@@ -165,10 +165,6 @@ def _whole_word(word: str) -> re.Pattern[str]:
 # --------------------------------------------------------------------------- noqa
 
 
-_NOQA = re.compile(
-    r"#\s*noqa(?![\w-])(?::\s*(?P<codes>[a-z]+[0-9]+(?:(?:\s*,\s*|\s+)[a-z]+[0-9]+)*))?",
-    re.IGNORECASE,
-)
 
 
 class _Noqa:
@@ -180,12 +176,12 @@ class _Noqa:
 
     def suppresses(self, line: int, code: str) -> bool:
         source_line = self._lines[line]
-        if "#" not in source_line or not _NOQA.search(source_line):
+        if "#" not in source_line or not NOQA.search(source_line):
             return False
         comment = self._comment(line, source_line)
-        for match in _NOQA.finditer(comment):
+        for match in NOQA.finditer(comment):
             codes = match.group("codes")
-            if codes is None or code.upper() in {c.upper() for c in re.split(r"[\s,]+", codes)}:
+            if codes is None or code.upper() in {c.upper() for c in noqa_codes(codes)}:
                 return True
         return False
 
@@ -380,7 +376,7 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
             end_line=end_line,
             end_column=lines.char_col(end_line, node.end_col_offset or 0) + 1,
             code=rule.code,
-            message=rule.message(),
+            message=rule.message(settings.runtime_module),
             fixable=fixable,
             fix_title=rule.fix_title(analysis.alias) if fixable and analysis.alias else None,
             reason=reason,

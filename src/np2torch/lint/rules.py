@@ -81,7 +81,8 @@ class Rule:
     title: str | None = None
     """The rule's name when it is not the function's short name (pattern rules)."""
     message_text: str | None = None
-    """The finding's message when it is not the standard "can run on torch" one."""
+    """The finding's message when it is not the standard "can run on torch" one (``{runtime_module}`` in it is
+    the module the fixes import)."""
     default: bool = True
     """On without ``--select``.  An opt-in rule (a function row with ``default=False``) is enabled
     only by a selector that names it: its code, a prefix of it (``NPT1``) or ``ALL``."""
@@ -95,10 +96,11 @@ class Rule:
         """The original's short name, e.g. ``logsumexp`` (or the pattern rule's title)."""
         return self.title or self.qualname.rpartition(".")[2]
 
-    def message(self) -> str:
+    def message(self, runtime_module: str = "np2torch.runtime") -> str:
+        """The finding's message; the helper named in the module the fixes import (``--runtime-module``)."""
         if self.message_text is not None:
-            return self.message_text
-        return f"`{self.qualname}` can run on torch via `np2torch.runtime.{self.helper}`"
+            return self.message_text.format(runtime_module=runtime_module)
+        return f"`{self.qualname}` can run on torch via `{runtime_module}.{self.helper}`"
 
     def fix_title(self, alias: str) -> str:
         return f"Replace with `{alias}.{self.helper}`"
@@ -218,7 +220,7 @@ RULES: tuple[Rule, ...] = tuple(sorted((_function_rule(row) for row in FUNCTION_
         fix_safety="unsafe",
         summary="a hand-written log-sum-exp, `np.log(np.sum(np.exp(x), axis=k))` or "
         "`np.log(np.exp(x).sum(axis=k))` (`axis` and `keepdims` by keyword or position)",
-        message_text="`log(sum(exp(x)))` overflows for large `x`; `np2torch.runtime.logsumexp` computes it stably",
+        message_text="`log(sum(exp(x)))` overflows for large `x`; `{runtime_module}.logsumexp` computes it stably",
         why=(
             "`np.exp(x)` overflows to `inf` once `x` exceeds about 709 (float64) or 88 (float32), "
             "and underflows to 0 for very negative `x`, so the hand-written form returns `inf` or "
