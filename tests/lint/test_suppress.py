@@ -125,3 +125,61 @@ def test_a_finding_without_fix_keeps_its_own_reason_in_the_runtime(tmp_path: Pat
     text = "import numpy as np\nif f is np.exp:\n    y = np.log(x)\n"
     findings = check_source(text, str(folder / "fast.py"), settings=Settings(runtime_module="proj.fast"))
     assert "compared" in findings[0].reason and "import itself" in findings[1].reason
+
+
+# ---------------------------------------------------------------- add_noqa: the line-level comment, written
+
+
+@pytest.mark.parametrize(
+    "text, line, codes, expected",
+    [
+        pytest.param("y = np.exp(x)\n", 1, ["NPT001"], "y = np.exp(x)  # noqa: NPT001\n", id="a line without comment"),
+        pytest.param("y = np.exp(x)  # noqa: E501\n", 1, ["NPT001"], "y = np.exp(x)  # noqa: E501, NPT001\n",
+                     id="merged into another tool's noqa"),
+        pytest.param("y = np.exp(x)  # noqa:E501 keep this\n", 1, ["NPT001"],
+                     "y = np.exp(x)  # noqa:E501, NPT001 keep this\n", id="merged after the codes, text kept"),
+        pytest.param("y = np.exp(x)  # why\n", 1, ["NPT001", "NPT002"], "y = np.exp(x)  # why  # noqa: NPT001, NPT002\n",
+                     id="after another comment"),
+        pytest.param("y = np.exp(x)   \r\nz = 1\r\n", 1, ["NPT001"], "y = np.exp(x)  # noqa: NPT001   \r\nz = 1\r\n",
+                     id="CRLF and trailing blanks kept"),
+        pytest.param("a = 1\ry = np.exp(x)\r", 2, ["NPT001"], "a = 1\ry = np.exp(x)  # noqa: NPT001\r", id="CR-only lines"),
+        pytest.param("y = np.exp(x)", 1, ["NPT001"], "y = np.exp(x)  # noqa: NPT001", id="no final newline"),
+        pytest.param("y = (np.exp(x) +\n     1)\n", 1, ["NPT001"], "y = (np.exp(x) +  # noqa: NPT001\n     1)\n",
+                     id="inside brackets a comment may end the line"),
+        pytest.param("s = '#'; y = np.exp(x)\n", 1, ["NPT001"], "s = '#'; y = np.exp(x)  # noqa: NPT001\n",
+                     id="a hash in a string is no comment"),
+    ],
+)
+def test_add_noqa(text: str, line: int, codes: list, expected: str) -> None:
+    from np2torch.lint.suppress import add_noqa
+
+    assert add_noqa(text, line, codes) == expected
+    assert add_noqa(expected, line, codes) == expected  # twice is once
+
+
+@pytest.mark.parametrize(
+    "text, line",
+    [
+        pytest.param("y = np.exp(x)  # noqa: NPT001\n", 1, id="already there"),
+        pytest.param("y = np.exp(x)  # NOQA:npt001\n", 1, id="already there in another case"),
+        pytest.param("y = np.exp(x)  # noqa\n", 1, id="a bare noqa suppresses everything"),
+        pytest.param("y = np.exp(x) + \\\n    1\n", 1, id="a comment cannot follow a line continuation"),
+        pytest.param("y = f(np.exp(x), '''\nabc''')\n", 1, id="the line ends inside a string"),
+        pytest.param("y = np.exp(x)\n", 3, id="no such line"),
+        pytest.param("y = np.exp(x\n", 1, id="does not tokenize"),
+    ],
+)
+def test_add_noqa_leaves_alone(text: str, line: int) -> None:
+    from np2torch.lint.suppress import add_noqa
+
+    assert add_noqa(text, line, ["NPT001"]) == text
+
+
+def test_what_add_noqa_writes_the_engine_reads() -> None:
+    from np2torch.lint.suppress import add_noqa
+
+    text = "import numpy as np\n\ny = np.exp(x) + np.log(x)  # noqa: E501\nz = np.log(x)  # note\n"
+    for finding in check_source(text):
+        text = add_noqa(text, finding.line, [finding.code])
+    assert check_source(text) == []
+    assert text.endswith("y = np.exp(x) + np.log(x)  # noqa: E501, NPT001, NPT002\nz = np.log(x)  # note  # noqa: NPT002\n")
