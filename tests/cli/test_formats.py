@@ -189,3 +189,36 @@ def test_environment_and_config_choose_the_format(capsys: pytest.CaptureFixture[
 def test_every_format_with_statistics_and_quiet_runs(capsys: pytest.CaptureFixture[str], fmt: str) -> None:
     assert check(capsys, "--output-format", fmt, "--statistics", ".")[0] == 1
     assert check(capsys, "--output-format", fmt, "-q", "pkg")[0] == 1
+
+
+# ---------------------------------------------------------------- messages and summaries
+
+
+UNSAFE = "import numpy as np\nw = np.log(np.sum(np.exp(x), axis=1))\nact = np.exp\n"
+
+
+def test_unsafe_fixes_are_short_lines_and_worded_as_ruffs(capsys: pytest.CaptureFixture[str]) -> None:
+    Path("u.py").write_text(UNSAFE)
+    code, out, _ = check(capsys, "--select", "NPT901,NPT001", "u.py")
+    lines = out.splitlines()
+    assert lines[-2:] == ["Found 3 errors (1 fixable with `np2torch fix`).",
+                          "2 hidden fixes can be enabled with the `--unsafe-fixes` option."]
+    assert all(len(line) < 140 for line in lines), lines  # the reason's whole text is `full`'s
+    assert lines[-3].endswith("NPT001 `numpy.exp` can run on torch via `np2torch.runtime.exp` (unsafe fix: --unsafe-fixes)")
+    full = check(capsys, "--select", "NPT901,NPT001", "--output-format", "full", "u.py")[1]
+    assert "= note: no fix: unsafe fix (it passes the function on" in full
+    assert main(["fix", "--no-cache", "--select", "NPT901,NPT001", "u.py"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[-3:-1] == ["Fixed 1 error in 1 file.", "Found 2 errors that `--unsafe-fixes` would fix."]
+    assert not any("cannot fix" in line for line in out)
+    Path("v.py").write_text("import numpy as np\nact = np.exp\n")
+    assert check(capsys, "v.py")[1].splitlines()[-1] == (
+        "No fixes available (1 hidden fix can be enabled with the `--unsafe-fixes` option).")
+
+
+def test_messages_name_the_runtime_module_the_fixes_import(capsys: pytest.CaptureFixture[str]) -> None:
+    Path("pyproject.toml").write_text("[tool.np2torch]\nruntime-module = 'mypkg._np2torch'\nextend-select = ['NPT901']\n")
+    Path("w.py").write_text(UNSAFE)
+    out = check(capsys, "w.py")[1]
+    assert "via `mypkg._np2torch.exp`" in out and "`mypkg._np2torch.logsumexp` computes it stably" in out
+    assert "np2torch.runtime" not in out
