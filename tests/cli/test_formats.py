@@ -209,7 +209,7 @@ def test_unsafe_fixes_are_short_lines_and_worded_as_ruffs(capsys: pytest.Capture
     assert "= note: no fix: unsafe fix (it passes the function on" in full
     assert main(["fix", "--no-cache", "--select", "NPT901,NPT001", "u.py"]) == 1
     out = capsys.readouterr().out.splitlines()
-    assert out[-3:-1] == ["Fixed 1 error in 1 file.", "Found 2 errors that `--unsafe-fixes` would fix."]
+    assert out[-3:-1] == ["Fixed 1 error in 1 file.", "Found 1 error that `--unsafe-fixes` would fix."]
     assert not any("cannot fix" in line for line in out)
     Path("v.py").write_text("import numpy as np\nact = np.exp\n")
     assert check(capsys, "v.py")[1].splitlines()[-1] == (
