@@ -517,7 +517,7 @@ def _report(mode: str, results: list[runner.FileResult], *, fmt: str, quiet: boo
     problems = [problem(r.display, m) for r in results for m in r.errors]
     if stats:
         lines = statistics(findings, fmt, _RULE_NAMES)
-    elif show_fixes and fmt in TEXT_FORMATS:
+    elif show_fixes and fmt == "concise":  # `full` shows the fix itself; the others keep their shape
         lines = [line for f in findings for line in (*render([f], fmt, source_line=SourceLines(stdin)),
                                                       *show_fixes_check(f))]
     else:
