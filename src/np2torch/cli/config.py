@@ -193,16 +193,23 @@ def _suggestion(value: str, choices: Iterable[str]) -> str:
 # ---------------------------------------------------------------- reading files
 
 
-def _read_toml(path: Path, *, always: bool = False) -> dict[str, Any] | None:
-    """The parsed file, or ``None`` when it cannot mention np2torch (skips parsing unrelated files)."""
+def _read_toml(path: Path) -> dict[str, Any] | None:
+    """The parsed ``pyproject.toml``, or ``None`` when it cannot mention np2torch (unrelated files stay unparsed)."""
+    raw = _read(path)
+    return _parse_toml(raw, display_path(path)) if b"np2torch" in raw else None
 
+
+def _read_settings_file(path: Path) -> dict[str, Any]:
+    """The parsed file (an ``np2torch.toml`` is np2torch's whatever it says)."""
+    return _parse_toml(_read(path), display_path(path))
+
+
+def _read(path: Path) -> bytes:
     try:
         raw, _ = read_regular(str(path), display_path(path))
     except FileError as exc:
         raise ConfigError(f"{exc.path}: {exc.message}") from None
-    if not always and b"np2torch" not in raw:
-        return None
-    return _parse_toml(raw, display_path(path))
+    return raw
 
 
 def _parse_toml(raw: bytes, where: str) -> dict[str, Any]:
@@ -341,7 +348,7 @@ def load_config(path: Path) -> Config | None:
     table), or an ``np2torch.toml``'s top level (an empty one is the defaults, rooted at its folder)."""
     path = Path(os.path.abspath(path))
     if path.name != PYPROJECT:
-        return config_from_table(_read_toml(path, always=True), path, "")
+        return config_from_table(_read_settings_file(path), path, "")
     data = _read_toml(path)
     if data is None:
         return None
@@ -357,8 +364,7 @@ def load_explicit_config(path: str) -> Config:
     file = Path(os.path.abspath(path))
     if not file.is_file():
         raise ConfigError(f"{path}: " + ("not a regular file" if file.exists() else "no such configuration file"))
-    data = _read_toml(file, always=True)
-    assert data is not None
+    data = _read_settings_file(file)
     tool = data.get("tool")
     if isinstance(tool, dict) and "np2torch" in tool:
         return config_from_table(tool["np2torch"], file)
