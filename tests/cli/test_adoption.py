@@ -228,6 +228,17 @@ def test_flake8_skips_the_files_the_project_excludes(table: str) -> None:
         "pkg/mod.py:3:5: NPT001 `numpy.exp` can run on torch via `np2torch.runtime.exp`"]
 
 
+def test_flake8_honours_per_file_ignores_and_np2torch_toml() -> None:
+    pytest.importorskip("flake8")
+    write("np2torch.toml", "per-file-ignores = {'tests/*' = ['NPT001']}\n")
+    write("tests/test_mod.py", EXP)
+    write("pkg/mod.py", EXP)
+    done = flake8("tests/test_mod.py", "pkg/mod.py")
+    assert done.returncode == 1, done.stderr
+    assert done.stdout.splitlines() == [
+        "pkg/mod.py:3:5: NPT001 `numpy.exp` can run on torch via `np2torch.runtime.exp`"]
+
+
 @pytest.mark.parametrize("table, message", [
     pytest.param("selekt = ['NPT001']", "unknown key 'selekt' in [tool.np2torch]", id="unknown key"),
     pytest.param("select = ['NPT999']", "'select' in [tool.np2torch]", id="a code no rule has"),
