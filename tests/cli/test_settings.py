@@ -184,6 +184,11 @@ def test_config_file_and_isolated(capsys: pytest.CaptureFixture[str]) -> None:
     assert sorted(found(run(capsys, "--isolated", "a.py")[1])) == ["a.py:NPT001", "a.py:NPT002"]
     code, _, err = run(capsys, "--isolated", "--config", "strict.toml", "a.py")
     assert code == 2 and "contradict" in err
+    write("empty.toml", "")  # an empty settings file is the defaults
+    assert sorted(found(run(capsys, "--config", "empty.toml", "a.py")[1])) == ["a.py:NPT001", "a.py:NPT002"]
+    write("other.toml", "[tool.ruff]\nline-length = 99\n")
+    code, _, err = run(capsys, "--config", "other.toml", "a.py")
+    assert (code, err) == (2, "error: other.toml: no [tool.np2torch] table\n")
 
 
 # ---------------------------------------------------------------- which files
@@ -259,11 +264,15 @@ def test_cache_lands_at_the_project_root_and_clean_removes_it(capsys: pytest.Cap
     capsys.readouterr()
 
 
-def test_cache_dir_key_is_relative_to_its_file(capsys: pytest.CaptureFixture[str], in_tmp: Path) -> None:
+def test_cache_dir_key_is_relative_to_its_file(capsys: pytest.CaptureFixture[str], in_tmp: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
     write("pyproject.toml", "[tool.np2torch]\ncache-dir = '.cache/np2torch'\n")
-    write("a.py", EXP)
+    write("sub/a.py", EXP)
+    monkeypatch.chdir(in_tmp / "sub")
     assert run(capsys, "--cached", "a.py")[0] == 1
     assert (in_tmp / ".cache" / "np2torch" / "CACHEDIR.TAG").is_file()
+    assert run(capsys, "--cached", "--config", "cache-dir = 'here'", "a.py")[0] == 1  # the command line's: from here
+    assert (in_tmp / "sub" / "here" / "CACHEDIR.TAG").is_file()
 
 
 # ---------------------------------------------------------------- check --fix and --diff

@@ -368,7 +368,7 @@ def load_explicit_config(path: str) -> Config:
     tool = data.get("tool")
     if isinstance(tool, dict) and "np2torch" in tool:
         return config_from_table(tool["np2torch"], file)
-    if file.name == PYPROJECT or set(data) <= {"tool", "project", "build-system"}:
+    if file.name == PYPROJECT or (data and set(data) <= {"tool", "project", "build-system"}):
         raise ConfigError(f"{path}: no {SECTION} table")
     return config_from_table(data, file, "")
 
@@ -414,6 +414,8 @@ class Overlay:
         extend = tuple(values.pop("extend_exclude", ())) + self.extend_exclude
         if extend:
             extra.append((self.cwd, extend))
+        if "cache_dir" in values:
+            values["cache_dir"] = os.path.join(self.cwd, values["cache_dir"])
         for key in ("per_file_ignores", "extend_per_file_ignores"):
             if key in values:  # relative to the working directory too: made absolute
                 values[key] = tuple((_absolute_glob(self.cwd, pattern), codes) for pattern, codes in values[key])
