@@ -146,6 +146,14 @@ def test_gitlab_report_matches_the_schema_with_stable_unique_fingerprints(capsys
         jsonschema.Draft7Validator(schema).validate([{**report[0], "severity": "warning"}])
 
 
+def test_gitlab_paths_are_relative_to_the_ci_project_dir(capsys: pytest.CaptureFixture[str], project: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CI_PROJECT_DIR", str(project))
+    monkeypatch.chdir(project / "pkg")
+    report = json.loads(check(capsys, "--output-format", "gitlab", "a.py")[1])
+    assert [issue["location"]["path"] for issue in report] == ["pkg/a.py"]
+
+
 def test_github_annotates_findings_as_warnings_and_failures_as_errors(capsys: pytest.CaptureFixture[str]) -> None:
     with_broken_file()
     _, out, _ = check(capsys, "--output-format", "github", ".")

@@ -281,10 +281,22 @@ GITLAB_SEVERITY = "minor"
 checked is ``major``."""
 
 
+GITLAB_PROJECT_DIR = "CI_PROJECT_DIR"
+"""GitLab CI's checkout folder: report paths are relative to it (as ruff's), wherever np2torch ran."""
+
+
+def _gitlab_path(path: str) -> str:
+    project = os.environ.get(GITLAB_PROJECT_DIR)
+    if not project:
+        return path
+    rel = os.path.relpath(os.path.abspath(path), project)
+    return path if rel.startswith(os.pardir) else rel.replace(os.sep, "/")
+
+
 def gitlab_document(findings: Sequence[Finding], problems: Sequence[Problem] = ()) -> str:
     """A GitLab Code Quality report (a subset of the Code Climate spec): one issue per finding, each with a
     fingerprint that stays the same while the finding does (its code, file, message and rank among equals,
-    not its line), so GitLab tells new findings from old ones."""
+    not its line), so GitLab tells new findings from old ones.  Paths are relative to ``CI_PROJECT_DIR``."""
     issues: list[dict[str, object]] = []
     seen: dict[str, int] = {}
     for finding in findings:
@@ -295,7 +307,7 @@ def gitlab_document(findings: Sequence[Finding], problems: Sequence[Problem] = (
             "check_name": finding.code,
             "fingerprint": _fingerprint(key, seen),
             "severity": GITLAB_SEVERITY,
-            "location": {"path": finding.path,
+            "location": {"path": _gitlab_path(finding.path),
                          "positions": {"begin": {"line": finding.line, "column": finding.column},
                                        "end": {"line": finding.end_line, "column": finding.end_column}}},
         })
@@ -305,7 +317,7 @@ def gitlab_document(findings: Sequence[Finding], problems: Sequence[Problem] = (
             "check_name": "error",
             "fingerprint": _fingerprint(f"error\0{item.path}\0{item.text}", seen),
             "severity": "major",
-            "location": {"path": item.path, "lines": {"begin": item.line or 1}},
+            "location": {"path": _gitlab_path(item.path), "lines": {"begin": item.line or 1}},
         })
     return json.dumps(issues, indent=2)
 

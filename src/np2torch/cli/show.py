@@ -29,8 +29,6 @@ def _toml(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, Path):
         return json.dumps(str(value))
-    if isinstance(value, tuple) and value and all(isinstance(v, tuple) and len(v) == 2 for v in value):
-        return "{" + ", ".join(f"{json.dumps(k)} = {_toml(list(v))}" for k, v in value) + "}"
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_toml(v) for v in value) + "]"
     return json.dumps(value)
@@ -54,9 +52,11 @@ def settings_report(given: str, finder: ConfigFinder, overrides: Overrides, *, f
     width = max(len(key) for key in KNOWN_KEYS)
     for key in sorted(KNOWN_KEYS):
         value = _value(config, key)
-        if value is None:
-            continue
-        yield f"{key:<{width}} = {_toml(value)}  # {config.origin(key)}"
+        if key.endswith("per-file-ignores"):  # pairs of (glob, codes): a TOML table
+            shown = "{" + ", ".join(f"{json.dumps(glob)} = {_toml(codes)}" for glob, codes in value) + "}"
+        else:
+            shown = _toml(value) if value is not None else "(unset)"
+        yield f"{key:<{width}} = {shown}  # {config.origin(key)}"
     if config.cli_exclude:
         yield f"{'command line excludes':<{width}} = {_toml([p for _, group in config.cli_exclude for p in group])}"
     settings = run_settings(config, overrides, None if os.path.isdir(path) else path)
