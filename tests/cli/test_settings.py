@@ -286,3 +286,11 @@ def test_check_fix_and_diff_are_fixs(capsys: pytest.CaptureFixture[str]) -> None
     assert code == 0 and "Fixed 1 error in 1 file." in out and "np2t.exp(x)" in path.read_text()
     code, _, err = run(capsys, "--fix", "--diff", "a.py")
     assert code == 2 and "exclusive" in err
+
+
+def test_unsafe_fixes_key_and_its_negation_on_the_command_line(capsys: pytest.CaptureFixture[str]) -> None:
+    write("a.py", "import numpy as np\nact = np.exp\n")
+    assert "(unsafe fix: --unsafe-fixes)" in run(capsys, "a.py")[1]
+    write("pyproject.toml", "[tool.np2torch]\nunsafe-fixes = true\n")
+    assert run(capsys, "a.py")[1].startswith("a.py:2:7: NPT001 `numpy.exp` can run on torch via `np2torch.runtime.exp` [*]")
+    assert "(unsafe fix: --unsafe-fixes)" in run(capsys, "--no-unsafe-fixes", "a.py")[1]

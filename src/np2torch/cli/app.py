@@ -196,8 +196,9 @@ _SHARED_OPTIONS = [
     click.option("--no-cache", is_flag=True, help="Neither read nor write the lint cache."),
     click.option("--cache-dir", metavar="PATH", envvar="NP2TORCH_LINT_CACHE_DIR", show_envvar=True,
                  help="The lint cache's folder (default: .np2torch_cache at the project root)."),
-    click.option("--unsafe-fixes", is_flag=True,
-                 help="Also apply (fix) or offer (check) the fixes that can change results, e.g. NPT901."),
+    click.option("--unsafe-fixes/--no-unsafe-fixes", default=None,
+                 help="Also apply (fix) or offer (check) the fixes that can change results, e.g. NPT901 "
+                      "(default: `unsafe-fixes` in the config, else off)."),
     click.option("--statistics", is_flag=True,
                  help="Print counts per rule code (with [*] when fixable) instead of each finding."),
     click.option("--show-fixes", is_flag=True,
@@ -305,13 +306,13 @@ def _run(mode: str, *, paths: tuple[str, ...], select: tuple[str, ...] | None, i
          fmt: str | None, exit_zero: bool, quiet: bool, config_options: tuple[str, ...], runtime_module: str | None,
          alias: str | None, force_exclude: bool, no_cache: bool, jobs: int | None,
          target_version: tuple[int, int] | None = None, stdin_filename: str | None = None,
-         statistics: bool = False, show_fixes: bool = False, unsafe_fixes: bool = False,
+         statistics: bool = False, show_fixes: bool = False, unsafe_fixes: bool | None = None,
          exit_non_zero_on_fix: bool = False, extend_select: tuple[str, ...] | None = None,
          output_file: str | None = None, isolated: bool = False, exclude: tuple[str, ...] = (),
          extend_exclude: tuple[str, ...] = (), show_settings: bool = False, show_files: bool = False,
          cache_dir: str | None = None) -> int:
     overrides = Overrides(select=select, ignore=ignore or (), runtime_module=runtime_module, alias=alias,
-                          unsafe_fixes=True if unsafe_fixes else None, target_version=target_version,
+                          unsafe_fixes=unsafe_fixes, target_version=target_version,
                           extend_select=extend_select or ())
     try:
         finder = _finder(config_options, isolated, exclude, extend_exclude)
