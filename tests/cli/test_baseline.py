@@ -89,3 +89,20 @@ def test_a_file_that_does_not_parse_fails_add_noqa(capsys: pytest.CaptureFixture
     Path("bad.py").write_text("import numpy as np\nnp.exp(\n")
     code, _, err = run(capsys, "check", "--add-noqa", "bad.py")
     assert code == 2 and err.startswith("bad.py:")
+
+
+def test_npt801_reports_the_codes_a_baseline_left_behind(capsys: pytest.CaptureFixture[str]) -> None:
+    path = Path("a.py")
+    path.write_text("import numpy as np\n\ny = np.exp(x) + np.log(x)\n")
+    assert run(capsys, "check", "--add-noqa", "a.py")[0] == 0
+    assert run(capsys, "check", "--no-cache", "--extend-select", "NPT801", "a.py")[0] == 0  # every code used
+    # the exp call goes (here by hand); its code stays in the comment, silencing the next one written there
+    path.write_text(path.read_text().replace("np.exp(x) + ", ""))
+    Path("b.py").write_text("import math\nz = math.exp(1)  # noqa: NPT001, E501\n")  # no NumPy at all: still judged
+    code, out, _ = run(capsys, "check", "--no-cache", "--extend-select", "NPT801", ".")
+    assert code == 1
+    assert out.splitlines()[:2] == [
+        "a.py:3:24: NPT801 Unused `noqa` code: no finding of it on this line",
+        "b.py:2:26: NPT801 Unused `noqa` code: no finding of it on this line",
+    ]
+    assert run(capsys, "check", "--no-cache", ".")[0] == 0  # opt-in: off without a selector naming it
