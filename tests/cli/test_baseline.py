@@ -106,3 +106,10 @@ def test_npt801_reports_the_codes_a_baseline_left_behind(capsys: pytest.CaptureF
         "b.py:2:26: NPT801 Unused `noqa` code: no finding of it on this line",
     ]
     assert run(capsys, "check", "--no-cache", ".")[0] == 0  # opt-in: off without a selector naming it
+
+
+def test_add_noqa_never_silences_npt801(capsys: pytest.CaptureFixture[str]) -> None:
+    path = Path("a.py")
+    path.write_text("import math\n\ny = math.exp(x)  # noqa: NPT001\n")
+    assert run(capsys, "check", "--add-noqa", "--extend-select", "NPT801", "a.py")[0] == 0
+    assert path.read_text() == "import math\n\ny = math.exp(x)  # noqa: NPT001\n"

@@ -38,6 +38,7 @@ from np2torch.cli.files import (
 )
 from np2torch.cli.output import Progress, diff_bytes, sort_key
 from np2torch.lint.model import Finding, FixResult, SourceError
+from np2torch.lint.rules import RULES_BY_CODE
 
 if TYPE_CHECKING:
     from multiprocessing.context import BaseContext
@@ -181,6 +182,7 @@ def _add_noqa(job: Job, findings: Sequence[Finding]) -> FileResult:
     """``check --add-noqa``: the file with a ``# noqa`` for each finding's codes on its line; ``findings`` of the
     result are those left (no comment can go on their line), ``fixed`` the lines that got one."""
     result = FileResult(job.display, digest=job.digest or None)
+    findings = _baseline(findings)
     if not findings:
         return result
     lines: dict[tuple[int, int], list[str]] = {}
@@ -201,7 +203,7 @@ def _add_noqa(job: Job, findings: Sequence[Finding]) -> FileResult:
         for (_cell, line), codes in lines.items():
             new_text = add_noqa(new_text, line, codes)
         new_text = bom + new_text
-    left = sorted(_check(dataclasses.replace(job, source=dataclasses.replace(job.source, text=new_text))),
+    left = sorted(_baseline(_check(dataclasses.replace(job, source=dataclasses.replace(job.source, text=new_text)))),
                   key=sort_key) if new_text != text else sorted(findings, key=sort_key)
     result.findings = left
     result.fixed = len(lines) - len({(getattr(f, "cell", 0), f.line) for f in left})
@@ -209,6 +211,12 @@ def _add_noqa(job: Job, findings: Sequence[Finding]) -> FileResult:
         result.changed = True
         result.new_bytes = job.source.encode(new_text)
     return result
+
+
+def _baseline(findings: Sequence[Finding]) -> list[Finding]:
+    """The findings a baseline accepts: not NPT801's (a noqa for an unused noqa code would only hide it), as
+    ruff's ``--add-noqa`` leaves RUF100 alone."""
+    return [f for f in findings if not (f.code in RULES_BY_CODE and RULES_BY_CODE[f.code].is_meta)]
 
 
 def _fixed(job: Job, outcome: FixResult) -> FileResult:
