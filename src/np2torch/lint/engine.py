@@ -47,13 +47,14 @@ spans the whole outer call and its fix replaces that call.  A rule whose
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 import io
 import re
 import tokenize
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Collection, Sequence
 
 from np2torch.lint import compiled
 from np2torch.lint.model import DEFAULT_SETTINGS, Finding, FixError, FixResult, Lines, Planned, Settings, SourceError
@@ -368,7 +369,8 @@ def _parse(text: str) -> ast.Module:
         raise SourceError(f"cannot parse: {exc}") from None
 
 
-def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = True) -> _Analysis:
+def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = True,
+             only: Collection[tuple[int, int, str]] | None = None) -> _Analysis:
     bom = "\ufeff" if source.startswith("\ufeff") else ""
     text = source[len(bom) :]
     analysis = _Analysis(text=text, bom=bom)
@@ -401,6 +403,10 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
                     unsafe = rule.fix_safety == "unsafe" and not settings.unsafe_fixes
                     verdict = (not unsafe, REASON_UNSAFE if unsafe else None)
                     pending.append((ref, rule, *_unless_compiled(ref, regions, verdict)))
+    if only is not None:
+        pending = [(ref, rule, fixable and _key(ref.node, rule.code, lines) in only,
+                    why if not fixable or _key(ref.node, rule.code, lines) in only else REASON_LEFT_OUT)
+                   for ref, rule, fixable, why in pending]
     if any(fixable for _r, _u, fixable, _why in pending) and in_runtime_module(path, settings.runtime_module):
         itself = no_fix_reason(settings.runtime_module)  # the fix would make the runtime import itself
         pending = [(ref, rule, False, why if not fixable else itself) for ref, rule, fixable, why in pending]
@@ -429,6 +435,14 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
         analysis.findings.extend(_unused_noqa(noqa, meta, {rule.code for rule in rules}, path))
     analysis.findings.sort(key=lambda f: (f.line, f.column, f.code))
     return analysis
+
+
+REASON_LEFT_OUT = "left out by --from-run: the run measured no saving here"
+
+
+def _key(node: ast.expr, code: str, lines: Lines) -> tuple[int, int, str]:
+    """A finding's ``(line, column, code)`` as :class:`Finding` places it (1-based character column)."""
+    return node.lineno, lines.char_col(node.lineno, node.col_offset) + 1, code
 
 
 def _unless_compiled(
@@ -533,23 +547,52 @@ def fix_source(source: str, path: str = "<string>", *, settings: Settings | None
     return _fixed_text(_analyze(source, path, settings), source, path, settings)
 
 
-def fix_and_check(source: str, path: str = "<string>", *, settings: Settings | None = None) -> FixResult:
+def fix_and_check(source: str, path: str = "<string>", *, settings: Settings | None = None,
+                  only: Collection[tuple[int, int, str]] | None = None) -> FixResult:
     """:func:`check_source` and :func:`fix_source` from one analysis: the findings, the fixed text, what is left.
 
     The text is analysed once.  The fixed text is analysed again only when the fix left
     findings (unfixable ones), to give their positions in it; when every finding was fixable,
     none is left (the rewrite makes every planned fix or raises :class:`FixError`).
+    ``only``: rewrite just the findings at these ``(line, column, code)``; the others stay findings, not
+    fixable here (``np2torch fix --from-run``).
     Raises as :func:`fix_source` does.
     """
     settings = settings or DEFAULT_SETTINGS
-    analysis = _analyze(source, path, settings)
+    analysis = _analyze(source, path, settings, only=only)
     fixed = _fixed_text(analysis, source, path, settings)
     findings = tuple(analysis.findings)
     if fixed is source:
         return FixResult(findings, source, findings)
     if all(finding.fixable for finding in findings):
         return FixResult(findings, fixed, ())
-    return FixResult(findings, fixed, tuple(_analyze(fixed, path, settings).findings))
+    remaining = _analyze(fixed, path, settings).findings
+    if only is not None:  # what is still fixable in the fixed text is what `only` left out
+        remaining = [dataclasses.replace(f, fixable=False, fix_title=None, reason=REASON_LEFT_OUT) if f.fixable
+                     else f for f in remaining]
+    return FixResult(findings, fixed, tuple(remaining))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One text's analysis, for a rewrite made on its ``ast`` rather than its text (``np2torch run``)."""
+
+    tree: ast.Module | None
+    """The parsed text (None when nothing could be found in it); the fixes' nodes are nodes of this tree."""
+    findings: tuple[Finding, ...]
+    """Every finding, as :func:`check_source` gives them."""
+    fixes: tuple[Planned, ...]
+    """The fixable findings with their nodes: a function rule's node is the reference (``np.exp``) the
+    helper replaces, a pattern rule's the whole outer call."""
+
+
+def plan_source(source: str, path: str = "<string>", *, settings: Settings | None = None) -> Plan:
+    """What :func:`fix_source` would rewrite in ``source``, as nodes of its ``ast`` tree instead of text.
+
+    Raises :class:`SourceError` as :func:`check_source` does.
+    """
+    analysis = _analyze(source, path, settings or DEFAULT_SETTINGS)
+    return Plan(analysis.tree, tuple(analysis.findings), tuple(analysis.fixes))
 
 
 def _fixed_text(analysis: _Analysis, source: str, path: str, settings: Settings) -> str:

@@ -204,7 +204,7 @@ def add_noqa(text: str, line: int, codes: Sequence[str]) -> str:
         at = start + column + len(body.rstrip(" \t\f"))
         return f"{text[:at]}  # noqa: {', '.join(codes)}{text[at:]}"
     if match.group("codes") is None:
-        return text  # a bare `# noqa` suppresses every code
+        return text  # a bare noqa comment suppresses every code already
     present = {code.upper() for code in noqa_codes(match.group("codes"))}
     missing = [code for code in dict.fromkeys(codes) if code.upper() not in present]
     if not missing:

@@ -171,6 +171,10 @@ class Process:
 
 PROCESS = Process(settings_from_env(os.environ))
 
+TAKEN = threading.local()
+"""``TAKEN.device``: the device (``"cpu"``/``"cuda"``) of this thread's last call computed on torch; a caller that
+wants to know which path one call took sets it to None before the call (:mod:`.sites`)."""
+
 SCOPED: ContextVar[RuntimeSettings | None] = ContextVar("np2torch_runtime_settings", default=None)
 """The settings of the innermost :func:`using` block of this context (None: none)."""
 
