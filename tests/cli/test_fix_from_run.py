@@ -28,9 +28,11 @@ SOURCE = textwrap.dedent("""\
     """)
 
 
-def _site(path: Path, line: int, col: int, code: str, saved: float, original: float, calls: int = 10) -> Dict[str, Any]:
+def _site(path: Path, line: int, col: int, code: str, saved: float, original: float, calls: int = 10,
+          paths: Dict[str, int] | None = None) -> Dict[str, Any]:
     return {"path": str(path), "line": line, "col": col, "code": code, "function": "f", "calls": calls,
-            "saved_s": saved, "original_s": original, "helper_s": original - saved}
+            "saved_s": saved, "original_s": original, "helper_s": original - saved,
+            "paths": paths if paths is not None else {"sampled": 4, "cpu": calls - 4}}
 
 
 def _report(tmp_path: Path, files: List[Path], sites: List[Dict[str, Any]]) -> Path:
@@ -69,6 +71,15 @@ def test_only_the_sites_that_cleared_the_margin_are_rewritten(tmp_path: Path) ->
     assert "model.py:9:28: NPT006 left as it is: not called in the run" in lines[3]
     assert code == 1  # findings remain, as after any fix that leaves some
     assert "Fixed 1 error" in out
+
+
+def test_a_site_whose_helper_never_left_the_original_is_left_out(tmp_path: Path) -> None:
+    module = tmp_path / "model.py"
+    module.write_text(SOURCE)
+    sites = [_site(module, 5, 9, "NPT001", 0.050, 0.100, paths={"sampled": 4, "numpy": 6})]
+    code, _out, err = _fix(tmp_path, "--from-run", str(_report(tmp_path, [module], sites)))
+    assert module.read_text() == SOURCE
+    assert "model.py:5:9: NPT001 left as it is: every helper call ran the original (torch computed none)" in err
 
 
 def test_min_saving_changes_the_margin(tmp_path: Path) -> None:

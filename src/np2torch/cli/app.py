@@ -71,6 +71,7 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
     "tune": ("np2torch.tools.tune", "command", "Measure this machine's profile: which path is fastest, per function and size."),
     "vendor": ("np2torch.tools.vendor", "command", "Copy the runtime into a project as a package."),
     "explain": ("np2torch.cli.explain", "command", "Explain a rule, e.g. `np2torch explain NPT001`."),
+    "server": ("np2torch.server.command", "command", "Run the language server (LSP over stdio) for editors."),
     "run": ("np2torch.run.command", "command",
             "Run a program with the rewrite applied in memory; report what each call site saved."),
 }

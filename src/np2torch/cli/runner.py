@@ -198,13 +198,12 @@ def _add_noqa(job: Job, findings: Sequence[Finding]) -> FileResult:
 
         new_text = notebook.add_noqa_notebook(text, lines)
     else:
-        from np2torch.lint.suppress import add_noqa
+        from np2torch.lint.suppress import add_noqa_lines
 
-        bom = "\ufeff" if text.startswith("\ufeff") else ""
-        new_text = text[len(bom):]
-        for (_cell, line), codes in lines.items():
-            new_text = add_noqa(new_text, line, codes)
-        new_text = bom + new_text
+        try:
+            new_text, _refused = add_noqa_lines(text, {line: codes for (_cell, line), codes in lines.items()})
+        except ValueError:  # it parsed but does not tokenize: no comment is placed; the findings stay
+            new_text = text
     left = sorted(_baseline(_check(dataclasses.replace(job, source=dataclasses.replace(job.source, text=new_text)))),
                   key=sort_key) if new_text != text else sorted(findings, key=sort_key)
     result.findings = left

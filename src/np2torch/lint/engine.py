@@ -1,5 +1,5 @@
-"""The engine: ``check_source``, ``fix_source`` and ``fix_and_check`` (both from one analysis), text in and
-text out, no file I/O.
+"""The engine: ``check_source``, ``fix_source`` and ``fix_and_check`` (both from one analysis), and
+``fix_findings`` (some findings only, for an editor's quick fix): text in and text out, no file I/O.
 
 They run the same analysis (:func:`_analyze`): a text prefilter derived from the
 rule table, ``ast.parse``, the qualified-name resolver of :mod:`np2torch.lint.resolve`,
@@ -72,6 +72,7 @@ __all__ = [
     "SourceError",
     "check_source",
     "fix_and_check",
+    "fix_findings",
     "fix_source",
     "may_contain",
 ]
@@ -168,8 +169,6 @@ def _whole_word(word: str) -> re.Pattern[str]:
 
 
 # --------------------------------------------------------------------------- noqa
-
-
 
 
 class _Noqa:
@@ -593,6 +592,27 @@ def plan_source(source: str, path: str = "<string>", *, settings: Settings | Non
     """
     analysis = _analyze(source, path, settings or DEFAULT_SETTINGS)
     return Plan(analysis.tree, tuple(analysis.findings), tuple(analysis.fixes))
+
+
+def fix_findings(source: str, findings: Collection[Finding], path: str = "<string>", *,
+                 settings: Settings | None = None) -> str:
+    """``source`` with only those of ``findings`` rewritten that are fixable: an editor's fix of one finding.
+
+    ``findings`` are matched by code and position against a fresh analysis of ``source`` (their
+    ``path`` and message do not matter), so they must come from :func:`check_source` of this very
+    text; one that is not there is left alone.  The runtime import is added as :func:`fix_source`
+    adds it, and a ``from``-import is removed only when no finding left unfixed still uses it.
+    Raises as :func:`fix_source` does.
+    """
+    settings = settings or DEFAULT_SETTINGS
+    analysis = _analyze(source, path, settings)
+    wanted = {_position(finding) for finding in findings}
+    analysis.fixes = [planned for planned in analysis.fixes if _position(planned.finding) in wanted]
+    return _fixed_text(analysis, source, path, settings)
+
+
+def _position(finding: Finding) -> tuple[str, int, int, int, int]:
+    return finding.code, finding.line, finding.column, finding.end_line, finding.end_column
 
 
 def _fixed_text(analysis: _Analysis, source: str, path: str, settings: Settings) -> str:

@@ -36,9 +36,10 @@ from typing import Any, Mapping, Sequence
 
 from np2torch.lint import engine
 from np2torch.lint.model import CellFinding
-from np2torch.lint.suppress import add_noqa
+from np2torch.lint.suppress import add_noqa_lines
 
-__all__ = ["CellFinding", "add_noqa_notebook", "cell_sources", "check_notebook", "fix_and_check_notebook", "fix_notebook"]
+__all__ = ["CellFinding", "add_noqa_notebook", "cell_sources", "check_notebook", "fix_and_check_notebook",
+           "fix_notebook", "fix_notebook_findings"]
 
 _MARKER = "# np2torch:cell "
 _MARKER_LINE = re.compile(r"^# np2torch:cell (\d+)\n", re.MULTILINE)
@@ -275,7 +276,31 @@ def fix_and_check_notebook(text: str, path: str = "<notebook>", *,
     findings = tuple(_in_cells(result.findings, module, path))
     if result.text == module.text:
         return engine.FixResult(findings, text, findings)
-    pieces, fixed_module = _split(result.text, module)
+    fixed, fixed_module = _spliced(text, module, result.text)
+    return engine.FixResult(findings, fixed, tuple(_in_cells(result.remaining, fixed_module, path)))
+
+
+def fix_notebook_findings(text: str, findings: Sequence[CellFinding], path: str = "<notebook>", *,
+                          settings: engine.Settings | None = None) -> str:
+    """``text`` with only ``findings`` (from :func:`check_notebook` of this text) rewritten:
+    :func:`np2torch.lint.engine.fix_findings` for a notebook, an editor's fix of one finding."""
+    module, _cells = _analysis(text)
+    first_lines = {cell.number: cell.first_line for cell in module.cells}
+    wanted = [dataclasses.replace(finding, line=first_lines[finding.cell] + finding.line - 1,
+                                  end_line=first_lines[finding.cell] + finding.end_line - 1)
+              for finding in findings if finding.cell in first_lines]
+    if not wanted:
+        return text
+    try:
+        fixed = engine.fix_findings(module.text, wanted, os.path.join(path, "__init__.py"), settings=settings)
+    except engine.SourceError as exc:
+        raise _cell_error(exc, module, path) from None
+    return text if fixed == module.text else _spliced(text, module, fixed)[0]
+
+
+def _spliced(text: str, module: _Module, fixed_text: str) -> tuple[str, _Module]:
+    """The notebook ``text`` with its cells' sources replaced by their pieces of the fixed module, and that module."""
+    pieces, fixed_module = _split(fixed_text, module)
     ascii_only = text.isascii()
     edits = []
     for cell, piece in zip(module.cells, pieces):
@@ -288,7 +313,7 @@ def fix_and_check_notebook(text: str, path: str = "<notebook>", *,
     fixed = text
     for (start, end), replacement in sorted(edits, reverse=True):
         fixed = fixed[:start] + replacement + fixed[end:]
-    return engine.FixResult(findings, fixed, tuple(_in_cells(result.remaining, fixed_module, path)))
+    return fixed, fixed_module
 
 
 def cell_sources(text: str) -> dict[int, str]:
@@ -299,18 +324,19 @@ def cell_sources(text: str) -> dict[int, str]:
 
 def add_noqa_notebook(text: str, lines: Mapping[tuple[int, int], Sequence[str]]) -> str:
     """The notebook ``text`` with each ``(cell, line) -> codes`` of ``lines`` suppressed by a ``# noqa`` on that
-    line of that cell (:func:`np2torch.lint.suppress.add_noqa`); only the changed cells' ``source`` values
-    are rewritten, every other byte kept (as a fix keeps them)."""
+    line of that cell (:func:`np2torch.lint.suppress.add_noqa_lines`); only the changed cells' ``source`` values
+    are rewritten, every other byte kept (as a fix keeps them).  A line no comment can end is left as it is."""
     _document, cells = _load(text)
     edits = []
     for cell in cells:
-        wanted = sorted((line, codes) for (number, line), codes in lines.items() if number == cell.number)
+        wanted = {line: codes for (number, line), codes in lines.items() if number == cell.number}
         python = _python_text(cell) if wanted else None
         if python is None:
             continue
-        edited = python
-        for line, codes in wanted:
-            edited = add_noqa(edited, line, codes)
+        try:
+            edited, _refused = add_noqa_lines(python, wanted)
+        except ValueError:  # the cell does not tokenize: no comment is placed in it
+            continue
         if cell.masked:
             edited = edited.replace(_MAGIC_PREFIX, "")
         if edited != cell.text:

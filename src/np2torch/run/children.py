@@ -89,6 +89,8 @@ def activate(run: Run) -> None:
             import atexit
 
             atexit.register(flush)
+            if "--multiprocessing-fork" in sys.argv:  # a spawned multiprocessing child: may be terminated
+                _flush_on_sigterm()
 
 
 def follow_children(run: Run) -> None:
@@ -162,7 +164,7 @@ def _run_and_exit(program: Any, run: Run) -> None:
     from np2torch.run.program import execute
 
     try:
-        status = execute(program, run, starting=True)
+        status = execute(program, run.rewriter, starting=True)
     except SystemExit as exc:
         status = _exit_status(exc.code)
     shutdown = getattr(threading, "_shutdown", None)
@@ -236,15 +238,37 @@ _AFTER_FORK_KEY = _Key()
 def _multiprocessing_child(_key: object) -> None:
     util = sys.modules["multiprocessing.util"]
     util.Finalize(None, flush, exitpriority=100)
-    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-        signal.signal(signal.SIGTERM, _terminated)
+    _flush_on_sigterm()
 
 
-def _terminated(signum: int, frame: Optional[types.FrameType]) -> None:
-    """A terminated worker (``Pool.terminate``, the end of ``with Pool()``): flush, then die of SIGTERM as before."""
-    flush(wait=False)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    os.kill(os.getpid(), signal.SIGTERM)
+def _flush_on_sigterm() -> None:
+    """A pool worker ends by SIGTERM when its pool is terminated (the end of ``with Pool()``): flush first,
+    unless the program handles SIGTERM itself.
+
+    Not with a Python handler: a worker waits for tasks in a semaphore wait
+    that a signal does not interrupt, so a handler would never run and the
+    worker would never die (``Pool.terminate`` would wait for it forever).
+    SIGTERM is blocked in this (the main) thread instead and a daemon thread
+    waits for it: it flushes, unblocks SIGTERM for itself and sends it again,
+    and its default action ends the process as before.
+    """
+    if not hasattr(signal, "sigwait") or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    threading.Thread(target=_await_sigterm, name="np2torch-run-flush", daemon=True).start()
+
+
+def _await_sigterm() -> None:
+    signal.sigwait({signal.SIGTERM})
+    try:
+        flush(wait=False)
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 # -- runpy.run_path -------------------------------------------------------------------------------------

@@ -188,7 +188,7 @@ def main(options: Options) -> NoReturn:
         atexit.register(report_at_exit)
 
     try:
-        status = execute(program, run, before=before)
+        status = execute(program, run.rewriter, before=before)
     except ProgramError as exc:
         if spool:
             shutil.rmtree(spool, ignore_errors=True)
@@ -227,7 +227,8 @@ def _report(run: Any, options: Options, command: Sequence[str], wall: float, sta
             for name, count in data.get("rewrite", {}).items():
                 rewrite[name] = rewrite.get(name, 0) + int(count)
         shutil.rmtree(run.spool, ignore_errors=True)
-    built = report.build(["np2torch", "run", *command], wall, records, skipped, files, status, rewrite)
+    built = report.build(["np2torch", "run", *command], wall, records, skipped, files, status, rewrite,
+                         torch_imported="torch" in sys.modules)
     if options.report_file:
         try:
             _write(options.report_file, report.dump(built) + "\n")

@@ -13,17 +13,23 @@ position, so no line is added, registers the file's call sites with
 Because the module registers them itself, the code runs the same wherever it
 is executed: imported, run as ``__main__``, re-run by ``runpy`` in a
 ``multiprocessing`` child.
+
+:func:`instrument_tree` makes the same rewrite on a tree someone else parsed
+(an IPython cell's): it analyses a text that parses to that tree, after a
+prefix of code run before it (the cells before), and rewrites the given tree's
+nodes, which keep their positions; registering the sites is the caller's.
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import hashlib
 from dataclasses import dataclass
-from typing import Sequence, Tuple
+from typing import Dict, Sequence, Tuple
 
 from np2torch.lint.engine import plan_source
-from np2torch.lint.model import Finding, Planned, Settings
+from np2torch.lint.model import Finding, Lines, Planned, Settings
 
 SITES = "@np2torch_sites"
 """The builtin holding every instrumented file's call sites (:data:`np2torch.runtime.sites.BUILTIN`): ``@`` keeps
@@ -59,6 +65,91 @@ def instrument(source: str, path: str, settings: Settings, *, optimize: int = -1
     _register_sites(tree, key, path, specs)
     code = compile(tree, path, "exec", dont_inherit=True, optimize=optimize)
     return Instrumented(code, specs, skipped)
+
+
+class TreeMismatch(ValueError):
+    """The text analysed does not parse to the tree to rewrite."""
+
+
+def instrument_tree(tree: ast.Module, text: str, path: str, settings: Settings, *, key: str,
+                    prefix: str = "") -> Instrumented:
+    """Rewrite ``tree`` in place, its sites read from ``<sites>[key]`` (which the caller registers:
+    ``table(key, path, sites)``); ``code`` is None.  ``text`` parses to ``tree`` (but for positions when ``tree``
+    was not parsed from it: ``ast.unparse(tree)``); it is analysed after ``prefix``, complete statements
+    run before it (whose imports and assignments name what ``text`` calls), and only ``text``'s findings
+    count.  Sites and findings carry the positions of ``tree``'s nodes.  Raises :class:`TreeMismatch` when
+    ``text`` does not parse to ``tree``, :class:`np2torch.lint.model.SourceError` when it cannot be analysed."""
+    if prefix and not prefix.endswith("\n"):
+        prefix += "\n"
+    plan = plan_source(prefix + text, path, settings=settings)
+    if plan.tree is None:
+        return Instrumented(None, (), ())
+    skip = prefix.count("\n")
+    ours = [statement for statement in plan.tree.body if statement.lineno > skip]
+    if [ast.dump(statement) for statement in ours] != [ast.dump(statement) for statement in tree.body]:
+        raise TreeMismatch("the text analysed does not parse to the tree")
+    pairs = _pairs(ours, tree.body)
+    where = _Where(pairs, Lines(prefix + text), Lines(text) if _same_positions(ours, tree.body, skip) else None)
+    fixes = [fix for fix in _surviving(plan.fixes) if fix.finding.line > skip]
+    specs = tuple(where.spec(fix) for fix in fixes)
+    targets = {id(where.given[id(fix.ref.node)]): (index, fix) for index, fix in enumerate(fixes)}
+    _Replace(key, targets).visit(tree)
+    skipped = (where.finding(finding) for finding in plan.findings if not finding.fixable and finding.line > skip)
+    return Instrumented(None, specs, tuple(finding for finding in skipped if finding is not None))
+
+
+def _pairs(analysed: Sequence[ast.stmt], given: Sequence[ast.stmt]) -> list[tuple[ast.AST, ast.AST]]:
+    """Each node of the analysed statements with the node of the given ones in its place (the same structure)."""
+    return [pair for mine, theirs in zip(analysed, given) for pair in zip(ast.walk(mine), ast.walk(theirs))]
+
+
+def _same_positions(analysed: Sequence[ast.stmt], given: Sequence[ast.stmt], skip: int) -> bool:
+    """Whether the given statements were parsed from the text analysed (each ``skip`` lines higher)."""
+    return all((a.lineno - skip, a.col_offset, (a.end_lineno or 0) - skip, a.end_col_offset)
+               == (b.lineno, b.col_offset, b.end_lineno or 0, b.end_col_offset) for a, b in zip(analysed, given))
+
+
+def _span(node: ast.AST) -> tuple[int, int, int, int]:
+    line: int = getattr(node, "lineno", 1)
+    end_line: int | None = getattr(node, "end_lineno", None)
+    end: int | None = getattr(node, "end_col_offset", None)
+    return line, getattr(node, "col_offset", 0), end_line or line, end or 0
+
+
+class _Where:
+    """Where the analysed text's nodes are in the given tree, in the linter's 1-based character columns."""
+
+    def __init__(self, pairs: Sequence[tuple[ast.AST, ast.AST]], analysed: Lines, given: Lines | None) -> None:
+        self.given = {id(mine): theirs for mine, theirs in pairs}
+        self.at: Dict[tuple[int, int, int, int], ast.AST] = {}
+        """An expression's span in the analysed text -> the given node (the outermost expression of a span)."""
+        for mine, theirs in reversed(pairs):
+            if isinstance(mine, ast.expr):
+                self.at[_span(mine)] = theirs
+        self.analysed = analysed
+        self.text = given
+        """The given tree's text when it is the text analysed; None: the given columns are counted in bytes."""
+
+    def _column(self, line: int, byte: int) -> int:
+        return (self.text.char_col(line, byte) if self.text is not None else byte) + 1
+
+    def spec(self, fix: Planned) -> Spec:
+        line, column, _end_line, _end = _span(self.given[id(fix.ref.node)])
+        return (line, self._column(line, column)) + _spec(fix)[2:]
+
+    def finding(self, finding: Finding) -> Finding | None:
+        """``finding`` at the position of its node in the given tree (None: not at an expression's span)."""
+        def byte(line: int, column: int) -> int:
+            return len(self.analysed[line][: column - 1].encode("utf-8"))
+
+        span = (finding.line, byte(finding.line, finding.column),
+                finding.end_line, byte(finding.end_line, finding.end_column))
+        node = self.at.get(span)
+        if node is None:
+            return None
+        line, column, end_line, end = _span(node)
+        return dataclasses.replace(finding, line=line, column=self._column(line, column), end_line=end_line,
+                                   end_column=self._column(end_line, end))
 
 
 def _surviving(fixes: Sequence[Planned]) -> list[Planned]:

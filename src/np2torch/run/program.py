@@ -23,7 +23,7 @@ import types
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from np2torch.run.children import Run
+from np2torch.run.hook import Rewriter
 
 
 class ProgramError(Exception):
@@ -65,8 +65,9 @@ def _die_of_sigint() -> None:
         os.kill(os.getpid(), signal.SIGINT)
 
 
-def execute(program: Program, run: Run, before: Callable[[], None] = lambda: None, starting: bool = False) -> int:
-    """Run ``program`` under ``run``'s hook (already installed); returns its exit status.
+def execute(program: Program, rewriter: Rewriter, before: Callable[[], None] = lambda: None,
+            starting: bool = False) -> int:
+    """Run ``program`` with ``rewriter`` (its hook already installed); returns its exit status.
 
     A ``SystemExit`` from the program propagates (the caller lets it reach the
     interpreter).  ``before`` is called once the program's ``__main__`` is in
@@ -80,7 +81,7 @@ def execute(program: Program, run: Run, before: Callable[[], None] = lambda: Non
     namespace["__annotations__"] = {}
     namespace["__builtins__"] = builtins
     if program.script is not None:
-        code = _script(program.script, run, namespace)
+        code = _script(program.script, rewriter, namespace)
         sys.argv[:] = [program.script, *program.args]
         _first_path(os.path.dirname(os.path.realpath(program.script)), starting)
     else:
@@ -120,7 +121,7 @@ def _first_path(folder: str, starting: bool) -> None:
         sys.path[0] = folder
 
 
-def _script(path: str, run: Run, namespace: dict[str, Any]) -> Any:
+def _script(path: str, rewriter: Rewriter, namespace: dict[str, Any]) -> Any:
     absolute = os.path.abspath(path)
     if os.path.isdir(absolute):
         raise ProgramError(f"{path}: a folder; run a package with -m", 2)
@@ -131,8 +132,8 @@ def _script(path: str, run: Run, namespace: dict[str, Any]) -> Any:
         raise ProgramError(f"can't open file {absolute!r}: [Errno {exc.errno}] {exc.strerror}", 2) from None
     namespace.update(__file__=absolute, __cached__=None, __package__=None, __spec__=None,
                      __loader__=importlib.machinery.SourceFileLoader("__main__", absolute))
-    included = run.scope.covers(absolute)
-    code = None if included is None else run.rewriter.code_for(absolute, source, included)
+    included = rewriter.scope.covers(absolute)
+    code = None if included is None else rewriter.code_for(absolute, source, included)
     if code is None:
         try:
             code = compile(source, absolute, "exec", dont_inherit=True)

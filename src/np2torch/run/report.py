@@ -33,6 +33,11 @@ FORMAT = 1
 FEW = 3
 
 
+def _absolute(path: str) -> str:
+    """A file's absolute path; a name in angle brackets (``<In[3]>``, code with no file) as it is."""
+    return path if path.startswith("<") and path.endswith(">") else os.path.abspath(path)
+
+
 _SUMS = ("calls", "elements", "helper_n", "helper_s", "original_n", "original_s")
 
 
@@ -41,7 +46,7 @@ def _merge_records(records: Iterable[Mapping[str, Any]]) -> Dict[tuple[str, int,
     stay first calls: ``firsts``)."""
     merged: Dict[tuple[str, int, int, str], Dict[str, Any]] = {}
     for record in records:
-        key = (os.path.abspath(record["path"]), record["line"], record["col"], record["code"])
+        key = (_absolute(record["path"]), record["line"], record["col"], record["code"])
         into = merged.get(key)
         if into is None:
             merged[key] = into = {**record, "path": key[0], "bands": {}, "paths": {}, "sizes": {}, "errors": 0}
@@ -118,7 +123,8 @@ def site_figures(record: Mapping[str, Any]) -> Dict[str, Any]:
             thin += band["calls"]
     notes = []
     if unmeasured:
-        notes.append(f"{unmeasured} of {calls} calls unmeasured (too few calls of their size)")
+        why = "too few calls of their size" if record.get("sampling", True) else "a timed statement: never sampled"
+        notes.append(f"{unmeasured} of {calls} calls unmeasured ({why})")
     if thin * 2 > calls - unmeasured > 0:
         notes.append("few samples")
     if record["errors"]:
@@ -136,14 +142,14 @@ def site_figures(record: Mapping[str, Any]) -> Dict[str, Any]:
 
 def build(command: Sequence[str], wall_s: float, records: Iterable[Mapping[str, Any]],
           skipped: Iterable[Mapping[str, Any]], files: Mapping[str, str], exit_status: int | None,
-          rewrite: Mapping[str, int] | None = None) -> Dict[str, Any]:
+          rewrite: Mapping[str, int] | None = None, torch_imported: bool | None = None) -> Dict[str, Any]:
     """The report as JSON-ready data (``rewrite``: files compiled afresh and taken from the cache, all processes)."""
     sites = [site_figures(record) for record in _merge_records(records).values()]
     sites = [site for site in sites if site["calls"]] + [site for site in sites if not site["calls"]]
     sites.sort(key=lambda site: (-site["saved_s"], site["path"], site["line"], site["col"]))
     unique: Dict[tuple[str, int, int, str], Dict[str, Any]] = {}
     for item in skipped:
-        path = os.path.abspath(item["path"])
+        path = _absolute(item["path"])
         unique[(path, item["line"], item["col"], item["code"])] = {**item, "path": path}
     return {
         "version": FORMAT,
@@ -156,6 +162,7 @@ def build(command: Sequence[str], wall_s: float, records: Iterable[Mapping[str, 
         "warmup_s": sum(site["warmup_s"] for site in sites),
         "files": dict(sorted(files.items())),
         "rewrite": dict(rewrite or {}),
+        "torch_imported": torch_imported,
         "sites": sites,
         "not_rewritten": sorted(unique.values(), key=lambda item: (item["path"], item["line"], item["col"])),
     }
@@ -207,6 +214,15 @@ def text(report: Mapping[str, Any]) -> str:
     lines.append(f"program {_seconds(wall)}; rewritten calls {_seconds(report['rewritten_s'])}{share}; "
                  f"estimated saving {_seconds(report['saved_s'])}"
                  + (f", after {_seconds(report['warmup_s'])} of one-time warm-up" if report["warmup_s"] >= 1e-3 else ""))
+    ran = [site for site in sites if site["calls"]]
+    if ran and not any(count for site in ran for path, count in site["paths"].items() if path in ("cpu", "cuda")):
+        if report.get("torch_imported") is False:
+            lines.append("torch computed none of these calls: it was not imported, as the time it would have saved "
+                         "did not pay for `import torch` (docs/runtime.md); on this machine's profile see "
+                         "`np2torch tune --show`")
+        else:
+            lines.append("torch computed none of these calls: this machine's profile keeps their sizes on "
+                         "NumPy/SciPy (`np2torch tune --show`)")
     skipped = report["not_rewritten"]
     if skipped:
         reasons: Dict[str, int] = {}
