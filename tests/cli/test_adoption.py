@@ -23,7 +23,7 @@ NOTICE = "note: the fixed files now import np2torch.runtime at run time"
 @pytest.fixture(autouse=True)
 def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("NP2TORCH_CACHE_DIR", str(tmp_path / ".cache-under-test"))
+    monkeypatch.setenv("NP2TORCH_LINT_CACHE_DIR", str(tmp_path / ".cache-under-test"))
     return tmp_path
 
 
@@ -253,6 +253,17 @@ def test_flake8_skips_the_files_the_project_excludes(table: str) -> None:
     write("pkg/gen/made.py", EXP)
     write("pkg/mod.py", EXP)
     done = flake8("pkg/gen/made.py", "pkg/mod.py")
+    assert done.returncode == 1, done.stderr
+    assert done.stdout.splitlines() == [
+        "pkg/mod.py:3:5: NPT001 `numpy.exp` can run on torch via `np2torch.runtime.exp`"]
+
+
+def test_flake8_honours_per_file_ignores_and_np2torch_toml() -> None:
+    pytest.importorskip("flake8")
+    write("np2torch.toml", "per-file-ignores = {'tests/*' = ['NPT001']}\n")
+    write("tests/test_mod.py", EXP)
+    write("pkg/mod.py", EXP)
+    done = flake8("tests/test_mod.py", "pkg/mod.py")
     assert done.returncode == 1, done.stderr
     assert done.stdout.splitlines() == [
         "pkg/mod.py:3:5: NPT001 `numpy.exp` can run on torch via `np2torch.runtime.exp`"]

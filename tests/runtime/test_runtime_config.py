@@ -291,7 +291,8 @@ def test_every_rule_has_its_helper():
     from np2torch.lint.rules import RULES
 
     for rule in RULES:
-        assert callable(getattr(np2t, rule.helper)), rule.helper
+        if not rule.is_meta:  # NPT8xx rules are about noqa comments: no helper
+            assert callable(getattr(np2t, rule.helper)), rule.helper
 
 
 @pytest.mark.parametrize("row", FUNCTIONS, ids=[row.name for row in FUNCTIONS])

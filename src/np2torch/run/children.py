@@ -56,7 +56,7 @@ class Run:
             "scope": self.scope.as_dict(), "config": self.config_path, "spool": self.spool, "owner": self.owner,
             "cache": self.cache,
             "overrides": {"select": overrides.select, "ignore": list(overrides.ignore),
-                          "unsafe_fixes": overrides.unsafe_fixes},
+                          "extend_select": list(overrides.extend_select), "unsafe_fixes": overrides.unsafe_fixes},
         })
 
     @classmethod
@@ -64,7 +64,9 @@ class Run:
         data = json.loads(text)
         raw = data["overrides"]
         select = tuple(raw["select"]) if raw["select"] is not None else None
-        overrides = Overrides(select=select, ignore=tuple(raw["ignore"]), unsafe_fixes=bool(raw["unsafe_fixes"]))
+        unsafe = raw["unsafe_fixes"]
+        overrides = Overrides(select=select, ignore=tuple(raw["ignore"]), extend_select=tuple(raw["extend_select"]),
+                              unsafe_fixes=None if unsafe is None else bool(unsafe))
         return cls(Scope.from_dict(data["scope"]), overrides, data["config"], data["spool"], int(data["owner"]),
                    bool(data.get("cache", True)))
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from np2torch.cli.cache import settings_key, tool_fingerprint
-from np2torch.cli.config import ConfigFinder, Overrides, PathMatcher, RunSettings, run_settings
+from np2torch.cli.config import ConfigFinder, Overrides, RunSettings, run_settings, settings_for_file
 from np2torch.lint.model import SourceError
 from np2torch.lint.rules import RULES_BY_CODE
 from np2torch.run.instrument import Spec, instrument
@@ -203,10 +203,10 @@ class Rewriter:
     def settings_for(self, path: str, included: bool) -> RunSettings | None:
         """The settings of ``path``, None when its config excludes it (an included package's files are
         governed by their own config's rules, never excluded by it)."""
-        config = self.configs.for_file(path)
-        if not included and PathMatcher(config.root, config.exclude_patterns).excludes(os.path.abspath(path), False):
-            return None
-        return run_settings(config, self.overrides)
+        path = os.path.abspath(path)
+        if not included:
+            return settings_for_file(path, self.overrides, self.configs)
+        return run_settings(self.configs.for_file(path), self.overrides, path)
 
     def code_for(self, path: str, source: bytes, included: bool, optimize: int = -1) -> Any:
         """The instrumented code of the file at ``path`` holding ``source``; None: import it unchanged."""
