@@ -129,9 +129,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             # Run for run rather than row by row, so that a change in the machine's load hits every row alike.
             for i in range(args.repeat):
                 for row, make in rows.items():
-                    cache_env = {**env, "NP2TORCH_CACHE_DIR": str(work / f".cache-{scope}-{row}")}
+                    cache_env = {**env, "NP2TORCH_LINT_CACHE_DIR": str(work / f".cache-{scope}-{row}")}
                     if "cold" in row:
-                        shutil.rmtree(cache_env["NP2TORCH_CACHE_DIR"], ignore_errors=True)
+                        shutil.rmtree(cache_env["NP2TORCH_LINT_CACHE_DIR"], ignore_errors=True)
                     elif row.endswith("warm") and i == 0:
                         timed(make(paths), work, cache_env)  # fill
                     timing, done = timed(make(paths), work, cache_env)

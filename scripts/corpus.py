@@ -329,10 +329,10 @@ def _is_pattern(code: str) -> bool:
 # ---------------------------------------------------------------- one tree
 
 
-def _prefilter(text: str) -> Optional[bool]:
-    """The engine's prefilter verdict, where the engine exposes it."""
+def _prefilter(text: str, rules: Any = RULES) -> Optional[bool]:
+    """The engine's prefilter verdict for ``rules`` (the run's selection), where the engine exposes it."""
     may_contain = getattr(engine, "may_contain", None) or getattr(engine, "_may_contain", None)
-    return None if may_contain is None else bool(may_contain(text.lstrip("\ufeff"), RULES))
+    return None if may_contain is None else bool(may_contain(text.lstrip("\ufeff"), rules))
 
 
 def _api_pass(report: TreeReport, root: Path, rels: Sequence[str], raw: Dict[str, bytes],
@@ -358,7 +358,7 @@ def _api_pass(report: TreeReport, root: Path, rels: Sequence[str], raw: Dict[str
         except Exception as exc:
             report.violate(rel, "API crash", f"check_source raised {type(exc).__name__}: {exc}")
             continue
-        if not parses and _prefilter(text) is not False:
+        if not parses and _prefilter(text, settings.rules) is not False:
             report.violate(rel, "unparsable file not rejected", "check_source returned findings for it")
         api[rel] = findings
     return api
@@ -390,6 +390,8 @@ def _compare_cli(report: TreeReport, run: CliRun, root: Path, api: Dict[str, Lis
         if "code" not in item:
             report.violate("-", f"bad JSON ({step})", str(item)[:500])
             return
+        if item["code"] is None:  # a file that could not be checked: _error_lines holds its stderr line to account
+            continue
         cli[os.path.relpath(item["path"], root)].append(_json_key(item))
     for rel in sorted(set(cli) | {r for r, fs in api.items() if fs}):
         want = sorted(_finding_key(f) for f in api.get(rel, []))
@@ -497,7 +499,7 @@ def oracle_file(text: str) -> Dict[Tuple[int, int, int, int], Set[str]]:
     import libcst as cst
     from libcst.metadata import MetadataWrapper, PositionProvider, QualifiedNameProvider
 
-    table = {rule.qualname for rule in RULES}
+    table = {rule.qualname for rule in RULES if rule.qualname}
 
     class Collector(cst.CSTVisitor):
         METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider)

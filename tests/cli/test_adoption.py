@@ -23,7 +23,7 @@ NOTICE = "note: the fixed files now import np2torch.runtime at run time"
 @pytest.fixture(autouse=True)
 def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("NP2TORCH_CACHE_DIR", str(tmp_path / ".cache-under-test"))
+    monkeypatch.setenv("NP2TORCH_LINT_CACHE_DIR", str(tmp_path / ".cache-under-test"))
     return tmp_path
 
 
@@ -189,6 +189,34 @@ def test_fix_echoes_the_source_it_does_not_fix(args: tuple[str, ...]) -> None:
     assert done.returncode == (0 if "gen/mod.py" in args else 2)
 
 
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("force_exclude", [(), ("--force-exclude",)], ids=["plain", "force-exclude"])
+def test_fix_of_stdin_named_by_a_very_deep_path(force_exclude: tuple[str, ...]) -> None:
+    # ~1000 folders: finding the governing config walked up by recursion (RecursionError, 0 bytes out).
+    deep = "/".join(["d"] * 1000) + "/mod.py"
+    done = np2torch_stdin("fix", "--stdin-filename", deep, *force_exclude, "-", text=EXP)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode() == "import numpy as np\nimport np2torch.runtime as np2t\n\ny = np2t.exp(x)\n"
+
+
+def test_fix_of_stdin_echoes_the_source_after_an_internal_error(monkeypatch: pytest.MonkeyPatch,
+                                                                  capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+    # Whatever fails inside np2torch (here a bug injected into the job), the editor gets its text back.
+    import io
+
+    from np2torch.cli import runner
+
+    def broken(job: object) -> object:
+        raise RuntimeError("injected")
+
+    monkeypatch.setattr(runner, "run_job", broken)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(EXP.encode())))
+    code = main(["fix", "--stdin-filename", "mod.py", "-"])
+    out, err = capsysbinary.readouterr()
+    assert (code, out) == (2, EXP.encode())
+    assert err.decode().startswith("mod.py: internal error: RuntimeError: injected")
+
+
 def test_stdin_is_not_combined_with_paths() -> None:
     done = np2torch_stdin("check", "-", "other.py", text=EXP)
     assert done.returncode == 2 and b"cannot be combined" in done.stderr
@@ -225,6 +253,17 @@ def test_flake8_skips_the_files_the_project_excludes(table: str) -> None:
     write("pkg/gen/made.py", EXP)
     write("pkg/mod.py", EXP)
     done = flake8("pkg/gen/made.py", "pkg/mod.py")
+    assert done.returncode == 1, done.stderr
+    assert done.stdout.splitlines() == [
+        "pkg/mod.py:3:5: NPT001 `numpy.exp` can run on torch via `np2torch.runtime.exp`"]
+
+
+def test_flake8_honours_per_file_ignores_and_np2torch_toml() -> None:
+    pytest.importorskip("flake8")
+    write("np2torch.toml", "per-file-ignores = {'tests/*' = ['NPT001']}\n")
+    write("tests/test_mod.py", EXP)
+    write("pkg/mod.py", EXP)
+    done = flake8("tests/test_mod.py", "pkg/mod.py")
     assert done.returncode == 1, done.stderr
     assert done.stdout.splitlines() == [
         "pkg/mod.py:3:5: NPT001 `numpy.exp` can run on torch via `np2torch.runtime.exp`"]

@@ -25,7 +25,7 @@ EXP = "import numpy as np\n\ny = np.exp(x)\n"
 @pytest.fixture(autouse=True)
 def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("NP2TORCH_CACHE_DIR", raising=False)
+    monkeypatch.delenv("NP2TORCH_LINT_CACHE_DIR", raising=False)
     return tmp_path
 
 
@@ -93,7 +93,7 @@ def test_other_settings_miss(capsys: pytest.CaptureFixture[str], engine_calls: l
 
 def test_moved_cwd_and_spelling_reuse_the_entry(capsys: pytest.CaptureFixture[str], engine_calls: list[str],
                                                monkeypatch: pytest.MonkeyPatch, in_tmp: Path) -> None:
-    monkeypatch.setenv("NP2TORCH_CACHE_DIR", str(in_tmp / "shared-cache"))
+    monkeypatch.setenv("NP2TORCH_LINT_CACHE_DIR", str(in_tmp / "shared-cache"))
     Path("pkg").mkdir()
     Path("pkg/a.py").write_text(EXP)
     run(capsys, "check", "pkg/a.py")
@@ -209,7 +209,7 @@ def test_unwritable_cache_warns_once_and_results_hold(capsys: pytest.CaptureFixt
                                                       monkeypatch: pytest.MonkeyPatch, in_tmp: Path) -> None:
     blocker = in_tmp / "not-a-folder"
     blocker.write_text("")
-    monkeypatch.setenv("NP2TORCH_CACHE_DIR", str(blocker))
+    monkeypatch.setenv("NP2TORCH_LINT_CACHE_DIR", str(blocker))
     Path("a.py").write_text(EXP)
     Path("b.py").write_text(EXP)
     code, out, err = run(capsys, "check", "a.py", "b.py")

@@ -23,7 +23,7 @@ CLEAN = "import math\n\ny = math.exp(x)\n"
 @pytest.fixture(autouse=True)
 def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("NP2TORCH_CACHE_DIR", str(tmp_path / ".cache-under-test"))
+    monkeypatch.setenv("NP2TORCH_LINT_CACHE_DIR", str(tmp_path / ".cache-under-test"))
     return tmp_path
 
 
@@ -143,7 +143,7 @@ def test_github_format(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "check", "--format", "github", "a.py")
     assert code == 1
     [line] = out.splitlines()
-    assert line.startswith("::error title=np2torch (NPT001),file=a.py,line=3,col=5,endLine=3,endColumn=")
+    assert line.startswith("::warning title=np2torch (NPT001),file=a.py,line=3,col=5,endLine=3,endColumn=")
     assert "::NPT001 " in line
 
 
@@ -660,8 +660,9 @@ def test_file_names_that_are_not_utf8(capsysbinary: pytest.CaptureFixture[bytes]
     elif fmt == "github":
         assert b",file=bad\xff.py,line=3," in out
     elif fmt == "json":  # ASCII JSON; "\udcff" turns back into the name's bytes with os.fsencode
-        [finding] = json.loads(out)
+        finding, failed = json.loads(out)
         assert os.fsencode(finding["path"]) == b"bad\xff.py"
+        assert failed["code"] is None and os.fsencode(failed["path"]) == b"broken\xfe.py" and failed["line"] == 2
     else:  # SARIF must be valid UTF-8: the URI percent-encodes the bytes, messages show an escape
         run_ = json.loads(out.decode("utf-8"))["runs"][0]
         assert run_["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "bad%FF.py"
@@ -689,7 +690,9 @@ def test_json_stays_valid_when_a_file_fails(capsys: pytest.CaptureFixture[str]) 
     write("good.py", EXP)
     write("bad.py", "import numpy as np\nnp.exp(\n")
     code, out, err = run(capsys, "check", "--format", "json", "good.py", "bad.py")
-    assert code == 2 and [f["path"] for f in json.loads(out)] == ["good.py"]
+    document = json.loads(out)
+    assert code == 2 and [(f["path"], f["code"]) for f in document] == [("good.py", "NPT001"), ("bad.py", None)]
+    assert (document[1]["line"], document[1]["fixable"]) == (2, False)  # as ruff's syntax errors: code null
     assert err.startswith("bad.py:2:")
 
 

@@ -85,7 +85,7 @@ def test_pyproject_without_table_is_not_a_config(tmp_path: Path, body: str) -> N
         pytest.param("select = 'NPT001'", "'select' in [tool.np2torch] must be a list of strings", id="select str"),
         pytest.param("ignore = [1]", "'ignore' in [tool.np2torch] must be a list of strings", id="ignore ints"),
         pytest.param("exclude = 'build'", "'exclude' in [tool.np2torch] must be a list", id="exclude str"),
-        pytest.param("select = ['NPT8']", "'select' in [tool.np2torch]: unknown rule selector 'NPT8'", id="bad code"),
+        pytest.param("select = ['NPT7']", "'select' in [tool.np2torch]: unknown rule selector 'NPT7'", id="bad code"),
         pytest.param("ignore = ['XYZ']", "'ignore' in [tool.np2torch]: unknown rule selector 'XYZ'", id="bad ignore"),
         pytest.param("alias = 'npt'", "'alias' in [tool.np2torch]: alias 'npt' is reserved", id="alias npt"),
         pytest.param("alias = '1x'", "alias must be a Python identifier", id="alias not identifier"),

@@ -131,3 +131,21 @@ def test_hooks_honour_config_excludes_for_named_files(project: Path, pre_commit_
     done = pre_commit(project, pre_commit_home, "run", "--files", "generated/mod.py")
     assert done.returncode == 0, done.stdout + done.stderr
     assert path.read_text() == FINDING
+
+
+def test_check_hook_with_fix_args_as_ruff_users_write_it(tmp_path: Path, pre_commit_home: Path) -> None:
+    # ruff-pre-commit's README: `- id: ruff-check` with `args: [--fix]`; the same line works for np2torch-check.
+    sha = _head()
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True, env=_git_env())
+    (tmp_path / ".pre-commit-config.yaml").write_text(
+        f"repos:\n  - repo: {REPO.as_posix()}\n    rev: {sha}\n    hooks:\n"
+        f"      - id: np2torch-check\n        args: [--fix]\n"
+    )
+    path = add(tmp_path, "pkg/mod.py", FINDING)
+    fixed = pre_commit(tmp_path, pre_commit_home, "run", "np2torch-check", "--all-files")
+    assert fixed.returncode == 1, fixed.stdout + fixed.stderr  # pre-commit fails a hook that modified files
+    assert "No such option" not in fixed.stdout + fixed.stderr
+    assert "return np2t.exp(x)" in path.read_text()
+    subprocess.run(["git", "add", "-u"], cwd=tmp_path, check=True, env=_git_env())
+    again = pre_commit(tmp_path, pre_commit_home, "run", "--all-files")
+    assert again.returncode == 0, again.stdout + again.stderr

@@ -180,7 +180,7 @@ def test_masked_magics_are_restored_after_a_fix() -> None:
 @pytest.fixture
 def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("NP2TORCH_CACHE_DIR", str(tmp_path / ".cache-under-test"))
+    monkeypatch.setenv("NP2TORCH_LINT_CACHE_DIR", str(tmp_path / ".cache-under-test"))
     return tmp_path
 
 
@@ -209,7 +209,7 @@ def test_cli_check_walks_notebooks_and_reports_cells(in_tmp: Path, capsys: pytes
     code_, out, _ = run(capsys, "check", "--format", "json", ".")
     assert [(e["cell"], e["line"], e["column"]) for e in json.loads(out)] == [(3, 1, 5), (3, 2, 8)]
     code_, out, _ = run(capsys, "check", "--format", "github", ".")
-    assert out.splitlines()[0].startswith("::error title=np2torch (NPT001) cell 3,file=sub/n.ipynb,line=1,col=5,")
+    assert out.splitlines()[0].startswith("::warning title=np2torch (NPT001) cell 3,file=sub/n.ipynb,line=1,col=5,")
     assert "::cell 3:1:5: NPT001 " in out.splitlines()[0]
 
 

@@ -94,7 +94,7 @@ def test_the_rewrite_is_logsumexp_and_fixes_overflow() -> None:
 @pytest.fixture
 def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("NP2TORCH_CACHE_DIR", str(tmp_path / ".cache-under-test"))
+    monkeypatch.setenv("NP2TORCH_LINT_CACHE_DIR", str(tmp_path / ".cache-under-test"))
     return tmp_path
 
 
@@ -104,7 +104,7 @@ def test_cli_reports_always_fixes_only_with_unsafe_fixes(in_tmp: Path, capsys: p
     assert main(["check", "--select", "NPT901", "a.py"]) == 1
     out = capsys.readouterr().out
     assert "a.py:2:5: NPT901 " in out and "--unsafe-fixes" in out
-    assert "1 hidden fix can be enabled with the `--unsafe-fixes` option." in out
+    assert "No fixes available (1 hidden fix can be enabled with the `--unsafe-fixes` option)." in out
     assert main(["fix", "--select", "NPT901", "a.py"]) == 1
     capsys.readouterr()
     assert Path("a.py").read_text() == source

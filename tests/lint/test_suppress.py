@@ -204,3 +204,15 @@ def test_add_noqa_lines_tokenizes_once_and_names_the_lines_it_left() -> None:
                      'c = np.exp(x) + \\\n    1\nd = np.log(x)  # noqa: NPT002\n')
     assert refused == [4, 9]
     assert add_noqa_lines(fixed, {1: ["NPT001"], 3: ["NPT002"], 6: ["NPT002"]}) == (fixed, [])
+
+
+def test_what_add_noqa_lines_writes_the_engine_reads() -> None:
+    from np2torch.lint.suppress import add_noqa_lines
+
+    text = "import numpy as np\n\ny = np.exp(x) + np.log(x)  # noqa: E501\nz = np.log(x)  # note\n"
+    wanted: dict = {}
+    for finding in check_source(text):
+        wanted.setdefault(finding.line, []).append(finding.code)
+    text, refused = add_noqa_lines(text, wanted)
+    assert refused == [] and check_source(text) == []
+    assert text.endswith("y = np.exp(x) + np.log(x)  # noqa: E501, NPT001, NPT002\nz = np.log(x)  # note  # noqa: NPT002\n")

@@ -1,8 +1,11 @@
 """np2torch.runtime on Dask arrays, on one machine and on a two-process LocalCluster (docs/scaling.md).
 
 The helpers build the graph the original builds (dtype, shape, chunks, meta,
-keywords, errors), with np2torch computing each block; ``logsumexp`` is a
-tree reduction whose results are SciPy's within its documented bounds.
+keywords, errors), with np2torch computing each block; ``logsumexp`` computes a
+tree reduction whose results are SciPy's within its documented bounds, and
+returns what SciPy returns (an ``ndarray`` or NumPy scalar: SciPy computes;
+lazy only where SciPy is, under ``SCIPY_ARRAY_API=1``); the lazy reduction
+itself is ``np2torch.runtime.dask.logsumexp``.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ sc = pytest.importorskip("scipy.special")
 import np2torch.runtime as np2t  # noqa: E402
 from np2torch.runtime._api import HELPERS as RUNTIME_HELPERS  # noqa: E402
 from np2torch.runtime._dask import explicit_settings, is_dask_array  # noqa: E402
+from np2torch.runtime.dask import logsumexp as lazy_logsumexp  # noqa: E402
 from np2torch.runtime.table import FUNCTIONS_BY_NAME  # noqa: E402
 
 ELEMENTWISE = [row for row in FUNCTIONS_BY_NAME.values() if row.kind == "elementwise"]
@@ -98,7 +102,7 @@ def test_nothing_is_computed_until_compute() -> None:
         return block
 
     x = da.from_array(_inputs("log", "float64"), chunks=(25, 20)).map_blocks(source, dtype="float64", meta=np.empty((0, 0)))
-    results = [np2t.exp(x), np2t.log(x), np2t.erf(x), np2t.logsumexp(x, axis=0), np2t.logsumexp(x, b=x, return_sign=True)[0]]
+    results = [np2t.exp(x), np2t.log(x), np2t.erf(x), lazy_logsumexp(x, axis=0), lazy_logsumexp(x, b=x, return_sign=True)[0]]
     assert calls == []
     for result in results:
         result.compute(**SYNC)
@@ -191,7 +195,7 @@ AXES = [None, 0, 1, -1, (0, 1), (1, 0)]
 def test_logsumexp_is_scipys_as_a_reduction(dtype: str, axis: Any, keepdims: bool) -> None:
     an = _lse_input(dtype)
     a = da.from_array(an, chunks=(13, 10))
-    ours = np2t.logsumexp(a, axis=axis, keepdims=keepdims)
+    ours = lazy_logsumexp(a, axis=axis, keepdims=keepdims)
     theirs = sc.logsumexp(an, axis=axis, keepdims=keepdims)
     own = da.max(a.astype(theirs.dtype), axis=axis, keepdims=keepdims)  # Dask's own reduction: the layout SciPy gives on Dask
     assert (ours.dtype, ours.shape, ours.chunks) == (theirs.dtype, np.shape(theirs), own.chunks)
@@ -202,6 +206,33 @@ def test_logsumexp_is_scipys_as_a_reduction(dtype: str, axis: Any, keepdims: boo
     assert _ulps(computed, theirs, a_max) <= 4
 
 
+@pytest.mark.parametrize("kwargs", [{}, {"axis": 0}, {"axis": (0, 1), "keepdims": True}, {"axis": 1, "return_sign": True},
+                                    {"axis": 0, "b": 2.0}, {"return_sign": True}], ids=str)
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_logsumexp_returns_what_scipy_returns_for_a_dask_array(kwargs: dict, dtype: str) -> None:
+    # SciPy 1.17 computes a Dask array's logsumexp (an ndarray or a NumPy scalar): a fix must not
+    # turn it into a lazy Dask array. The work is np2torch's reduction on the graph.
+    an = _lse_input(dtype)
+    a = da.from_array(an, chunks=(13, 10))
+    with np.errstate(all="ignore"):
+        ours, theirs = np2t.logsumexp(a, **kwargs), sc.logsumexp(a, **kwargs)
+    ours_parts, theirs_parts = (ours, theirs) if kwargs.get("return_sign") else ((ours,), (theirs,))
+    assert type(ours) is type(theirs) and len(ours_parts) == len(theirs_parts)
+    for got, want in zip(ours_parts, theirs_parts):
+        assert type(got) is type(want) and got.dtype == want.dtype and np.shape(got) == np.shape(want)
+        a_max = np.max(an, axis=kwargs.get("axis"), keepdims=kwargs.get("keepdims", False))
+        assert _ulps(np.asarray(got), np.asarray(want), a_max) <= 4
+
+
+def test_the_lazy_logsumexp_is_the_helpers_reduction_and_only_for_dask_arrays() -> None:
+    an = _lse_input("float64")
+    a = da.from_array(an, chunks=(13, 10))
+    lazy = lazy_logsumexp(a, axis=1)
+    assert is_dask_array(lazy)
+    np.testing.assert_array_equal(lazy.compute(**SYNC), np2t.logsumexp(a, axis=1))
+    assert lazy_logsumexp(an, axis=1).tobytes() == np2t.logsumexp(an, axis=1).tobytes()
+
+
 @pytest.mark.parametrize("axis", [None, 0, 1], ids=str)
 def test_logsumexp_special_values_and_sign(axis: Any) -> None:
     an = _lse_input("float64", shape=(8, 6))
@@ -210,7 +241,7 @@ def test_logsumexp_special_values_and_sign(axis: Any) -> None:
     an[5, 2] = np.nan
     an[:4, 3] = -np.inf  # a block of -inf beside finite blocks
     a = da.from_array(an, chunks=(3, 4))
-    ours = np2t.logsumexp(a, axis=axis, return_sign=True)
+    ours = lazy_logsumexp(a, axis=axis, return_sign=True)
     theirs = sc.logsumexp(an, axis=axis, return_sign=True)
     assert isinstance(ours, tuple) and len(ours) == 2
     values, signs = (part.compute(**SYNC) for part in ours)
@@ -236,7 +267,7 @@ def test_logsumexp_with_b_is_scipys(make_b: Callable[[np.ndarray], Any], return_
     b = da.from_array(bn, chunks=8) if isinstance(bn, np.ndarray) and bn.ndim == 1 else bn
     with np.errstate(all="ignore"):
         theirs = sc.logsumexp(an, axis=0, b=bn, return_sign=return_sign)
-        ours = np2t.logsumexp(a, axis=0, b=b, return_sign=return_sign)
+        ours = lazy_logsumexp(a, axis=0, b=b, return_sign=return_sign)
         computed = tuple(part.compute(**SYNC) for part in ours) if return_sign else (ours.compute(**SYNC),)
     expected = theirs if return_sign else (theirs,)
     for got, want in zip(computed, expected):
@@ -260,7 +291,7 @@ def test_logsumexp_of_other_inputs_is_scipys(an: np.ndarray) -> None:
         with pytest.raises(type(theirs.value)):
             np2t.logsumexp(a)
     for axis in ((-1,) if an.size == 0 else (None, -1)) if an.ndim else (None,):
-        ours = np2t.logsumexp(a, axis=axis, return_sign=True)
+        ours = lazy_logsumexp(a, axis=axis, return_sign=True)
         theirs = sc.logsumexp(an, axis=axis, return_sign=True)
         for part, want in zip(ours, theirs):
             got = part.compute(**SYNC)
@@ -274,7 +305,7 @@ def test_logsumexp_with_unknown_chunk_sizes() -> None:
     a = da.from_array(an, chunks=(10, 30))[da.from_array(keep, chunks=10)]
     assert np.isnan(a.shape[0])
     for axis in (0, 1):
-        ours = np2t.logsumexp(a, axis=axis)
+        ours = lazy_logsumexp(a, axis=axis)
         assert _ulps(ours.compute(**SYNC), sc.logsumexp(an[keep], axis=axis), np.max(an[keep], axis=axis)) <= 4
     # b= needs whole slices in one block, which unknown sizes cannot give: SciPy's own call (it gathers the array)
     np.testing.assert_allclose(np2t.logsumexp(a, axis=0, b=2.0), sc.logsumexp(an[keep], axis=0, b=2.0), rtol=1e-15)
@@ -405,9 +436,12 @@ def test_the_cluster_computes_what_the_original_computes(client: Any) -> None:
         got, want = client.compute([ours, theirs], sync=True)
         np.testing.assert_allclose(got, want, rtol=4 * np.finfo(np.float64).eps)
     for axis in (None, 0, 1):
-        ours = np2t.logsumexp(x, axis=axis)
         want = client.submit(sc.logsumexp, xn, axis=axis).result()
-        assert _ulps(client.compute(ours, sync=True), want, np.max(xn, axis=axis)) <= 4
+        lazy = lazy_logsumexp(x, axis=axis)
+        assert _ulps(client.compute(lazy, sync=True), want, np.max(xn, axis=axis)) <= 4
+        computed = np2t.logsumexp(x, axis=axis)  # reduced on the cluster, returned as SciPy returns it
+        assert type(computed) is type(sc.logsumexp(x, axis=axis))
+        assert _ulps(computed, want, np.max(xn, axis=axis)) <= 4
 
 
 def test_the_chunks_go_through_np2torch_on_the_workers(client: Any) -> None:

@@ -1,4 +1,5 @@
-"""Runtime cases an adversarial pass found (issue 13): outputs torch cannot write exactly, fork after the user's torch."""
+"""Runtime cases adversarial passes found: outputs torch cannot write exactly, fork after the user's torch or during
+an import of it."""
 
 from __future__ import annotations
 
@@ -96,3 +97,76 @@ def test_fork_when_torch_was_imported_before_the_runtime_does_not_hang():
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert proc.stdout.strip() == "2", proc.stderr
+
+
+_FORK_DURING_IMPORT = """
+import os, sys, threading, time
+import numpy as np
+import np2torch.runtime as np2t
+from np2torch.runtime._fork import being_imported
+from np2torch.runtime._state import PROCESS
+
+np2t.configure(min_size=0)
+x = np.linspace(-3, 3, 200_000)
+{start}
+deadline = time.monotonic() + 60
+while not being_imported(sys.modules.get({module!r})) and time.monotonic() < deadline:
+    time.sleep(0.0005)
+pid = os.fork()
+if pid == 0:
+    try:
+        {child}
+    except BaseException as exc:
+        print(type(exc).__name__, exc, flush=True)
+    print(sorted(PROCESS.half_imported), flush=True)
+    os._exit(0)
+worker.join()
+_, status = os.waitpid(pid, 0)
+print("parent", status, {parent})
+"""
+
+
+def _fork_during_import(start: str, module: str, child: str, parent: str) -> list[str]:
+    code = _FORK_DURING_IMPORT.format(start=start, module=module, child=child, parent=parent)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.splitlines()
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork only")
+def test_fork_while_the_runtime_imports_torch_in_a_thread_does_not_hang():
+    # A thread's first large call imports torch; the main thread forks meanwhile: the child's own
+    # large call must return NumPy's values (it cannot finish that import), the parent's torch's.
+    lines = _fork_during_import(
+        start="worker = threading.Thread(target=np2t.exp, args=(x,)); worker.start()",
+        module="torch",
+        child="print(np2t.exp(x).tobytes() == np.exp(x).tobytes(), np2t.which('exp', x)[0], flush=True)",
+        parent="np2t.which('exp', x)[0]",
+    )
+    assert lines == ["True numpy", "['torch']", "parent 0 cpu"]
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork only")
+def test_fork_while_the_users_thread_imports_torch_does_not_hang():
+    lines = _fork_during_import(
+        start="worker = threading.Thread(target=__import__, args=('torch',)); worker.start()",
+        module="torch",
+        child="print(np2t.exp(x).tobytes() == np.exp(x).tobytes(), flush=True)",
+        parent="'torch' in sys.modules",
+    )
+    assert lines == ["True", "['torch']", "parent 0 True"]
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork only")
+def test_fork_while_the_runtime_imports_an_original_raises_instead_of_hanging():
+    lines = _fork_during_import(
+        start="worker = threading.Thread(target=np2t.erf, args=(x,)); worker.start()",
+        module="scipy.special",
+        child="np2t.erf(x)",
+        parent="float(np2t.erf(x)[0])",
+    )
+    assert lines[0].startswith("ImportError np2torch.runtime: scipy.special.erf cannot be imported in this process"), lines
+    assert "scipy.special" in lines[1] and lines[2].startswith("parent 0 -0.99997")

@@ -19,6 +19,7 @@ from typing import Dict, Optional
 
 import numpy as np
 import pytest
+from runtime_checks import assert_same_values
 
 import np2torch.runtime as np2t
 from np2torch.runtime import _backend, _calibrate, _decide, _load, _model, _profile
@@ -199,6 +200,32 @@ def test_a_corrupt_profile_is_one_warning_and_the_builtin(tmp_path, profile_env,
     assert len(record) == 1
     assert active.machine is None and active.builtin.source == "builtin"
     np2t.exp(np.ones(10))  # and the helpers still work
+
+
+@pytest.mark.parametrize("kind", ["corrupt", "foreign"])
+def test_a_bad_profile_never_raises_into_the_call_under_an_error_filter(tmp_path, profile_env, kind):
+    # warnings.simplefilter("error") (pytest's filterwarnings = error): np.exp does not raise
+    # there, so the runtime's own housekeeping must not either; the warning is shown instead.
+    path = tmp_path / "p.json"
+    if kind == "corrupt":
+        path.write_text("{")
+    else:
+        write_profile(path, {}, fingerprint={**_profile.fingerprint(), "cpu": "another CPU"})
+    profile_env(path)
+    x = np.linspace(0, 1, _decide.DEFER_ELEMENTS)  # large enough to read the profile, torch imported or not
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("error")
+        got = call_exp(x)
+    assert_same_values(got, np.exp(x))
+    assert [(w.category, w.filename, w.lineno) for w in shown] == [(RuntimeWarning, __file__, CALL_EXP_LINE)]
+    assert "np2torch: " in str(shown[0].message)
+
+
+def call_exp(x: np.ndarray) -> np.ndarray:
+    return np2t.exp(x)  # the line the profile's warning points at
+
+
+CALL_EXP_LINE = call_exp.__code__.co_firstlineno + 1
 
 
 def test_a_missing_named_profile_is_one_warning(tmp_path, profile_env):

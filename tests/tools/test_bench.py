@@ -26,15 +26,15 @@ def run(*args: str) -> "click.testing.Result":
 def test_every_rule_has_a_recipe_and_the_list_comes_from_the_rules() -> None:
     from np2torch.runtime.table import FUNCTIONS
 
-    assert [rule.helper for rule in bench.benchmarked_rules()] == [rule.helper for rule in RULES if not rule.is_pattern]
-    assert set(bench.RECIPES) == {rule.helper for rule in RULES} == {row.name for row in FUNCTIONS}
+    assert [rule.helper for rule in bench.benchmarked_rules()] == [rule.helper for rule in RULES if rule.is_function]
+    assert set(bench.RECIPES) == {rule.helper for rule in RULES if rule.helper} == {row.name for row in FUNCTIONS}
 
 
 def test_originals_resolve_from_qualified_names() -> None:
     import numpy as np
     import scipy.special
 
-    originals = {rule.helper: bench.original_function(rule) for rule in RULES if not rule.is_pattern}
+    originals = {rule.helper: bench.original_function(rule) for rule in RULES if rule.is_function}
     assert originals["exp"] is np.exp and originals["logsumexp"] is scipy.special.logsumexp
 
 
@@ -53,7 +53,7 @@ def test_json_rows_for_every_function_and_backend() -> None:
     assert report["shape"] == [40, 30] and report["dtype"] == "float64" and report["repeat"] == 1
     assert {"numpy", "np2torch", "torch", "cpu_count"} <= set(report["machine"])
     rows = report["results"]
-    assert [row["function"] for row in rows] == [rule.helper for rule in RULES if not rule.is_pattern]
+    assert [row["function"] for row in rows] == [rule.helper for rule in RULES if rule.is_function]
     for row in rows:
         assert set(row["seconds"]) == {key for key, _ in bench.BACKENDS}
         assert row["elements"] == 1200 and row["mismatch"] == []

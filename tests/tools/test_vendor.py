@@ -83,7 +83,7 @@ def run_child(script: str, blocked: str, project: Path, *args: str) -> subproces
 def helper_pairs() -> str:
     """``(helper, original, operands)`` for every function rule (two operands for a ``binary`` row)."""
     operands = {row.name: 2 if row.kind == BINARY else 1 for row in FUNCTIONS}
-    return json.dumps(sorted({(rule.helper, rule.qualname, operands[rule.helper]) for rule in RULES if not rule.is_pattern}))
+    return json.dumps(sorted({(rule.helper, rule.qualname, operands[rule.helper]) for rule in RULES if rule.is_function}))
 
 
 def test_every_helper_matches_numpy_and_scipy_without_np2torch(tmp_path: Path) -> None:

@@ -19,19 +19,23 @@ import click
 
 from np2torch import __version__
 from np2torch.cli import runner
-from np2torch.cli.cache import Cache
-from np2torch.cli.cache import default_folder as default_cache_folder
+from np2torch.cli.cache import Cache, cache_folder, clean_caches
 from np2torch.cli.config import (
     ConfigError,
     ConfigFinder,
+    Excluder,
+    Overlay,
     Overrides,
-    PathMatcher,
     RunSettings,
+    check_output_format,
     check_selectors,
     check_target_version,
     depends_on,
     display_path,
+    inline_settings,
+    is_inline_setting,
     load_explicit_config,
+    per_file_ignored,
     project_file,
     run_settings,
     split_codes,
@@ -41,17 +45,21 @@ from np2torch.cli.files import FileError, decode_notebook, decode_source, is_not
 from np2torch.cli.from_run import Margin, RunReport, parse_margin, plan_file
 from np2torch.cli.output import (
     FORMATS,
+    TEXT_FORMATS,
+    UNSAFE_HINT,
     Progress,
     check_summary,
     diff_summary,
     fix_summary,
     fixed_report,
     plural,
+    problem,
     render,
     show_fixes_check,
     sort_key,
     statistics,
 )
+from np2torch.cli.show import SourceLines, settings_report
 from np2torch.lint.model import check_alias, check_module
 from np2torch.lint.pages import rules_table
 from np2torch.lint.rules import RULES
@@ -128,6 +136,8 @@ def _codes(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -
     if not value:
         return None
     codes = split_codes(value)
+    if not codes:  # `--select ''` would silently run no rule
+        raise click.BadParameter("needs at least one rule code or prefix (NPT, NPT001, ALL)", ctx=ctx, param=param)
     try:
         return check_selectors(codes)
     except ValueError as exc:
@@ -155,12 +165,27 @@ _SHARED_OPTIONS = [
                  help="Only these rules: codes or prefixes, comma separated (NPT, NPT001, ALL)."),
     click.option("--ignore", multiple=True, callback=_codes, metavar="CODES",
                  help="Skip these rules: codes or prefixes, comma separated."),
-    click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
-                 help="How findings are printed."),
+    click.option("--extend-select", multiple=True, callback=_codes, metavar="CODES",
+                 help="Rules to enable on top of the selection (the defaults, or `select`), comma separated."),
+    click.option("--output-format", "--format", "fmt", type=click.Choice((*FORMATS, "text")), default=None,
+                 envvar="NP2TORCH_OUTPUT_FORMAT", show_envvar=True,
+                 help="How findings are printed (default: concise; `text` is concise). `--format` is an alias."),
+    click.option("-o", "--output-file", type=click.Path(dir_okay=False, path_type=str), metavar="PATH",
+                 help="Write the findings (and the summary) to this file instead of stdout."),
     click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings (errors still exit 2)."),
     click.option("-q", "--quiet", is_flag=True, help="Print findings and errors only, no summary."),
-    click.option("--config", "config_path", type=click.Path(path_type=str), metavar="PATH",
-                 help="Use this file's [tool.np2torch] for every path instead of the nearest pyproject.toml."),
+    click.option("--config", "config_options", multiple=True, metavar="PATH | KEY=VALUE",
+                 help="A configuration file for every path instead of the nearest one (pyproject.toml's "
+                      "[tool.np2torch], or an np2torch.toml), or one setting as TOML, e.g. "
+                      "--config 'extend-select = [\"NPT019\"]', overriding every file's."),
+    click.option("--isolated", is_flag=True, help="Read no configuration file (settings on the command line only)."),
+    click.option("--exclude", multiple=True, metavar="PATTERNS",
+                 help="Exclude patterns replacing the configured ones (comma separated; relative to here)."),
+    click.option("--extend-exclude", multiple=True, metavar="PATTERNS",
+                 help="Exclude patterns added to the configured ones (comma separated; relative to here)."),
+    click.option("--show-settings", is_flag=True,
+                 help="Print the settings the first path gets and the file each came from, then exit."),
+    click.option("--show-files", is_flag=True, help="Print the files that would be checked, then exit."),
     click.option("--runtime-module", callback=_validated(check_module), metavar="MODULE",
                  help="Module the fixes import the helpers from (default: np2torch.runtime)."),
     click.option("--alias", callback=_validated(check_alias), metavar="NAME",
@@ -173,9 +198,12 @@ _SHARED_OPTIONS = [
                       "`fix` writes the fixed source to stdout, its report to stderr."),
     click.option("--force-exclude", is_flag=True,
                  help="Apply exclude settings to files named on the command line too (the pre-commit hooks do)."),
-    click.option("--no-cache", is_flag=True, help="Neither read nor write the .np2torch_cache folder."),
-    click.option("--unsafe-fixes", is_flag=True,
-                 help="Also apply (fix) or offer (check) the fixes that can change results, e.g. NPT901."),
+    click.option("--no-cache", is_flag=True, help="Neither read nor write the lint cache."),
+    click.option("--cache-dir", metavar="PATH", envvar="NP2TORCH_LINT_CACHE_DIR", show_envvar=True,
+                 help="The lint cache's folder (default: .np2torch_cache at the project root)."),
+    click.option("--unsafe-fixes/--no-unsafe-fixes", default=None,
+                 help="Also apply (fix) or offer (check) the fixes that can change results, e.g. NPT901 "
+                      "(default: `unsafe-fixes` in the config, else off)."),
     click.option("--statistics", is_flag=True,
                  help="Print counts per rule code (with [*] when fixable) instead of each finding."),
     click.option("--show-fixes", is_flag=True,
@@ -196,10 +224,19 @@ def _shared_options(function: Callable[..., Any]) -> Callable[..., Any]:
 
 @cli.command(short_help="Report NumPy/SciPy calls np2torch can rewrite.")
 @_shared_options
+@click.option("--fix", "apply_fixes", is_flag=True, help="Apply the fixes, as `np2torch fix` (ruff's `check --fix`).")
+@click.option("--diff", is_flag=True, help="Print a unified diff of the fixes, write nothing (as `np2torch fix --diff`).")
+@click.option("--add-noqa", is_flag=True,
+              help="Add `# noqa: NPTxxx` to every line with a finding (merged into an existing noqa): a baseline.")
+@click.option("--exit-non-zero-on-fix", is_flag=True, help="With --fix: exit 1 whenever a file was rewritten.")
 @click.pass_context
-def check(ctx: click.Context, /, **options: Any) -> None:
+def check(ctx: click.Context, /, apply_fixes: bool, diff: bool, add_noqa: bool, exit_non_zero_on_fix: bool,
+          **options: Any) -> None:
     """Report NumPy/SciPy calls that np2torch can rewrite (exit 1 when there are any)."""
-    ctx.exit(_run(runner.CHECK, **options))
+    if sum((apply_fixes, diff, add_noqa)) > 1:
+        raise click.UsageError("--fix, --diff and --add-noqa are exclusive", ctx=ctx)
+    mode = runner.DIFF if diff else runner.FIX if apply_fixes else runner.NOQA if add_noqa else runner.CHECK
+    ctx.exit(_run(mode, exit_non_zero_on_fix=exit_non_zero_on_fix, **options))
 
 
 @cli.command(short_help="Rewrite those calls to np2torch.runtime helpers, in place.")
@@ -219,6 +256,24 @@ def fix(ctx: click.Context, /, diff: bool, exit_non_zero_on_fix: bool, from_run:
         raise click.UsageError("--min-saving goes with --from-run")
     ctx.exit(_run(runner.DIFF if diff else runner.FIX, exit_non_zero_on_fix=exit_non_zero_on_fix,
                   from_run=from_run, margin=min_saving or Margin(), **options))
+
+
+@cli.command(short_help="Remove the lint cache (the project's, and any below this folder).")
+@click.option("--cache-dir", metavar="PATH", envvar="NP2TORCH_LINT_CACHE_DIR", show_envvar=True,
+              help="Also remove this cache folder.")
+@click.pass_context
+def clean(ctx: click.Context, /, cache_dir: str | None) -> None:
+    """Remove np2torch's lint caches: the project's (or --cache-dir's) and every .np2torch_cache below here.
+
+    Only folders np2torch made (they hold its CACHEDIR.TAG) are removed."""
+    try:
+        project = ConfigFinder().project()
+    except ConfigError as exc:
+        _error(f"error: {exc}")
+        ctx.exit(2)
+    for removed in clean_caches(cache_folder(cache_dir, project), os.getcwd()):
+        _echo(f"Removing cache at: {removed}")
+    ctx.exit(0)
 
 
 @cli.command(name="rules", short_help="List the rules.")
@@ -262,13 +317,17 @@ def _as_bytes(line: str, encoding: str) -> bytes:
 
 
 def _run(mode: str, *, paths: tuple[str, ...], select: tuple[str, ...] | None, ignore: tuple[str, ...] | None,
-         fmt: str, exit_zero: bool, quiet: bool, config_path: str | None, runtime_module: str | None,
+         fmt: str | None, exit_zero: bool, quiet: bool, config_options: tuple[str, ...], runtime_module: str | None,
          alias: str | None, force_exclude: bool, no_cache: bool, jobs: int | None,
          target_version: tuple[int, int] | None = None, stdin_filename: str | None = None,
-         statistics: bool = False, show_fixes: bool = False, unsafe_fixes: bool = False,
-         exit_non_zero_on_fix: bool = False, from_run: str | None = None, margin: Margin | None = None) -> int:
+         statistics: bool = False, show_fixes: bool = False, unsafe_fixes: bool | None = None,
+         exit_non_zero_on_fix: bool = False, extend_select: tuple[str, ...] | None = None,
+         output_file: str | None = None, isolated: bool = False, exclude: tuple[str, ...] = (),
+         extend_exclude: tuple[str, ...] = (), show_settings: bool = False, show_files: bool = False,
+         cache_dir: str | None = None, from_run: str | None = None, margin: Margin | None = None) -> int:
     overrides = Overrides(select=select, ignore=ignore or (), runtime_module=runtime_module, alias=alias,
-                          unsafe_fixes=unsafe_fixes, target_version=target_version)
+                          unsafe_fixes=unsafe_fixes, target_version=target_version,
+                          extend_select=extend_select or ())
     report = None
     if from_run is not None:
         if STDIN in paths or stdin_filename is not None:
@@ -283,49 +342,118 @@ def _run(mode: str, *, paths: tuple[str, ...], select: tuple[str, ...] | None, i
         if not paths:
             _error(f"warning: no file {from_run} measured exists; nothing to fix")
             return 0
-    if STDIN in paths or (stdin_filename is not None and not paths):
-        if paths not in ((), (STDIN,)):
-            _error(f"error: `{STDIN}` (stdin) cannot be combined with other paths")
-            return 2
-        return _run_stdin(mode, stdin_filename, overrides, config_path=config_path, force_exclude=force_exclude,
-                          fmt=fmt, quiet=quiet, exit_zero=exit_zero, statistics=statistics, show_fixes=show_fixes,
-                          exit_non_zero_on_fix=exit_non_zero_on_fix)
     try:
-        finder = ConfigFinder(load_explicit_config(config_path) if config_path else None)
-        targets, missing = discover(list(paths) or [os.curdir], finder, force_exclude=force_exclude)
-        settings: dict[int, RunSettings] = {}
-        for target in targets:
-            if id(target.config) not in settings:
-                settings[id(target.config)] = run_settings(target.config, overrides)
-    except ConfigError as exc:
+        finder = _finder(config_options, isolated, exclude, extend_exclude)
+        project = finder.project()
+        fmt = check_output_format(fmt or project.output_format or "concise")
+    except (ConfigError, ValueError) as exc:
         _error(f"error: {exc}")
         return 2
+    with _Output(output_file) as out:
+        if STDIN in paths or (stdin_filename is not None and not paths):
+            if paths not in ((), (STDIN,)):
+                _error(f"error: `{STDIN}` (stdin) cannot be combined with other paths")
+                return 2
+            return _run_stdin(mode, stdin_filename, overrides, finder, force_exclude=force_exclude, fmt=fmt,
+                              quiet=quiet, exit_zero=exit_zero, statistics=statistics, show_fixes=show_fixes,
+                              exit_non_zero_on_fix=exit_non_zero_on_fix, out=out)
+        try:
+            targets, missing = discover(list(paths) or [os.curdir], finder, force_exclude=force_exclude)
+            if show_settings:
+                given = paths[0] if paths else (targets[0].display if targets else os.curdir)
+                for line in settings_report(given, finder, overrides, fmt=fmt,
+                                            cache=cache_folder(cache_dir, project)):
+                    out.echo(line)
+                return 0
+            if show_files:
+                for target in targets:
+                    out.echo(target.display)
+                return 0
+            settings = _settings_by_file(targets, overrides)
+        except ConfigError as exc:
+            _error(f"error: {exc}")
+            return 2
 
-    cache = None if no_cache else Cache(default_cache_folder())
-    results = [runner.FileResult(e.path, errors=[str(e)]) for e in missing]
-    only: dict[str, frozenset[tuple[int, int, str]]] = {}
-    if report is not None:
-        targets, refused = _plan_from_run(report, margin or Margin(), targets, lambda t: settings[id(t.config)],
-                                          only, quiet)
-        results += refused
-    results += runner.run(targets, lambda t: settings[id(t.config)], mode, jobs=jobs, cache=cache,
-                          progress_factory=None if quiet else _progress_bar,
-                          only_for=(lambda t: only.get(t.path, frozenset())) if report is not None else None)
-    results.sort(key=lambda r: r.display)
-    if cache is not None and cache.write_error and not quiet:
-        _error(f"warning: cannot write the cache ({cache.write_error}); --no-cache skips it")
+        cache = None if no_cache else Cache(cache_folder(cache_dir, project))
+        results = [runner.FileResult(e.path, errors=[str(e)]) for e in missing]
+        only: dict[str, frozenset[tuple[int, int, str]]] = {}
+        if report is not None:
+            targets, refused = _plan_from_run(report, margin or Margin(), targets, lambda t: settings[t.path],
+                                              only, quiet)
+            results += refused
+        results += runner.run(targets, lambda t: settings[t.path], mode, jobs=jobs, cache=cache,
+                              progress_factory=None if quiet else _progress_bar,
+                              only_for=(lambda t: only.get(t.path, frozenset())) if report is not None else None)
+        results.sort(key=lambda r: r.display)
+        if cache is not None and cache.write_error and not quiet:
+            _error(f"warning: cannot write the cache ({cache.write_error}); --no-cache skips it")
 
-    if not results and not missing and not quiet:
-        _error("warning: no Python files found under the given paths")
-    code = _report(mode, results, fmt=fmt, quiet=quiet, exit_zero=exit_zero, stats=statistics,
-                   show_fixes=show_fixes)
-    if mode == runner.FIX and not quiet and fmt == "text":  # a hint, as the `--unsafe-fixes` one: stdout
-        notice = dependency_notice(results)
-        if notice:
-            _echo(notice)
-    if code == 0 and exit_non_zero_on_fix and any(r.changed for r in results):
-        return 1
-    return code
+        if not results and not missing and not quiet:
+            _error("warning: no Python files found under the given paths")
+        code = _report(mode, results, fmt=fmt, quiet=quiet, exit_zero=exit_zero, stats=statistics,
+                       show_fixes=show_fixes, out=out)
+        if mode == runner.FIX and not quiet and fmt in TEXT_FORMATS:  # a hint, as the `--unsafe-fixes` one
+            notice = dependency_notice(results)
+            if notice:
+                out.echo(notice)
+        if code == 0 and exit_non_zero_on_fix and any(r.changed for r in results):
+            return 1
+        return code
+
+
+def _finder(config_options: Sequence[str], isolated: bool, exclude: Sequence[str],
+            extend_exclude: Sequence[str]) -> ConfigFinder:
+    """Where each path's settings come from: ``--config PATH`` or ``--isolated`` or the nearest file, with
+    ``--config KEY=VALUE``, ``--exclude`` and ``--extend-exclude`` on top."""
+    files = [value for value in config_options if not is_inline_setting(value)]
+    inline = [value for value in config_options if is_inline_setting(value)]
+    if len(files) > 1:
+        raise ConfigError(f"--config: only one configuration file can be given, got {', '.join(files)}")
+    if files and isolated:
+        raise ConfigError(f"--config {files[0]} and --isolated contradict each other")
+    overlay = Overlay(inline_settings(inline) if inline else {},
+                      exclude=split_codes(exclude) if exclude else None,
+                      extend_exclude=split_codes(extend_exclude))
+    return ConfigFinder(load_explicit_config(files[0]) if files else None, isolated=isolated, overlay=overlay)
+
+
+def _settings_by_file(targets: Sequence[Target], overrides: Overrides) -> dict[str, RunSettings]:
+    """Each target's settings, built once per configuration and set of per-file ignores."""
+    built: dict[tuple[int, tuple[str, ...]], RunSettings] = {}
+    by_file: dict[str, RunSettings] = {}
+    for target in targets:
+        key = (id(target.config), per_file_ignored(target.config, target.path))
+        if key not in built:
+            built[key] = run_settings(target.config, overrides, target.path)
+        by_file[target.path] = built[key]
+    return by_file
+
+
+class _Output:
+    """Where findings and the summary go: stdout, or ``--output-file`` (written when the run ends)."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        self._lines: list[str] = []
+
+    def __enter__(self) -> _Output:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.path is None or exc[0] is not None:
+            return
+        text = "".join(line + "\n" for line in self._lines)
+        try:
+            with open(self.path, "w", encoding="utf-8", errors="surrogateescape") as stream:
+                stream.write(text)
+        except OSError as error:
+            _error(f"error: {self.path}: cannot write the output file: {error.strerror or error}")
+
+    def echo(self, line: str, err: bool = False) -> None:
+        if self.path is not None and not err:
+            self._lines.append(line)
+        else:
+            _echo(line, err=err)
 
 
 def _plan_from_run(report: RunReport, margin: Margin, targets: list[Target],
@@ -381,9 +509,9 @@ def dependency_notice(results: Sequence[runner.FileResult]) -> str | None:
 STDIN = "-"
 
 
-def _run_stdin(mode: str, stdin_filename: str | None, overrides: Overrides, *, config_path: str | None,
+def _run_stdin(mode: str, stdin_filename: str | None, overrides: Overrides, finder: ConfigFinder, *,
                force_exclude: bool, fmt: str, quiet: bool, exit_zero: bool, statistics: bool, show_fixes: bool,
-               exit_non_zero_on_fix: bool) -> int:
+               exit_non_zero_on_fix: bool, out: _Output) -> int:
     """``check``/``fix`` of the source on stdin, as an editor calls ruff: ``fix`` echoes the (fixed) source to
     stdout whatever happens, so an editor replacing its buffer with it never loses text; the report goes
     to stderr then."""
@@ -391,24 +519,32 @@ def _run_stdin(mode: str, stdin_filename: str | None, overrides: Overrides, *, c
     display = stdin_filename or STDIN
     path = os.path.abspath(stdin_filename or "stdin.py")
     result: runner.FileResult | None = None
+    source = None
+    if mode == runner.NOQA:
+        mode = runner.CHECK  # nothing to write a noqa comment into
     try:
-        config = load_explicit_config(config_path) if config_path else ConfigFinder().for_file(path)
-        excluded = force_exclude and PathMatcher(config.root, config.exclude_patterns).excludes(path, is_dir=False)
+        config = finder.for_file(path)
+        excluded = (force_exclude or config.force_exclude) and Excluder(config).excludes(path, is_dir=False)
         if not excluded:
-            settings = run_settings(config, overrides)
+            settings = run_settings(config, overrides, path)
             source = (decode_notebook if is_notebook(path) else decode_source)(raw, display)
             result = runner.run_job(runner.Job(display, path, source, None, settings, mode, ""))
     except ConfigError as exc:
         result = runner.FileResult(display, errors=[f"error: {exc}"])
     except FileError as exc:
         result = runner.FileResult(display, errors=[str(exc)])
+    except Exception as exc:  # a bug in np2torch: named on stderr, and the source still echoed below
+        result = runner.FileResult(display, errors=[runner.internal_error(display, exc)])
     to_stderr = mode == runner.FIX
     if to_stderr:
         sys.stdout.buffer.write(result.new_bytes if result is not None and result.new_bytes is not None else raw)
         sys.stdout.flush()
     results = [] if result is None else [result]
+    text = None
+    if source is not None:
+        text = source.text if result is None or result.new_bytes is None else result.new_bytes.decode(source.encoding)
     code = _report(mode, results, fmt=fmt, quiet=quiet, exit_zero=exit_zero, stats=statistics,
-                   show_fixes=show_fixes, err=to_stderr)
+                   show_fixes=show_fixes, err=to_stderr, out=out, stdin=(display, text))
     if code == 0 and exit_non_zero_on_fix and any(r.changed for r in results):
         return 1
     return code
@@ -423,8 +559,10 @@ _RULE_NAMES = {rule.code: rule.name for rule in RULES}
 
 
 def _report(mode: str, results: list[runner.FileResult], *, fmt: str, quiet: bool, exit_zero: bool,
-            stats: bool = False, show_fixes: bool = False, err: bool = False) -> int:
+            stats: bool = False, show_fixes: bool = False, err: bool = False, out: _Output | None = None,
+            stdin: tuple[str, str | None] | None = None) -> int:
     """Print the results (to stderr with ``err``: stdout carries the fixed source) and return the exit code."""
+    out = out or _Output(None)
     failed = sum(1 for r in results if r.errors)
     for result in results:
         for message in result.errors:
@@ -442,33 +580,47 @@ def _report(mode: str, results: list[runner.FileResult], *, fmt: str, quiet: boo
         if not quiet:
             _error(diff_summary(sum(r.fixed for r in changed), len(changed)))
         return 2 if failed else (1 if changed else 0)
+    if mode == runner.NOQA:
+        return _report_noqa(results, quiet=quiet, failed=failed)
 
     findings = sorted((f for r in results for f in r.findings), key=sort_key)
+    problems = [problem(r.display, m) for r in results for m in r.errors]
     if stats:
         lines = statistics(findings, fmt, _RULE_NAMES)
-    elif show_fixes and fmt == "text":
-        lines = [out for f in findings for out in (*render([f], fmt), *show_fixes_check(f))]
+    elif show_fixes and fmt == "concise":  # `full` shows the fix itself; the others keep their shape
+        lines = [line for f in findings for line in (*render([f], fmt, source_line=SourceLines(stdin)),
+                                                      *show_fixes_check(f))]
     else:
-        lines = render(findings, fmt, [m for r in results for m in r.errors])
+        lines = render(findings, fmt, problems, source_line=SourceLines(stdin))
     for line in lines:
-        _echo(line, err=err)
+        out.echo(line, err=err)
     if show_fixes and mode == runner.FIX:
         for line in fixed_report(fixed, _RULE_NAMES, would=False):
-            _echo(line, err=err)
+            out.echo(line, err=err)
     fixable = sum(1 for f in findings if f.fixable)
-    if not quiet and (fmt == "text" or (stats and fmt != "json")):
+    if not quiet and (fmt in TEXT_FORMATS or (stats and fmt != "json")):
+        hidden = sum(1 for f in findings if not f.fixable and f.reason and UNSAFE_HINT in f.reason)
         if mode == runner.CHECK:
-            summary = check_summary(len(findings), fixable, failed)
+            summary = check_summary(len(findings), fixable, failed, hidden)
         else:
-            summary = fix_summary(sum(r.fixed for r in results), len(changed), len(findings), fixable, failed)
+            summary = fix_summary(sum(r.fixed for r in results), len(changed), len(findings), fixable, failed, hidden)
         for line in summary:
-            _echo(line, err=err)
-        hidden = sum(1 for f in findings if not f.fixable and f.reason and "--unsafe-fixes" in f.reason)
-        if hidden:
-            _echo(f"{plural(hidden, 'hidden fix')} can be enabled with the `--unsafe-fixes` option.", err=err)
+            out.echo(line, err=err)
     if failed:
         return 2
     return 1 if findings and not exit_zero else 0
+
+
+def _report_noqa(results: list[runner.FileResult], *, quiet: bool, failed: int) -> int:
+    """``check --add-noqa``: how many directives were added (ruff's wording); exit 0 unless a file failed."""
+    for result in results:
+        for finding in result.findings:  # left: no comment could go on that line
+            _error(f"{result.display}:{finding.line}:{finding.column}: warning: no noqa comment can go on this "
+                   f"line (it ends inside a string or a line continuation): {finding.code}")
+    if not quiet:
+        added = sum(r.fixed for r in results)
+        _error(f"Added {plural(added, 'noqa directive')}." if added else "No noqa directives to add.")
+    return 2 if failed else 0
 
 
 # ---------------------------------------------------------------- entry point

@@ -1,4 +1,9 @@
-"""Per-file result cache in ``.np2torch_cache/``, as ruff keeps ``.ruff_cache/``.
+"""Per-file result cache in ``.np2torch_cache/`` at the project root, as ruff keeps ``.ruff_cache/``.
+
+The folder (:func:`cache_folder`): ``--cache-dir`` or ``NP2TORCH_LINT_CACHE_DIR``, else the
+``cache-dir`` of the configuration that governs the working directory (relative to that file),
+else ``.np2torch_cache`` beside that file (the project root), else in the working directory.
+``NP2TORCH_CACHE_DIR`` is the runtime's (its measured profile), never this cache's.
 
 One small JSON entry per (absolute path, settings): it records the SHA-256 of the
 file's bytes it was computed for, a fingerprint of the tool that computed it
@@ -27,12 +32,12 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from np2torch import __version__
-from np2torch.cli.config import RunSettings
+from np2torch.cli.config import Config, RunSettings
 from np2torch.cli.files import FileError, read_regular, replace_file
 from np2torch.lint.model import Finding
 
 CACHE_DIR_NAME = ".np2torch_cache"
-CACHE_DIR_ENV = "NP2TORCH_CACHE_DIR"
+CACHE_DIR_ENV = "NP2TORCH_LINT_CACHE_DIR"
 
 CACHEDIR_TAG = (
     "Signature: 8a477f597d28d172789f06886806bc55\n"
@@ -59,8 +64,39 @@ def tool_fingerprint() -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
-def default_folder() -> Path:
-    return Path(os.environ.get(CACHE_DIR_ENV) or CACHE_DIR_NAME).absolute()
+def cache_folder(given: str | None, project: Config) -> Path:
+    """The lint cache's folder: ``given`` (``--cache-dir``, or the environment through it), the project's
+    ``cache-dir``, or ``.np2torch_cache`` at the project root (the folder of ``project``'s file)."""
+    if given:
+        return Path(given).absolute()
+    if project.cache_dir is not None:
+        return Path(os.path.join(project.root, project.cache_dir)).absolute()
+    return Path(project.root, CACHE_DIR_NAME)
+
+
+def is_cache(folder: Path) -> bool:
+    """Whether ``folder`` is a cache np2torch made (its CACHEDIR.TAG says so): only such a folder is removed."""
+    try:
+        return (folder / "CACHEDIR.TAG").read_text(encoding="utf-8", errors="replace") == CACHEDIR_TAG
+    except OSError:
+        return False
+
+
+def clean_caches(folder: Path, below: str) -> list[Path]:
+    """``np2torch clean``: remove ``folder`` and every ``.np2torch_cache`` under ``below`` that np2torch made
+    (symbolic links are not followed); the folders removed."""
+    import shutil
+
+    found = [folder] if is_cache(folder) else []
+    for top, dirs, _files in os.walk(below):
+        if CACHE_DIR_NAME in dirs:
+            candidate = Path(top, CACHE_DIR_NAME).absolute()
+            if candidate not in found and not os.path.islink(candidate) and is_cache(candidate):
+                found.append(candidate)
+        dirs[:] = [d for d in dirs if d not in (CACHE_DIR_NAME, ".git")]
+    for cache in found:
+        shutil.rmtree(cache, ignore_errors=True)
+    return found
 
 
 class Cache:

@@ -1,39 +1,59 @@
-"""``[tool.np2torch]`` in pyproject.toml, and the options it shares with the CLI.
+"""``[tool.np2torch]`` in pyproject.toml (or ``np2torch.toml``), and the options it shares with the CLI.
 
-Like ruff, each path takes its settings from the nearest ``pyproject.toml`` at or
-above it that has a ``[tool.np2torch]`` table; a ``pyproject.toml`` without one is
-passed over.  Keys::
+Like ruff, each path takes its settings from the nearest configuration file at or
+above it: in each folder ``.np2torch.toml``, then ``np2torch.toml`` (keys at the top
+level, as ``ruff.toml``), then a ``pyproject.toml`` with a ``[tool.np2torch]`` table
+(one without the table is passed over).  Keys::
 
     [tool.np2torch]
     select = ["NPT"]              # rule codes or prefixes; "ALL"
+    extend-select = ["NPT019"]    # added to select (or to the defaults)
     ignore = ["NPT004"]
+    per-file-ignores = {"tests/**" = ["NPT"], "!src/**" = ["NPT001"]}
+    extend-per-file-ignores = {"bench_*.py" = ["NPT002"]}
     exclude = [...]               # replaces DEFAULT_EXCLUDE
     extend-exclude = ["tests/fixtures"]
+    force-exclude = true          # excludes hold for files named on the command line too
+    respect-gitignore = true      # skip what .gitignore ignores (the default)
+    unsafe-fixes = false
     runtime-module = "np2torch.runtime"
     alias = "np2t"
     target-version = "py312"      # the oldest Python the code supports, as ruff's
+    cache-dir = ".np2torch_cache" # relative to this file's folder
+    output-format = "concise"
 
 Exclude patterns are gitignore-like globs relative to the folder that holds the
-``pyproject.toml``: a pattern without ``/`` matches a file or folder name at any
+configuration file: a pattern without ``/`` matches a file or folder name at any
 depth, one with ``/`` is anchored at that folder, ``*`` stays within one path
 component, ``**`` crosses them, and a trailing ``/`` matches folders only.
 
-CLI flags override the file: ``--select`` replaces both ``select`` and ``ignore``
-from the file, ``--ignore`` adds to ``ignore``.
+``per-file-ignores`` patterns are globs as ruff reads them (the ``globset`` crate):
+each matches the file's name, or its path relative to the configuration file's folder
+(an absolute pattern: the absolute path); ``*`` crosses ``/`` there, ``{a,b}`` is
+either; a leading ``!`` applies the codes to every file the rest does NOT match.
+
+CLI flags override the file, layered as ruff layers them: the file's ``select``
+(or the defaults), plus its ``extend-select``, less its ``ignore``; then the
+command line's ``--select`` starts over, ``--extend-select`` adds and ``--ignore``
+removes; per-file ignores remove last.  ``--config 'KEY = VALUE'`` (TOML) and
+``--exclude``/``--extend-exclude`` override every file's value; their patterns are
+relative to the working directory.  ``--isolated`` reads no configuration file.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 import os
 import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from np2torch.cli.files import FileError, read_regular
 from np2torch.lint.model import DEFAULT_SETTINGS, Settings, check_alias, check_module
-from np2torch.lint.rules import select_rules
+from np2torch.lint.rules import DEFAULT_RULES, RULES, select_rules
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -54,9 +74,20 @@ DEFAULT_EXCLUDE: tuple[str, ...] = (
 )
 
 SECTION = "[tool.np2torch]"
-_LIST_KEYS = ("select", "ignore", "exclude", "extend-exclude")
-_STR_KEYS = ("runtime-module", "alias", "target-version")
-KNOWN_KEYS = _LIST_KEYS + _STR_KEYS
+CONFIG_NAMES = (".np2torch.toml", "np2torch.toml", "pyproject.toml")
+"""The files a folder's settings may come from, in precedence order (as ruff's ``.ruff.toml``, ``ruff.toml``,
+``pyproject.toml``)."""
+PYPROJECT = "pyproject.toml"
+OUTPUT_FORMATS = ("concise", "full", "grouped", "json", "json-lines", "junit", "gitlab", "github", "pylint", "sarif")
+"""``--output-format`` values (``text`` is accepted as ``concise``, np2torch's older name for it)."""
+_LIST_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude")
+_TABLE_KEYS = ("per-file-ignores", "extend-per-file-ignores")
+_BOOL_KEYS = ("force-exclude", "respect-gitignore", "unsafe-fixes")
+_STR_KEYS = ("runtime-module", "alias", "target-version", "cache-dir", "output-format")
+KNOWN_KEYS = _LIST_KEYS + _TABLE_KEYS + _BOOL_KEYS + _STR_KEYS
+_SELECTOR_KEYS = ("select", "extend-select", "ignore")
+
+PerFileIgnores = tuple[tuple[str, tuple[str, ...]], ...]
 
 
 class ConfigError(Exception):
@@ -66,20 +97,47 @@ class ConfigError(Exception):
 @dataclass(frozen=True)
 class Config:
     root: Path
-    """Absolute folder that exclude patterns are relative to."""
+    """Absolute folder that exclude and per-file-ignores patterns are relative to."""
     source: Path | None = None
     """The file these settings came from; ``None`` for the defaults."""
     select: tuple[str, ...] | None = None
+    extend_select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
+    per_file_ignores: PerFileIgnores = ()
+    extend_per_file_ignores: PerFileIgnores = ()
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE
     extend_exclude: tuple[str, ...] = ()
+    force_exclude: bool = False
+    respect_gitignore: bool = True
+    unsafe_fixes: bool = False
     runtime_module: str | None = None
     alias: str | None = None
     target_version: tuple[int, int] | None = None
+    cache_dir: str | None = None
+    output_format: str | None = None
+    keys: frozenset[str] = frozenset()
+    """The keys the file set (the others have their defaults)."""
+    overridden: frozenset[str] = frozenset()
+    """The keys ``--config KEY = VALUE`` or ``--exclude``/``--extend-exclude`` set for every file."""
+    cli_exclude: tuple[tuple[Path, tuple[str, ...]], ...] = ()
+    """Exclude patterns given on the command line, with the folder they are relative to (the working directory)."""
 
     @property
     def exclude_patterns(self) -> tuple[str, ...]:
         return self.exclude + self.extend_exclude
+
+    @property
+    def exclude_groups(self) -> tuple[tuple[Path, tuple[str, ...]], ...]:
+        """Every exclude pattern with the folder it is relative to."""
+        return ((self.root, self.exclude_patterns), *self.cli_exclude)
+
+    def origin(self, key: str) -> str:
+        """Where ``key``'s value comes from: the command line, this file, or the default."""
+        if key in self.overridden:
+            return "command line"
+        if key in self.keys and self.source is not None:
+            return display_path(self.source)
+        return "default"
 
 
 def display_path(path: os.PathLike[str] | str) -> str:
@@ -106,6 +164,16 @@ def check_target_version(value: str) -> tuple[int, int]:
     return 3, int(match.group(1))
 
 
+def check_output_format(value: str) -> str:
+    """``value`` if it names an output format (``text``: ``concise``); ``ValueError`` otherwise."""
+    if value == "text":
+        return "concise"
+    if value not in OUTPUT_FORMATS:
+        raise ValueError(f"output-format must be one of {', '.join(OUTPUT_FORMATS)}, got {value!r}"
+                         + _suggestion(value, OUTPUT_FORMATS))
+    return value
+
+
 def check_selectors(values: Sequence[str]) -> tuple[str, ...]:
     """``values`` if every one selects at least one rule; ``ValueError`` naming the first that does not."""
     select_rules(list(values), None)
@@ -117,68 +185,110 @@ def split_codes(values: Iterable[str]) -> tuple[str, ...]:
     return tuple(part.strip() for value in values for part in value.split(",") if part.strip())
 
 
+def _suggestion(value: str, choices: Iterable[str]) -> str:
+    close = difflib.get_close_matches(value, list(choices), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 # ---------------------------------------------------------------- reading files
 
 
 def _read_toml(path: Path) -> dict[str, Any] | None:
-    """The parsed file, or ``None`` when it cannot mention np2torch (skips parsing unrelated files)."""
+    """The parsed ``pyproject.toml``, or ``None`` when it cannot mention np2torch (unrelated files stay unparsed)."""
+    raw = _read(path)
+    return _parse_toml(raw, display_path(path)) if b"np2torch" in raw else None
 
+
+def _read_settings_file(path: Path) -> dict[str, Any]:
+    """The parsed file (an ``np2torch.toml`` is np2torch's whatever it says)."""
+    return _parse_toml(_read(path), display_path(path))
+
+
+def _read(path: Path) -> bytes:
     try:
         raw, _ = read_regular(str(path), display_path(path))
     except FileError as exc:
         raise ConfigError(f"{exc.path}: {exc.message}") from None
-    if b"np2torch" not in raw:
-        return None
+    return raw
+
+
+def _parse_toml(raw: bytes, where: str) -> dict[str, Any]:
     try:
         return tomllib.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{display_path(path)}: invalid TOML: {exc}") from None
+        raise ConfigError(f"{where}: invalid TOML: {exc}") from None
     except RecursionError:  # tomllib recurses once per nested array or table
-        raise ConfigError(f"{display_path(path)}: invalid TOML: nested too deeply") from None
+        raise ConfigError(f"{where}: invalid TOML: nested too deeply") from None
 
 
-def _string_list(where: str, key: str, value: Any) -> tuple[str, ...]:
+def _string_list(where: str, key: str, value: Any, section: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"{where}: {key!r} in {SECTION} must be a list of strings")
+        raise ConfigError(f"{where}: {key!r}{section} must be a list of strings")
     return tuple(value)
 
 
-def config_from_table(table: Any, path: Path) -> Config:
-    """Validate a ``[tool.np2torch]`` table read from ``path``."""
-    where = display_path(path)
+def _per_file_ignores(where: str, key: str, value: Any, section: str) -> PerFileIgnores:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: {key!r}{section} must be a table of glob = [codes]")
+    entries = []
+    for pattern, codes in value.items():
+        listed = _string_list(where, f"{key}.{pattern}", codes, section)
+        try:
+            check_selectors(listed)
+            glob_regex(pattern.lstrip("!"))
+        except ValueError as exc:
+            raise ConfigError(f"{where}: {key!r}{section}: {exc}") from None
+        entries.append((pattern, listed))
+    return tuple(entries)
+
+
+def table_values(table: Any, where: str, section: str = f" in {SECTION}") -> dict[str, Any]:
+    """The validated values of a settings table, by :class:`Config` field name; ``ConfigError`` names the key."""
     if not isinstance(table, dict):
         raise ConfigError(f"{where}: {SECTION} must be a table")
     for key in table:
         if key not in KNOWN_KEYS:
-            raise ConfigError(f"{where}: unknown key {key!r} in {SECTION}")
+            raise ConfigError(f"{where}: unknown key {key!r}{section}" + _suggestion(key, KNOWN_KEYS))
     values: dict[str, Any] = {}
     for key in _LIST_KEYS:
         if key in table:
-            values[key] = _string_list(where, key, table[key])
-    for key in ("select", "ignore"):
+            values[key] = _string_list(where, key, table[key], section)
+    for key in _SELECTOR_KEYS:
         if key in values:
             try:
                 check_selectors(values[key])
             except ValueError as exc:
-                raise ConfigError(f"{where}: {key!r} in {SECTION}: {exc}") from None
-    for key, check in (("runtime-module", check_module), ("alias", check_alias),
-                       ("target-version", check_target_version)):
+                raise ConfigError(f"{where}: {key!r}{section}: {exc}") from None
+    for key in _TABLE_KEYS:
+        if key in table:
+            values[key] = _per_file_ignores(where, key, table[key], section)
+    for key in _BOOL_KEYS:
+        if key in table:
+            if not isinstance(table[key], bool):
+                raise ConfigError(f"{where}: {key!r}{section} must be true or false")
+            values[key] = table[key]
+    checks = {"runtime-module": check_module, "alias": check_alias, "target-version": check_target_version,
+              "output-format": check_output_format, "cache-dir": _check_folder}
+    for key, check in checks.items():
         if key in table:
             try:
                 values[key] = check(table[key])
             except ValueError as exc:
-                raise ConfigError(f"{where}: {key!r} in {SECTION}: {exc}") from None
-    return Config(
-        root=path.parent,
-        source=path,
-        select=values.get("select"),
-        ignore=values.get("ignore", ()),
-        exclude=values.get("exclude", DEFAULT_EXCLUDE),
-        extend_exclude=values.get("extend-exclude", ()),
-        runtime_module=values.get("runtime-module"),
-        alias=values.get("alias"),
-        target_version=values.get("target-version"),
-    )
+                raise ConfigError(f"{where}: {key!r}{section}: {exc}") from None
+    return {key.replace("-", "_"): value for key, value in values.items()}
+
+
+def _check_folder(value: object) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"must be a folder path, got {value!r}")
+    return value
+
+
+def config_from_table(table: Any, path: Path, section: str = f" in {SECTION}") -> Config:
+    """Validate a settings table read from ``path`` (``[tool.np2torch]``, or an ``np2torch.toml``'s top level)."""
+    values = table_values(table, display_path(path), section)
+    keys = frozenset(name.replace("_", "-") for name in values)
+    return Config(root=path.parent, source=path, keys=keys, **values)
 
 
 # A requirement's name: PEP 508 starts with it, PEP 503 normalises runs of "-_." to one "-".
@@ -234,8 +344,11 @@ def depends_on(pyproject: Path, distribution: str) -> bool:
 
 
 def load_config(path: Path) -> Config | None:
-    """The ``[tool.np2torch]`` settings in ``path``, or ``None`` when it has no such table."""
+    """The settings in ``path``: a ``pyproject.toml``'s ``[tool.np2torch]`` (``None`` when it has no such
+    table), or an ``np2torch.toml``'s top level (an empty one is the defaults, rooted at its folder)."""
     path = Path(os.path.abspath(path))
+    if path.name != PYPROJECT:
+        return config_from_table(_read_settings_file(path), path, "")
     data = _read_toml(path)
     if data is None:
         return None
@@ -246,40 +359,226 @@ def load_config(path: Path) -> Config | None:
 
 
 def load_explicit_config(path: str) -> Config:
-    """``--config PATH``: the file must exist and hold a ``[tool.np2torch]`` table."""
+    """``--config PATH``: the file must exist; a ``pyproject.toml`` (or any file with a ``[tool.np2torch]``
+    table) gives that table, any other file its top level, as an ``np2torch.toml``."""
     file = Path(os.path.abspath(path))
     if not file.is_file():
         raise ConfigError(f"{path}: " + ("not a regular file" if file.exists() else "no such configuration file"))
-    config = load_config(file)
-    if config is None:
+    data = _read_settings_file(file)
+    tool = data.get("tool")
+    if isinstance(tool, dict) and "np2torch" in tool:
+        return config_from_table(tool["np2torch"], file)
+    if file.name == PYPROJECT or (data and set(data) <= {"tool", "project", "build-system"}):
         raise ConfigError(f"{path}: no {SECTION} table")
-    return config
+    return config_from_table(data, file, "")
+
+
+def is_inline_setting(value: str) -> bool:
+    """Whether a ``--config`` value is ``KEY = VALUE`` rather than a path (as ruff tells them apart)."""
+    return not os.path.exists(value) and "=" in value
+
+
+def inline_settings(values: Sequence[str]) -> dict[str, Any]:
+    """``--config 'KEY = VALUE'`` options (each a line of TOML) as validated :class:`Config` field values."""
+    table: dict[str, Any] = {}
+    for value in values:
+        try:
+            parsed = tomllib.loads(value)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"--config {value!r}: neither a file nor a valid TOML `KEY = VALUE`: {exc}") from None
+        table.update(parsed)
+    return table_values(table, "--config", "")
+
+
+@dataclass(frozen=True)
+class Overlay:
+    """What the command line sets for every file: ``--config 'KEY = VALUE'``, ``--exclude``, ``--extend-exclude``."""
+
+    values: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    """:class:`Config` field values, as :func:`inline_settings` returns them."""
+    exclude: tuple[str, ...] | None = None
+    extend_exclude: tuple[str, ...] = ()
+    cwd: Path = dataclasses.field(default_factory=lambda: Path(os.path.abspath(os.getcwd())))
+
+    def __bool__(self) -> bool:
+        return bool(self.values) or self.exclude is not None or bool(self.extend_exclude)
+
+    def apply(self, config: Config) -> Config:
+        values = dict(self.values)
+        # Patterns given here are relative to the working directory (as ruff's command line), not to the file.
+        extra: list[tuple[Path, tuple[str, ...]]] = []
+        exclude = values.pop("exclude", None) if self.exclude is None else self.exclude
+        if exclude is not None:
+            values["exclude"] = ()
+            extra.append((self.cwd, tuple(exclude)))
+        extend = tuple(values.pop("extend_exclude", ())) + self.extend_exclude
+        if extend:
+            extra.append((self.cwd, extend))
+        if "cache_dir" in values:
+            values["cache_dir"] = os.path.join(self.cwd, values["cache_dir"])
+        for key in ("per_file_ignores", "extend_per_file_ignores"):
+            if key in values:  # relative to the working directory too: made absolute
+                values[key] = tuple((_absolute_glob(self.cwd, pattern), codes) for pattern, codes in values[key])
+        overridden = {name.replace("_", "-") for name in values}
+        overridden |= {"exclude"} if exclude is not None else set()
+        overridden |= {"extend-exclude"} if extend else set()
+        return dataclasses.replace(config, **values, cli_exclude=config.cli_exclude + tuple(extra),
+                                   overridden=config.overridden | overridden)
+
+
+def _absolute_glob(folder: Path, pattern: str) -> str:
+    negated = pattern.startswith("!")
+    body = pattern[1:] if negated else pattern
+    if os.path.isabs(body) or "/" not in body.replace(os.sep, "/"):
+        return pattern  # absolute already, or a name pattern (matched against the file's name)
+    return ("!" if negated else "") + glob_escape(str(folder)) + "/" + body
+
+
+def glob_escape(text: str) -> str:
+    return re.sub(r"([*?\[\]{}])", r"[\1]", text)
 
 
 class ConfigFinder:
-    """Finds, for each folder, the config that governs it; memoized per folder."""
+    """Finds, for each folder, the config that governs it; memoized per folder.
 
-    def __init__(self, override: Config | None = None, cwd: Path | None = None) -> None:
-        self._override = override
-        self._default = Config(root=Path(os.path.abspath(cwd or os.getcwd())))
+    ``override``: ``--config PATH``, for every file; ``isolated``: no file at all (``--isolated``);
+    ``overlay``: what the command line sets on top of whichever applies.
+    """
+
+    def __init__(self, override: Config | None = None, cwd: Path | None = None, *, isolated: bool = False,
+                 overlay: Overlay | None = None) -> None:
+        self._overlay = overlay or Overlay()
+        self.cwd = Path(os.path.abspath(cwd or os.getcwd()))
+        self._override = None if override is None else self._overlaid(override)
+        self._isolated = isolated
+        self._default = self._overlaid(Config(root=self.cwd))
         self._memo: dict[str, Config] = {}
 
+    def _overlaid(self, config: Config) -> Config:
+        return self._overlay.apply(config) if self._overlay else config
+
     def for_directory(self, directory: str) -> Config:
-        """Settings for files in ``directory`` (an absolute path)."""
+        """Settings for files in ``directory`` (an absolute path): its nearest folder, upwards, with a config.
+
+        A loop, not a recursion: a path may be thousands of folders deep.
+        """
         if self._override is not None:
             return self._override
+        if self._isolated:
+            return self._default
+        unknown: list[str] = []
         found = self._memo.get(directory)
-        if found is None:
-            candidate = os.path.join(directory, "pyproject.toml")
-            found = load_config(Path(candidate)) if os.path.isfile(candidate) else None
+        while found is None:
+            unknown.append(directory)
+            found = self._in_folder(directory)
             if found is None:
                 parent = os.path.dirname(directory)
-                found = self._default if parent == directory else self.for_directory(parent)
-            self._memo[directory] = found
+                found = self._default if parent == directory else self._memo.get(parent)
+                directory = parent
+        for folder in unknown:
+            self._memo[folder] = found
         return found
+
+    def _in_folder(self, directory: str) -> Config | None:
+        for name in CONFIG_NAMES:
+            candidate = os.path.join(directory, name)
+            if os.path.isfile(candidate):
+                found = load_config(Path(candidate))
+                if found is not None:
+                    return self._overlaid(found)
+        return None
 
     def for_file(self, path: str) -> Config:
         return self.for_directory(os.path.dirname(os.path.abspath(path)))
+
+    def project(self) -> Config:
+        """The settings of the working directory: where the run-wide ones come from (cache-dir, output-format)."""
+        return self.for_directory(str(self.cwd))
+
+
+# ---------------------------------------------------------------- per-file-ignores
+
+
+def glob_regex(pattern: str) -> str:
+    """A glob as ruff's ``globset`` reads it (``literal_separator`` off): ``*`` and ``?`` cross ``/``,
+    ``**/`` and ``/**`` may match no folder, ``[...]`` (``[!...]``) and ``{a,b}``; ``ValueError`` if unbalanced."""
+    out: list[str] = []
+    i, n, depth = 0, len(pattern), 0
+    while i < n:
+        char = pattern[i]
+        if pattern.startswith("**/", i) and (i == 0 or pattern[i - 1] == "/"):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("/**", i) and i + 3 == n:
+            out.append("(?:/.*)?")
+            i += 3
+        elif char == "*":
+            out.append(".*")
+            i += 1
+        elif char == "?":
+            out.append(".")
+            i += 1
+        elif char == "[":
+            end = pattern.find("]", i + 2)
+            if end == -1:
+                raise ValueError(f"unclosed character class in glob {pattern!r}")
+            body = pattern[i + 1:end]
+            body = "^" + body[1:] if body.startswith("!") else body
+            out.append("[" + body.replace("\\", "\\\\") + "]")
+            i = end + 1
+        elif char == "{":
+            out.append("(?:")
+            depth += 1
+            i += 1
+        elif char == "}" and depth:
+            out.append(")")
+            depth -= 1
+            i += 1
+        elif char == "," and depth:
+            out.append("|")
+            i += 1
+        elif char == "\\" and i + 1 < n:
+            out.append(re.escape(pattern[i + 1]))
+            i += 2
+        else:
+            out.append(re.escape(char))
+            i += 1
+    if depth:
+        raise ValueError(f"unclosed alternation in glob {pattern!r}")
+    return "".join(out)
+
+
+def _glob_matches(pattern: str, root: Path, path: str) -> bool:
+    """Whether ``pattern`` matches the file's name, or its path (relative to ``root``; an absolute pattern:
+    its absolute path), as ruff matches a per-file-ignores key."""
+    if _full_match(pattern, os.path.basename(path)):
+        return True
+    if os.path.isabs(pattern):
+        return _full_match(pattern.replace(os.sep, "/"), path.replace(os.sep, "/"))
+    parts = os.path.normpath(pattern).split(os.sep)
+    base = root
+    while parts and parts[0] == os.pardir:  # `../shared/*.py`: relative to a folder above the root
+        base, parts = base.parent, parts[1:]
+    try:
+        rel = os.path.relpath(path, base)
+    except ValueError:  # another drive on Windows
+        return False
+    return not rel.startswith(os.pardir) and _full_match("/".join(parts), rel.replace(os.sep, "/"))
+
+
+def _full_match(pattern: str, text: str) -> bool:
+    return re.match(glob_regex(pattern) + r"\Z", text, re.DOTALL) is not None
+
+
+def per_file_ignored(config: Config, path: str) -> tuple[str, ...]:
+    """The selectors ``per-file-ignores`` and ``extend-per-file-ignores`` ignore in the file at ``path``
+    (absolute); a ``!pattern`` applies to the files the pattern does not match."""
+    ignored: list[str] = []
+    for pattern, codes in config.per_file_ignores + config.extend_per_file_ignores:
+        negated = pattern.startswith("!")
+        if _glob_matches(pattern[1:] if negated else pattern, config.root, path) != negated:
+            ignored.extend(codes)
+    return tuple(ignored)
 
 
 # ---------------------------------------------------------------- exclude patterns
@@ -375,6 +674,19 @@ class PathMatcher:
         return False
 
 
+class Excluder:
+    """A config's exclude patterns, each group relative to its own folder (the file's, the working directory's)."""
+
+    def __init__(self, config: Config) -> None:
+        self._matchers = [PathMatcher(root, patterns) for root, patterns in config.exclude_groups if patterns]
+
+    def matches(self, path: str, is_dir: bool) -> bool:
+        return any(m.matches(path, is_dir) for m in self._matchers)
+
+    def excludes(self, path: str, is_dir: bool) -> bool:
+        return any(m.excludes(path, is_dir) for m in self._matchers)
+
+
 # ---------------------------------------------------------------- merging with the CLI
 
 
@@ -386,8 +698,9 @@ class Overrides:
     ignore: tuple[str, ...] = ()
     runtime_module: str | None = None
     alias: str | None = None
-    unsafe_fixes: bool = False
+    unsafe_fixes: bool | None = None
     target_version: tuple[int, int] | None = None
+    extend_select: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -406,17 +719,31 @@ class RunSettings:
         return tuple(rule.code for rule in self.lint.rules)
 
 
-def run_settings(config: Config, overrides: Overrides) -> RunSettings:
-    """The settings of the files ``config`` governs, with the command line's ``overrides``."""
-    if overrides.select is not None:
-        select: tuple[str, ...] | None = overrides.select
-        ignore = overrides.ignore
-    else:
-        select, ignore = config.select, config.ignore + overrides.ignore
-    lint = Settings(rules=select_rules(None if select is None else list(select), list(ignore)),
+def _codes(selectors: Sequence[str]) -> set[str]:
+    return {rule.code for rule in select_rules(list(selectors), None)}
+
+
+def selected_codes(config: Config, overrides: Overrides, ignored_here: Sequence[str] = ()) -> set[str]:
+    """The codes a file runs, layered as ruff layers them: the file's ``select`` (or the defaults), its
+    ``extend-select`` and ``ignore``; then the command line's; then the file's per-file ignores."""
+    codes = {rule.code for rule in DEFAULT_RULES}
+    for select, extend, ignore in ((config.select, config.extend_select, config.ignore),
+                                   (overrides.select, overrides.extend_select, overrides.ignore)):
+        if select is not None:
+            codes = _codes(select)
+        codes = (codes | _codes(extend)) - _codes(ignore)
+    return codes - _codes(ignored_here)
+
+
+def run_settings(config: Config, overrides: Overrides, path: str | None = None) -> RunSettings:
+    """The settings of the files ``config`` governs (of the file at absolute ``path`` when given: its
+    per-file-ignores apply), with the command line's ``overrides``."""
+    codes = selected_codes(config, overrides, per_file_ignored(config, path) if path is not None else ())
+    unsafe = overrides.unsafe_fixes if overrides.unsafe_fixes is not None else config.unsafe_fixes
+    lint = Settings(rules=tuple(sorted((rule for rule in RULES if rule.code in codes), key=lambda r: r.code)),
                     runtime_module=overrides.runtime_module or config.runtime_module or DEFAULT_SETTINGS.runtime_module,
                     alias=overrides.alias or config.alias or DEFAULT_SETTINGS.alias,
-                    unsafe_fixes=overrides.unsafe_fixes)
+                    unsafe_fixes=unsafe)
     return RunSettings(lint, overrides.target_version or config.target_version)
 
 
@@ -426,6 +753,6 @@ def settings_for_file(path: str, overrides: Overrides = Overrides(), finder: Con
     plugin, the language server).  ``finder`` keeps what it read between calls; raises :class:`ConfigError`."""
     path = os.path.abspath(path)
     config = (finder or ConfigFinder()).for_file(path)
-    if PathMatcher(config.root, config.exclude_patterns).excludes(path, is_dir=False):
+    if Excluder(config).excludes(path, is_dir=False):
         return None
-    return run_settings(config, overrides)
+    return run_settings(config, overrides, path)

@@ -13,7 +13,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from np2torch.cli.config import Config, ConfigFinder, PathMatcher
+from np2torch.cli.config import Config, ConfigFinder, Excluder
 from np2torch.cli.files import SOURCE_SUFFIXES, FileError, os_error
 
 
@@ -71,18 +71,18 @@ def _is_virtualenv(folder: str) -> bool:
 class Discovery:
     """Turns the paths on the command line into :class:`Target` s, in a deterministic order."""
 
-    def __init__(self, finder: ConfigFinder, *, force_exclude: bool = False, respect_gitignore: bool = True) -> None:
+    def __init__(self, finder: ConfigFinder, *, force_exclude: bool = False) -> None:
         self.finder = finder
         self.force_exclude = force_exclude
-        self.respect_gitignore = respect_gitignore
+        """Apply excludes to the paths given too (``--force-exclude``; a config's ``force-exclude`` also does)."""
         self._git = _GitIgnored()
-        self._matchers: dict[int, PathMatcher] = {}
+        self._matchers: dict[int, Excluder] = {}
         self.errors: list[FileError] = []
 
-    def matcher(self, config: Config) -> PathMatcher:
+    def matcher(self, config: Config) -> Excluder:
         found = self._matchers.get(id(config))
         if found is None:
-            found = self._matchers[id(config)] = PathMatcher(config.root, config.exclude_patterns)
+            found = self._matchers[id(config)] = Excluder(config)
         return found
 
     def collect(self, paths: Sequence[str]) -> list[Target]:
@@ -101,20 +101,20 @@ class Discovery:
             self.errors.append(os_error(display, exc))
             return
         if stat.S_ISDIR(st.st_mode):
-            if self.force_exclude and self._explicit_excluded(path, is_dir=True):
+            if self._explicit_excluded(path, is_dir=True):
                 return
             yield from self._walk(display, os.path.realpath(path))
-        elif self.force_exclude and self._explicit_excluded(path, is_dir=False):
+        elif self._explicit_excluded(path, is_dir=False):
             return
         else:
             yield Target(display=display, path=path, config=self.finder.for_file(path))
 
     def _explicit_excluded(self, path: str, is_dir: bool) -> bool:
         config = self.finder.for_directory(path) if is_dir else self.finder.for_file(path)
-        return self.matcher(config).excludes(path, is_dir)
+        return (self.force_exclude or config.force_exclude) and self.matcher(config).excludes(path, is_dir)
 
     def _walk(self, display_root: str, root: str) -> Iterable[Target]:
-        top = _work_tree(root) if self.respect_gitignore else None
+        top = _work_tree(root)
         stack = [(display_root, root, top)]
         while stack:
             display_dir, folder, top = stack.pop()
@@ -124,8 +124,9 @@ class Discovery:
             except OSError as exc:
                 self.errors.append(os_error(display_dir, exc))
                 continue
-            matcher = self.matcher(self.finder.for_directory(folder))
-            ignored = self._git.for_tree(top) if top is not None else frozenset()
+            config = self.finder.for_directory(folder)
+            matcher = self.matcher(config)
+            ignored = self._git.for_tree(top) if top is not None and config.respect_gitignore else frozenset()
             subfolders = []
             for entry in entries:
                 full = os.path.join(folder, entry.name)
@@ -142,10 +143,10 @@ class Discovery:
                     continue
                 if is_dir:
                     if not _is_virtualenv(full):
-                        subtop = full if self.respect_gitignore and os.path.exists(os.path.join(full, ".git")) else top
+                        subtop = full if os.path.exists(os.path.join(full, ".git")) else top
                         subfolders.append((shown, full, subtop))
                 else:
-                    yield Target(display=shown, path=full, config=self.finder.for_directory(folder))
+                    yield Target(display=shown, path=full, config=config)
             stack.extend(reversed(subfolders))
 
 

@@ -3,7 +3,8 @@
 Registered as the ``flake8.extension`` entry point ``NPT``, so an editor or CI that runs flake8
 reports them with no setting of its own: ``path:line:col: NPT001 `numpy.exp` can run on torch via
 `np2torch.runtime.exp```.  The file gets the settings ``np2torch check`` gives it: the
-``[tool.np2torch]`` of the nearest pyproject.toml, its rule selection, and its ``exclude`` and
+``[tool.np2torch]`` of the nearest pyproject.toml (or np2torch.toml), its rule selection and
+``per-file-ignores``, and its ``exclude`` and
 ``extend-exclude`` (applied as ``--force-exclude`` applies them, since flake8 names every file).
 A broken ``[tool.np2torch]`` stops flake8 with that file's one-line error rather than running
 other settings than the project's.  flake8's ``--select``/``--extend-ignore``, ``# noqa`` and

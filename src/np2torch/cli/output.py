@@ -1,21 +1,33 @@
-"""How findings, diffs and summaries look: text, JSON, GitHub Actions annotations and SARIF (sarif.py).
+"""How findings, diffs and summaries look: ``--output-format`` (concise, full, grouped, json, json-lines,
+junit, gitlab, github, pylint, sarif in sarif.py), statistics, summaries and diffs.
 
 Findings are :class:`np2torch.lint.model.Finding` (a notebook's are :class:`CellFinding`); the
-model loads no analysis code, so printing never loads the engine.
+model loads no analysis code, so printing never loads the engine.  Files that could not be
+checked are :class:`Problem` s: every format carries them (the text formats on stderr, where the
+command line prints them; the machine formats in their own document, located when the message
+names a line).
 """
 
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
 import os
+import re
 import time
+from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Sequence, TextIO
+from xml.sax.saxutils import escape as xml_escape
+from xml.sax.saxutils import quoteattr
 
+from np2torch.cli.config import OUTPUT_FORMATS
 from np2torch.cli.sarif import sarif_document
 from np2torch.lint.model import CellFinding, Finding
 
-FORMATS = ("text", "json", "github", "sarif")
+FORMATS = OUTPUT_FORMATS
+TEXT_FORMATS = ("concise", "full", "grouped", "pylint")
+"""Formats read by people: the summary follows them, and the errors go to stderr."""
 
 JSON_KEYS = ("code", "message", "path", "line", "column", "end_line", "end_column", "fixable")
 """Exactly the keys of each JSON finding, in this order."""
@@ -38,20 +50,65 @@ def location(finding: Finding) -> str:
     return f"{where}:{finding.line}:{finding.column}"
 
 
+_IRREGULAR = {"fix": "fixes", "error": "errors", "file": "files"}
+
+
 def plural(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"
+    """``1 hidden fix``, ``6 hidden fixes``: the last word takes its plural."""
+    if count == 1:
+        return f"{count} {word}"
+    head, _, last = word.rpartition(" ")
+    many = _IRREGULAR.get(last, last + ("es" if last.endswith(("s", "x", "z", "ch", "sh")) else "s"))
+    return f"{count} {head + ' ' if head else ''}{many}"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A file that could not be checked (unreadable, unparsable, a fix that failed): its one-line message and,
+    when the message names them, the line and column."""
+
+    path: str
+    message: str
+    """The whole line as printed to stderr, ``path:line:col: error: ...``."""
+    line: int | None = None
+    column: int | None = None
+    text: str = ""
+    """The message without its location."""
+
+
+_WHERE = re.compile(r"(?::(\d+)(?::(\d+))?)?: (.*)\Z", re.DOTALL)
+
+
+def problem(path: str, message: str) -> Problem:
+    """The :class:`Problem` that ``message`` (as :class:`FileError` and the runner write them) describes."""
+    match = _WHERE.match(message, len(path)) if message.startswith(path) else None
+    if match is None:
+        return Problem(path, message, text=message)
+    line, column, text = match.groups()
+    return Problem(path, message, int(line) if line else None, int(column) if column else None, text)
 
 
 # ---------------------------------------------------------------- findings
 
 
+UNSAFE_HINT = "--unsafe-fixes"
+"""What the engine's reasons name when a fix exists but is unsafe (a "hidden fix", as ruff calls it)."""
+
+
 def text_line(finding: Finding) -> str:
-    line = f"{location(finding)}: {finding.code} {finding.message}"
+    """``path:line:col: CODE message``, then ``[*]`` (fixable), or why there is no fix: the reason itself, or
+    for an unsafe fix a short note (``--output-format full`` and ``np2torch explain`` say why it is unsafe)."""
+    return f"{location(finding)}: {finding.code} {finding.message}{_fix_note(finding)}"
+
+
+def _fix_note(finding: Finding) -> str:
     if finding.fixable:
-        return line + " [*]"
+        return " [*]"
+    if finding.reason and UNSAFE_HINT in finding.reason:
+        return f" (unsafe fix: {UNSAFE_HINT})"
     if finding.reason:
-        return line + f" (no fix: {finding.reason})"
-    return line
+        return f" (no fix: {finding.reason})"
+    return ""
 
 
 def text_lines(findings: Iterable[Finding]) -> Iterator[str]:
@@ -92,24 +149,210 @@ def github_line(finding: Finding) -> str:
     }
     joined = ",".join(f"{key}={_escape_property(str(value))}" for key, value in properties.items())
     where = "" if cell is None else f"cell {cell}:{finding.line}:{finding.column}: "
-    return f"::error {joined}::{_escape_data(f'{where}{finding.code} {finding.message}')}"
+    return f"::{GITHUB_LEVEL} {joined}::{_escape_data(f'{where}{finding.code} {finding.message}')}"
+
+
+GITHUB_LEVEL = "warning"
+"""As SARIF's level: findings are speed-ups, not bugs; a file that could not be checked is an ``error``."""
+
+
+def github_problem(item: Problem) -> str:
+    properties: dict[str, object] = {"title": "np2torch", "file": item.path}
+    if item.line is not None:
+        properties["line"] = item.line
+    if item.column is not None:
+        properties["col"] = item.column
+    joined = ",".join(f"{key}={_escape_property(str(value))}" for key, value in properties.items())
+    return f"::error {joined}::{_escape_data(item.text)}"
 
 
 def github_lines(findings: Iterable[Finding]) -> Iterator[str]:
     return (github_line(f) for f in findings)
 
 
-def render(findings: Sequence[Finding], fmt: str, errors: Sequence[str] = ()) -> list[str]:
-    """The lines (or, for JSON and SARIF, the one document) that show ``findings`` in format ``fmt``.
+def _json_problem(item: Problem) -> dict[str, object]:
+    """A file that could not be checked, as a JSON finding whose ``code`` is null (as ruff's syntax errors)."""
+    return {"code": None, "message": item.text, "path": item.path, "line": item.line, "column": item.column,
+            "end_line": item.line, "end_column": item.column, "fixable": False}
 
-    ``errors`` (files that could not be checked) appear only in SARIF, which has a place for them.
+
+def _where(finding: Finding) -> str:
+    """``line:col``, or ``cell N:line:col`` in a notebook."""
+    cell = _cell(finding)
+    return f"{'' if cell is None else f'cell {cell}:'}{finding.line}:{finding.column}"
+
+
+def full_lines(finding: Finding, source_line: Callable[[Finding], str | None]) -> list[str]:
+    """ruff's ``full`` format: the finding, its source line with a caret under the span, and the fix or
+    why there is none."""
+    lines = [text_line(finding) if not finding.reason else f"{location(finding)}: {finding.code} {finding.message}"]
+    text = source_line(finding)
+    if text is not None:
+        number = str(finding.line)
+        pad = " " * len(number)
+        start = finding.column - 1
+        stop = finding.end_column - 1 if finding.end_line == finding.line else len(text)
+        shown = text.expandtabs(1)  # one column per character, so the caret stays under the span
+        lines += [f"{pad} |", f"{number} | {shown}",
+                  f"{pad} | {' ' * start}{'^' * max(1, stop - start)} {finding.code}", f"{pad} |"]
+    if finding.fixable and finding.fix_title:
+        lines.append(f"{' ' * (len(str(finding.line)) if text is not None else 0)} = help: {finding.fix_title}")
+    elif finding.reason:
+        lines.append(f"{' ' * (len(str(finding.line)) if text is not None else 0)} = note: no fix: {finding.reason}")
+    lines.append("")
+    return lines
+
+
+def grouped_lines(findings: Sequence[Finding]) -> list[str]:
+    """ruff's ``grouped`` format: each file's name, then its findings without it, and a blank line."""
+    lines: list[str] = []
+    current = None
+    for finding in findings:
+        if finding.path != current:
+            if current is not None:
+                lines.append("")
+            current = finding.path
+            lines.append(f"{finding.path}:")
+        lines.append(f"  {_where(finding)} {finding.code} {finding.message}{_fix_note(finding)}")
+    if lines:
+        lines.append("")
+    return lines
+
+
+def pylint_line(finding: Finding) -> str:
+    """pylint's ``{path}:{line}: [{code}] {message}`` (a notebook's line counts inside its cell, named first)."""
+    cell = _cell(finding)
+    return f"{finding.path}:{finding.line}: [{finding.code}] {'' if cell is None else f'cell {cell}: '}{finding.message}"
+
+
+def junit_document(findings: Sequence[Finding], problems: Sequence[Problem] = ()) -> str:
+    """JUnit XML, as ruff writes it: one test suite per file, one failing test case per finding (``error``
+    for a file that could not be checked); one passing case when there is nothing."""
+    by_path: dict[str, list[str]] = {}
+    counts: dict[str, tuple[int, int]] = {}
+    for finding in findings:
+        where = f"line {finding.line}, col {finding.column}" + ("" if _cell(finding) is None else f", cell {_cell(finding)}")
+        by_path.setdefault(finding.path, []).append(
+            f'    <testcase name="org.np2torch.{finding.code}" classname={quoteattr(_valid_text(finding.path))} '
+            f'line="{finding.line}" column="{finding.column}">\n'
+            f"      <failure message={quoteattr(_valid_text(finding.message))}>{xml_escape(_valid_text(f'{where}, {finding.message}'))}</failure>\n"
+            "    </testcase>")
+        failures, errors = counts.get(finding.path, (0, 0))
+        counts[finding.path] = (failures + 1, errors)
+    for item in problems:
+        by_path.setdefault(item.path, []).append(
+            f'    <testcase name="org.np2torch.error" classname={quoteattr(_valid_text(item.path))}>\n'
+            f"      <error message={quoteattr(_valid_text(item.text))}>{xml_escape(_valid_text(item.message))}</error>\n"
+            "    </testcase>")
+        failures, errors = counts.get(item.path, (0, 0))
+        counts[item.path] = (failures, errors + 1)
+    suites = []
+    for path in sorted(by_path):
+        failures, errors = counts[path]
+        suites.append(f"  <testsuite name={quoteattr(_valid_text(path))} tests=\"{failures + errors}\" failures=\"{failures}\" "
+                      f"errors=\"{errors}\">\n" + "\n".join(by_path[path]) + "\n  </testsuite>")
+    if not suites:
+        suites.append('  <testsuite name="np2torch" tests="1" failures="0" errors="0">\n'
+                      '    <testcase name="No errors found" classname="np2torch"/>\n  </testsuite>')
+    failures = sum(f for f, _ in counts.values())
+    errors = sum(e for _, e in counts.values())
+    tests = max(1, failures + errors)
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n'
+            f'<testsuites name="np2torch" tests="{tests}" failures="{failures}" errors="{errors}">\n'
+            + "\n".join(suites) + "\n</testsuites>")
+
+
+def _valid_text(text: str) -> str:
+    """``text`` with what XML 1.0 cannot hold (control characters, lone surrogates) as escapes."""
+    text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace") if _has_surrogate(text) else text
+    return re.sub(r"[\x00-\x08\x0b\x0c\x0e-\x1f]", lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+GITLAB_SEVERITY = "minor"
+"""GitLab's scale is info, minor, major, critical, blocker: a missed speed-up is minor; a file that could not be
+checked is ``major``."""
+
+
+GITLAB_PROJECT_DIR = "CI_PROJECT_DIR"
+"""GitLab CI's checkout folder: report paths are relative to it (as ruff's), wherever np2torch ran."""
+
+
+def _gitlab_path(path: str) -> str:
+    project = os.environ.get(GITLAB_PROJECT_DIR)
+    if not project:
+        return path
+    rel = os.path.relpath(os.path.abspath(path), project)
+    return path if rel.startswith(os.pardir) else rel.replace(os.sep, "/")
+
+
+def gitlab_document(findings: Sequence[Finding], problems: Sequence[Problem] = ()) -> str:
+    """A GitLab Code Quality report (a subset of the Code Climate spec): one issue per finding, each with a
+    fingerprint that stays the same while the finding does (its code, file, message and rank among equals,
+    not its line), so GitLab tells new findings from old ones.  Paths are relative to ``CI_PROJECT_DIR``."""
+    issues: list[dict[str, object]] = []
+    seen: dict[str, int] = {}
+    for finding in findings:
+        cell = _cell(finding)
+        key = f"{finding.code}\0{finding.path}\0{cell}\0{finding.message}"
+        issues.append({
+            "description": f"{finding.code}: {'' if cell is None else f'cell {cell}: '}{finding.message}",
+            "check_name": finding.code,
+            "fingerprint": _fingerprint(key, seen),
+            "severity": GITLAB_SEVERITY,
+            "location": {"path": _gitlab_path(finding.path),
+                         "positions": {"begin": {"line": finding.line, "column": finding.column},
+                                       "end": {"line": finding.end_line, "column": finding.end_column}}},
+        })
+    for item in problems:
+        issues.append({
+            "description": item.text,
+            "check_name": "error",
+            "fingerprint": _fingerprint(f"error\0{item.path}\0{item.text}", seen),
+            "severity": "major",
+            "location": {"path": _gitlab_path(item.path), "lines": {"begin": item.line or 1}},
+        })
+    return json.dumps(issues, indent=2)
+
+
+def _fingerprint(key: str, seen: dict[str, int]) -> str:
+    rank = seen.get(key, 0)
+    seen[key] = rank + 1
+    return hashlib.sha256(f"{key}\0{rank}".encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def render(findings: Sequence[Finding], fmt: str, problems: Sequence[Problem] = (),
+           source_line: Callable[[Finding], str | None] | None = None) -> list[str]:
+    """The lines (or, for the document formats, the one document) that show ``findings`` in format ``fmt``.
+
+    ``problems`` (files that could not be checked) go into the machine formats; the text formats leave
+    them to stderr.  ``source_line`` gives the ``full`` format a finding's line of code.
     """
     if fmt == "sarif":
-        return [sarif_document(findings, errors)]
+        return [sarif_document(findings, [p.message for p in problems])]
     if fmt == "json":
-        return [json_document(findings)]
+        return [json.dumps([*map(json_object, findings), *map(_json_problem, problems)], indent=2)]
+    if fmt == "json-lines":
+        return [json.dumps(entry) for entry in (*map(json_object, findings), *map(_json_problem, problems))]
+    if fmt == "junit":
+        return [junit_document(findings, problems)]
+    if fmt == "gitlab":
+        return [gitlab_document(findings, problems)]
     if fmt == "github":
-        return list(github_lines(findings))
+        return [*github_lines(findings), *map(github_problem, problems)]
+    if fmt == "pylint":
+        return list(map(pylint_line, findings))
+    if fmt == "grouped":
+        return grouped_lines(findings)
+    if fmt == "full":
+        return [line for f in findings for line in full_lines(f, source_line or (lambda _: None))]
     return list(text_lines(findings))
 
 
@@ -160,11 +403,20 @@ def fixed_report(fixed: Sequence[tuple[str, dict[str, int]]], names: dict[str, s
 # ---------------------------------------------------------------- summaries
 
 
-def check_summary(found: int, fixable: int, failed: int) -> list[str]:
+def _hidden(hidden: int, fixable: int) -> list[str]:
+    if not hidden:
+        return []
+    enable = f"{plural(hidden, 'hidden fix')} can be enabled with the `--unsafe-fixes` option"
+    return [f"No fixes available ({enable})." if not fixable else f"{enable[0].upper()}{enable[1:]}."]
+
+
+def check_summary(found: int, fixable: int, failed: int, hidden: int = 0) -> list[str]:
+    """``hidden``: findings whose fix ``--unsafe-fixes`` would apply (as ruff words them)."""
     lines = []
     if found:
         tail = f" ({fixable} fixable with `np2torch fix`)" if fixable else ""
         lines.append(f"Found {plural(found, 'error')}{tail}.")
+        lines += _hidden(hidden, fixable)
     elif not failed:
         lines.append("All checks passed!")
     if failed:
@@ -172,14 +424,19 @@ def check_summary(found: int, fixable: int, failed: int) -> list[str]:
     return lines
 
 
-def fix_summary(fixed: int, files_changed: int, remaining: int, fixable: int, failed: int) -> list[str]:
+def fix_summary(fixed: int, files_changed: int, remaining: int, fixable: int, failed: int,
+                hidden: int = 0) -> list[str]:
+    """``remaining``: findings left, of which ``fixable`` could not be written and ``hidden`` need ``--unsafe-fixes``."""
     lines = []
     if fixed:
         lines.append(f"Fixed {plural(fixed, 'error')} in {plural(files_changed, 'file')}.")
-    if remaining:
+    unfixable = remaining - hidden
+    if unfixable:
         tail = f" ({fixable} could not be written)" if fixable else ""
-        lines.append(f"Found {plural(remaining, 'error')} that np2torch cannot fix{tail}.")
-    elif not fixed and not failed:
+        lines.append(f"Found {plural(unfixable, 'error')} that np2torch cannot fix{tail}.")
+    if hidden:
+        lines.append(f"Found {plural(hidden, 'error')} that `--unsafe-fixes` would fix.")
+    if not fixed and not failed and not remaining:
         lines.append("All checks passed!")
     if failed:
         lines.append(f"{plural(failed, 'file')} could not be checked or fixed.")

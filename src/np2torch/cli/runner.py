@@ -38,11 +38,12 @@ from np2torch.cli.files import (
 )
 from np2torch.cli.output import Progress, diff_bytes, sort_key
 from np2torch.lint.model import Finding, FixResult, SourceError
+from np2torch.lint.rules import RULES_BY_CODE
 
 if TYPE_CHECKING:
     from multiprocessing.context import BaseContext
 
-CHECK, FIX, DIFF = "check", "fix", "diff"
+CHECK, FIX, DIFF, NOQA = "check", "fix", "diff", "add-noqa"
 
 
 @dataclass
@@ -165,6 +166,8 @@ def _run_job(job: Job) -> FileResult:
     try:
         if job.mode == CHECK:
             return FileResult(job.display, findings=sorted(_check(job), key=sort_key), digest=job.digest or None)
+        if job.mode == NOQA:
+            return _add_noqa(job, _check(job))
         outcome = _fix(job)
     except engine.NewerSyntaxError as exc:
         return newer_syntax_result(job.display, exc.needed, job.settings.target_version)
@@ -175,6 +178,46 @@ def _run_job(job: Job) -> FileResult:
         return FileResult(job.display, findings=sorted(_check(job), key=sort_key),
                           errors=[f"{job.display}: error: fix not applied, file left untouched: {exc}"])
     return _fixed(job, outcome)
+
+
+def _add_noqa(job: Job, findings: Sequence[Finding]) -> FileResult:
+    """``check --add-noqa``: the file with a ``# noqa`` for each finding's codes on its line; ``findings`` of the
+    result are those left (no comment can go on their line), ``fixed`` the lines that got one."""
+    result = FileResult(job.display, digest=job.digest or None)
+    findings = _baseline(findings)
+    if not findings:
+        return result
+    lines: dict[tuple[int, int], list[str]] = {}
+    for finding in findings:
+        codes = lines.setdefault((getattr(finding, "cell", 0), finding.line), [])
+        if finding.code not in codes:
+            codes.append(finding.code)
+    text = job.source.text
+    if is_notebook(job.path):
+        from np2torch.lint import notebook
+
+        new_text = notebook.add_noqa_notebook(text, lines)
+    else:
+        from np2torch.lint.suppress import add_noqa_lines
+
+        try:
+            new_text, _refused = add_noqa_lines(text, {line: codes for (_cell, line), codes in lines.items()})
+        except ValueError:  # it parsed but does not tokenize: no comment is placed; the findings stay
+            new_text = text
+    left = sorted(_baseline(_check(dataclasses.replace(job, source=dataclasses.replace(job.source, text=new_text)))),
+                  key=sort_key) if new_text != text else sorted(findings, key=sort_key)
+    result.findings = left
+    result.fixed = len(lines) - len({(getattr(f, "cell", 0), f.line) for f in left})
+    if new_text != text:
+        result.changed = True
+        result.new_bytes = job.source.encode(new_text)
+    return result
+
+
+def _baseline(findings: Sequence[Finding]) -> list[Finding]:
+    """The findings a baseline accepts: not NPT801's (a noqa for an unused noqa code would only hide it), as
+    ruff's ``--add-noqa`` leaves RUF100 alone."""
+    return [f for f in findings if not (f.code in RULES_BY_CODE and RULES_BY_CODE[f.code].is_meta)]
 
 
 def _fixed(job: Job, outcome: FixResult) -> FileResult:
@@ -248,12 +291,15 @@ def prepare(target: Target, settings: RunSettings, mode: str,
 
 
 def _from_cache(cache: Cache, job: Job) -> FileResult | None:
-    """The cached result when it answers the job whole: ``check`` always, ``fix`` when nothing is fixable."""
+    """The cached result when it answers the job whole: ``check`` always, ``fix`` when nothing is fixable,
+    ``--add-noqa`` when there is nothing."""
     if not job.digest:
         return None
     entries = cache.get(job.path, job.settings, job.digest)
     findings = None if entries is None else cached_findings(entries, job.display)
     if findings is None or (job.mode != CHECK and any(f.fixable for f in findings)):
+        return None
+    if job.mode == NOQA and findings:
         return None
     return FileResult(job.display, findings=sorted(findings, key=sort_key), digest=job.digest)
 

@@ -55,7 +55,8 @@ def _rule_descriptor(rule: Rule) -> dict[str, Any]:
         "name": rule.name,
         "shortDescription": {"text": rule.summary},
         "fullDescription": {"text": rule.why},
-        "help": {"text": f"Replace with np2torch.runtime.{rule.helper}", "markdown": page(rule)},
+        "help": {"text": f"Replace with np2torch.runtime.{rule.helper}" if rule.helper else rule.fix_safety_text,
+                 "markdown": page(rule)},
         "defaultConfiguration": {"level": LEVEL},
         "properties": {"category": rule.category, "fix_safety": rule.fix_safety, "qualname": rule.qualname},
     }

@@ -59,8 +59,8 @@ from typing import Any, Collection, Sequence
 from np2torch.lint import compiled
 from np2torch.lint.model import DEFAULT_SETTINGS, Finding, FixError, FixResult, Lines, Planned, Settings, SourceError
 from np2torch.lint.resolve import Ref, Resolution, bound_names, resolve
-from np2torch.lint.rules import DIFFERENCE, RATIO, RULES, Rule
-from np2torch.lint.suppress import NOQA, file_rules, in_runtime_module, no_fix_reason
+from np2torch.lint.rules import DIFFERENCE, RATIO, RULES, RULES_BY_CODE, Rule
+from np2torch.lint.suppress import NOQA, file_rules, in_runtime_module, no_fix_reason, noqa_codes
 
 __all__ = [
     "CONSTANTS",
@@ -94,7 +94,7 @@ CONSTANTS: frozenset[str] = frozenset(
 """Qualified names of numeric constants: a call whose arguments are built only from
 these and literals is scalar math, not a finding."""
 
-_FUNCTION_TARGETS: frozenset[str] = frozenset(rule.qualname for rule in RULES if not rule.is_pattern)
+_FUNCTION_TARGETS: frozenset[str] = frozenset(rule.qualname for rule in RULES if rule.is_function)
 # Pattern rules (NPT9xx) also need the names of their inner calls resolved (`numpy.sum`).
 _ALL_TARGETS: frozenset[str] = _FUNCTION_TARGETS | frozenset(name for rule in RULES for name in rule.pattern)
 _KNOWN: frozenset[str] = _ALL_TARGETS | CONSTANTS | compiled.RESOLVED_NAMES
@@ -135,6 +135,8 @@ def may_contain(text: str, rules: Sequence[Rule]) -> bool:
     parser NFKC-normalises non-ASCII identifiers (``ｅｘｐ`` is ``exp``), so
     non-ASCII text is normalised before looking.
     """
+    if any(rule.is_meta for rule in rules) and "noqa" in text.lower():
+        return True  # NPT801 judges the file's noqa comments, whatever it calls
     if not text.isascii():
         text = unicodedata.normalize("NFKC", text)
     for root, name, root_word, name_word in _prefilter_patterns(tuple(rules)):
@@ -149,6 +151,8 @@ def may_contain(text: str, rules: Sequence[Rule]) -> bool:
 def _prefilter_patterns(rules: tuple[Rule, ...]) -> list[tuple[str, str, re.Pattern[str], re.Pattern[str]]]:
     patterns = []
     for rule in rules:
+        if rule.is_meta:
+            continue
         root, name = rule.qualname.partition(".")[0], rule.qualname.rpartition(".")[2]
         patterns.append((root, name, _whole_word(root), _whole_word(name)))
     return patterns
@@ -172,7 +176,10 @@ class _Noqa:
         self._text = text
         self._lines = lines
         self._comments: dict[int, str] | None = None
+        self._columns: dict[int, int] = {}
         self._tokenized = False
+        self.used: set[tuple[int, str]] = set()
+        """The ``(line, code)`` pairs a line's noqa suppressed (what NPT801 judges the codes by)."""
 
     def suppresses(self, line: int, code: str) -> bool:
         source_line = self._lines[line]
@@ -181,9 +188,15 @@ class _Noqa:
         comment = self._comment(line, source_line)
         for match in NOQA.finditer(comment):
             codes = match.group("codes")
-            if codes is None or code.upper() in {c.upper() for c in re.split(r"[\s,]+", codes)}:
+            if codes is None or code.upper() in {c.upper() for c in noqa_codes(codes)}:
+                self.used.add((line, code.upper()))
                 return True
         return False
+
+    def comments(self) -> dict[int, tuple[int, str]]:
+        """Each line's comment and its column (0-based, in characters); empty when the text does not tokenize."""
+        self._comment(1, "")
+        return {line: (self._columns[line], text) for line, text in (self._comments or {}).items()}
 
     def _comment(self, line: int, fallback: str) -> str:
         """The comment on ``line`` (a ``# noqa`` inside a string does not count)."""
@@ -194,12 +207,39 @@ class _Noqa:
                 for tok in tokenize.generate_tokens(io.StringIO(self._text).readline):
                     if tok.type == tokenize.COMMENT:
                         comments[tok.start[0]] = tok.string
+                        self._columns[tok.start[0]] = tok.start[1]
                 self._comments = comments
             except (tokenize.TokenError, SyntaxError):
                 self._comments = None
         if self._comments is None:
             return fallback
         return self._comments.get(line, "")
+
+
+_CODE = re.compile(r"[A-Za-z]+[0-9]+")
+
+
+def _unused_noqa(noqa: _Noqa, rule: Rule, selected: set[str], path: str) -> list[Finding]:
+    """NPT801: each ``NPT`` code of a line's ``# noqa: ...`` that suppressed nothing there, when its rule ran
+    (or no rule has that code).  Other tools' codes and a bare ``# noqa`` are theirs to judge."""
+    findings = []
+    for line, (column, comment) in sorted(noqa.comments().items()):
+        for match in NOQA.finditer(comment):
+            if match.group("codes") is None:
+                continue
+            for code in _CODE.finditer(match.group("codes")):
+                name = code.group().upper()
+                if not name.startswith("NPT") or (line, name) in noqa.used:
+                    continue
+                if name in RULES_BY_CODE and name not in selected:
+                    continue  # its rule did not run: nothing to judge it by
+                start = column + match.start("codes") + code.start()
+                if noqa.suppresses(line, rule.code):
+                    continue
+                findings.append(Finding(path=path, line=line, column=start + 1, end_line=line,
+                                        end_column=start + len(name) + 1, code=rule.code, message=rule.message(),
+                                        fixable=False, fix_title=None))
+    return findings
 
 
 # --------------------------------------------------------------------------- classification
@@ -341,7 +381,7 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
     tree = analysis.tree = _parse(text)
     res = analysis.resolution = resolve(tree, _KNOWN, text, focus=_FOCUS)
     regions = compiled.compiled_regions(tree, res)
-    enabled = {rule.qualname: rule for rule in rules if not rule.is_pattern}
+    enabled = {rule.qualname: rule for rule in rules if rule.is_function}
     lines = Lines(text)
     noqa = _Noqa(text, lines)
     pending: list[tuple[Ref, Rule, bool, str | None]] = []
@@ -381,7 +421,7 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
             end_line=end_line,
             end_column=lines.char_col(end_line, node.end_col_offset or 0) + 1,
             code=rule.code,
-            message=rule.message(),
+            message=rule.message(settings.runtime_module),
             fixable=fixable,
             fix_title=rule.fix_title(analysis.alias) if fixable and analysis.alias else None,
             reason=reason,
@@ -389,6 +429,9 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
         analysis.findings.append(finding)
         if fixable:
             analysis.fixes.append(Planned(finding, ref, rule))
+    meta = next((rule for rule in rules if rule.is_meta), None)
+    if meta is not None:
+        analysis.findings.extend(_unused_noqa(noqa, meta, {rule.code for rule in rules}, path))
     analysis.findings.sort(key=lambda f: (f.line, f.column, f.code))
     return analysis
 

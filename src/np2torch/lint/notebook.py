@@ -32,12 +32,14 @@ import os
 import re
 from dataclasses import dataclass
 from json.decoder import scanstring  # type: ignore[attr-defined]
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from np2torch.lint import engine
 from np2torch.lint.model import CellFinding
+from np2torch.lint.suppress import add_noqa_lines
 
-__all__ = ["CellFinding", "check_notebook", "fix_and_check_notebook", "fix_notebook", "fix_notebook_findings"]
+__all__ = ["CellFinding", "add_noqa_notebook", "cell_sources", "check_notebook", "fix_and_check_notebook",
+           "fix_notebook", "fix_notebook_findings"]
 
 _MARKER = "# np2torch:cell "
 _MARKER_LINE = re.compile(r"^# np2torch:cell (\d+)\n", re.MULTILINE)
@@ -312,6 +314,36 @@ def _spliced(text: str, module: _Module, fixed_text: str) -> tuple[str, _Module]
     for (start, end), replacement in sorted(edits, reverse=True):
         fixed = fixed[:start] + replacement + fixed[end:]
     return fixed, fixed_module
+
+
+def cell_sources(text: str) -> dict[int, str]:
+    """Each code cell's source by cell number (as findings number cells); ``NotebookError`` if not a notebook."""
+    _document, cells = _load(text)
+    return {cell.number: cell.text for cell in cells}
+
+
+def add_noqa_notebook(text: str, lines: Mapping[tuple[int, int], Sequence[str]]) -> str:
+    """The notebook ``text`` with each ``(cell, line) -> codes`` of ``lines`` suppressed by a ``# noqa`` on that
+    line of that cell (:func:`np2torch.lint.suppress.add_noqa_lines`); only the changed cells' ``source`` values
+    are rewritten, every other byte kept (as a fix keeps them).  A line no comment can end is left as it is."""
+    _document, cells = _load(text)
+    edits = []
+    for cell in cells:
+        wanted = {line: codes for (number, line), codes in lines.items() if number == cell.number}
+        python = _python_text(cell) if wanted else None
+        if python is None:
+            continue
+        try:
+            edited, _refused = add_noqa_lines(python, wanted)
+        except ValueError:  # the cell does not tokenize: no comment is placed in it
+            continue
+        if cell.masked:
+            edited = edited.replace(_MAGIC_PREFIX, "")
+        if edited != cell.text:
+            edits.append((cell.span, _source_json(text[cell.span[0]:cell.span[1]], cell.value, edited, text.isascii())))
+    for (start, end), replacement in sorted(edits, reverse=True):
+        text = text[:start] + replacement + text[end:]
+    return text
 
 
 def _in_cells(findings: Sequence[engine.Finding], module: _Module, path: str) -> list[CellFinding]:

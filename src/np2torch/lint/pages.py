@@ -33,15 +33,15 @@ def rules_table(rules: Sequence[Rule], fmt: str) -> list[str]:
         return [json.dumps(rows, indent=2)]
     header = ("code", "name", "function", "helper", "fixable", "safety", "default")
     body = [
-        (r.code, r.name, r.qualname, f"np2torch.runtime.{r.helper}", "yes" if r.fixable else "no", r.fix_safety,
-         "on" if r.default else "opt-in")
+        (r.code, r.name, r.qualname or "-", f"np2torch.runtime.{r.helper}" if r.helper else "-",
+         "yes" if r.fixable else "no", r.fix_safety if r.fixable else "-", "on" if r.default else "opt-in")
         for r in rules
     ]
     if fmt == "markdown":
         return [
             "| " + " | ".join(header) + " |",
             "|" + "---|" * len(header),
-            *("| " + " | ".join(f"[{c}](#{c.lower()})" if i == 0 else f"`{c}`" if i in (2, 3) else c
+            *("| " + " | ".join(f"[{c}](#{c.lower()})" if i == 0 else f"`{c}`" if i in (2, 3) and c != "-" else c
                                 for i, c in enumerate(row)) + " |" for row in body),
         ]
     widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
@@ -55,17 +55,18 @@ def _code_block(text: str) -> str:
 def page(rule: Rule, heading: str = "#") -> str:
     """The rule's page in Markdown; ``heading`` is the level of its title."""
     sub = heading + "#"
-    fix_line = f"Fix is always available ({rule.fix_safety})." if rule.fix_safety == "safe" else (
-        "Fix is available with `--unsafe-fixes`."
-    )
+    fix_line = "Fix is not available." if not rule.fixable else (
+        f"Fix is always available ({rule.fix_safety})." if rule.fix_safety == "safe" else
+        "Fix is available with `--unsafe-fixes`.")
     selection = "" if rule.default else (
         f" Opt-in: enabled only by a selector naming it (`--select {rule.code}`, `--select {rule.code[:4]}`, `ALL`)."
     )
+    origin = f"Derived from `{rule.qualname}`" if rule.qualname else "About np2torch's `# noqa` comments"
+    replaces = f" The fix replaces it with `np2torch.runtime.{rule.helper}`." if rule.helper else ""
     sections = [
         f"{heading} {rule.code}: {rule.name}",
-        f"Derived from `{rule.qualname}` ({rule.category}). {fix_line}{selection}",
-        f"{sub} What it does\n\nFinds: {rule.summary}. The fix replaces it with "
-        f"`np2torch.runtime.{rule.helper}`.",
+        f"{origin} ({rule.category}). {fix_line}{selection}",
+        f"{sub} What it does\n\nFinds: {rule.summary}.{replaces}",
         f"{sub} Why is this bad?\n\n{rule.why}",
         f"{sub} Example\n\n{_code_block(rule.example_code)}",
         f"{sub} Use instead\n\n{_code_block(rule.use_instead_code)}",

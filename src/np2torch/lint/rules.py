@@ -13,6 +13,7 @@ Code ranges (the hundreds digit names the category, see :data:`CODE_RANGES`):
 * ``NPT0xx`` elementary functions (exponentials, logarithms, trigonometry)
 * ``NPT1xx`` special functions
 * ``NPT2xx`` reductions
+* ``NPT8xx`` suppressions (the ``# noqa`` comments themselves; opt-in, no function)
 * ``NPT9xx`` patterns (several calls rewritten as one)
 
 ``NPT001``-``NPT004`` predate the ranges and keep their codes
@@ -31,8 +32,9 @@ ELEMENTARY = "elementary functions"
 SPECIAL = "special functions"
 REDUCTION = "reductions"
 PATTERN = "patterns"
+SUPPRESSION = "suppressions"
 
-CODE_RANGES: Mapping[str, str] = {"0": ELEMENTARY, "1": SPECIAL, "2": REDUCTION, "9": PATTERN}
+CODE_RANGES: Mapping[str, str] = {"0": ELEMENTARY, "1": SPECIAL, "2": REDUCTION, "8": SUPPRESSION, "9": PATTERN}
 """The hundreds digit of a code (``NPT1xx`` -> ``"1"``) -> its category."""
 
 RANGES_FROM = "NPT005"
@@ -96,7 +98,8 @@ class Rule:
     title: str | None = None
     """The rule's name when it is not the function's short name (pattern rules)."""
     message_text: str | None = None
-    """The finding's message when it is not the standard "can run on torch" one."""
+    """The finding's message when it is not the standard "can run on torch" one (``{runtime_module}`` in it is
+    the module the fixes import)."""
     default: bool = True
     """On without ``--select``.  An opt-in rule (a function row with ``default=False``) is enabled
     only by a selector that names it: its code, a prefix of it (``NPT1``) or ``ALL``."""
@@ -106,14 +109,25 @@ class Rule:
         return bool(self.pattern)
 
     @property
+    def is_meta(self) -> bool:
+        """A rule about np2torch's own ``# noqa`` comments (NPT8xx): no function, no helper, no fix."""
+        return self.category == SUPPRESSION
+
+    @property
+    def is_function(self) -> bool:
+        """A rule that names one function (everything but the patterns and the NPT8xx rules)."""
+        return not self.is_pattern and not self.is_meta
+
+    @property
     def name(self) -> str:
         """The original's short name, e.g. ``logsumexp`` (or the pattern rule's title)."""
         return self.title or self.qualname.rpartition(".")[2]
 
-    def message(self) -> str:
+    def message(self, runtime_module: str = "np2torch.runtime") -> str:
+        """The finding's message; the helper named in the module the fixes import (``--runtime-module``)."""
         if self.message_text is not None:
-            return self.message_text
-        return f"`{self.qualname}` can run on torch via `np2torch.runtime.{self.helper}`"
+            return self.message_text.format(runtime_module=runtime_module)
+        return f"`{self.qualname}` can run on torch via `{runtime_module}.{self.helper}`"
 
     def fix_title(self, alias: str) -> str:
         return f"Replace with `{alias}.{self.helper}`"
@@ -121,7 +135,7 @@ class Rule:
     @property
     def fixable(self) -> bool:
         """Whether findings of this rule can carry a fix (safe or unsafe)."""
-        return True
+        return not self.is_meta
 
     def _import_and_prefix(self) -> tuple[str, str]:
         module, _, _ = self.qualname.rpartition(".")
@@ -171,7 +185,17 @@ class Rule:
 _COMMON_GAPS = (
     "Under `np.errstate(all='ignore')` the sign bit of a NaN result can differ from x86 NumPy's "
     "(IEEE 754 leaves it unspecified). With `torch.set_flush_denormal(True)` enabled by user code, "
-    "subnormal values differ. See docs/runtime.md, \"Known gaps\"."
+    "subnormal values differ. "
+)
+
+_EVERY_HELPER_GAPS = (
+    "A spy on the original (`mock.patch.object({module}, \"{helper}\", ...)`, `monkeypatch.setattr`) no longer sees "
+    "the fixed calls: they call `np2t.{helper}`, which keeps the original it imported; patch "
+    "`np2torch.runtime.{helper}` as well. In a child forked from a process that imported torch (and "
+    "`np2torch.runtime`), torch runs on one thread, the program's own torch code included: GNU OpenMP's "
+    "pool does not survive `fork`, and the child's first parallel op would hang. A computation whose "
+    "outcome hangs on the last bits (an ill-conditioned fit) can end differently within the ULP bounds: "
+    "run it under `np2t.using(device=\"numpy\")`. See docs/runtime.md, \"Known gaps\"."
 )
 
 _MEASURED_PER_MACHINE = (
@@ -221,8 +245,9 @@ def _function_rule(row: Function) -> Rule:
         summary=f"`{row.qualname}` call or reference",
         category=_category(row),
         why=row.why or _UFUNC_WHY.format(library=library, name=row.name),
-        known_problems=row.known_problems or _loops_text(row) + _BINARY_GAPS.get(row.kind, "") + _MEASURED_PER_MACHINE
-        + _COMMON_GAPS,
+        known_problems=(row.known_problems + " " if row.known_problems else _loops_text(row) + _BINARY_GAPS.get(row.kind, "")
+                        + _MEASURED_PER_MACHINE + _COMMON_GAPS) + _EVERY_HELPER_GAPS.format(
+                            module="np" if row.module == "numpy" else row.module, helper=row.name),
         default=row.default,
         args="x1, x2" if row.kind == BINARY else "x",
     )
@@ -242,7 +267,7 @@ RULES: tuple[Rule, ...] = tuple(sorted((_function_rule(row) for row in FUNCTION_
         fix_safety="unsafe",
         summary="a hand-written log-sum-exp, `np.log(np.sum(np.exp(x), axis=k))` or "
         "`np.log(np.exp(x).sum(axis=k))` (`axis` and `keepdims` by keyword or position)",
-        message_text="`log(sum(exp(x)))` overflows for large `x`; `np2torch.runtime.logsumexp` computes it stably",
+        message_text="`log(sum(exp(x)))` overflows for large `x`; `{runtime_module}.logsumexp` computes it stably",
         why=(
             "`np.exp(x)` overflows to `inf` once `x` exceeds about 709 (float64) or 88 (float32), "
             "and underflows to 0 for very negative `x`, so the hand-written form returns `inf` or "
@@ -345,11 +370,40 @@ RULES: tuple[Rule, ...] = tuple(sorted((_function_rule(row) for row in FUNCTION_
         ),
     ),
 )
+UNUSED_NOQA = Rule(
+    code="NPT801",
+    qualname="",
+    helper="",
+    title="unused-noqa",
+    category=SUPPRESSION,
+    default=False,
+    summary="an `NPT` code in a line's `# noqa: ...` comment that suppresses nothing on that line "
+    "(as ruff's RUF100)",
+    message_text="Unused `noqa` code: no finding of it on this line",
+    why=(
+        "A `# noqa: NPT001` whose finding is gone (the call was fixed, moved or removed) silences the next "
+        "`numpy.exp` someone writes on that line, and tells readers of a finding that is not there. Baselines "
+        "(`np2torch check --add-noqa`) leave many such comments behind as the code base moves on."
+    ),
+    example="import math\n\ny = math.exp(x)  # noqa: NPT001\n",
+    use_instead="import math\n\ny = math.exp(x)\n",
+    fix_safety_note=(
+        "No fix: remove the code from the comment (or the whole comment when it was the only one). Only "
+        "codes of rules this run selected are judged, and codes that name no np2torch rule; a bare `# noqa` "
+        "and other tools' codes are never reported."
+    ),
+    known_problems=(
+        "A code is judged against the findings of this run's selection: with `--select NPT002`, a "
+        "`# noqa: NPT001` is not reported (its rule did not run). Like every rule it is suppressed by "
+        "`# noqa: NPT801` on the line."
+    ),
+)
+RULES = (*RULES[:-1], UNUSED_NOQA, RULES[-1])  # in code order: NPT8xx before the NPT9xx patterns
 
 RULES_BY_CODE: Mapping[str, Rule] = {rule.code: rule for rule in RULES}
-RULES_BY_QUALNAME: Mapping[str, Rule] = {rule.qualname: rule for rule in RULES if not rule.is_pattern}
-FUNCTION_RULES: tuple[Rule, ...] = tuple(rule for rule in RULES if not rule.is_pattern)
-"""The rows that each name one function (everything but the NPT9xx patterns)."""
+RULES_BY_QUALNAME: Mapping[str, Rule] = {rule.qualname: rule for rule in RULES if rule.is_function}
+FUNCTION_RULES: tuple[Rule, ...] = tuple(rule for rule in RULES if rule.is_function)
+"""The rows that each name one function (everything but the NPT8xx and NPT9xx rules)."""
 DEFAULT_RULES: tuple[Rule, ...] = tuple(rule for rule in RULES if rule.default)
 """The rules on without ``--select``; the others are opt-in (``--select NPT1``, an exact code, ``ALL``)."""
 
@@ -373,7 +427,7 @@ def _check_table(rules: tuple[Rule, ...]) -> None:
         if rule.is_pattern and len(rule.pattern) != PATTERN_FORMS.get(rule.form):
             raise AssertionError(f"{rule.code}: a {rule.form!r} pattern is not one of the forms the engine matches "
                                  f"({', '.join(f'{form}: {n} names' for form, n in PATTERN_FORMS.items())})")
-    functions = [r for r in rules if not r.is_pattern]
+    functions = [r for r in rules if r.is_function]
     codes = [r.code for r in rules]
     names = [r.qualname for r in functions]
     helpers = [r.helper for r in functions]

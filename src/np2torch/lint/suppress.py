@@ -171,6 +171,11 @@ def file_rules(text: str, rules: Sequence[Rule]) -> tuple[Rule, ...]:
 # ---------------------------------------------------------------- writing a line's noqa
 
 
+def noqa_codes(codes_group: str) -> list[str]:
+    """``"NPT001, NPT002"`` -> ``["NPT001", "NPT002"]``: the codes of a :data:`NOQA` match's ``codes`` group."""
+    return [code for code in re.split(r"[\s,]+", codes_group) if code]
+
+
 _LINE_END = re.compile(r"\r\n|\r|\n")
 
 

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sys
 import tempfile
+import threading
 import types
 from typing import Any, Callable, Dict, List, Optional
 
@@ -56,7 +56,7 @@ class Run:
             "scope": self.scope.as_dict(), "config": self.config_path, "spool": self.spool, "owner": self.owner,
             "cache": self.cache,
             "overrides": {"select": overrides.select, "ignore": list(overrides.ignore),
-                          "unsafe_fixes": overrides.unsafe_fixes},
+                          "extend_select": list(overrides.extend_select), "unsafe_fixes": overrides.unsafe_fixes},
         })
 
     @classmethod
@@ -64,7 +64,9 @@ class Run:
         data = json.loads(text)
         raw = data["overrides"]
         select = tuple(raw["select"]) if raw["select"] is not None else None
-        overrides = Overrides(select=select, ignore=tuple(raw["ignore"]), unsafe_fixes=bool(raw["unsafe_fixes"]))
+        unsafe = raw["unsafe_fixes"]
+        overrides = Overrides(select=select, ignore=tuple(raw["ignore"]), extend_select=tuple(raw["extend_select"]),
+                              unsafe_fixes=None if unsafe is None else bool(unsafe))
         return cls(Scope.from_dict(data["scope"]), overrides, data["config"], data["spool"], int(data["owner"]),
                    bool(data.get("cache", True)))
 
@@ -81,16 +83,23 @@ def activate(run: Run) -> None:
     if _CURRENT:
         return
     _CURRENT.append(run)
-    install(run.rewriter)
+    finder = install(run.rewriter)
     _rewrite_run_path(run)
+    pool = sys.modules.get("multiprocessing.pool")
+    if pool is not None:
+        patch_pool(pool)
+    else:
+        finder.after_import["multiprocessing.pool"] = patch_pool
     if run.spool is not None:
         os.register_at_fork(after_in_child=_forked)
         if os.getpid() != run.owner:
             import atexit
 
             atexit.register(flush)
-            if "--multiprocessing-fork" in sys.argv:  # a spawned multiprocessing child: may be terminated
-                _flush_on_sigterm()
+            if "--multiprocessing-fork" in sys.argv:
+                # A spawned multiprocessing child (its after-fork hooks do not run: SpawnProcess._after_fork does
+                # nothing): flush from its finalizers, before the interpreter ends.
+                _multiprocessing_child(None)
 
 
 def follow_children(run: Run) -> None:
@@ -195,13 +204,23 @@ def _exit_status(code: object) -> int:
 # -- counts from children --------------------------------------------------------------------------------
 
 
-def flush(wait: bool = True) -> None:
-    """Write this process's counts to the run's spool folder (the whole record, so writing twice is harmless;
-    ``wait=False`` from a signal handler, which may have interrupted a call holding a site's lock)."""
+_FLUSHING = [threading.Lock()]
+"""Held while this process writes its counts (threads of a worker may flush at once)."""
+
+
+def flush() -> None:
+    """Write this process's counts to the run's spool folder (the whole record, so writing twice is harmless)."""
     run = current()
     if run is None or run.spool is None or os.getpid() == run.owner:
         return
-    records = sites.snapshot(wait)
+    with _FLUSHING[0]:
+        sites.mark()
+        _write_counts(run)
+
+
+def _write_counts(run: Run) -> None:
+    assert run.spool is not None
+    records = sites.snapshot()
     if not any(record["bands"] for record in records) and not run.rewriter.skipped:
         return
     rewriter = run.rewriter
@@ -219,6 +238,7 @@ def flush(wait: bool = True) -> None:
 
 def _forked() -> None:
     """A forked child counts its own calls from zero, and leaves them in the spool when it ends."""
+    _FLUSHING[0] = threading.Lock()
     sites.after_fork_in_child()
     run = current()
     if run is not None:
@@ -236,39 +256,42 @@ _AFTER_FORK_KEY = _Key()
 
 
 def _multiprocessing_child(_key: object) -> None:
-    util = sys.modules["multiprocessing.util"]
-    util.Finalize(None, flush, exitpriority=100)
-    _flush_on_sigterm()
+    import multiprocessing.util
+
+    multiprocessing.util.Finalize(None, flush, exitpriority=100)
 
 
-def _flush_on_sigterm() -> None:
-    """A pool worker ends by SIGTERM when its pool is terminated (the end of ``with Pool()``): flush first,
-    unless the program handles SIGTERM itself.
+def patch_pool(module: types.ModuleType) -> None:
+    """``multiprocessing.pool``, as it is imported: its workers flush their counts before they send each result.
 
-    Not with a Python handler: a worker waits for tasks in a semaphore wait
-    that a signal does not interrupt, so a handler would never run and the
-    worker would never die (``Pool.terminate`` would wait for it forever).
-    SIGTERM is blocked in this (the main) thread instead and a daemon thread
-    waits for it: it flushes, unblocks SIGTERM for itself and sends it again,
-    and its default action ends the process as before.
+    A pool ends its workers with SIGTERM when it is terminated (the end of
+    ``with Pool()``), right after the last result arrives; a worker killed so
+    runs no finalizer, and a SIGTERM handler would not even run in a worker
+    waiting for a task (the wait is not interrupted: ``terminate`` would hang).
+    Flushing before each result is sent means the counts of every call whose
+    result the parent has are written.  Only when the worker made calls since
+    its last flush; ``Pool`` takes its worker function from the module when it
+    starts a worker, and a spawned child unpickles it from there.
     """
-    if not hasattr(signal, "sigwait") or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+    original = getattr(module, "worker", None)
+    if original is None or getattr(original, "__np2torch__", False):
         return
-    import threading
 
-    if threading.current_thread() is not threading.main_thread():
-        return
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
-    threading.Thread(target=_await_sigterm, name="np2torch-run-flush", daemon=True).start()
+    def worker(inqueue: Any, outqueue: Any, *args: Any, **kwargs: Any) -> Any:
+        put = outqueue.put
 
+        def put_after_flush(obj: Any) -> None:
+            if sites.calls_since_mark():
+                flush()
+            put(obj)
 
-def _await_sigterm() -> None:
-    signal.sigwait({signal.SIGTERM})
-    try:
-        flush(wait=False)
-    finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
-        os.kill(os.getpid(), signal.SIGTERM)
+        outqueue.put = put_after_flush
+        return original(inqueue, outqueue, *args, **kwargs)
+
+    worker.__np2torch__ = True  # type: ignore[attr-defined]
+    worker.__wrapped__ = original  # type: ignore[attr-defined]
+    worker.__name__, worker.__qualname__, worker.__module__ = original.__name__, original.__qualname__, module.__name__
+    module.worker = worker  # type: ignore[attr-defined]
 
 
 # -- runpy.run_path -------------------------------------------------------------------------------------

@@ -39,8 +39,9 @@ Options:
   --include NAME_OR_PATH  Rewrite this installed package or path too (repeatable).
   --exclude NAME_OR_PATH  Do not rewrite this package or path (repeatable).
   --select CODES          Rules to apply, as for `np2torch fix` (comma-separated).
+  --extend-select CODES   Rules to apply on top of the selection.
   --ignore CODES          Rules to leave out.
-  --unsafe-fixes          Also apply the rewrites whose fix is unsafe.
+  --unsafe-fixes          Also apply the rewrites whose fix is unsafe (as `unsafe-fixes = true` in the config).
   --config PATH           Read [tool.np2torch] from this file for every file.
   --report [text|json|none]
                           What to print on stderr at exit (default: text).
@@ -50,7 +51,8 @@ Options:
   -h, --help              Show this message and exit.
 """
 
-_WITH_VALUE = ("--include", "--exclude", "--select", "--ignore", "--config", "--report", "--report-file")
+_WITH_VALUE = ("--include", "--exclude", "--select", "--extend-select", "--ignore", "--config", "--report",
+               "--report-file")
 _FLAGS = ("--unsafe-fixes", "--no-children", "--no-cache")
 
 
@@ -66,6 +68,7 @@ class Options:
     include: List[str] = field(default_factory=list)
     exclude: List[str] = field(default_factory=list)
     select: tuple[str, ...] | None = None
+    extend_select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     unsafe_fixes: bool = False
     config: str | None = None
@@ -124,6 +127,7 @@ def _apply(options: Options, values: Dict[str, List[str]]) -> None:
     try:
         if "--select" in values:
             options.select = check_selectors(split_codes(values["--select"]))
+        options.extend_select = check_selectors(split_codes(values.get("--extend-select", [])))
         options.ignore = check_selectors(split_codes(values.get("--ignore", [])))
     except (ConfigError, ValueError) as exc:
         raise UsageError(str(exc)) from None
@@ -169,7 +173,8 @@ def main(options: Options) -> NoReturn:
         scope = Scope.build([project_root(program.folder())], options.include, options.exclude)
     except ScopeError as exc:
         _fail(str(exc), 2)
-    overrides = Overrides(select=options.select, ignore=options.ignore, unsafe_fixes=options.unsafe_fixes)
+    overrides = Overrides(select=options.select, ignore=options.ignore, extend_select=options.extend_select,
+                          unsafe_fixes=True if options.unsafe_fixes else None)
     spool = tempfile.mkdtemp(prefix="np2torch-run-") if options.children else None
     try:
         run = Run(scope, overrides, options.config, spool, os.getpid(), cache=options.cache)

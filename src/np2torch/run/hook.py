@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from np2torch.cli.cache import settings_key, tool_fingerprint
-from np2torch.cli.config import ConfigFinder, Overrides, PathMatcher, RunSettings, run_settings
+from np2torch.cli.config import ConfigFinder, Overrides, RunSettings, run_settings, settings_for_file
 from np2torch.lint.model import SourceError
 from np2torch.lint.rules import RULES_BY_CODE
 from np2torch.run.instrument import Spec, instrument
@@ -203,10 +203,10 @@ class Rewriter:
     def settings_for(self, path: str, included: bool) -> RunSettings | None:
         """The settings of ``path``, None when its config excludes it (an included package's files are
         governed by their own config's rules, never excluded by it)."""
-        config = self.configs.for_file(path)
-        if not included and PathMatcher(config.root, config.exclude_patterns).excludes(os.path.abspath(path), False):
-            return None
-        return run_settings(config, self.overrides)
+        path = os.path.abspath(path)
+        if not included:
+            return settings_for_file(path, self.overrides, self.configs)
+        return run_settings(self.configs.for_file(path), self.overrides, path)
 
     def code_for(self, path: str, source: bytes, included: bool, optimize: int = -1) -> Any:
         """The instrumented code of the file at ``path`` holding ``source``; None: import it unchanged."""
@@ -313,6 +313,8 @@ class Finder(importlib.abc.MetaPathFinder):
     def __init__(self, rewriter: Rewriter) -> None:
         self.rewriter = rewriter
         self._busy = threading.local()
+        self.after_import: Dict[str, Callable[[Any], None]] = {}
+        """Module name -> called with the module once it has been executed (once)."""
 
     def find_spec(self, fullname: str, path: Optional[Sequence[str]] = None,
                   target: Any = None) -> importlib.machinery.ModuleSpec | None:
@@ -323,6 +325,9 @@ class Finder(importlib.abc.MetaPathFinder):
             spec = self._others(fullname, path, target)
         finally:
             self._busy.on = False
+        if spec is not None and fullname in self.after_import and spec.loader is not None:
+            spec.loader = _AfterExec(spec.loader, self.after_import.pop(fullname))
+            return spec
         if spec is None or type(spec.loader) is not importlib.machinery.SourceFileLoader or not spec.origin:
             return spec
         included = self.rewriter.scope.covers(spec.origin)
@@ -346,6 +351,25 @@ class Finder(importlib.abc.MetaPathFinder):
 
     def invalidate_caches(self) -> None:
         pass
+
+
+class _AfterExec(importlib.abc.Loader):
+    """Another loader, and a call with the module once it has run (``multiprocessing.pool``: see
+    :func:`np2torch.run.children.patch_pool`)."""
+
+    def __init__(self, loader: Any, then: Callable[[Any], None]) -> None:
+        self.loader = loader
+        self.then = then
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> Any:
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module: Any) -> None:
+        self.loader.exec_module(module)
+        self.then(module)
+
+    def __getattr__(self, name: str) -> Any:  # get_source, get_code, is_package, ... of the real loader
+        return getattr(self.loader, name)
 
 
 def install(rewriter: Rewriter) -> Finder:

@@ -56,8 +56,17 @@ TORCH_DTYPE_NAMES: Mapping[np.dtype, str] = {
 
 
 def torch_ready() -> bool:
-    """Whether torch costs nothing more to use: the runtime loaded it, or someone else imported it."""
-    return PROCESS.torch_found or "torch" in sys.modules
+    """Whether torch costs nothing more to use: the runtime loaded it, or someone else imported it
+    (and the runtime has not found it unusable)."""
+    if PROCESS.torch_tried:
+        return PROCESS.torch_found
+    return "torch" in sys.modules
+
+
+def torch_unavailable() -> bool:
+    """Whether torch is known not to be usable here: not installed, or this process was forked while
+    another thread was importing it (:mod:`._fork`)."""
+    return PROCESS.torch_tried and not PROCESS.torch_found
 
 
 def load_torch() -> bool:

@@ -38,7 +38,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Sequence, Tuple, Union
 
 from . import _profile
-from ._backend import cuda_available, load_torch, torch_ready
+from ._backend import cuda_available, load_torch, torch_ready, torch_unavailable
 from ._model import (
     ALL_PATHS,
     CPU_PATHS,
@@ -223,6 +223,8 @@ def route(
     the pair on the spot first.  ``dry_run`` (for :func:`which`) neither counts
     ski-rental savings, nor loads torch, nor asks for a measurement.
     """
+    if torch_unavailable():
+        return None
     if min_size is not None:
         return _explicit(device, n, min_size, cuda_ok, dry_run)
     if device.startswith("cuda"):
@@ -375,6 +377,8 @@ def original_reason(name: str, dtype: str, n: int, device: str, min_size: int | 
     """Why a call stays with the original (for :func:`which`)."""
     if device == "numpy":
         return "device='numpy': every call goes to the original"
+    if torch_unavailable():
+        return "torch cannot be used in this process (not installed, or forked while another thread imported it)"
     if min_size is not None:
         return f"below min_size={min_size} set explicitly"
     curve, origin = _curve(_profile.active(), curve_key(name, dtype))

@@ -27,6 +27,15 @@ NumPy has no public API to attribute a ufunc warning to a caller's frame.  On
 NumPy 1.x, or when the state mixes ``warn`` with ``call``/``log`` (which would
 need the single callback slot twice), the original is called plainly and its
 warnings point at the runtime's line (a documented gap).
+
+The switched state is in force only while NumPy itself runs: an input that
+makes NumPy run the caller's Python code (a duck array's ``__array_ufunc__``,
+a subclass's ``__array_wrap__``/``__array_finalize__``, an object array's
+methods, ``__array__``) is handed to the original under the caller's own error
+state (:func:`runs_only_numpy`), so that code reads ``np.geterr()`` and
+``np.geterrcall()`` as without np2torch, and its own warnings name its own
+ufuncs.  The original's warnings then point at the runtime's line, as on
+NumPy 1.x.
 """
 
 from __future__ import annotations
@@ -59,6 +68,32 @@ ERR_KINDS: tuple[str, ...] = ("divide", "over", "under", "invalid")
 
 _RUNTIME_FOLDER = os.path.dirname(__file__) + os.sep
 """Frames of files in the runtime's folder are skipped when attributing a warning to the user's line."""
+
+
+NUMPY_SCALARS = frozenset(
+    {float, int, complex, bool, str, type(None)} | {t for t in np.sctypeDict.values() if t is not np.object_}
+)
+"""Types whose values NumPy converts without running any Python code of the caller's (``None``: a default)."""
+
+
+def runs_only_numpy(value: object) -> bool:
+    """Whether handing ``value`` to a ufunc runs no Python code but NumPy's (see the module's docstring).
+
+    True for exactly ``np.ndarray`` without objects, the built-in and NumPy
+    scalar types, dtypes and lists or tuples of those; False for anything
+    else (subclasses, duck arrays, object arrays, a float subclass, ...).
+    """
+    if type(value) is np.ndarray:
+        return not value.dtype.hasobject
+    kind = type(value)
+    if kind in NUMPY_SCALARS:
+        return True
+    if isinstance(value, (list, tuple)) and (kind is list or kind is tuple):
+        try:
+            return all(map(runs_only_numpy, value))
+        except RecursionError:  # nested deeper than NumPy allows: NumPy's own error, under the caller's state
+            return False
+    return isinstance(value, np.dtype) or (kind is type and value in NUMPY_SCALARS)
 
 
 def quiet(modes: Mapping[str, object]) -> bool:
@@ -134,17 +169,17 @@ def _build_redirect(name: str) -> object:
     return _np_make_extobj(call=_WarnAtCaller(name), **{kind: "call" for kind in warned})
 
 
-def warn_redirect(name: str, cache: Dict[object, object] | None = None) -> object:
+def warn_redirect(name: str) -> object:
     """The error state to call ``name``'s original in so that its warnings point at the user's line.
 
     None when the original can be called plainly (no ``warn`` mode, or NumPy
     1.x).  Cached per extobj object, which NumPy keeps while a state is in
-    force (``cache``: the helper's, :attr:`._state.Process.redirects`).
+    force (the helper's cache, :attr:`._state.Process.redirects`, which its
+    hot path reads too).
     """
     if _NP_EXTOBJ_VAR is None:
         return None
-    if cache is None:
-        cache = PROCESS.redirects.setdefault(name, {None: None})
+    cache = PROCESS.redirects.setdefault(name, {None: None})
     current = _NP_EXTOBJ_VAR.get()
     redirect = cache.get(current, REDIRECT_MISS)
     if redirect is REDIRECT_MISS:
@@ -181,7 +216,7 @@ def call_redirected(redirect: object, original: Callable[..., Any], args: tuple[
 def numpy_call(original: Callable[..., Any], name: str, *args: Any, **kwargs: Any) -> Any:
     """``original(*args, **kwargs)`` reporting floating-point errors as NumPy would at the user's line."""
     redirect = warn_redirect(name)
-    if redirect is None:
+    if redirect is None or not (runs_only_numpy(args) and runs_only_numpy(tuple(kwargs.values()))):
         return original(*args, **kwargs)
     return call_redirected(redirect, original, args, kwargs)
 

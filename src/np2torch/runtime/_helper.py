@@ -52,6 +52,12 @@ class Helper:
         if self.loaded is None:
             with PROCESS.loading:
                 if self.loaded is None:
+                    module = self.row.module
+                    if any(module == name or module.startswith(name + ".") for name in PROCESS.half_imported):
+                        raise ImportError(
+                            f"np2torch.runtime: {self.row.qualname} cannot be imported in this process: it was forked "
+                            f"while another thread was importing {module} (import it before forking)"
+                        )
                     self.loaded = getattr(importlib.import_module(self.row.module), self.name)
                     self.original = self.loaded
         assert self.loaded is not None

@@ -21,8 +21,11 @@ Whether the installed SciPy computes exactly this is checked once per process,
 on the first call that could take the torch path (``_logsumexp_check``: a few
 ms of small probes, no torch); a SciPy that fails it is called instead, for
 all inputs or only for slices with an infinite maximum.  On a Dask array the
-helper builds a tree reduction of the same three quantities
-(:mod:`._logsumexp_dask`).
+helper computes a tree reduction of the same three quantities
+(:mod:`._logsumexp_dask`) and returns what SciPy returns: the computed
+``ndarray`` (SciPy gathers the array and computes), or the lazy array where
+SciPy itself is lazy (``SCIPY_ARRAY_API=1``); :mod:`np2torch.runtime.dask`
+gives the lazy reduction explicitly.
 
 Everything else goes to SciPy: ``b=``, complex, float16
 and longdouble, subclasses and array-likes, empty inputs and broadcast views,
@@ -196,10 +199,17 @@ def logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: Any = False, re
                 _decide.credit(pending, time.perf_counter() - start)
                 return result
     elif DASK_ARRAY in sys.modules and is_dask_array(a):
-        from ._logsumexp_dask import reduction
+        from ._logsumexp_dask import as_the_original
 
-        return reduction(a, axis, b, keepdims, return_sign, logsumexp, HELPER.load(), torch_block_parts, HELPER.verdict)
+        return as_the_original(dask_logsumexp(a, axis, b, keepdims, return_sign), HELPER.load())
     return HELPER.original(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign)
+
+
+def dask_logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: Any = False, return_sign: Any = False) -> Any:
+    """The lazy tree reduction of the Dask array ``a`` (:mod:`._logsumexp_dask`), whatever SciPy returns for it."""
+    from ._logsumexp_dask import reduction
+
+    return reduction(a, axis, b, keepdims, return_sign, logsumexp, HELPER.load(), torch_block_parts, HELPER.verdict)
 
 
 logsumexp.__module__ = PUBLIC_MODULE

@@ -10,6 +10,10 @@ to the combined quantities.  ``b=``, dtypes other than
 float32/float64/bool/integers, 0-d and empty inputs take a plainer path: the
 reduced axes are rechunked into one block and each block is one call of the
 helper (SciPy there).  Imported only when a Dask array is seen.
+
+``np2t.logsumexp`` returns what SciPy returns (:func:`as_the_original`: the
+graph computed, unless SciPy is lazy on Dask); ``np2torch.runtime.dask.logsumexp``
+returns the lazy reduction itself.
 """
 
 from __future__ import annotations
@@ -20,9 +24,11 @@ from typing import Any, Callable
 import numpy as np
 
 from ._dask import BlockCall, explicit_settings
+from ._state import PROCESS
 
 _FAST_INPUTS = frozenset(np.dtype(c) for c in "?bBhHiIlLqQfd")
 _FAST_RESULTS = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
+_WEAK_SCALARS = (bool, int, float, complex)
 
 
 def reduction(
@@ -36,7 +42,8 @@ def reduction(
     torch_parts: Callable[..., Any],
     verdict: Callable[[], Any],
 ) -> Any:
-    """``scipy.special.logsumexp`` of the Dask array ``a``, as a lazy Dask array (a pair with ``return_sign``).
+    """``scipy.special.logsumexp`` of the Dask array ``a``, as a lazy Dask array (a pair with ``return_sign``;
+    the original's own result where unknown chunk sizes leave no reduction to build).
 
     ``entry``: np2torch's ``logsumexp`` (for a block holding whole slices);
     ``original``: SciPy's, called once on a one-element probe for its errors
@@ -45,7 +52,9 @@ def reduction(
     ``verdict()``: whether the installed SciPy computes the formula combined
     here (``_logsumexp_check``); if not, every block is a call of ``entry``.
     """
-    probe_b = None if b is None else np.ones((1,) * np.ndim(b), _dtype(b))
+    # A Python scalar ``b`` is weak in NumPy 2's promotion (float32 ``a`` stays float32): probed as itself.
+    weak_b = type(b) in _WEAK_SCALARS
+    probe_b = b if b is None or weak_b else np.ones((1,) * np.ndim(b), _dtype(b))
     # Empty where ``a`` is: SciPy treats empty inputs apart (and rejects some).
     probe_a = np.ones(tuple(0 if n == 0 else 1 for n in a.shape), a.dtype)
     probe = original(probe_a, axis=axis, b=probe_b, keepdims=keepdims, return_sign=return_sign)
@@ -55,13 +64,17 @@ def reduction(
     settings = explicit_settings()
     import dask.array as da
 
-    fast = b is None and a.dtype in _FAST_INPUTS and dtypes[0] in _FAST_RESULTS and a.size != 0
+    fast = b is None and not weak_b and a.dtype in _FAST_INPUTS and dtypes[0] in _FAST_RESULTS and a.size != 0
     if fast:
         found = verdict()
         fast = found.finite and found.infinite
     if not fast and any(n != n for n in (*a.shape, *getattr(b, "shape", ()))):
         # Unknown chunk sizes cannot be rechunked into whole slices: the original's call.
         return original(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign)
+    if weak_b:
+        b, scalar_b = None, b
+    else:
+        scalar_b = None
     if b is not None:
         b = da.asarray(b)
         shape = np.broadcast_shapes(a.shape, b.shape)
@@ -73,7 +86,7 @@ def reduction(
         parts = _reduction(a, dims, dtypes[0], settings, torch_parts)
         finish: Callable[..., Any] = _finish
     else:
-        parts = _by_slices(a, b, dims, return_sign, dtypes, settings, entry)
+        parts = _by_slices(a, b, scalar_b, dims, return_sign, dtypes, settings, entry)
         finish = _pick
     drop = () if keepdims else dims
     results = tuple(
@@ -89,6 +102,37 @@ def reduction(
         for which, dtype in zip(("out", "sign"), dtypes)
     )
     return results if return_sign else results[0]
+
+
+def as_the_original(result: Any, original: Callable[..., Any]) -> Any:
+    """``result`` (a Dask array, or a pair of them) as the original returns it: lazy if SciPy is lazy on
+    Dask arrays, else computed in one pass over the graph (an ``ndarray`` or a NumPy scalar, as SciPy's).
+
+    SciPy 1.17 without ``SCIPY_ARRAY_API=1`` converts a Dask array with ``np.asarray`` (the whole array
+    gathered, then reduced on one core); with it, SciPy returns a lazy Dask array.  Which one is asked of
+    the original itself, once per process, on a one-element Dask array.
+    """
+    from dask.base import compute, is_dask_collection
+
+    parts = result if isinstance(result, tuple) else (result,)
+    if not all(is_dask_collection(part) for part in parts) or _lazy_on_dask(original):
+        return result  # unknown chunk sizes: the original's own call and result
+    computed = compute(*parts)
+    return tuple(computed) if isinstance(result, tuple) else computed[0]
+
+
+def _lazy_on_dask(original: Callable[..., Any]) -> bool:
+    found = PROCESS.verdicts.get(_LAZY)
+    if found is None:
+        import dask.array as da
+        from dask.base import is_dask_collection
+
+        found = PROCESS.verdicts[_LAZY] = is_dask_collection(original(da.zeros(1, chunks=1)))
+    return bool(found)
+
+
+_LAZY = "logsumexp on Dask is lazy"
+"""The key of :func:`_lazy_on_dask`'s answer in :attr:`._state.Process.verdicts`."""
 
 
 def _dtype(b: Any) -> np.dtype:
@@ -202,22 +246,26 @@ def _finish(parts: np.ndarray, which: str, drop: tuple[int, ...]) -> Any:
 
 
 def _by_slices(
-    a: Any, b: Any, dims: tuple[int, ...], return_sign: bool, dtypes: tuple[np.dtype, ...], settings: Any, entry: Callable[..., Any]
+    a: Any, b: Any, scalar_b: Any, dims: tuple[int, ...], return_sign: bool, dtypes: tuple[np.dtype, ...], settings: Any,
+    entry: Callable[..., Any],
 ) -> Any:
-    """The plainer path: the reduced axes in one block, each block one call of np2torch's ``logsumexp``."""
+    """The plainer path: the reduced axes in one block, each block one call of np2torch's ``logsumexp``
+    (with ``b``'s block, or the Python scalar ``scalar_b`` as given)."""
     whole = a.rechunk({d: -1 for d in dims})
     blocks = [whole] if b is None else [whole, b.rechunk(whole.chunks)]
     dtype = np.dtype(list(zip(("out", "sign"), dtypes)))
     chunks = tuple((1,) if i in dims else c for i, c in enumerate(whole.chunks))
     call = BlockCall(_slices, settings)
     return whole.map_blocks(
-        call, *blocks[1:], dims=dims, return_sign=return_sign, entry=entry, dtype=dtype, chunks=chunks, token="logsumexp",
+        call, *blocks[1:], scalar_b=scalar_b, dims=dims, return_sign=return_sign, entry=entry, dtype=dtype, chunks=chunks,
+        token="logsumexp",
         meta=np.empty((0,) * a.ndim, dtype),
     )
 
 
-def _slices(a: np.ndarray, b: np.ndarray | None = None, *, dims: tuple[int, ...], return_sign: bool, entry: Callable[..., Any]) -> np.ndarray:
-    result = entry(a, axis=dims, b=b, keepdims=True, return_sign=return_sign)
+def _slices(a: np.ndarray, b: np.ndarray | None = None, *, scalar_b: Any, dims: tuple[int, ...], return_sign: bool,
+            entry: Callable[..., Any]) -> np.ndarray:
+    result = entry(a, axis=dims, b=scalar_b if b is None else b, keepdims=True, return_sign=return_sign)
     values = result if return_sign else (result,)
     dtype = np.dtype(list(zip(("out", "sign"), (np.asarray(v).dtype for v in values))))
     parts = np.empty(np.shape(values[0]), dtype)

@@ -16,7 +16,7 @@ runs (as FFTW's wisdom or cuDNN's benchmark mode) and stored:
 
 ``NP2TORCH_PROFILE`` names a profile file, or ``builtin``.  A missing, corrupt
 or foreign profile falls back to the built-in one with one warning, never an
-error.  Reading a profile never imports torch: the fingerprint reads the
+error (not even under a filter that turns warnings into errors).  Reading a profile never imports torch: the fingerprint reads the
 versions from the packages' files.
 """
 
@@ -33,6 +33,7 @@ from typing import Any, Iterator, Mapping
 
 import numpy as np
 
+from ._errstate import user_stacklevel
 from ._load import usable_cores
 from ._model import Active, Curve, Profile, ProfileError
 from ._state import PROCESS
@@ -293,9 +294,23 @@ def _difference(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
 
 
 def _warn(message: str) -> None:
-    if not PROCESS.profile_warned:
-        PROCESS.profile_warned = True
-        warnings.warn(message, RuntimeWarning, stacklevel=2)
+    """Warn once per process about the profile, at the user's line, never raising into the user's call.
+
+    The profile is the runtime's housekeeping: a filter that turns warnings
+    into errors (``warnings.simplefilter("error")``, pytest's ``filterwarnings
+    = error``) must not make a call raise where the original would not, so the
+    warning is then shown (``warnings.showwarning``: stderr, or whatever
+    records warnings there) instead of raised.
+    """
+    if PROCESS.profile_warned:
+        return
+    PROCESS.profile_warned = True
+    level = user_stacklevel()
+    try:
+        warnings.warn(message, RuntimeWarning, stacklevel=level)
+    except RuntimeWarning as raised:
+        frame = sys._getframe(level - 1)
+        warnings.showwarning(raised, RuntimeWarning, frame.f_code.co_filename, frame.f_lineno)
 
 
 def record(

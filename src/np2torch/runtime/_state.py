@@ -70,7 +70,7 @@ class Process:
 
     __slots__ = (
         "settings", "lock", "loading", "cuda_lock",
-        "torch_tried", "torch_found", "cuda", "forked_child", "fork_hook",
+        "torch_tried", "torch_found", "cuda", "forked_child", "fork_hook", "half_imported",
         "load",
         "profile", "profile_warned", "generation", "forecasts", "bands", "floor_tables",
         "saved", "deferred", "measuring", "unmeasurable",
@@ -97,6 +97,9 @@ class Process:
         self.forked_child = False
         """This process was forked from one where torch was imported: its torch runs on one thread."""
         self.fork_hook = False
+        self.half_imported: frozenset[str] = frozenset()
+        """Modules the runtime uses that another thread was importing when this process was forked
+        from its parent: their import can never finish here (:mod:`._fork`)."""
         self.load = LoadWindow()
         self.profile = None
         self.profile_warned = False
@@ -159,14 +162,19 @@ class Process:
             self.unmeasurable = set()
             self.forget_decisions()
 
-    def after_fork_in_child(self) -> None:
+    def after_fork_in_child(self, half_imported: frozenset[str]) -> None:
         """A forked child: no thread of the parent runs here, so its locks start free; CUDA cannot be
         re-initialized, so whether it is usable is asked again (torch says no in a forked child).  The
-        parent's CUDA slots stay referenced: freeing device memory is not allowed here either."""
+        parent's CUDA slots stay referenced: freeing device memory is not allowed here either.
+        ``half_imported``: the modules another thread was importing; torch among them is unusable."""
         self.lock = threading.RLock()
         self.loading = threading.RLock()
         self.cuda_lock = threading.Lock()
         self.cuda = None
+        self.half_imported = half_imported
+        if "torch" in half_imported:
+            self.torch_tried = True
+            self.torch_found = False
 
 
 PROCESS = Process(settings_from_env(os.environ))

@@ -22,7 +22,9 @@ everything else runs only for arrays that may take the torch path:
    ``under`` is on) the original re-runs on the suspicious elements, their
    values are written back and the flags are reported as NumPy would.
 
-Anything else goes to the original with the caller's exact arguments.
+Anything else goes to the original with the caller's exact arguments (under
+the caller's own error state when NumPy would run the caller's code:
+:func:`._errstate.runs_only_numpy`).
 """
 
 from __future__ import annotations
@@ -42,13 +44,12 @@ from ._dask import elementwise as dask_elementwise
 from ._decide import Route, original_reason
 from ._errstate import (
     EXTOBJ_VAR,
+    NUMPY_SCALARS,
     REDIRECT_MISS,
     ErrorChecks,
-    call_redirected,
     error_checks,
     extobj_getter,
     numpy_call,
-    warn_redirect,
 )
 from ._helper import PUBLIC_MODULE, Helper
 from ._record import Record
@@ -239,10 +240,12 @@ def make_function(state: Ufunc) -> Callable[..., Any]:
     redirects = process.redirects.setdefault(state.name, {None: None})  # NumPy error state -> how to call the original
     miss = REDIRECT_MISS
     modules = sys.modules
+    scalars = NUMPY_SCALARS
 
     def helper(x: Any, /, *args: Any, **kwargs: Any) -> Any:
-        # The hot path: everything below the size test is for large arrays only,
-        # and the rest is an inlined _fallback (a small call costs ~0.3 us here).
+        # The hot path: everything below the size test is for large arrays only;
+        # a plain array or scalar without arguments then gets numpy_call inlined
+        # (a small call costs ~0.3 us here), anything else numpy_call itself.
         if type(x) is ndarray:
             settings = get_scoped()
             if settings is None:
@@ -251,14 +254,18 @@ def make_function(state: Ufunc) -> Callable[..., Any]:
             if gate is None:
                 gate = state.floors.get(x.dtype, 0)
             if x.size >= gate:
-                return _dispatch(state, redirects, settings, x, args, kwargs)
-        elif DASK_ARRAY in modules and is_dask_array(x):  # Dask is never imported here (as array-api-compat)
-            return dask_elementwise(helper, state.load(), x, args, kwargs)
+                return _dispatch(state, settings, x, args, kwargs)
+            if args or kwargs or x.dtype.hasobject:
+                return numpy_call(state.original, state.name, x, *args, **kwargs)
+        elif type(x) not in scalars or args or kwargs:
+            if DASK_ARRAY in modules and is_dask_array(x):  # Dask is never imported here (as array-api-compat)
+                return dask_elementwise(helper, state.load(), x, args, kwargs)
+            return numpy_call(state.original, state.name, x, *args, **kwargs)
         redirect = redirects.get(get_extobj(), miss)
         if redirect is None:
             return state.original(x, *args, **kwargs)
         if redirect is miss:
-            return _fallback(state, redirects, redirect, x, args, kwargs)
+            return numpy_call(state.original, state.name, x)
         token = set_extobj(redirect)
         try:
             return state.original(x, *args, **kwargs)
@@ -270,16 +277,6 @@ def make_function(state: Ufunc) -> Callable[..., Any]:
     helper.__doc__ = (f"Drop-in for ``{state.row.qualname}``: same signature and results; torch computes large "
                       "arrays where that is faster here.")
     return helper
-
-
-def _fallback(state: Ufunc, redirects: Dict[object, object], redirect: object, x: Any, args: Tuple[Any, ...],
-              kwargs: Dict[str, Any]) -> Any:
-    """The original with the caller's arguments, its warnings pointing at the caller's line."""
-    if redirect is REDIRECT_MISS:
-        redirect = warn_redirect(state.name, redirects)
-        if redirect is None:
-            return state.original(x, *args, **kwargs)
-    return call_redirected(redirect, state.original, (x, *args), kwargs)
 
 
 if TYPE_CHECKING:
@@ -327,16 +324,16 @@ def _parse_call(args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> ParsedCall | N
     return out, casting, order, dtype
 
 
-def _dispatch(state: Ufunc, redirects: Dict[object, object], settings: RuntimeSettings, x: np.ndarray,
+def _dispatch(state: Ufunc, settings: RuntimeSettings, x: np.ndarray,
               args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
     result = _try_torch(state, settings, x, args, kwargs)
     if result is not _DECLINED:
         return result
     pending = _decide.renting(x.size)
     if pending is None:
-        return _fallback(state, redirects, REDIRECT_MISS, x, args, kwargs)
+        return numpy_call(state.original, state.name, x, *args, **kwargs)
     start = time.perf_counter()
-    result = _fallback(state, redirects, REDIRECT_MISS, x, args, kwargs)
+    result = numpy_call(state.original, state.name, x, *args, **kwargs)
     _decide.credit(pending, time.perf_counter() - start)
     return result
 
@@ -396,7 +393,24 @@ def _prepare(state: Ufunc, settings: RuntimeSettings, x: np.ndarray, args: Tuple
         inplace = relation
     if inplace and checks is not None and out is not None and not _flat_pair(out, out):
         return Declined("in place under a reporting np.errstate on a non-contiguous array")
+    if checks is not None and checks.under and plan.name in _UNDERFLOW_BY_LAYOUT and not _dense_loop(x, out, order):
+        return Declined(f"NumPy's {plan.name} loops flag underflow by layout: a strided call is the original's")
     return Call(route, plan, out, order, inplace, checks)
+
+
+_UNDERFLOW_BY_LAYOUT = frozenset({"float16"})
+"""Loops whose underflow flag NumPy raises differently for contiguous and strided operands (NumPy 2.4
+on AVX512: the contiguous float16 loops convert with SIMD instructions that raise no underflow, the
+strided ones through ``npy_float_to_half``, which does; e.g. ``log1p(6.104e-05)``, ``tanh``,
+``arctanh``, ``expm1``).  The runtime reports flags by re-running the original on a contiguous copy of
+the suspicious elements: under a reporting ``under``, only calls NumPy runs contiguous are torch's."""
+
+
+def _dense_loop(x: np.ndarray, out: np.ndarray | None, order: Order) -> bool:
+    """Whether NumPy runs the call as one contiguous loop: input and result dense in the same order."""
+    if out is not None:
+        return bool((x.flags.c_contiguous and out.flags.c_contiguous) or (x.flags.f_contiguous and out.flags.f_contiguous))
+    return bool((x.flags.c_contiguous and order in ("K", "A", "C")) or (x.flags.f_contiguous and order in ("K", "A", "F")))
 
 
 _ORIGINAL = Declined("the original")

@@ -46,7 +46,8 @@ from . import _errstate
 from ._profile import cache_dir
 from ._state import TAKEN
 
-__all__ = ["BUILTIN", "SAMPLE_EVERY", "Band", "Site", "after_fork_in_child", "cache_dir", "paused", "snapshot", "table"]
+__all__ = ["BUILTIN", "SAMPLE_EVERY", "Band", "Site", "after_fork_in_child", "cache_dir", "calls_since_mark", "mark",
+           "paused", "snapshot", "table"]
 
 SAMPLE_EVERY = 8
 """A size band's first this many calls alternate between the arms; after them one in this many runs the original."""
@@ -158,22 +159,16 @@ class Site:
                 if len(sizes) > _DISTINCT_SIZES:
                     sizes = self.sizes = None
 
-    def record(self, wait: bool = True) -> Dict[str, Any]:
-        """The site's counts as plain data (JSON-ready); ``wait=False``: read them even while another
-        holder keeps the lock (a signal handler that interrupted a fold), possibly a few calls short."""
-        locked = self.lock.acquire(timeout=-1 if wait else 0.05)
-        try:
-            if locked:
-                self._fold()
+    def record(self) -> Dict[str, Any]:
+        """The site's counts as plain data (JSON-ready)."""
+        with self.lock:
+            self._fold()
             return {
                 "path": self.path, "line": self.line, "col": self.column, "function": self.function,
                 "code": self.code, "sampling": self.sampling, "errors": self.errors, "paths": dict(self.paths),
                 "sizes": None if self.sizes is None else {str(n): k for n, k in self.sizes.items()},
                 "bands": {str(bits): band.as_dict() for bits, band in list(self.bands.items())},
             }
-        finally:
-            if locked:
-                self.lock.release()
 
     def clear(self) -> None:
         """Forget every call (a forked child): its locks start free."""
@@ -337,9 +332,26 @@ def _load(qualname: str) -> Callable[..., Any]:
     return function
 
 
-def snapshot(wait: bool = True) -> List[Dict[str, Any]]:
-    """Every site's record, in the order the sites were registered (``wait``: as :meth:`Site.record`)."""
-    return [site.record(wait) for site in list(_SITES.values())]
+def snapshot() -> List[Dict[str, Any]]:
+    """Every site's record, in the order the sites were registered."""
+    return [site.record() for site in list(_SITES.values())]
+
+
+_MARK = [0]
+"""Calls counted by :func:`calls_since_mark` since the last :func:`mark`."""
+
+
+def mark() -> None:
+    """Start counting :func:`calls_since_mark` afresh (a child process wrote its counts)."""
+    _MARK[0] = sum(len(site.log) + sum(band.calls for band in site.bands.values()) for site in list(_SITES.values()))
+
+
+def calls_since_mark() -> bool:
+    """Whether any site was called since the last :func:`mark` (cheap: no lock, no fold)."""
+    total = 0
+    for site in list(_SITES.values()):
+        total += len(site.log) + sum(band.calls for band in site.bands.values())
+    return total != _MARK[0]
 
 
 def after_fork_in_child() -> None:
@@ -349,3 +361,4 @@ def after_fork_in_child() -> None:
     _LOCK = threading.Lock()
     for site in list(_SITES.values()):
         site.clear()
+    _MARK[0] = 0

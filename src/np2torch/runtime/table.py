@@ -162,7 +162,9 @@ FUNCTIONS: tuple[Function, ...] = (
         "result, and SciPy itself everywhere else.",
         known_problems="torch serves the installed SciPy when a behavioural check at first use shows that the torch "
         "path reproduces it (special values, a dominant term, layouts); otherwise, and for `b=`, NaN inputs, "
-        "complex/float16 and non-ndarray inputs, SciPy itself runs (same result, no speed-up). See docs/logsumexp.md.",
+        "complex/float16 and non-ndarray inputs, SciPy itself runs (same result, no speed-up). See docs/logsumexp.md. "
+        "A Dask array is reduced on its graph and the result computed, as SciPy returns it (an `ndarray`); "
+        "`np2torch.runtime.dask.logsumexp` leaves it lazy (docs/scaling.md).",
     ),
     Function(
         code="NPT005",

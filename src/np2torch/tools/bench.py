@@ -105,7 +105,7 @@ QUIET_MACHINE_NOTE = (
 
 def benchmarked_rules(names: Sequence[str] | None = None) -> list[Rule]:
     """The rules to benchmark, in table order: all with a recipe, or those whose helper is in ``names``."""
-    rules = [rule for rule in RULES if not rule.is_pattern and rule.helper in RECIPES]
+    rules = [rule for rule in RULES if rule.is_function and rule.helper in RECIPES]
     if names is None:
         return rules
     known = {rule.helper: rule for rule in rules}

@@ -16,7 +16,10 @@ def _np2torch_start() -> None:
     except ImportError:
         pass
     else:
-        activate_from_environment()
+        try:
+            activate_from_environment()
+        except Exception as exc:  # never the child's failure: it runs unchanged
+            sys.stderr.write(f"np2torch run: this process runs unchanged ({type(exc).__name__}: {exc})\n")
     # The sitecustomize this folder stood in front of, under the same name: the import system then
     # finds it, not this module, in sys.modules when this import completes.
     mine = sys.modules.pop("sitecustomize", None)
