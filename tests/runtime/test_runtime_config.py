@@ -15,7 +15,7 @@ import pytest
 import np2torch.runtime as np2t
 from np2torch.runtime import _backend, _config, _decide, _ufunc
 from np2torch.runtime._state import PROCESS
-from np2torch.runtime.table import ELEMENTWISE_FUNCTIONS, FUNCTIONS, FUNCTIONS_BY_NAME
+from np2torch.runtime.table import BINARY, ELEMENTWISE_FUNCTIONS, FUNCTIONS, FUNCTIONS_BY_NAME
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -304,6 +304,7 @@ def test_device_numpy_is_the_originals_bits(row):
     low, high = row.domain
     for dtype in ("float64", "float32"):
         x = np.random.default_rng(0).uniform(low, high, (300, 40)).astype(dtype)
+        args = (x, x[::-1]) if row.kind == BINARY else (x,)  # a two-argument function: a second operand
         with np2t.using(device="numpy", min_size=0):
-            got = helper(x, **row.bench_kwargs)
-        assert got.tobytes() == original(x, **row.bench_kwargs).tobytes(), dtype
+            got = helper(*args, **row.bench_kwargs)
+        assert got.tobytes() == original(*args, **row.bench_kwargs).tobytes(), dtype

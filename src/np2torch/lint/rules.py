@@ -398,7 +398,7 @@ UNUSED_NOQA = Rule(
         "`# noqa: NPT801` on the line."
     ),
 )
-RULES = (*RULES[:-1], UNUSED_NOQA, RULES[-1])  # in code order: NPT8xx before the NPT9xx patterns
+RULES = tuple(sorted((*RULES, UNUSED_NOQA), key=lambda rule: rule.code))  # in code order: NPT8xx before the NPT9xx patterns
 
 RULES_BY_CODE: Mapping[str, Rule] = {rule.code: rule for rule in RULES}
 RULES_BY_QUALNAME: Mapping[str, Rule] = {rule.qualname: rule for rule in RULES if rule.is_function}

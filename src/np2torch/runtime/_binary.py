@@ -31,11 +31,13 @@ original's call, with its result or error.  CUDA: no loop verified.
 from __future__ import annotations
 
 import operator
+import time
 from functools import reduce
 from typing import TYPE_CHECKING, Any, Callable, cast
 
 import numpy as np
 
+from . import _decide
 from ._backend import can_view, load_torch, threads
 from ._config import RuntimeSettings
 from ._decide import Route, original_reason
@@ -191,6 +193,12 @@ def _make_function(helper: Binary) -> Callable[..., Any]:
                 result = helper.try_torch(x1, x2, *prepared)
                 if result is not None:
                     return result
+            pending = _decide.renting(_elements(x1, x2)) if type(x1) is np.ndarray or type(x2) is np.ndarray else None
+            if pending is not None:  # the ski rental declined it: what torch would have saved counts
+                start = time.perf_counter()
+                result = numpy_call(helper.original, helper.name, x1, x2)
+                _decide.credit(pending, time.perf_counter() - start)
+                return result
         return numpy_call(helper.original, helper.name, x1, x2, *args, **kwargs)
 
     function.__name__ = function.__qualname__ = helper.name
@@ -234,6 +242,14 @@ def _kind(x: Any) -> Any:
 
 def _size(shape: tuple[int, ...]) -> int:
     return reduce(operator.mul, shape, 1)
+
+
+def _elements(x1: Any, x2: Any) -> int:
+    """The call's element count (0 when the shapes do not broadcast: no decision was made on it)."""
+    try:
+        return _size(np.broadcast_shapes(np.shape(x1), np.shape(x2)))
+    except ValueError:
+        return 0
 
 
 def _in_loop(x: Operand, loop: np.dtype) -> np.ndarray | None:

@@ -38,10 +38,12 @@ call of the helper; otherwise SciPy builds its own graph.
 from __future__ import annotations
 
 import sys
+import time
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
+from . import _decide
 from ._backend import can_view, load_torch, threads
 from ._config import RuntimeSettings
 from ._dask import DASK_ARRAY, BlockCall, explicit_settings, is_dask_array
@@ -111,6 +113,12 @@ class Softmax(Helper):
                 route = None if work is None or x.size == 0 else self.route_call(x.size, work, settings)
                 result = None if route is None else self.try_torch(x, axis, route)
                 if result is not None:
+                    return result
+                pending = _decide.renting(x.size)
+                if pending is not None:  # the ski rental declined it: what torch would have saved counts
+                    start = time.perf_counter()
+                    result = self.original(x, axis=axis)
+                    _decide.credit(pending, time.perf_counter() - start)
                     return result
         elif DASK_ARRAY in sys.modules and is_dask_array(x):
             return self.on_dask(x, axis)
