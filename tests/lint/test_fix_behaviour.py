@@ -146,3 +146,25 @@ def test_an_alias_bound_by_exec_is_not_reused(tmp_path: Path) -> None:
     """
     fixed = assert_same_behaviour(tmp_path, {"main.py": program}, ["main.py"])
     assert "np2t_1.exp(x)" in fixed["main.py"]
+
+
+def test_an_optional_import_used_as_feature_detection_is_kept(tmp_path: Path) -> None:
+    program = """
+        import math
+        import sys
+
+        sys.modules["scipy"] = None  # SciPy absent: importing it raises ImportError
+
+
+        def erf_or_fallback(x):
+            try:
+                from scipy.special import erf
+            except ImportError:
+                return round(math.erf(x), 6)
+            return erf(x)
+
+
+        print(erf_or_fallback(0.5))
+    """
+    fixed = assert_same_behaviour(tmp_path, {"main.py": program}, ["main.py"])
+    assert "from scipy.special import erf\n" in fixed["main.py"] and "np2t.erf(x)" in fixed["main.py"]

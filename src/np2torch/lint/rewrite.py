@@ -14,6 +14,7 @@ goes right after the import the findings resolve through.
 from __future__ import annotations
 
 import ast
+import builtins
 import os
 import re
 import sys
@@ -29,6 +30,8 @@ from np2torch.lint.model import FixError, Lines, Planned, Settings
 from np2torch.lint.resolve import bound_names, is_type_checking
 
 _Span = tuple[int, int, int, int]
+_TRY = (ast.Try, ast.TryStar) if hasattr(ast, "TryStar") else (ast.Try,)
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _Removals = dict[tuple[int, int], set[tuple[str, Optional[str]]]]
 
 
@@ -437,8 +440,11 @@ def _unused_imports(
     ``__init__.py`` (re-exports), names listed as strings where the module has
     ``__all__``, names used or bound anywhere else (any scope; conservative),
     every import of a module that calls ``eval``/``exec``/``globals``/...
-    (a string may name it), a multi-line import holding a comment, and
-    ``import x`` statements (never removed).
+    (a string may name it), a multi-line import holding a comment, an import
+    inside a ``try`` whose handlers may catch ``ImportError`` (feature detection:
+    ``try: from scipy.special import erf`` / ``except ImportError: return fallback``
+    falls back only while the import is there), and ``import x`` statements
+    (never removed).
     """
     if os.path.basename(path.replace("\\", "/")) == "__init__.py":
         return {}
@@ -466,6 +472,7 @@ def _unused_imports(
         exported = {
             node.value for node in ast.walk(tree) if type(node) is ast.Constant and isinstance(node.value, str)
         }
+    guarded = _guarded_imports(tree)
     removals: _Removals = {}
     for name, count in replaced.items():
         kinds = names.get(name, [])
@@ -475,11 +482,39 @@ def _unused_imports(
         if not next(iter(qualnames)).startswith("from "):
             continue
         for alias, stmt in aliases.get(name, []):
-            if id(stmt) in visible or _holds_a_comment(stmt, lines):
+            if id(stmt) in visible or id(stmt) in guarded or _holds_a_comment(stmt, lines):
                 continue
             key = (stmt.lineno, lines.char_col(stmt.lineno, stmt.col_offset))
             removals.setdefault(key, set()).add((alias.name, alias.asname))
     return removals
+
+
+# Built-in exceptions that cannot catch a failed import (neither a base of ImportError nor a kind of it,
+# as ModuleNotFoundError is): a handler naming only these is no fallback.
+_NOT_IMPORT_ERRORS = frozenset(
+    name for name, value in vars(builtins).items()
+    if isinstance(value, type) and issubclass(value, BaseException)
+    and not issubclass(ImportError, value) and not issubclass(value, ImportError)
+)
+
+
+def _guarded_imports(tree: ast.Module) -> set[int]:
+    """id() of the import statements in the body of a ``try`` (or ``try``/``except*``) that may catch
+    their ``ImportError``: removing one turns the fallback off (``try: pass``)."""
+    guarded: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, _TRY) and any(_may_catch_import_error(h.type) for h in node.handlers):
+            guarded.update(id(stmt) for stmt in _statements(node.body, _SCOPES)
+                           if isinstance(stmt, (ast.Import, ast.ImportFrom)))
+    return guarded
+
+
+def _may_catch_import_error(kind: ast.expr | None) -> bool:
+    """A bare ``except``, ``ImportError`` or a base of it, or anything not known to be another built-in."""
+    if kind is None:
+        return True
+    names = kind.elts if isinstance(kind, ast.Tuple) else [kind]
+    return not all(isinstance(name, ast.Name) and name.id in _NOT_IMPORT_ERRORS for name in names)
 
 
 def _holds_a_comment(stmt: ast.stmt, lines: Lines) -> bool:
