@@ -168,3 +168,14 @@ def test_an_optional_import_used_as_feature_detection_is_kept(tmp_path: Path) ->
     """
     fixed = assert_same_behaviour(tmp_path, {"main.py": program}, ["main.py"])
     assert "from scipy.special import erf\n" in fixed["main.py"] and "np2t.erf(x)" in fixed["main.py"]
+
+
+def test_a_self_documenting_f_string_prints_the_same_text(tmp_path: Path) -> None:
+    program = """
+        import numpy as np
+
+        x = np.zeros(2)
+        print(f"{np.exp(x)=}", f"{np.log(x + 1) = !r}", f"{np.exp(x)}")
+    """
+    fixed = assert_same_behaviour(tmp_path, {"main.py": program}, ["main.py"])
+    assert 'f"{np.exp(x)=}"' in fixed["main.py"] and 'f"{np2t.exp(x)}"' in fixed["main.py"]

@@ -115,6 +115,10 @@ REASON_REFERENCE = (
 REASON_CLASS_ATTRIBUTE = (
     "it becomes a class attribute, where the helper (a plain function) binds as a method and a ufunc does not"
 )
+REASON_SELF_DOCUMENTING = (
+    "it is inside a self-documenting f-string field (`f\"{expr=}\"`), which prints the expression's source "
+    "text: the rewrite would change the output"
+)
 
 
 def _reason_method(attr: str) -> str:
@@ -346,6 +350,7 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
     regions = compiled.compiled_regions(tree, res)
     enabled = {rule.qualname: rule for rule in rules if not rule.is_pattern}
     lines = Lines(text)
+    printed = _self_documenting_fields(tree, text, lines)
     noqa = _Noqa(text, lines)
     pending: list[tuple[Ref, Rule, bool, str | None]] = []
     for ref in res.refs:
@@ -355,6 +360,8 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
         verdict = _classify(ref, res)
         if verdict is None or noqa.suppresses(ref.node.lineno, rule.code):
             continue
+        if printed and _inside(ref.node, printed):
+            verdict = (False, REASON_SELF_DOCUMENTING)
         if verdict[1] is REASON_REFERENCE and settings.unsafe_fixes:
             verdict = (True, None)
         pending.append((ref, rule, *_unless_compiled(ref, regions, verdict)))
@@ -364,6 +371,8 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
                 if not noqa.suppresses(ref.node.lineno, rule.code):
                     unsafe = rule.fix_safety == "unsafe" and not settings.unsafe_fixes
                     verdict = (not unsafe, REASON_UNSAFE if unsafe else None)
+                    if printed and _inside(ref.node, printed):
+                        verdict = (False, REASON_SELF_DOCUMENTING)
                     pending.append((ref, rule, *_unless_compiled(ref, regions, verdict)))
     if any(fixable for _r, _u, fixable, _why in pending) and in_runtime_module(path, settings.runtime_module):
         itself = no_fix_reason(settings.runtime_module)  # the fix would make the runtime import itself
@@ -400,6 +409,50 @@ def _unless_compiled(
         return verdict  # unfixable whatever the compiler: keep the reason that applies everywhere
     family = compiled.inside(ref.node, regions) if regions else None
     return verdict if family is None else (False, compiled.reason(family))
+
+
+# --------------------------------------------------------------------------- self-documenting f-strings
+
+
+_Span = tuple[tuple[int, int], tuple[int, int]]
+# `=` then the end of the field (`}`), its conversion (`!r`) or its format spec (`:`): a self-documenting field
+_DEBUG_SPECIFIER = re.compile(r"=[ \t\r\n\f]*[}!:]")
+
+
+def _self_documenting_fields(tree: ast.Module, text: str, lines: Lines) -> list[_Span]:
+    """The expressions of the ``f"{expr=}"`` fields: Python prints their source text, so no fix may touch them.
+
+    ``ast`` keeps no trace of the ``=`` (the text becomes a constant before the value); the source
+    does: after the expression, only whitespace and then ``=``.
+    """
+    if not _DEBUG_SPECIFIER.search(text):
+        return []
+    spans = []
+    for node in ast.walk(tree):
+        if type(node) is ast.FormattedValue:
+            value = node.value
+            end = (value.end_lineno or value.lineno, value.end_col_offset or 0)
+            if _next_character(lines, *end) == "=":
+                spans.append(((value.lineno, value.col_offset), end))
+    return spans
+
+
+def _next_character(lines: Lines, line: int, byte_col: int) -> str:
+    """The first character at or after (line, byte column) that is not whitespace; "" at the end of the text."""
+    rest = lines[line].encode("utf-8")[byte_col:].decode("utf-8", errors="replace")
+    while True:
+        stripped = rest.lstrip()
+        if stripped:
+            return stripped[0]
+        line += 1
+        if line > lines.count:
+            return ""
+        rest = lines[line]
+
+
+def _inside(node: ast.AST, spans: list[_Span]) -> bool:
+    pos = (node.lineno, node.col_offset)  # type: ignore[attr-defined]
+    return any(start <= pos < end for start, end in spans)
 
 
 # --------------------------------------------------------------------------- pattern rules (NPT9xx)
