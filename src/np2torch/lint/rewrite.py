@@ -20,6 +20,7 @@ import re
 import sys
 import threading
 from bisect import bisect_right
+from collections import Counter
 from typing import Callable, Iterator, Mapping, Optional, Sequence, TypeVar
 
 import libcst as cst
@@ -539,6 +540,55 @@ def _collapse(outer: cst.Call, func: cst.Attribute) -> cst.Call:
     return cst.Call(func=func, args=[x, *rest], lpar=outer.lpar, rpar=outer.rpar)
 
 
+def _comments_in(node: cst.CSTNode) -> list[cst.Comment]:
+    """The comments inside ``node``, in source order."""
+    found: list[cst.Comment] = []
+
+    class _Collect(cst.CSTVisitor):
+        def visit_Comment(self, comment: cst.Comment) -> None:
+            found.append(comment)
+
+    node.visit(_Collect())
+    return found
+
+
+def _keeping_comments(replacement: cst.Attribute, original: cst.Attribute) -> cst.Attribute:
+    """``replacement`` (``<alias>.<helper>``) with every comment that was inside ``original`` (``np  # note``
+    then ``.exp`` on the next line): the dot keeps its own whitespace, and the comments of the part the alias
+    replaces (``np``, ``sc.special``) go before it; with no bracket around that dot, in new parentheses."""
+    inner = _comments_in(original.value)
+    if not inner and not _comments_in(original.dot):
+        return replacement
+    dot = original.dot
+    if not inner:
+        return replacement.with_changes(dot=dot)
+    bracketed = bool(original.lpar) or any(
+        isinstance(ws, cst.ParenthesizedWhitespace) for ws in (dot.whitespace_before, dot.whitespace_after)
+    )
+    if bracketed:
+        return replacement.with_changes(dot=dot.with_changes(whitespace_before=_comment_lines(inner, dot.whitespace_before)))
+    opening = cst.LeftParen(whitespace_after=_comment_lines(inner, cst.SimpleWhitespace("")))
+    return replacement.with_changes(dot=dot, lpar=[opening, *replacement.lpar], rpar=[*replacement.rpar, cst.RightParen()])
+
+
+def _comment_lines(comments: Sequence[cst.Comment], then: cst.BaseParenthesizableWhitespace) -> cst.ParenthesizedWhitespace:
+    """Whitespace (inside brackets) holding ``comments``, one a line, followed by the whitespace ``then``."""
+    lines = [cst.EmptyLine(indent=True, whitespace=cst.SimpleWhitespace(""), comment=c) for c in comments[1:]]
+    last = then
+    if isinstance(then, cst.ParenthesizedWhitespace):
+        if then.first_line.comment is not None:
+            lines.append(cst.EmptyLine(indent=True, whitespace=cst.SimpleWhitespace(""), comment=then.first_line.comment))
+        lines.extend(then.empty_lines)
+        last = then.last_line
+    assert isinstance(last, cst.SimpleWhitespace)
+    return cst.ParenthesizedWhitespace(
+        first_line=cst.TrailingWhitespace(whitespace=cst.SimpleWhitespace("  "), comment=comments[0]),
+        empty_lines=lines,
+        indent=True,
+        last_line=last,
+    )
+
+
 def _has_comment(lines: Sequence[cst.EmptyLine]) -> bool:
     return any(line.comment is not None for line in lines)
 
@@ -569,12 +619,10 @@ class _Rewriter(cst.CSTTransformer):
         helper = self.replacements.pop((span.start.line, span.start.column, span.end.line, span.end.column), None)
         if helper is None:
             return updated
-        return cst.Attribute(
-            value=cst.Name(self.alias),
-            attr=cst.Name(helper),
-            lpar=updated.lpar,
-            rpar=updated.rpar,
-        )
+        replacement = cst.Attribute(value=cst.Name(self.alias), attr=cst.Name(helper), lpar=updated.lpar, rpar=updated.rpar)
+        if isinstance(updated, cst.Attribute):
+            return _keeping_comments(replacement, updated)
+        return replacement  # a Name: its comments can only be in its parentheses, which stay
 
     calls: dict[_Span, str] = {}
 
@@ -587,7 +635,18 @@ class _Rewriter(cst.CSTTransformer):
         helper = self.calls.pop((span.start.line, span.start.column, span.end.line, span.end.column), None)
         if helper is None:
             return updated_node
-        return _collapse(updated_node, cst.Attribute(value=cst.Name(self.alias), attr=cst.Name(helper)))
+        collapsed = _collapse(updated_node, cst.Attribute(value=cst.Name(self.alias), attr=cst.Name(helper)))
+        kept = Counter(c.value for c in _comments_in(collapsed))
+        lost = []
+        for comment in _comments_in(updated_node):
+            if kept[comment.value]:
+                kept[comment.value] -= 1
+            else:
+                lost.append(comment)
+        if not lost:
+            return collapsed
+        # inside the call's own parentheses a comment line is always valid
+        return collapsed.with_changes(whitespace_before_args=_comment_lines(lost, collapsed.whitespace_before_args))
 
     def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.BaseExpression:
         return self._swap(original_node, updated_node)
