@@ -179,3 +179,62 @@ def test_a_self_documenting_f_string_prints_the_same_text(tmp_path: Path) -> Non
     """
     fixed = assert_same_behaviour(tmp_path, {"main.py": program}, ["main.py"])
     assert 'f"{np.exp(x)=}"' in fixed["main.py"] and 'f"{np2t.exp(x)}"' in fixed["main.py"]
+
+
+def test_numba_idioms_libraries_use_still_compile(tmp_path: Path) -> None:
+    pytest.importorskip("numba")
+    files = {
+        "kernels.py": """
+            import numpy as np
+
+            try:
+                from numba import njit
+            except ImportError:
+                def njit(*args, **kwargs):
+                    return args[0] if args and callable(args[0]) else (lambda f: f)
+
+            import numba
+
+            fastjit = numba.njit(cache=False)
+
+
+            @fastjit
+            def softplus(x):
+                return np.log(1.0 + np.exp(x))
+
+
+            @njit
+            def optional(x):
+                return np.exp(x)
+
+
+            def make_kernel():
+                def kernel(x):
+                    return np.log(x)
+
+                return njit(kernel)
+        """,
+        "whole.py": """
+            import numba
+            import numpy as np
+
+
+            def f(x):
+                return np.exp(x) + 1.0
+
+            numba.jit_module(nopython=True)
+        """,
+        "main.py": """
+            import numpy as np
+
+            import kernels
+            import whole
+
+            x = np.linspace(0.5, 1.5, 3)
+            print(kernels.softplus(x), kernels.optional(x), kernels.make_kernel()(x), whole.f(x))
+            print(type(whole.f).__name__, type(kernels.softplus).__name__)
+        """,
+    }
+    fixed = assert_same_behaviour(tmp_path, files, ["kernels.py", "whole.py"])
+    assert fixed["kernels.py"] == textwrap.dedent(files["kernels.py"]).lstrip("\n")
+    assert fixed["whole.py"] == textwrap.dedent(files["whole.py"]).lstrip("\n")

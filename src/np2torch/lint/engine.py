@@ -95,9 +95,8 @@ these and literals is scalar math, not a finding."""
 _FUNCTION_TARGETS: frozenset[str] = frozenset(rule.qualname for rule in RULES if not rule.is_pattern)
 # Pattern rules (NPT9xx) also need the names of their inner calls resolved (`numpy.sum`).
 _ALL_TARGETS: frozenset[str] = _FUNCTION_TARGETS | frozenset(name for rule in RULES for name in rule.pattern)
-_KNOWN: frozenset[str] = _ALL_TARGETS | CONSTANTS | compiled.RESOLVED_NAMES
-# Compilers are focus names too: `g = numba.jit(f)` spells no target, yet must be resolved.
-_FOCUS: frozenset[str] = _ALL_TARGETS | compiled.RESOLVED_NAMES
+_KNOWN: frozenset[str] = _ALL_TARGETS | CONSTANTS
+_FOCUS: frozenset[str] = _ALL_TARGETS
 
 # Builtins whose argument is the function object itself, not something it computes.
 _INSPECTORS = frozenset(
@@ -347,7 +346,7 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
         return analysis
     tree = analysis.tree = _parse(text)
     res = analysis.resolution = resolve(tree, _KNOWN, text, focus=_FOCUS)
-    regions = compiled.compiled_regions(tree, res)
+    regions = compiled.compiled_regions(tree)
     enabled = {rule.qualname: rule for rule in rules if not rule.is_pattern}
     lines = Lines(text)
     printed = _self_documenting_fields(tree, text, lines)
