@@ -238,3 +238,30 @@ def test_numba_idioms_libraries_use_still_compile(tmp_path: Path) -> None:
     fixed = assert_same_behaviour(tmp_path, files, ["kernels.py", "whole.py"])
     assert fixed["kernels.py"] == textwrap.dedent(files["kernels.py"]).lstrip("\n")
     assert fixed["whole.py"] == textwrap.dedent(files["whole.py"]).lstrip("\n")
+
+
+# --------------------------------------------------------------------------- names rebound at run time
+
+
+def test_a_star_import_after_the_binding_keeps_its_meaning(tmp_path: Path) -> None:
+    files = {
+        "helpers.py": "def log(x):\n    return 'helpers.log'\n",
+        "main.py": """
+            import numpy as np
+            from numpy import exp, log
+            from math import *
+            from helpers import *
+
+
+            def f(x):
+                try:
+                    return type(exp(x)).__name__, log(x)
+                except OverflowError:
+                    return "OverflowError"
+
+
+            print(f(1000.0), f(1.0), np.float16(2) * 2)
+        """,
+    }
+    fixed = assert_same_behaviour(tmp_path, files, ["main.py"])
+    assert "np2t" not in fixed["main.py"]

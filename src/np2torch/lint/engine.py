@@ -124,6 +124,10 @@ def _reason_method(attr: str) -> str:
     return f"`.{attr}` is called on it; the helper is a plain function, not a NumPy ufunc"
 
 
+def _reason_rebound(by: str) -> str:
+    return f"its name may be rebound at run time by {by}, and the fix would call NumPy's/SciPy's function instead"
+
+
 # --------------------------------------------------------------------------- prefilter
 
 
@@ -361,6 +365,8 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
             continue
         if printed and _inside(ref.node, printed):
             verdict = (False, REASON_SELF_DOCUMENTING)
+        if ref.rebound_by is not None:
+            verdict = (False, _reason_rebound(ref.rebound_by))
         if verdict[1] is REASON_REFERENCE and settings.unsafe_fixes:
             verdict = (True, None)
         pending.append((ref, rule, *_unless_compiled(ref, regions, verdict)))
@@ -372,6 +378,8 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
                     verdict = (not unsafe, REASON_UNSAFE if unsafe else None)
                     if printed and _inside(ref.node, printed):
                         verdict = (False, REASON_SELF_DOCUMENTING)
+                    if ref.rebound_by is not None:
+                        verdict = (False, _reason_rebound(ref.rebound_by))
                     pending.append((ref, rule, *_unless_compiled(ref, regions, verdict)))
     if any(fixable for _r, _u, fixable, _why in pending) and in_runtime_module(path, settings.runtime_module):
         itself = no_fix_reason(settings.runtime_module)  # the fix would make the runtime import itself
@@ -470,7 +478,7 @@ def _pattern_matches(rule: Rule, res: Resolution) -> list[Ref]:
         if ref.qualname != outer or type(call) is not ast.Call or call.func is not ref.node:
             continue
         if len(call.args) == 1 and not call.keywords and _reduces(call.args[0], reduction, inner, res):
-            found.append(Ref(call, outer, ref.grand, None, (), ref.in_class, ref.bindings))
+            found.append(Ref(call, outer, ref.grand, None, (), ref.in_class, ref.bindings, ref.rebound_by))
     return found
 
 

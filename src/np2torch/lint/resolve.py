@@ -26,9 +26,14 @@ run time: they count only beside a run-time import of the same thing.
 Star imports: ``from numpy import *`` binds ``exp`` to ``numpy.exp`` for the
 names in ``known``.  A name bound by no statement resolves through star imports
 only when every star import in its scope provides it that way (``from math
-import *`` beside it may bind ``exp`` too).  For a name bound explicitly, star
-imports that do not provide a known name are ignored (like LibCST: ``from pylab
-import *`` is assumed not to rebind ``np``).
+import *`` beside it may bind ``exp`` too).  Which names any other star import
+binds only the running program knows (NumPy's, SciPy's, ``math``'s and a
+helper module's ``__all__`` change between versions; a static list would
+drift), so it may bind any name: one that runs *after* an import binding a name
+(``from numpy import exp`` then ``from math import *``) resolves the name still,
+with :attr:`Ref.rebound_by` naming it (the engine reports such a reference
+without a fix); one before every binding is overridden by them (``from pylab
+import *`` then ``import numpy as np``).
 """
 
 from __future__ import annotations
@@ -40,8 +45,13 @@ from typing import Any, Collection, Iterable, Iterator, Optional
 
 __all__ = ["Ref", "Resolution", "resolve", "bound_names"]
 
-# A binding: (qualified name or None for "not an import", typing_only, alias node or None)
-_Binding = tuple[Optional[str], bool, Optional[ast.alias]]
+# A binding: (qualified name or None for "not an import", typing_only, alias node or None, line of an import)
+_Binding = tuple[Optional[str], bool, Optional[ast.alias], int]
+_OTHER: _Binding = (None, False, None, 0)
+# A star import: (the module, None when relative, the line, how it is spelled)
+_Star = tuple[Optional[str], int, str]
+# What a name means in a scope: (qualified name or None, the import aliases binding it, what may rebind it or None)
+_Meaning = tuple[Optional[str], tuple[ast.alias, ...], Optional[str]]
 
 _FUNC_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _COMPS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
@@ -61,7 +71,7 @@ class Scope:
         self.bindings: dict[str, list[_Binding]] = {}
         self.globals: set[str] = set()
         self.nonlocals: set[str] = set()
-        self.stars: list[str] = []
+        self.stars: list[_Star] = []
 
 
 class Ref:
@@ -72,10 +82,12 @@ class Ref:
     ``from``-import aliases that bind a bare name (empty for attribute chains);
     ``in_class`` says it is evaluated directly in a class body; ``bindings``
     are the import aliases that bind its first name, attribute chains included
-    (``import numpy as np`` for ``np.exp``).
+    (``import numpy as np`` for ``np.exp``); ``rebound_by`` names the star import
+    that may rebind that first name at run time (``from math import *`` after
+    ``from numpy import exp``), or is None.
     """
 
-    __slots__ = ("node", "qualname", "parent", "grand", "imports", "in_class", "bindings")
+    __slots__ = ("node", "qualname", "parent", "grand", "imports", "in_class", "bindings", "rebound_by")
 
     def __init__(
         self,
@@ -86,6 +98,7 @@ class Ref:
         imports: tuple[ast.alias, ...],
         in_class: bool = False,
         bindings: tuple[ast.alias, ...] = (),
+        rebound_by: str | None = None,
     ) -> None:
         self.node = node
         self.qualname = qualname
@@ -94,6 +107,7 @@ class Ref:
         self.imports = imports
         self.in_class = in_class
         self.bindings = bindings
+        self.rebound_by = rebound_by
 
     def __repr__(self) -> str:
         return f"Ref({self.qualname!r} at {self.node.lineno}:{self.node.col_offset})"
@@ -211,7 +225,7 @@ class _Walker:
         self.scopes.append(scope)
         return scope
 
-    def bind(self, scope: Scope, name: str, binding: _Binding = (None, False, None)) -> None:
+    def bind(self, scope: Scope, name: str, binding: _Binding = _OTHER) -> None:
         if name in self.cand:
             scope.bindings.setdefault(name, []).append(binding)
 
@@ -250,12 +264,14 @@ class _Walker:
         elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
             for name, meaning, alias in _import_meanings(stmt):
                 if name == "*":
-                    if meaning is not None:
-                        scope.stars.append(meaning.rpartition(".")[0])
+                    assert isinstance(stmt, ast.ImportFrom)
+                    module = meaning.rpartition(".")[0] if meaning is not None else None
+                    spelled = f"from {'.' * stmt.level}{stmt.module or ''} import *"
+                    scope.stars.append((module, stmt.lineno, spelled))
                     continue
                 if isinstance(stmt, ast.ImportFrom):
                     self.import_froms[id(alias)] = stmt
-                self.bind(scope, name, (meaning, typing_only, alias))
+                self.bind(scope, name, (meaning, typing_only, alias, stmt.lineno))
         elif isinstance(stmt, ast.Global):
             scope.globals.update(stmt.names)
         elif isinstance(stmt, ast.Nonlocal):
@@ -412,7 +428,7 @@ class _Walker:
                 if owner is not None:
                     owner.bindings.setdefault(name, []).extend(scope.bindings.pop(name))
                 else:  # a syntax error in Python; resolve nothing for it
-                    scope.bindings[name].append((None, False, None))
+                    scope.bindings[name].append(_OTHER)
 
 
 _FIELDS_CACHE: dict[type, tuple[str, ...]] = {}
@@ -442,9 +458,9 @@ class _Lookup:
     def __init__(self, module: Scope, known: Collection[str]) -> None:
         self.module = module
         self.known = known
-        self.cache: dict[tuple[int, str], tuple[str | None, tuple[ast.alias, ...]]] = {}
+        self.cache: dict[tuple[int, str], _Meaning] = {}
 
-    def meaning(self, scope: Scope, name: str) -> tuple[str | None, tuple[ast.alias, ...]]:
+    def meaning(self, scope: Scope, name: str) -> _Meaning:
         key = (id(scope), name)
         hit = self.cache.get(key)
         if hit is None:
@@ -452,7 +468,7 @@ class _Lookup:
             self.cache[key] = hit
         return hit
 
-    def _meaning(self, scope: Scope, name: str) -> tuple[str | None, tuple[ast.alias, ...]]:
+    def _meaning(self, scope: Scope, name: str) -> _Meaning:
         s: Scope | None = scope
         skip_classes = False
         if name in scope.globals:
@@ -469,25 +485,35 @@ class _Lookup:
             if s.stars:
                 return self._evaluate(s, name, [])
             s = s.parent
-        return None, ()
+        return None, (), None
 
-    def _evaluate(self, scope: Scope, name: str, bindings: list[_Binding]) -> tuple[str | None, tuple[ast.alias, ...]]:
+    def _evaluate(self, scope: Scope, name: str, bindings: list[_Binding]) -> _Meaning:
         meanings: set[str | None] = set()
         runtime = False
-        for meaning, typing_only, _alias in bindings:
+        lines = []  # where a run-time import binds it
+        for meaning, typing_only, _alias, line in bindings:
             meanings.add(meaning)
             runtime = runtime or not typing_only
+            if not typing_only:
+                lines.append(line)
+        unknown: list[_Star] = []
         for star in scope.stars:
-            qualname = f"{star}.{name}"
+            qualname = f"{star[0]}.{name}" if star[0] else None
             if qualname in self.known:
                 meanings.add(qualname)
                 runtime = True
+                lines.append(star[1])
             elif not bindings:
                 meanings.add(None)  # this star import may bind it too (`from math import *`)
+            else:
+                unknown.append(star)
         if len(meanings) != 1 or None in meanings or not runtime:
-            return None, ()
-        aliases = tuple(alias for _m, _t, alias in bindings if alias is not None)
-        return meanings.pop(), aliases
+            return None, (), None
+        aliases = tuple(alias for _m, _t, alias, _l in bindings if alias is not None)
+        # A star import whose names only the running program knows may rebind it once it has been bound
+        # (one before the binding is overridden by it: `from pylab import *` then `import numpy as np`)
+        later = [spelled for _module, line, spelled in unknown if line > min(lines)]
+        return meanings.pop(), aliases, (f"`{later[0]}`" if later else None)
 
 
 def resolve(
@@ -549,13 +575,13 @@ def resolve(
         while type(value) is ast.Attribute:
             attrs.append(value.attr)
             value = value.value
-        meaning, aliases = lookup.meaning(scope, value.id)  # type: ignore[attr-defined]
+        meaning, aliases, rebound_by = lookup.meaning(scope, value.id)  # type: ignore[attr-defined]
         if meaning is None:
             continue
         qualname = meaning + "." + ".".join(reversed(attrs)) if attrs else meaning
         if qualname in known:
             binding = () if attrs else aliases
-            refs.append(Ref(node, qualname, parent, grand, binding, scope.kind == "class", aliases))
+            refs.append(Ref(node, qualname, parent, grand, binding, scope.kind == "class", aliases, rebound_by))
     return Resolution(refs, walker.import_froms)
 
 
