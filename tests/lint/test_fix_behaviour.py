@@ -265,3 +265,27 @@ def test_a_star_import_after_the_binding_keeps_its_meaning(tmp_path: Path) -> No
     }
     fixed = assert_same_behaviour(tmp_path, files, ["main.py"])
     assert "np2t" not in fixed["main.py"]
+
+
+def test_names_written_through_the_module_namespace_keep_their_meaning(tmp_path: Path) -> None:
+    program = """
+        import math
+        import sys
+
+        import numpy as np
+        from numpy import exp
+
+
+        def f(x):
+            return type(exp(x)).__name__, type(np.log(x)).__name__
+
+
+        globals()["exp"] = math.exp
+        print(f(1.0))
+        globals().update({"np": math})
+        print(f(1.0))
+        setattr(sys.modules[__name__], "np2t", math)
+        print(f(2.0))
+    """
+    fixed = assert_same_behaviour(tmp_path, {"main.py": program}, ["main.py"])
+    assert "np2t" not in fixed["main.py"].replace('"np2t"', "")

@@ -57,7 +57,7 @@ from typing import Any, Sequence
 
 from np2torch.lint import compiled
 from np2torch.lint.model import DEFAULT_SETTINGS, Finding, FixError, FixResult, Lines, Planned, Settings, SourceError
-from np2torch.lint.resolve import Ref, Resolution, bound_names, resolve
+from np2torch.lint.resolve import NamespaceWrites, Ref, Resolution, bound_names, namespace_writes, resolve
 from np2torch.lint.rules import RULES, Rule
 from np2torch.lint.suppress import file_rules, in_runtime_module, no_fix_reason
 
@@ -354,6 +354,7 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
     enabled = {rule.qualname: rule for rule in rules if not rule.is_pattern}
     lines = Lines(text)
     printed = _self_documenting_fields(tree, text, lines)
+    writes = namespace_writes(tree, text)
     noqa = _Noqa(text, lines)
     pending: list[tuple[Ref, Rule, bool, str | None]] = []
     for ref in res.refs:
@@ -363,10 +364,7 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
         verdict = _classify(ref, res)
         if verdict is None or noqa.suppresses(ref.node.lineno, rule.code):
             continue
-        if printed and _inside(ref.node, printed):
-            verdict = (False, REASON_SELF_DOCUMENTING)
-        if ref.rebound_by is not None:
-            verdict = (False, _reason_rebound(ref.rebound_by))
+        verdict = _unless_printed_or_rebound(ref, verdict, printed, writes)
         if verdict[1] is REASON_REFERENCE and settings.unsafe_fixes:
             verdict = (True, None)
         pending.append((ref, rule, *_unless_compiled(ref, regions, verdict)))
@@ -376,16 +374,13 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
                 if not noqa.suppresses(ref.node.lineno, rule.code):
                     unsafe = rule.fix_safety == "unsafe" and not settings.unsafe_fixes
                     verdict = (not unsafe, REASON_UNSAFE if unsafe else None)
-                    if printed and _inside(ref.node, printed):
-                        verdict = (False, REASON_SELF_DOCUMENTING)
-                    if ref.rebound_by is not None:
-                        verdict = (False, _reason_rebound(ref.rebound_by))
+                    verdict = _unless_printed_or_rebound(ref, verdict, printed, writes)
                     pending.append((ref, rule, *_unless_compiled(ref, regions, verdict)))
     if any(fixable for _r, _u, fixable, _why in pending) and in_runtime_module(path, settings.runtime_module):
         itself = no_fix_reason(settings.runtime_module)  # the fix would make the runtime import itself
         pending = [(ref, rule, False, why if not fixable else itself) for ref, rule, fixable, why in pending]
     if any(fixable for _r, _u, fixable, _why in pending):
-        analysis.alias = _choose_alias(tree, text, settings)
+        analysis.alias = _choose_alias(tree, text, settings, writes)
     for ref, rule, fixable, reason in pending:
         node = ref.node
         end_line = node.end_lineno or node.lineno
@@ -406,6 +401,23 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
             analysis.fixes.append(Planned(finding, ref, rule))
     analysis.findings.sort(key=lambda f: (f.line, f.column, f.code))
     return analysis
+
+
+def _unless_printed_or_rebound(
+    ref: Ref, verdict: tuple[bool, str | None], printed: list[_Span], writes: NamespaceWrites | None
+) -> tuple[bool, str | None]:
+    """No fix inside a self-documenting f-string field, nor for a name something may rebind at run time."""
+    if printed and _inside(ref.node, printed):
+        return False, REASON_SELF_DOCUMENTING
+    by = ref.rebound_by or (writes.rebinding(_root_name(ref.node)) if writes else None)
+    return verdict if by is None else (False, _reason_rebound(by))
+
+
+def _root_name(node: ast.expr) -> str:
+    """The name a reference starts from: ``np`` in ``np.exp`` and in the call ``np.log(...)``."""
+    while type(node) is not ast.Name:
+        node = node.func if type(node) is ast.Call else node.value  # type: ignore[attr-defined]
+    return node.id  # type: ignore[attr-defined]
 
 
 def _unless_compiled(
@@ -503,8 +515,9 @@ def _unary_call(node: ast.expr, qualname: str, res: Resolution) -> bool:
             and type(node.args[0]) is not ast.Starred)
 
 
-def _choose_alias(tree: ast.Module, text: str, settings: Settings) -> str:
-    """``settings.alias``, or ``<alias>_1``, ``_2``, ... when it is bound to anything but the runtime."""
+def _choose_alias(tree: ast.Module, text: str, settings: Settings, writes: NamespaceWrites | None = None) -> str:
+    """``settings.alias``, or ``<alias>_1``, ``_2``, ... when it is bound to anything but the runtime
+    (``writes``: names the module's namespace writes spell, ``globals()["np2t"] = ...``)."""
     spelled = text if text.isascii() else unicodedata.normalize("NFKC", text)
     if settings.alias not in spelled:
         return settings.alias  # a name that is not spelled is bound nowhere
@@ -516,7 +529,7 @@ def _choose_alias(tree: ast.Module, text: str, settings: Settings) -> str:
         candidate = settings.alias if n == 0 else f"{settings.alias}_{n}"
         kinds = set(names.get(candidate, ()))
         free = not kinds or (same_import in kinds and kinds <= {same_import, "use"})
-        if free and candidate not in in_strings:
+        if free and candidate not in in_strings and not (writes and writes.rebinding(candidate)):
             return candidate
         n += 1
 

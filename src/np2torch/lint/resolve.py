@@ -41,9 +41,9 @@ from __future__ import annotations
 import ast
 import re
 from bisect import bisect_left
-from typing import Any, Collection, Iterable, Iterator, Optional
+from typing import Any, Collection, Iterable, Iterator, Optional, Sequence
 
-__all__ = ["Ref", "Resolution", "resolve", "bound_names"]
+__all__ = ["NamespaceWrites", "Ref", "Resolution", "bound_names", "namespace_writes", "resolve"]
 
 # A binding: (qualified name or None for "not an import", typing_only, alias node or None, line of an import)
 _Binding = tuple[Optional[str], bool, Optional[ast.alias], int]
@@ -628,3 +628,131 @@ def bound_names(tree: ast.Module) -> dict[str, list[str]]:
         elif t.__name__ in ("TypeVar", "ParamSpec", "TypeVarTuple"):
             add(node.name, "other")  # type: ignore[attr-defined]
     return names
+
+
+# --------------------------------------------------------------------------- writes no binding spells
+
+
+class NamespaceWrites:
+    """Writes to the module's namespace that no import or assignment spells (``globals()["exp"] = f``,
+    ``globals().update(d)``, ``vars()`` at module level, ``sys.modules[__name__].exp = f``, ``setattr`` on
+    it, ``exec`` of a string at module level): any name they may write may mean something else at run time."""
+
+    def __init__(self) -> None:
+        self.every: str | None = None
+        """A write that may bind any name (``globals().update(d)``): where it is."""
+        self.names: dict[str, str] = {}
+        """Names written by a write that spells them (``globals()["exp"] = f``) -> where."""
+
+    def rebinding(self, name: str) -> str | None:
+        """Where ``name`` may be rebound, or None."""
+        return self.every or self.names.get(name)
+
+    def add(self, node: ast.AST, names: Iterable[str] | None) -> None:
+        where = f"`{_snippet(node)}` (line {node.lineno})"  # type: ignore[attr-defined]
+        if names is None:
+            self.every = self.every or where
+        else:
+            for name in names:
+                self.names.setdefault(name, where)
+
+
+# words that must be spelled for a namespace write to exist
+_DYNAMIC_WORDS = ("globals", "vars", "locals", "exec", "eval", "modules", "__main__")
+_READ_METHODS = frozenset({"get", "keys", "values", "items", "copy", "__getitem__", "__contains__", "__len__",
+                           "__iter__"})
+_READ_CALLS = frozenset({"len", "list", "dict", "sorted", "set", "tuple", "print", "repr", "str", "iter", "id"})
+_NAMESPACE_BUILTINS = frozenset({"globals", "vars", "locals"})
+_SCOPE_BODIES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def namespace_writes(tree: ast.Module, source: str) -> NamespaceWrites | None:
+    """The module's :class:`NamespaceWrites`, or None when it has none.
+
+    ``globals()`` counts in any scope (it is the module's namespace everywhere); ``vars()``, ``locals()``,
+    ``exec`` and ``eval`` without a namespace only at module level (in a function they are its own).
+    Reading (``globals()["x"]``, ``globals().get``, ``"x" in globals()``) is no write; handing the namespace
+    to anything else (``exec(code, globals())``, ``g = globals()``) may write any name.
+    """
+    if not any(word in source for word in _DYNAMIC_WORDS):
+        return None
+    writes = NamespaceWrites()
+    stack: list[tuple[ast.AST, ast.AST | None, bool]] = [(tree, None, True)]
+    while stack:
+        node, parent, module_level = stack.pop()
+        if type(node) is ast.Call:
+            _call_writes(node, parent, module_level, writes)  # type: ignore[arg-type]
+        elif type(node) is ast.Attribute and _is_this_module(node.value):  # type: ignore[attr-defined]
+            if node.attr == "__dict__" or type(node.ctx) is not ast.Load:  # type: ignore[attr-defined]
+                writes.add(node, None if node.attr == "__dict__" else [node.attr])  # type: ignore[attr-defined]
+        inner = module_level and not isinstance(node, _SCOPE_BODIES)
+        stack.extend((child, node, inner) for child in ast.iter_child_nodes(node))
+    return writes if writes.every or writes.names else None
+
+
+def _call_writes(call: ast.Call, parent: ast.AST | None, module_level: bool, writes: NamespaceWrites) -> None:
+    func = call.func
+    if type(func) is not ast.Name:
+        return
+    name = func.id
+    if name in _NAMESPACE_BUILTINS and not call.args and not call.keywords:
+        if name == "globals" or module_level:
+            _namespace_use(call, parent, writes)
+    elif name == "vars" and len(call.args) == 1 and _is_this_module(call.args[0]):
+        writes.add(call, None)
+    elif name in ("exec", "eval") and module_level and len(call.args) < 2 and not call.keywords and call.args:
+        code = call.args[0]
+        if not (isinstance(code, ast.Constant) and isinstance(code.value, str)):
+            writes.add(call, None)
+        elif name == "exec" or ":=" in code.value:  # an expression binds a name only with `:=`
+            writes.add(call, re.findall(r"[^\W\d]\w*", code.value))
+    elif name == "setattr" and len(call.args) >= 2 and _is_this_module(call.args[0]):
+        writes.add(call, _constant_names([call.args[1]]))
+
+
+def _namespace_use(call: ast.Call, parent: ast.AST | None, writes: NamespaceWrites) -> None:
+    """What is done with the module's namespace ``call`` returns: read, a spelled write, or anything."""
+    if type(parent) is ast.Subscript and parent.value is call:
+        if type(parent.ctx) is not ast.Load:
+            writes.add(parent, _constant_names([parent.slice]))
+        return
+    if type(parent) is ast.Compare or (type(parent) is ast.Call and parent.func is not call
+                                       and type(parent.func) is ast.Name and parent.func.id in _READ_CALLS):
+        return
+    if type(parent) is ast.Attribute and parent.value is call:
+        if parent.attr in _READ_METHODS:
+            return
+        # the call of the method is the attribute's parent, which this walk does not keep: any name
+        writes.add(parent, None)
+        return
+    if isinstance(parent, (ast.For, ast.comprehension)) and parent.iter is call:
+        return
+    writes.add(call, None)
+
+
+def _constant_names(keys: Sequence[ast.expr]) -> list[str] | None:
+    """The names string constants spell, or None (any name) when a key is not one."""
+    names = []
+    for key in keys:
+        if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+            return None
+        names.append(key.value)
+    return names
+
+
+def _is_this_module(node: ast.expr) -> bool:
+    """``sys.modules[...]``, ``sys.modules.get(...)`` or ``__main__``: possibly the module itself."""
+    if type(node) is ast.Name:
+        return node.id == "__main__"
+    if type(node) is ast.Subscript:
+        value = node.value
+        return type(value) is ast.Attribute and value.attr == "modules"
+    if type(node) is ast.Call and type(node.func) is ast.Attribute and node.func.attr == "get":
+        holder = node.func.value
+        return type(holder) is ast.Attribute and holder.attr == "modules"
+    return False
+
+
+def _snippet(node: ast.AST) -> str:
+    text = " ".join(ast.unparse(node).split())
+    return text if len(text) <= 40 else text[:37] + "..."
