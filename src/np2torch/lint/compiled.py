@@ -107,7 +107,7 @@ def compiled_regions(tree: ast.Module) -> list[Region]:
             if names.compiles_module(node.func):
                 everything = family
             for target in _applied_to(node):
-                if type(target) is ast.Lambda:
+                if isinstance(target, ast.Lambda):
                     regions.append(_body_region(target, family))
                 else:
                     by_name.setdefault(target, family)
@@ -147,15 +147,15 @@ class _Compilers:
                     self.compilers.setdefault(name, qualname)
                 elif qualname in _PACKAGES:
                     self.packages.setdefault(name, qualname)
-        assignments = [(target, value) for target, value in _assignments(tree)]
+        assignments = list(_assignments(tree))
         changed = True
         while changed:  # `a = njit(cache=True)`, `b = a`: follow assignments until nothing new
             changed = False
             for target, value in assignments:
                 if target not in self.compilers:
-                    qualname = self.qualname(value)
-                    if qualname is not None:
-                        self.compilers[target] = qualname
+                    found = self.qualname(value)
+                    if found is not None:
+                        self.compilers[target] = found
                         changed = True
 
     def qualname(self, expr: ast.expr) -> str | None:
@@ -167,9 +167,9 @@ class _Compilers:
             parts: list[str] = []
             node: ast.expr = expr
             while type(node) is ast.Attribute:
-                parts.append(node.attr)  # type: ignore[attr-defined]
-                node = node.value  # type: ignore[attr-defined]
-            package = self.packages.get(node.id) if type(node) is ast.Name else None  # type: ignore[attr-defined]
+                parts.append(node.attr)
+                node = node.value
+            package = self.packages.get(node.id) if type(node) is ast.Name else None
             qualname = ".".join([package, *reversed(parts)]) if package else None
             return qualname if qualname in _ALL else None
         if t is ast.Call:
@@ -209,17 +209,17 @@ def _bound(stmt: ast.Import | ast.ImportFrom) -> Iterator[tuple[str, str]]:
 def _assignments(tree: ast.Module) -> Iterator[tuple[str, ast.expr]]:
     for node in ast.walk(tree):
         if type(node) is ast.Assign:
-            for target in node.targets:  # type: ignore[attr-defined]
+            for target in node.targets:
                 if type(target) is ast.Name:
-                    yield target.id, node.value  # type: ignore[attr-defined]
+                    yield target.id, node.value
         elif type(node) in (ast.AnnAssign, ast.NamedExpr):
             if type(node.target) is ast.Name and node.value is not None:  # type: ignore[attr-defined]
                 yield node.target.id, node.value  # type: ignore[attr-defined]
 
 
 def _is_partial(func: ast.expr) -> bool:
-    return (type(func) is ast.Name and func.id == "partial") or (  # type: ignore[attr-defined]
-        type(func) is ast.Attribute and func.attr == "partial"  # type: ignore[attr-defined]
+    return (type(func) is ast.Name and func.id == "partial") or (
+        type(func) is ast.Attribute and func.attr == "partial"
     )
 
 
@@ -228,13 +228,13 @@ def _applied_to(call: ast.Call) -> Iterator[str | ast.Lambda]:
     (``f``, ``self.forward`` -> ``forward``, ``Net()`` -> ``Net``)."""
     for arg in [*call.args[:1], *(k.value for k in call.keywords if k.arg in _FUNCTION_KEYWORDS)]:
         if type(arg) is ast.Call:
-            arg = arg.func  # type: ignore[attr-defined]
+            arg = arg.func
         if type(arg) is ast.Lambda:
-            yield arg  # type: ignore[misc]
+            yield arg
         elif type(arg) is ast.Name:
-            yield arg.id  # type: ignore[attr-defined]
+            yield arg.id
         elif type(arg) is ast.Attribute:
-            yield arg.attr  # type: ignore[attr-defined]
+            yield arg.attr
 
 
 # the keyword a compiler takes its function by (`jax.jit(fun=f)`, `torch.compile(model=m)`, `numba.njit(pyfunc=f)`)

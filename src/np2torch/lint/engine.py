@@ -55,7 +55,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from np2torch.lint import compiled
+from np2torch.lint import compiled, placement
 from np2torch.lint.model import DEFAULT_SETTINGS, Finding, FixError, FixResult, Lines, Planned, Settings, SourceError
 from np2torch.lint.resolve import NamespaceWrites, Ref, Resolution, bound_names, namespace_writes, resolve
 from np2torch.lint.rules import RULES, Rule
@@ -114,6 +114,15 @@ REASON_REFERENCE = (
 REASON_CLASS_ATTRIBUTE = (
     "it becomes a class attribute, where the helper (a plain function) binds as a method and a ufunc does not"
 )
+REASON_NO_IMPORT_PLACE = (
+    "no line can hold the runtime import: it must run before the first statement that can run a rewritten "
+    "call, and after the set-up code before the module's NumPy/SciPy import (sys.path, os.environ)"
+)
+REASON_STAR_AFTER_IMPORT = (
+    "a star import runs after the runtime import would and may rebind its alias (a module's names are known "
+    "only at run time)"
+)
+_NO_PLACE_REASONS = {placement.NO_PLACE: REASON_NO_IMPORT_PLACE, placement.STAR_AFTER: REASON_STAR_AFTER_IMPORT}
 REASON_SELF_DOCUMENTING = (
     "it is inside a self-documenting f-string field (`f\"{expr=}\"`), which prints the expression's source "
     "text: the rewrite would change the output"
@@ -314,6 +323,8 @@ class _Analysis:
     findings: list[Finding] = field(default_factory=list)
     fixes: list[Planned] = field(default_factory=list)
     alias: str | None = None
+    place: placement.ImportPlace | None = None
+    """Where the runtime import goes (np2torch.lint.placement), when there is something to fix."""
 
 
 class NewerSyntaxError(SourceError):
@@ -381,6 +392,13 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
         pending = [(ref, rule, False, why if not fixable else itself) for ref, rule, fixable, why in pending]
     if any(fixable for _r, _u, fixable, _why in pending):
         analysis.alias = _choose_alias(tree, text, settings, writes)
+        refs = [ref for ref, _rule, fixable, _why in pending if fixable]
+        place = placement.import_place(tree, lines, refs, settings.runtime_module, analysis.alias)
+        if isinstance(place, str):  # nowhere: no fix at all
+            pending = [(ref, rule, False, why if not fixable else _NO_PLACE_REASONS[place])
+                       for ref, rule, fixable, why in pending]
+        else:
+            analysis.place = place
     for ref, rule, fixable, reason in pending:
         node = ref.node
         end_line = node.end_lineno or node.lineno
@@ -417,7 +435,7 @@ def _root_name(node: ast.expr) -> str:
     """The name a reference starts from: ``np`` in ``np.exp`` and in the call ``np.log(...)``."""
     while type(node) is not ast.Name:
         node = node.func if type(node) is ast.Call else node.value  # type: ignore[attr-defined]
-    return node.id  # type: ignore[attr-defined]
+    return node.id
 
 
 def _unless_compiled(
@@ -592,6 +610,7 @@ def _fixed_text(analysis: _Analysis, source: str, path: str, settings: Settings)
     from np2torch.lint.rewrite import apply_fixes  # LibCST loads only when there is something to fix
 
     assert analysis.tree is not None and analysis.resolution is not None and analysis.alias is not None
+    assert analysis.place is not None
     fixed = apply_fixes(
         analysis.text,
         analysis.tree,
@@ -600,6 +619,7 @@ def _fixed_text(analysis: _Analysis, source: str, path: str, settings: Settings)
         analysis.alias,
         settings,
         path,
+        analysis.place,
     )
     _verify(analysis.text, fixed, path)
     return analysis.bom + fixed

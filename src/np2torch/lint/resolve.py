@@ -681,10 +681,10 @@ def namespace_writes(tree: ast.Module, source: str) -> NamespaceWrites | None:
     while stack:
         node, parent, module_level = stack.pop()
         if type(node) is ast.Call:
-            _call_writes(node, parent, module_level, writes)  # type: ignore[arg-type]
-        elif type(node) is ast.Attribute and _is_this_module(node.value):  # type: ignore[attr-defined]
-            if node.attr == "__dict__" or type(node.ctx) is not ast.Load:  # type: ignore[attr-defined]
-                writes.add(node, None if node.attr == "__dict__" else [node.attr])  # type: ignore[attr-defined]
+            _call_writes(node, parent, module_level, writes)
+        elif type(node) is ast.Attribute and _is_this_module(node.value):
+            if node.attr == "__dict__" or type(node.ctx) is not ast.Load:
+                writes.add(node, None if node.attr == "__dict__" else [node.attr])
         inner = module_level and not isinstance(node, _SCOPE_BODIES)
         stack.extend((child, node, inner) for child in ast.iter_child_nodes(node))
     return writes if writes.every or writes.names else None
