@@ -289,3 +289,106 @@ def test_names_written_through_the_module_namespace_keep_their_meaning(tmp_path:
     """
     fixed = assert_same_behaviour(tmp_path, {"main.py": program}, ["main.py"])
     assert "np2t" not in fixed["main.py"].replace('"np2t"', "")
+
+
+# --------------------------------------------------------------------------- where the runtime import goes
+
+
+def test_numpy_imported_only_in_the_main_block_that_calls_the_functions(tmp_path: Path) -> None:
+    program = """
+        def softplus(x):
+            return np.log(1.0 + np.exp(x))
+
+
+        if __name__ == "__main__":
+            import numpy as np
+
+            print(softplus(np.zeros(2)), np.exp(np.ones(2)))
+    """
+    fixed = assert_same_behaviour(tmp_path, {"main.py": program}, ["main.py"])
+    assert "    import numpy as np\n    import np2torch.runtime as np2t\n" in fixed["main.py"]
+
+
+def test_numpy_imported_in_a_module_level_try_that_calls_a_function(tmp_path: Path) -> None:
+    program = """
+        def f(x):
+            return np.exp(x)
+
+
+        try:
+            import numpy as np
+            print(f(np.zeros(2)))
+        except ImportError:
+            print("no numpy")
+    """
+    assert "np2t.exp(x)" in assert_same_behaviour(tmp_path, {"main.py": program}, ["main.py"])["main.py"]
+
+
+def test_a_script_that_imports_numpy_again_after_calling_its_functions(tmp_path: Path) -> None:
+    program = """
+        import numpy as np
+
+
+        def f(x):
+            return np.exp(x)
+
+
+        print(f(np.zeros(2)))
+
+        import numpy as np
+        from scipy.special import erf
+
+        print(np.log(np.ones(2)), erf(np.ones(2)))
+    """
+    fixed = assert_same_behaviour(tmp_path, {"main.py": program}, ["main.py"])
+    assert fixed["main.py"].startswith("import numpy as np\nimport np2torch.runtime as np2t\n")
+
+
+_VENDORED = {"vendor/fastmath.py": "import numpy as np\n\ndef exp(x):\n    return np.exp(x)\n"}
+
+
+def test_a_vendored_runtime_imported_after_the_path_set_up_when_numpy_is_imported_in_a_function(
+    tmp_path: Path,
+) -> None:
+    files = {
+        **_VENDORED,
+        "main.py": """
+            import os
+            import sys
+
+            sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "vendor"))
+
+
+            def f(x):
+                import numpy as np
+
+                return np.exp(x)
+
+
+            print(f(0.0))
+        """,
+    }
+    fixed = assert_same_behaviour(tmp_path, files, ["main.py"], settings=Settings(runtime_module="fastmath", alias="fm"))
+    assert "fm.exp(x)" in fixed["main.py"]
+
+
+def test_a_vendored_runtime_imported_after_the_path_set_up_inside_the_main_block(tmp_path: Path) -> None:
+    files = {
+        **_VENDORED,
+        "main.py": """
+            import sys
+
+
+            def f(x):
+                return np.exp(x)
+
+
+            if __name__ == "__main__":
+                sys.path.insert(0, "vendor")
+                import numpy as np
+
+                print(f(np.zeros(2)), np.exp(np.ones(2)))
+        """,
+    }
+    fixed = assert_same_behaviour(tmp_path, files, ["main.py"], settings=Settings(runtime_module="fastmath", alias="fm"))
+    assert "    import numpy as np\n    import fastmath as fm\n" in fixed["main.py"]

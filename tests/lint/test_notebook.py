@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 from pathlib import Path
 
@@ -111,6 +113,30 @@ def test_fix_changes_only_the_changed_cells_sources_byte_for_byte() -> None:
     assert after == nbformat_text(expected)
     assert fix_notebook(after, "n.ipynb") == after  # idempotent
     assert not [f for f in check_notebook(after, "n.ipynb") if f.fixable]
+
+
+def _run_cells(text: str) -> list[str]:
+    """Runs the notebook's code cells in order in one namespace, as a kernel does; what each printed."""
+    namespace: dict[str, object] = {}
+    printed = []
+    for cell in json.loads(text)["cells"]:
+        if cell["cell_type"] == "code":
+            output = io.StringIO()
+            with contextlib.redirect_stdout(output):
+                exec("".join(cell["source"]), namespace)
+            printed.append(output.getvalue())
+    return printed
+
+
+def test_the_import_goes_in_a_cell_before_the_first_cell_that_runs_a_fix() -> None:
+    text = nbformat_text(notebook(
+        code(["import numpy as np\n", "\n", "def f(x):\n", "    return np.exp(x)"]),
+        code("print(f(np.zeros(2)))", 2),
+        code(["import numpy as np\n", "print(np.log(np.ones(2)))"], 3),
+    ))
+    fixed = fix_notebook(text, "n.ipynb")
+    assert json.loads(fixed)["cells"][0]["source"][:2] == ["import numpy as np\n", "import np2torch.runtime as np2t\n"]
+    assert "np2t.log" in fixed and _run_cells(fixed) == _run_cells(text)
 
 
 def test_fix_and_check_places_what_is_left_in_the_fixed_cells() -> None:

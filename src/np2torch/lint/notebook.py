@@ -17,8 +17,10 @@ A fix rewrites only the ``source`` values of the cells it changed, spliced
 into the original bytes: every other byte of the file (indentation, key order,
 escapes, the final newline, other cells, outputs, metadata) stays as it was,
 and inside a changed cell each unchanged line keeps its original JSON token.
-The runtime import lands in the cell of the last top-level import (where
-LibCST's AddImportsVisitor puts it), so it runs before the cells that use it.
+The runtime import lands where :mod:`np2torch.lint.placement` puts it in the
+joined module: in a cell that runs, in cell order, before the first cell that
+can run a rewritten call (after the import the findings resolve through, not
+after a later cell's repeated ``import numpy as np``).
 No import is ever removed from a notebook: a skipped cell (``%timeit exp(x)``)
 may still use it.
 """
