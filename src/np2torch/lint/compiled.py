@@ -14,13 +14,19 @@ What counts as a compiler is decided from every binding of a name, in any scope
   ``try: from numba import njit`` / ``except ImportError: def njit(*a, **k): ...``);
 * an assignment of a compiler, of a call of one or of ``partial`` over one
   (``fastjit = numba.njit(cache=True)``, ``jit = functools.partial(jax.jit, static_argnums=0)``,
-  ``njit = numba.njit if HAVE_NUMBA else identity``), followed through further assignments.
+  ``njit = numba.njit if HAVE_NUMBA else identity``, ``jit = lambda f: numba.njit(f)``),
+  followed through further assignments;
+* a function that returns one (or a call of one) or hands it one of its parameters
+  (``def jit(*args, **kwargs): return numba.njit(*args, **kwargs)``).
 
 A function is compiled when a compiler decorates it (``@fastjit``,
 ``@nb.jit(nopython=True)``) or is applied to it by call (``numba.jit(f)``,
 ``njit(cache=True)(f)``, ``return njit(kernel)`` on a nested function,
-``torch.compile(self.forward)``, ``torch.jit.script(Net())``): every ``def`` or
-``class`` of that name, in any scope, counts; a lambda passed to it counts.
+``torch.compile(self.forward)``, ``torch.jit.script(Net())``, ``jax.jit(partial(f, a))``):
+every ``def`` or ``class`` of that name, in any scope, counts; a lambda passed to it
+counts; a function taken from a container (``njit(funcs[k])``) may be any of them, so
+every function of the module counts.  A bare name that no ``def`` binds (a loop
+variable: ``for f in funcs: njit(f)``) is not followed (known gap: the rule pages say so).
 :data:`MODULE_COMPILERS` called anywhere (``numba.jit_module(nopython=True)``)
 compile every function of the module.  Everything inside a compiled body
 counts, nested functions included; decorators and defaults are evaluated
@@ -79,7 +85,8 @@ _Pos = tuple[int, int]
 Region = tuple[_Pos, _Pos, str]
 """(start, end, family): a compiled body, positions as ``ast`` gives them (line, byte column)."""
 
-_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_DEFS = (*_FUNCTIONS, ast.ClassDef)
 
 
 def reason(family: str) -> str:
@@ -109,6 +116,8 @@ def compiled_regions(tree: ast.Module) -> list[Region]:
             for target in _applied_to(node):
                 if isinstance(target, ast.Lambda):
                     regions.append(_body_region(target, family))
+                elif target is _UNKNOWN:
+                    everything = everything or family  # `njit(funcs[k])`: any function may be the one
                 else:
                     by_name.setdefault(target, family)
     if everything is not None or by_name:
@@ -148,8 +157,9 @@ class _Compilers:
                 elif qualname in _PACKAGES:
                     self.packages.setdefault(name, qualname)
         assignments = list(_assignments(tree))
+        wrappers = [node for node in ast.walk(tree) if isinstance(node, _FUNCTIONS)]
         changed = True
-        while changed:  # `a = njit(cache=True)`, `b = a`: follow assignments until nothing new
+        while changed:  # `a = njit(cache=True)`, `b = a`, `def jit(f): return a(f)`: until nothing new
             changed = False
             for target, value in assignments:
                 if target not in self.compilers:
@@ -157,6 +167,29 @@ class _Compilers:
                     if found is not None:
                         self.compilers[target] = found
                         changed = True
+            for wrapper in wrappers:
+                if wrapper.name not in self.compilers:
+                    found = self._wrapped(wrapper)
+                    if found is not None:
+                        self.compilers[wrapper.name] = found
+                        changed = True
+
+    def _wrapped(self, wrapper: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+        """The compiler a function wraps: it returns one (or a call of one), or hands it a parameter
+        (``def jit(f, **kw): return numba.njit(**kw)(f)``, ``def register(f): KERNELS.append(njit(f))``)."""
+        args = wrapper.args
+        params = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg] if a}
+        for node in ast.walk(wrapper):
+            if type(node) is ast.Return and node.value is not None:
+                found = self.qualname(node.value)
+                if found is not None:
+                    return found
+            elif type(node) is ast.Call:
+                found = self.qualname(node.func)
+                handed = [a.value if type(a) is ast.Starred else a for a in node.args]
+                if found is not None and any(type(a) is ast.Name and a.id in params for a in handed):
+                    return found
+        return None
 
     def qualname(self, expr: ast.expr) -> str | None:
         """The compiler ``expr`` is, makes (a call of one: ``njit(cache=True)``) or wraps (``partial(jit, ...)``)."""
@@ -180,6 +213,8 @@ class _Compilers:
             return own
         if t is ast.IfExp:
             return self.qualname(expr.body) or self.qualname(expr.orelse)  # type: ignore[attr-defined]
+        if t is ast.Lambda:  # `jit = lambda f: numba.njit(f)`
+            return self.qualname(expr.body)  # type: ignore[attr-defined]
         if t is ast.BoolOp:
             return next(filter(None, map(self.qualname, expr.values)), None)  # type: ignore[attr-defined]
         return None
@@ -223,18 +258,24 @@ def _is_partial(func: ast.expr) -> bool:
     )
 
 
+_UNKNOWN = "<unknown>"
+
+
 def _applied_to(call: ast.Call) -> Iterator[str | ast.Lambda]:
-    """What a compiler called with ``call``'s arguments compiles: a lambda, or the name of a def or class
-    (``f``, ``self.forward`` -> ``forward``, ``Net()`` -> ``Net``)."""
+    """What a compiler called with ``call``'s arguments compiles: a lambda, the name of a def or class
+    (``f``, ``self.forward`` -> ``forward``, ``Net()`` -> ``Net``, ``partial(f, a)`` -> ``f``), or
+    :data:`_UNKNOWN` for a function taken from a container (``njit(funcs[k])``)."""
     for arg in [*call.args[:1], *(k.value for k in call.keywords if k.arg in _FUNCTION_KEYWORDS)]:
         if type(arg) is ast.Call:
-            arg = arg.func
+            arg = arg.args[0] if _is_partial(arg.func) and arg.args else arg.func
         if type(arg) is ast.Lambda:
             yield arg
         elif type(arg) is ast.Name:
             yield arg.id
         elif type(arg) is ast.Attribute:
             yield arg.attr
+        elif type(arg) is ast.Subscript:
+            yield _UNKNOWN
 
 
 # the keyword a compiler takes its function by (`jax.jit(fun=f)`, `torch.compile(model=m)`, `numba.njit(pyfunc=f)`)

@@ -704,6 +704,8 @@ def _call_writes(call: ast.Call, parent: ast.AST | None, module_level: bool, wri
         code = call.args[0]
         if not (isinstance(code, ast.Constant) and isinstance(code.value, str)):
             writes.add(call, None)
+        elif "import" in code.value and "*" in code.value:  # `exec("from math import *")`: any name
+            writes.add(call, None)
         elif name == "exec" or ":=" in code.value:  # an expression binds a name only with `:=`
             writes.add(call, re.findall(r"[^\W\d]\w*", code.value))
     elif name == "setattr" and len(call.args) >= 2 and _is_this_module(call.args[0]):

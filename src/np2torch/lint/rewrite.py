@@ -362,15 +362,31 @@ _NOT_IMPORT_ERRORS = frozenset(
 )
 
 
+# Built-in exceptions that catch a failed import: a `with` naming one may suppress it (contextlib.suppress).
+_IMPORT_ERRORS = frozenset(
+    name for name, value in vars(builtins).items()
+    if isinstance(value, type) and issubclass(value, BaseException)
+    and (issubclass(ImportError, value) or issubclass(value, ImportError))
+)
+
+
 def _guarded_imports(tree: ast.Module) -> set[int]:
     """id() of the import statements in the body of a ``try`` (or ``try``/``except*``) that may catch
-    their ``ImportError``: removing one turns the fallback off (``try: pass``)."""
+    their ``ImportError``, or of a ``with`` naming one (``with suppress(ImportError):``): removing one
+    turns the fallback off (``try: pass``)."""
     guarded: set[int] = set()
     for node in ast.walk(tree):
-        if isinstance(node, _TRY) and any(_may_catch_import_error(h.type) for h in node.handlers):
+        if (isinstance(node, _TRY) and any(_may_catch_import_error(h.type) for h in node.handlers)) or (
+            isinstance(node, (ast.With, ast.AsyncWith)) and any(_names_an_import_error(i) for i in node.items)
+        ):
             guarded.update(id(stmt) for stmt in statements(node.body, _SCOPES)
                            if isinstance(stmt, (ast.Import, ast.ImportFrom)))
     return guarded
+
+
+def _names_an_import_error(item: ast.withitem) -> bool:
+    return any((isinstance(n, ast.Name) and n.id in _IMPORT_ERRORS)
+               or (isinstance(n, ast.Attribute) and n.attr in _IMPORT_ERRORS) for n in ast.walk(item.context_expr))
 
 
 def _may_catch_import_error(kind: ast.expr | None) -> bool:
