@@ -14,7 +14,8 @@ What counts as a compiler is decided from every binding of a name, in any scope
   ``try: from numba import njit`` / ``except ImportError: def njit(*a, **k): ...``);
 * an assignment of a compiler, of a call of one or of ``partial`` over one
   (``fastjit = numba.njit(cache=True)``, ``jit = functools.partial(jax.jit, static_argnums=0)``,
-  ``njit = numba.njit if HAVE_NUMBA else identity``, ``jit = lambda f: numba.njit(f)``),
+  ``njit = numba.njit if HAVE_NUMBA else identity``, ``jit = lambda f: numba.njit(f)``,
+  ``jit = getattr(numba, "njit")``),
   followed through further assignments;
 * a function that returns one (or a call of one) or hands it one of its parameters
   (``def jit(*args, **kwargs): return numba.njit(*args, **kwargs)``).
@@ -24,9 +25,12 @@ A function is compiled when a compiler decorates it (``@fastjit``,
 ``njit(cache=True)(f)``, ``return njit(kernel)`` on a nested function,
 ``torch.compile(self.forward)``, ``torch.jit.script(Net())``, ``jax.jit(partial(f, a))``):
 every ``def`` or ``class`` of that name, in any scope, counts; a lambda passed to it
-counts; a function taken from a container (``njit(funcs[k])``) may be any of them, so
-every function of the module counts.  A bare name that no ``def`` binds (a loop
-variable: ``for f in funcs: njit(f)``) is not followed (known gap: the rule pages say so).
+counts; a name is followed through what it is assigned and what it loops over
+(``model = Net()`` then ``torch.compile(model)``, ``for k in (f, g): njit(k)``,
+``kernels = [f, g]`` then ``[jax.jit(k) for k in kernels]``); a function taken from a
+container (``njit(funcs[k])``) may be any of them, so every function of the module
+counts.  A function reached otherwise (returned by a call, read from another module's
+attribute) is not followed: the rule pages say so.
 :data:`MODULE_COMPILERS` called anywhere (``numba.jit_module(nopython=True)``)
 compile every function of the module.  Everything inside a compiled body
 counts, nested functions included; decorators and defaults are evaluated
@@ -116,10 +120,12 @@ def compiled_regions(tree: ast.Module) -> list[Region]:
             for target in _applied_to(node):
                 if isinstance(target, ast.Lambda):
                     regions.append(_body_region(target, family))
-                elif target is _UNKNOWN:
+                elif target == _UNKNOWN:
                     everything = everything or family  # `njit(funcs[k])`: any function may be the one
                 else:
                     by_name.setdefault(target, family)
+    if by_name:
+        everything = _follow(tree, by_name, regions) or everything
     if everything is not None or by_name:
         for node in ast.walk(tree):
             if everything is not None and isinstance(node, (*_DEFS, ast.Lambda)):
@@ -207,6 +213,9 @@ class _Compilers:
             return qualname if qualname in _ALL else None
         if t is ast.Call:
             call: ast.Call = expr  # type: ignore[assignment]
+            if _is_getattr(call):  # `getattr(numba, "njit")`
+                attribute = ast.Attribute(value=call.args[0], attr=call.args[1].value)  # type: ignore[attr-defined]
+                return self.qualname(attribute)
             own = self.qualname(call.func)
             if own is None and _is_partial(call.func) and call.args:
                 own = self.qualname(call.args[0])
@@ -252,6 +261,12 @@ def _assignments(tree: ast.Module) -> Iterator[tuple[str, ast.expr]]:
                 yield node.target.id, node.value  # type: ignore[attr-defined]
 
 
+def _is_getattr(call: ast.Call) -> bool:
+    second = call.args[1] if len(call.args) >= 2 else None
+    return (type(call.func) is ast.Name and call.func.id == "getattr"
+            and isinstance(second, ast.Constant) and isinstance(second.value, str) and second.value.isidentifier())
+
+
 def _is_partial(func: ast.expr) -> bool:
     return (type(func) is ast.Name and func.id == "partial") or (
         type(func) is ast.Attribute and func.attr == "partial"
@@ -266,16 +281,57 @@ def _applied_to(call: ast.Call) -> Iterator[str | ast.Lambda]:
     (``f``, ``self.forward`` -> ``forward``, ``Net()`` -> ``Net``, ``partial(f, a)`` -> ``f``), or
     :data:`_UNKNOWN` for a function taken from a container (``njit(funcs[k])``)."""
     for arg in [*call.args[:1], *(k.value for k in call.keywords if k.arg in _FUNCTION_KEYWORDS)]:
-        if type(arg) is ast.Call:
-            arg = arg.args[0] if _is_partial(arg.func) and arg.args else arg.func
-        if type(arg) is ast.Lambda:
-            yield arg
-        elif type(arg) is ast.Name:
-            yield arg.id
-        elif type(arg) is ast.Attribute:
-            yield arg.attr
-        elif type(arg) is ast.Subscript:
-            yield _UNKNOWN
+        yield from _held(arg)
+
+
+def _follow(tree: ast.Module, by_name: dict[str, str], regions: list[Region]) -> str | None:
+    """Adds to ``by_name`` what the compiled names may hold: ``model = Net()`` then ``torch.compile(model)``,
+    ``for fn in (f, g): njit(fn)``, ``kernels = [f, g]`` then ``for k in kernels: njit(k)``; returns the
+    family of a compiled name that may hold a function taken from a container (every function then counts)."""
+    sources: dict[str, list[tuple[ast.expr, bool]]] = {}  # name -> (what it is assigned, or iterates over)
+    for assigned, value in _assignments(tree):
+        sources.setdefault(assigned, []).append((value, False))
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)) and type(node.target) is ast.Name:
+            sources.setdefault(node.target.id, []).append((node.iter, True))
+    everything = None
+    todo = list(by_name)
+    while todo:
+        name = todo.pop()
+        family = by_name[name]
+        for value, elements in sources.get(name, ()):
+            for target in _held(value, elements):
+                if isinstance(target, ast.Lambda):
+                    regions.append(_body_region(target, family))
+                elif target == _UNKNOWN:
+                    everything = everything or family
+                elif target not in by_name:
+                    by_name[target] = family
+                    todo.append(target)
+    return everything
+
+
+def _held(value: ast.expr, elements: bool = False) -> Iterator[str | ast.Lambda]:
+    """The names (and lambdas) ``value`` may evaluate to (``elements``: the items of the iterable ``value``);
+    :data:`_UNKNOWN` for an item of a container."""
+    if isinstance(value, (ast.Tuple, ast.List, ast.Set)):
+        for element in value.elts:
+            yield from _held(element)
+        return
+    if elements:
+        if type(value) is ast.Name:  # `for k in kernels`: what `kernels` holds, item by item
+            yield value.id
+        return
+    if type(value) is ast.Call:
+        value = value.args[0] if _is_partial(value.func) and value.args else value.func
+    if type(value) is ast.Lambda:
+        yield value
+    elif type(value) is ast.Name:
+        yield value.id
+    elif type(value) is ast.Attribute:
+        yield value.attr
+    elif type(value) is ast.Subscript:
+        yield _UNKNOWN
 
 
 # the keyword a compiler takes its function by (`jax.jit(fun=f)`, `torch.compile(model=m)`, `numba.njit(pyfunc=f)`)
