@@ -69,7 +69,8 @@ def apply_fixes(
         first, last = units[index].first, units[index].last
         segment = chunks[first - 1 : last]
         if not place.existing and first <= place.after < last:  # inside this unit: the line goes in first
-            segment.insert(place.after - first + 1, place.indent + line + (_ending(chunks[place.after - 1]) or "\n"))
+            at = place.after - first  # the line it follows, in the segment (never the unit's last)
+            segment.insert(at + 1, place.indent + line + _ending(segment[at]))
             replacements, calls, removals = (_moved_down(replacements, place.after), _moved_down(calls, place.after),
                                              _moved_down(removals, place.after))
             last += 1
