@@ -669,8 +669,9 @@ _SCOPE_BODIES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef
 def namespace_writes(tree: ast.Module, source: str) -> NamespaceWrites | None:
     """The module's :class:`NamespaceWrites`, or None when it has none.
 
-    ``globals()`` counts in any scope (it is the module's namespace everywhere); ``vars()``, ``locals()``,
-    ``exec`` and ``eval`` without a namespace only at module level (in a function they are its own).
+    ``globals()`` counts in any scope (it is the module's namespace everywhere), so does ``exec`` without a
+    namespace (its code may say ``global``); ``vars()``, ``locals()`` and ``eval`` only at module level (in
+    a function they are its own).
     Reading (``globals()["x"]``, ``globals().get``, ``"x" in globals()``) is no write; handing the namespace
     to anything else (``exec(code, globals())``, ``g = globals()``) may write any name.
     """
@@ -700,7 +701,8 @@ def _call_writes(call: ast.Call, parent: ast.AST | None, module_level: bool, wri
             _namespace_use(call, parent, writes)
     elif name == "vars" and len(call.args) == 1 and _is_this_module(call.args[0]):
         writes.add(call, None)
-    elif name in ("exec", "eval") and module_level and len(call.args) < 2 and not call.keywords and call.args:
+    elif name in ("exec", "eval") and (module_level or name == "exec") and len(call.args) == 1 and not call.keywords:
+        # in a function, `exec` reaches the module only by a `global` statement in its code (any, unseen)
         code = call.args[0]
         if not (isinstance(code, ast.Constant) and isinstance(code.value, str)):
             writes.add(call, None)
