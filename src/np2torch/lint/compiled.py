@@ -40,6 +40,7 @@ outside it.
 from __future__ import annotations
 
 import ast
+import unicodedata
 from typing import Iterable, Iterator
 
 __all__ = ["COMPILERS", "MODULE_COMPILERS", "compiled_regions", "inside", "reason"]
@@ -97,8 +98,11 @@ def reason(family: str) -> str:
     return _REASONS[family]
 
 
-def compiled_regions(tree: ast.Module) -> list[Region]:
-    """The bodies of the functions (and jitclasses, lambdas) that a compiler takes over."""
+def compiled_regions(tree: ast.Module, text: str) -> list[Region]:
+    """The bodies of the functions (and jitclasses, lambdas) that a compiler takes over (``text``: the source)."""
+    spelled = text if text.isascii() else unicodedata.normalize("NFKC", text)
+    if not any(root in spelled for root in _ROOTS):
+        return []  # every way to a compiler spells the name of its package
     imports = [node for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))]
     if not any(_binds_a_compiler(stmt) for stmt in imports):
         return []  # every way to a compiler starts at an import of its package

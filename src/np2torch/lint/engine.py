@@ -361,11 +361,11 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
         return analysis
     tree = analysis.tree = _parse(text)
     res = analysis.resolution = resolve(tree, _KNOWN, text, focus=_FOCUS)
-    regions = compiled.compiled_regions(tree)
+    regions = compiled.compiled_regions(tree, text) if res.refs else []
     enabled = {rule.qualname: rule for rule in rules if not rule.is_pattern}
     lines = Lines(text)
-    printed = _self_documenting_fields(tree, text, lines)
-    writes = namespace_writes(tree, text)
+    printed = _self_documenting_fields(tree, text, lines) if res.refs else []
+    writes = namespace_writes(tree, text) if res.refs else None
     noqa = _Noqa(text, lines)
     pending: list[tuple[Ref, Rule, bool, str | None]] = []
     for ref in res.refs:

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import ast
 import re
+import unicodedata
 from bisect import bisect_left
 from typing import Any, Collection, Iterable, Iterator, Optional, Sequence
 
@@ -658,7 +659,7 @@ class NamespaceWrites:
 
 
 # words that must be spelled for a namespace write to exist
-_DYNAMIC_WORDS = ("globals", "vars", "locals", "exec", "eval", "modules", "__main__")
+_DYNAMIC_WORDS = re.compile(r"\b(?:globals|vars|locals|exec|eval|modules|__main__)\b")
 _READ_METHODS = frozenset({"get", "keys", "values", "items", "copy", "__getitem__", "__contains__", "__len__",
                            "__iter__"})
 _READ_CALLS = frozenset({"len", "list", "dict", "sorted", "set", "tuple", "print", "repr", "str", "iter", "id"})
@@ -675,7 +676,7 @@ def namespace_writes(tree: ast.Module, source: str) -> NamespaceWrites | None:
     Reading (``globals()["x"]``, ``globals().get``, ``"x" in globals()``) is no write; handing the namespace
     to anything else (``exec(code, globals())``, ``g = globals()``) may write any name.
     """
-    if not any(word in source for word in _DYNAMIC_WORDS):
+    if not _DYNAMIC_WORDS.search(source if source.isascii() else unicodedata.normalize("NFKC", source)):
         return None
     writes = NamespaceWrites()
     stack: list[tuple[ast.AST, ast.AST | None, bool]] = [(tree, None, True)]
