@@ -139,6 +139,18 @@ def test_the_import_goes_in_a_cell_before_the_first_cell_that_runs_a_fix() -> No
     assert "np2t.log" in fixed and _run_cells(fixed) == _run_cells(text)
 
 
+def test_a_line_magic_may_run_a_fix_so_the_import_goes_before_it() -> None:
+    text = nbformat_text(notebook(
+        code(["def f(x):\n", "    return np.exp(x)"]),
+        code("import numpy as np", 2),
+        code("%time y = f(np.zeros(3))", 3),
+        code(["import numpy as np\n", "print(f(np.zeros(3)))"], 4),
+    ))
+    cells = json.loads(fix_notebook(text, "n.ipynb"))["cells"]
+    assert cells[1]["source"] == "import numpy as np\nimport np2torch.runtime as np2t"
+    assert cells[2]["source"] == "%time y = f(np.zeros(3))" and "np2torch" not in cells[3]["source"]
+
+
 def test_fix_and_check_places_what_is_left_in_the_fixed_cells() -> None:
     nb = notebook(
         code(["import numpy as np\n", "y = np.exp(x)\n", "t = f is np.exp\n"]),

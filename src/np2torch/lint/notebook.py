@@ -10,7 +10,9 @@ line and column inside the cell.
 Cells that are not Python are skipped: markdown and raw cells, a cell whose
 first line is a cell magic (``%%time``, ``%%bash``), and a cell that does not
 parse even after its IPython line magics and shell escapes (lines starting
-with ``%`` or ``!``) are masked as comments.  A notebook whose kernel language
+with ``%`` or ``!``) are masked as a statement that may call the module's code
+(``%timeit f(x)`` runs ``f``) with the magic as its comment (as a comment alone
+where no statement fits its indentation).  A notebook whose kernel language
 is not Python has no findings.
 
 A fix rewrites only the ``source`` values of the cells it changed, spliced
@@ -44,6 +46,9 @@ __all__ = ["CellFinding", "check_notebook", "fix_and_check_notebook", "fix_noteb
 _MARKER = "# np2torch:cell "
 _MARKER_LINE = re.compile(r"^# np2torch:cell (\d+)\n", re.MULTILINE)
 _MAGIC_PREFIX = "#np2torch-magic:"
+# A masked line magic stays a statement that calls a name of the module (`%timeit f(x)` runs `f`, `%env`
+# sets up): where the runtime import goes (np2torch.lint.placement) counts it as code that may run a fix.
+_MAGIC_MASK = "__np2torch_magic__ = __np2torch_magic__()" + _MAGIC_PREFIX
 _MAGIC_LINE = re.compile(r"^([ \t]*)(?=[%!])", re.MULTILINE)
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 _WS = re.compile(r"[ \t\n\r]*")
@@ -188,10 +193,11 @@ def _python_text(cell: _Cell) -> str | None:
         return None
     if _parses(text):
         return text
-    masked = _MAGIC_LINE.sub(lambda m: m.group(1) + _MAGIC_PREFIX, text)
-    if masked != text and _parses(masked):
-        cell.masked = True
-        return masked
+    for mask in (_MAGIC_MASK, _MAGIC_PREFIX):  # a statement where one fits its indentation, else a comment
+        masked = _MAGIC_LINE.sub(lambda m: m.group(1) + mask, text)
+        if masked != text and _parses(masked):
+            cell.masked = True
+            return masked
     return None
 
 
@@ -283,7 +289,7 @@ def fix_and_check_notebook(text: str, path: str = "<notebook>", *,
         # The cell keeps its own trailing newlines (the fixer may add a blank line after its import).
         piece = piece.rstrip("\r\n") + cell.text[len(cell.text.rstrip("\r\n")):]
         if cell.masked:
-            piece = piece.replace(_MAGIC_PREFIX, "")
+            piece = piece.replace(_MAGIC_MASK, "").replace(_MAGIC_PREFIX, "")
         if piece != cell.text:
             edits.append((cell.span, _source_json(text[cell.span[0]:cell.span[1]], cell.value, piece, ascii_only)))
     fixed = text
