@@ -58,14 +58,17 @@ def test_a_later_rebinding_is_seen_in_cell_order() -> None:
     assert located(text) == []
 
 
-def test_line_magics_are_masked_and_cell_magics_skipped() -> None:
+def test_line_magics_are_masked_and_other_languages_cell_magics_skipped() -> None:
     text = nbformat_text(notebook(
         code(["%matplotlib inline\n", "!pip list\n", "import numpy as np\n", "%timeit np.exp(x)\n", "a = np.log(x)"]),
-        code(["%%time\n", "b = np.exp(x)"]),
+        code(["%%bash\n", "b = np.exp(x)"]),
         code(["files = !ls\n", "c = np.exp(files)"]),  # does not parse even masked: skipped
         code("d = np.exp(x)"),
+        code(["%%time\n", "e = np.exp(x)"]),  # a Python body: a cell of the module
     ))
-    assert located(text) == [(1, 5, 5, "NPT002", True), (4, 1, 5, "NPT001", True)]
+    assert located(text) == [(1, 5, 5, "NPT002", True), (4, 1, 5, "NPT001", True), (5, 2, 5, "NPT001", True)]
+    cells = json.loads(fix_notebook(text, "n.ipynb"))["cells"]
+    assert cells[4]["source"] == ["%%time\n", "e = np2t.exp(x)"] and cells[1]["source"] == ["%%bash\n", "b = np.exp(x)"]
 
 
 def test_a_cell_that_does_not_parse_is_skipped_not_an_error() -> None:

@@ -8,7 +8,9 @@ them, and the engine runs on that text.  Findings are mapped back to
 line and column inside the cell.
 
 Cells that are not Python are skipped: markdown and raw cells, a cell whose
-first line is a cell magic (``%%time``, ``%%bash``), and a cell that does not
+first line is a cell magic with another language (``%%bash``; ``%%time``,
+``%%timeit``, ``%%capture``, ``%%prun`` and ``%%debug`` run their Python body
+and are cells of the module, their first line masked), and a cell that does not
 parse even after its IPython line magics and shell escapes (lines starting
 with ``%`` or ``!``) are masked as a statement that may call the module's code
 (``%timeit f(x)`` runs ``f``) with the magic as its comment (as a comment alone
@@ -49,6 +51,8 @@ _MAGIC_PREFIX = "#np2torch-magic:"
 # A masked line magic stays a statement that calls a name of the module (`%timeit f(x)` runs `f`, `%env`
 # sets up): where the runtime import goes (np2torch.lint.placement) counts it as code that may run a fix.
 _MAGIC_MASK = "__np2torch_magic__ = __np2torch_magic__()" + _MAGIC_PREFIX
+_PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug"})
+"""Cell magics whose body is Python run in the kernel's namespace: such a cell is a cell of the module."""
 _MAGIC_LINE = re.compile(r"^([ \t]*)(?=[%!])", re.MULTILINE)
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 _WS = re.compile(r"[ \t\n\r]*")
@@ -189,7 +193,8 @@ def _python_text(cell: _Cell) -> str | None:
     text = cell.text
     if not text.strip() or _MARKER in text or _MAGIC_PREFIX in text:
         return None
-    if text.lstrip().startswith("%%"):
+    cell_magic = re.match(r"%%(\w*)", text.lstrip())
+    if cell_magic and cell_magic.group(1) not in _PYTHON_CELL_MAGICS:
         return None
     if _parses(text):
         return text
