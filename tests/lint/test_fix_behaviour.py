@@ -392,3 +392,19 @@ def test_a_vendored_runtime_imported_after_the_path_set_up_inside_the_main_block
     }
     fixed = assert_same_behaviour(tmp_path, files, ["main.py"], settings=Settings(runtime_module="fastmath", alias="fm"))
     assert "    import numpy as np\n    import fastmath as fm\n" in fixed["main.py"]
+
+
+def test_a_vendored_runtime_imported_after_a_path_set_up_that_follows_the_numpy_import(tmp_path: Path) -> None:
+    files = {
+        **_VENDORED,
+        "main.py": """
+            import sys
+
+            import numpy as np
+
+            sys.path.insert(0, "vendor")
+            print(np.exp(np.zeros(2)))
+        """,
+    }
+    fixed = assert_same_behaviour(tmp_path, files, ["main.py"], settings=Settings(runtime_module="fastmath", alias="fm"))
+    assert 'sys.path.insert(0, "vendor")\nimport fastmath as fm\n' in fixed["main.py"]

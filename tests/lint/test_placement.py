@@ -115,6 +115,19 @@ def _import_after_marker(source: str) -> None:
         ),
         pytest.param(
             """
+            import os
+            import sys
+
+            import numpy as np
+
+            sys.path.insert(0, "vendor")
+            os.environ.setdefault("NP2TORCH_MIN_SIZE", "0")  # <-
+            X = np.exp(np.ones(3))
+            """,
+            id="after set-up between the numpy import and the first fix",
+        ),
+        pytest.param(
+            """
             from numpy import *
             import numpy as np  # <-
 

@@ -15,8 +15,10 @@ is called, not when it is defined.  So:
   statement that defines such a function and can call code is the deadline
   itself (``if __name__ == "__main__": def main(): ...; main()``).
 * The import goes right after the last module-level import that the findings
-  resolve through and that runs before the deadline (and after every star
-  import before the deadline): whatever that import needed ran before it.
+  resolve through and that runs before the deadline: whatever that import
+  needed ran before it; and after every star import and every statement that
+  changes what an import finds or reads (``sys.path``, ``os.environ``: the
+  runtime reads ``NP2TORCH_*`` when it loads) before the deadline.
 * With none before the deadline but one inside the deadline statement
   (``if __name__ == "__main__": import numpy as np; main()``, a module-level
   ``try:``), right after that import in its block, when that is sound: no
@@ -274,7 +276,8 @@ def import_place(
     before_deadline = [i for i in before if i is not None and i < deadline]
     if before_deadline:
         star_units = [units.index_of(star.lineno) for found in stars.values() for star in found]
-        last = max([*before_deadline, *(i for i in star_units if i is not None and i < deadline)])
+        set_up = [i for i in range(max(before_deadline) + 1, deadline) if _sets_up_imports(units[i])]
+        last = max([*before_deadline, *set_up, *(i for i in star_units if i is not None and i < deadline)])
         place: ImportPlace | str = ImportPlace(units[last].last)
     elif deadline < len(units) and any(units.index_of(stmt.lineno) == deadline for stmt in anchors):
         inside = sorted((s for s in anchors if units.index_of(s.lineno) == deadline), key=lambda s: s.lineno)
@@ -299,6 +302,23 @@ def _own_names(tree: ast.Module) -> set[str]:
                     root = alias.name.partition(".")[0]
                     plain_imports[root] = plain_imports.get(root, 0) + 1
     return {name for name, kinds in bound_names(tree).items() if kinds.count("other") > plain_imports.get(name, 0)}
+
+
+# What the runtime's import reads: the environment (NP2TORCH_DEVICE and NP2TORCH_MIN_SIZE when it loads;
+# NumPy and torch their thread settings) and where modules are found (sys.path, sys.meta_path, sys.modules).
+_IMPORT_STATE = frozenset({"environ", "putenv", "unsetenv", "path", "meta_path", "path_hooks", "modules",
+                           "addsitedir", "load_dotenv"})
+
+
+def _sets_up_imports(unit: Unit) -> bool:
+    """The unit may change what an import finds or reads (``os.environ[...] = ...``, ``sys.path.insert``)."""
+    for stmt in unit.stmts:
+        for node in _import_time_nodes(stmt):
+            if (isinstance(node, ast.Attribute) and node.attr in _IMPORT_STATE) or (
+                isinstance(node, ast.Name) and node.id in _IMPORT_STATE
+            ):
+                return True
+    return False
 
 
 def _deadline(units: Units, fixes: _Fixes) -> int:
