@@ -43,6 +43,12 @@ def _imports(name: str, path: Path) -> List[Tuple[str, Tuple[str, ...]]]:
     return found
 
 
+ENTRY_POINTS = {("np2torch", "np2torch.run.ipython")}
+"""Edges the graph leaves out: hooks another program looks for on the top-level package, which import their
+layer inside the hook (IPython calls ``np2torch.load_ipython_extension`` for ``%load_ext np2torch``), while
+that layer reads ``np2torch.__version__`` as the command line does."""
+
+
 def _graph() -> Dict[str, Set[str]]:
     edges: Dict[str, Set[str]] = {name: set() for name in MODULES}
     for name, path in MODULES.items():
@@ -51,8 +57,21 @@ def _graph() -> Dict[str, Set[str]]:
             targets = submodules or ({module} if module in MODULES else set())
             if names and submodules and len(submodules) < len(names) and module in MODULES:
                 targets.add(module)  # `from pkg import submodule, name`: the package too
-            edges[name] |= targets - {name}
+            edges[name] |= {target for target in targets - {name} if (name, target) not in ENTRY_POINTS}
     return edges
+
+
+def test_an_entry_point_is_imported_only_inside_its_hooks() -> None:
+    for name, target in ENTRY_POINTS:
+        tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
+        package, _, module = target.rpartition(".")
+        at_top = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))
+                  and (node.module == package and any(alias.name == module for alias in node.names)
+                       or any(alias.name == target for alias in node.names))]
+        in_functions = [node for function in tree.body if isinstance(function, ast.FunctionDef)
+                        for node in ast.walk(function) if isinstance(node, ast.ImportFrom) and node.module == package
+                        and any(alias.name == module for alias in node.names)]
+        assert not at_top and in_functions, (name, target)
 
 
 def _cycles(edges: Dict[str, Set[str]]) -> List[List[str]]:
@@ -123,6 +142,17 @@ def test_the_command_line_imports_no_tool_module() -> None:
 def test_the_flake8_plugin_needs_no_runner() -> None:
     # flake8 runs the plugin once per file in its own processes: config and engine, no worker pools or cache.
     assert _crossings("np2torch.cli.flake8_plugin", ("np2torch.cli.runner", "np2torch.cli.cache")) == []
+
+
+def test_only_the_language_server_imports_pygls() -> None:
+    # pygls is the optional extra np2torch[server]: the linter, the command line, `run`, the tools and the runtime
+    # never need it, and none of them imports the server (the command line names it in LAZY_COMMANDS).
+    lsp = ("pygls", "lsprotocol", "np2torch.server")
+    found = [crossing for layer in ("np2torch.lint", "np2torch.cli", "np2torch.run", "np2torch.tools", "np2torch.runtime")
+             for crossing in _crossings(layer, lsp)]
+    assert found == []
+    assert _crossings("np2torch.server.command", ("pygls", "lsprotocol")) == []  # imports the server when run
+    assert _crossings("np2torch.server", ("np2torch.tools",)) == []
 
 
 def test_the_crossing_check_sees_an_import() -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 HEAVY = ("torch", "libcst")
-LAZY_SUBCOMMANDS = ("np2torch.tools.bench", "np2torch.tools.vendor", "np2torch.cli.explain")
+LAZY_SUBCOMMANDS = ("np2torch.tools.bench", "np2torch.tools.vendor", "np2torch.cli.explain", "np2torch.server.command")
 
 
 def loaded_after(code: str, *, cwd: Path | None = None, env: dict[str, str] | None = None) -> dict[str, object]:
@@ -113,3 +113,38 @@ def test_runtime_imports_torch_only_when_a_call_takes_the_torch_path() -> None:
         print(json.dumps({"before": before, "after": "torch" in sys.modules}))
     """, env={"NP2TORCH_MIN_SIZE": "", "NP2TORCH_DEVICE": ""})
     assert result == {"before": False, "after": True}
+
+
+def test_the_linter_and_the_runtime_run_without_pygls(tmp_path: Path) -> None:
+    # pygls (np2torch[server]) poisoned: check, fix and the runtime work, the server says what to install.
+    poison = tmp_path / "poison"
+    for name in ("pygls", "lsprotocol"):
+        (poison / name).mkdir(parents=True)
+        (poison / name / "__init__.py").write_text(f"raise ModuleNotFoundError('poisoned', name={name!r})\n")
+    (tmp_path / "m.py").write_text("import numpy as np\ny = np.exp(np.ones(3))\n")
+    result = loaded_after("""
+        import io, json, sys, contextlib
+        from np2torch.cli import main
+        with contextlib.redirect_stdout(io.StringIO()):
+            check, fix = main(["check", "--no-cache", "m.py"]), main(["fix", "--no-cache", "m.py"])
+        import np2torch.runtime as np2t
+        import numpy as np
+        float(np2t.exp(np.ones(3))[0])
+        with contextlib.redirect_stderr(io.StringIO()) as err:
+            server = main(["server"])
+        print(json.dumps({"check": check, "fix": fix, "server": server, "said": err.getvalue().strip(),
+                          "loaded": [m for m in ("pygls", "lsprotocol", "np2torch.server.lsp") if m in sys.modules]}))
+    """, cwd=tmp_path, env={"PYTHONPATH": os.pathsep.join(p for p in (str(poison), os.environ.get("PYTHONPATH", "")) if p)})
+    assert result == {"check": 1, "fix": 0, "server": 2, "loaded": [],
+                      "said": "Error: `np2torch server` needs pygls, which is not installed: pip install 'np2torch[server]'"}
+
+
+def test_the_language_server_imports_neither_numpy_nor_torch() -> None:
+    result = loaded_after("""
+        import json, sys
+        from np2torch.server import lsp
+        from np2torch.lint import engine
+        engine.fix_source("import numpy as np\\ny = np.exp(x)\\n")
+        print(json.dumps({m: m in sys.modules for m in ("numpy", "torch")}))
+    """)
+    assert result == {"numpy": False, "torch": False}

@@ -6,6 +6,9 @@ The linter's API is text in, text out: :func:`check_source` gives the findings,
 ``import np2torch`` stays cheap: the engine (and LibCST) load on first use of
 these, and torch only ever loads inside :mod:`np2torch.runtime`, on the first
 call that takes the torch path.
+
+``%load_ext np2torch`` in IPython or Jupyter runs every later cell with the
+rewrite of ``np2torch run`` (:mod:`np2torch.run.ipython`, loaded then).
 """
 
 from __future__ import annotations
@@ -17,6 +20,20 @@ __all__ = ["Finding", "FixResult", "Settings", "check_source", "fix_and_check", 
 
 if TYPE_CHECKING:
     from np2torch.lint.engine import Finding, FixResult, Settings, check_source, fix_and_check, fix_source
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext np2torch``: every cell run afterwards runs with the rewrite (docs/run.md)."""
+    from np2torch.run import ipython as extension
+
+    extension.load(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """``%unload_ext np2torch``: cells run as they are again."""
+    from np2torch.run import ipython as extension
+
+    extension.unload(ipython)
 
 
 def __getattr__(name: str) -> Any:

@@ -4,7 +4,9 @@ the flake8 plugin."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -253,3 +255,34 @@ def test_the_plugin_yields_nothing_for_a_file_that_does_not_parse() -> None:
     assert list(Plugin(None, "bad.py", lines).run()) == []  # type: ignore[arg-type]  # flake8's E999 reports it
     found = list(Plugin(None, "ok.py", lines[:2]).run())  # type: ignore[arg-type]
     assert [(line, col, text.split()[0]) for line, col, text, _ in found] == [(2, 4, "NPT001")]
+
+
+# ---------------------------------------------------------------- the VS Code task of docs/integrations.md
+
+
+def _vscode_task() -> dict:
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "integrations.md").read_text()
+    blocks = [json.loads(block) for block in re.findall(r"```json\n(.*?)```", docs, re.DOTALL) if "problemMatcher" in block]
+    assert len(blocks) == 1
+    return blocks[0]["tasks"][0]
+
+
+def test_the_vscode_task_locates_each_finding_left_and_no_notebook_cell(capsys: pytest.CaptureFixture[str]) -> None:
+    task = _vscode_task()
+    matcher = task["problemMatcher"]
+    assert matcher["fileLocation"] == ["relative", "${workspaceFolder}"] and task["options"]["cwd"] == "${workspaceFolder}"
+    pattern = re.compile(matcher["pattern"]["regexp"])
+    write("pkg/mod.py", "import numpy as np\n\nTABLE = {np.exp: 1}\ny = np.log(x)\n")  # the key is left: no fix
+    code, out, _err = run(capsys, *[arg.replace("${relativeFile}", "pkg/mod.py") for arg in task["args"]])
+    assert task["command"] == "np2torch" and code == 1
+    found = [match.groups() for line in out.splitlines() if (match := pattern.match(line))]
+    assert [(file, int(line), int(column), code) for file, line, column, code, _message in found] == [
+        ("pkg/mod.py", 4, 10, "NPT001")]  # in the fixed file: its runtime import came first
+    assert Path(found[0][0]).read_text().splitlines()[3][9:].startswith("np.exp")
+
+    cells = [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+              "source": "import numpy as np\nTABLE = {np.exp: 1}\n"}]
+    write("nb.ipynb", json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    code, out, _err = run(capsys, "check", "--no-cache", "nb.ipynb")
+    assert code == 1 and "nb.ipynb:cell 1:2:10: NPT001" in out
+    assert not any(pattern.match(line) for line in out.splitlines())

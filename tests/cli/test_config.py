@@ -16,6 +16,7 @@ from np2torch.cli.config import (
     load_config,
     load_explicit_config,
     run_settings,
+    settings_for_file,
 )
 from np2torch.lint.rules import RULES
 
@@ -228,3 +229,16 @@ def test_resolve_cli_runtime_options_win(tmp_path: Path) -> None:
     assert run_settings(config, Overrides()).lint.alias == "a"
     settings = run_settings(config, Overrides(alias="b", runtime_module="pkg.m")).lint
     assert (settings.alias, settings.runtime_module) == ("b", "pkg.m")
+
+
+def test_settings_for_file_are_those_of_check_with_force_exclude(tmp_path: Path) -> None:
+    # What an editor integration lints a file it is handed with (the flake8 plugin, np2torch server).
+    write_pyproject(tmp_path / "proj", '[tool.np2torch]\nselect = ["NPT002"]\nextend-exclude = ["gen"]\n')
+    finder = ConfigFinder()
+    settings = settings_for_file(str(tmp_path / "proj" / "pkg" / "m.py"), Overrides(unsafe_fixes=True), finder)
+    assert settings is not None and settings.codes == ("NPT002",) and settings.lint.unsafe_fixes
+    assert settings_for_file(str(tmp_path / "proj" / "gen" / "m.py"), finder=finder) is None
+    assert settings_for_file(str(tmp_path / "elsewhere.py")) == run_settings(ConfigFinder().for_file("x.py"), Overrides())
+    write_pyproject(tmp_path / "broken", "[tool.np2torch]\nselekt = 1\n")
+    with pytest.raises(ConfigError, match="unknown key 'selekt'"):
+        settings_for_file(str(tmp_path / "broken" / "m.py"))

@@ -22,6 +22,7 @@ from np2torch.lint.engine import (
     SourceError,
     _analyze,
     check_source,
+    fix_findings,
     fix_source,
     may_contain,
 )
@@ -428,6 +429,35 @@ def test_check_never_loads_libcst_or_torch() -> None:
         """
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+FOUR = "import numpy as np\nfrom numpy import log\n\n\ndef f(x):\n    return np.exp(x) + log(x) + np.exp(2 * x) + log(x)\n"
+
+
+def test_fix_findings_fixes_that_finding_alone() -> None:
+    findings = check_source(FOUR)
+    assert [f.code for f in findings] == ["NPT001", "NPT002", "NPT001", "NPT002"]
+    one = fix_findings(FOUR, [findings[1]])
+    assert one.splitlines()[-1] == "    return np.exp(x) + np2t.log(x) + np.exp(2 * x) + log(x)"
+    assert "from numpy import log" in one  # still used by the finding left unfixed
+    assert [f.code for f in check_source(one)] == ["NPT001", "NPT001", "NPT002"]
+
+
+def test_fix_findings_of_every_finding_is_fix_source() -> None:
+    assert fix_findings(FOUR, check_source(FOUR)) == fix_source(FOUR)
+
+
+@pytest.mark.parametrize("findings", [
+    pytest.param([], id="none"),
+    pytest.param([Finding("<string>", 6, 12, 6, 18, "NPT002", "m", True, None)], id="a position with no finding"),
+])
+def test_fix_findings_without_a_finding_of_this_text_changes_nothing(findings: list[Finding]) -> None:
+    assert fix_findings(FOUR, findings) is FOUR
+
+
+def test_fix_findings_leaves_an_unfixable_finding_alone() -> None:
+    source = "import numpy as np\nTABLE = {np.exp: 1}\n"
+    assert fix_findings(source, check_source(source)) is source
 
 
 def test_engine_module_exports() -> None:

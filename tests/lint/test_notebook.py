@@ -11,7 +11,7 @@ import pytest
 
 from np2torch.cli import main
 from np2torch.lint import engine
-from np2torch.lint.notebook import check_notebook, fix_and_check_notebook, fix_notebook
+from np2torch.lint.notebook import check_notebook, fix_and_check_notebook, fix_notebook, fix_notebook_findings
 
 
 def code(source: object, n: int = 1) -> dict:
@@ -329,3 +329,23 @@ def test_a_malformed_notebook_is_one_error_line_and_others_go_on(in_tmp: Path, c
 def test_null_metadata_is_an_empty_object() -> None:
     assert located(_with_metadata(None)) == [(1, 2, 1, "NPT001", True)]
     assert located(_with_metadata({"language_info": None, "kernelspec": None})) == [(1, 2, 1, "NPT001", True)]
+
+
+# ---------------------------------------------------------------- one finding (an editor's quick fix)
+
+
+def test_fix_notebook_findings_fixes_that_finding_alone() -> None:
+    text = nbformat_text(notebook(
+        code(["import numpy as np\n", "%timeit np.exp(x)"]),
+        markdown(["np.exp(x) in prose"]),
+        code(["a = np.exp(x)\n", "b = np.log(x)"]),
+        code("c = np.exp(x)"),
+    ))
+    findings = check_notebook(text, "n.ipynb")
+    assert [(f.cell, f.line, f.code) for f in findings] == [(3, 1, "NPT001"), (3, 2, "NPT002"), (4, 1, "NPT001")]
+    fixed = fix_notebook_findings(text, [findings[1]], "n.ipynb")
+    sources = ["".join(cell["source"]) for cell in json.loads(fixed)["cells"]]
+    assert sources == ["import numpy as np\nimport np2torch.runtime as np2t\n\n%timeit np.exp(x)", "np.exp(x) in prose",
+                       "a = np.exp(x)\nb = np2t.log(x)", "c = np.exp(x)"]
+    assert fix_notebook_findings(text, findings, "n.ipynb") == fix_notebook(text)
+    assert fix_notebook_findings(text, [], "n.ipynb") is text

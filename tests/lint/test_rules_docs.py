@@ -33,6 +33,15 @@ def test_docs_rules_md_is_generated_from_the_table() -> None:
     assert on_disk == pages.rules_document(), "docs/rules.md is stale: run `python -m np2torch.tools.docs --write`"
 
 
+def test_each_rules_link_is_its_section_of_the_published_page() -> None:
+    # Editors link a diagnostic's code there (np2torch server): the page is docs/rules.md, the anchor the code's.
+    assert pages.RULES_URL.endswith("/" + pages.DOCS_PATH.as_posix())
+    text = pages.rules_document()
+    for rule in RULES:
+        url = pages.rule_url(rule.code)
+        assert url.startswith(pages.RULES_URL + "#") and f'<a id="{url.rpartition("#")[2]}"></a>' in text
+
+
 def test_stale_docs_are_detected(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     assert docs.main(["--check"]) == 1

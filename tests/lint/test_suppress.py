@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from np2torch.lint.engine import Settings, check_source, fix_source
-from np2torch.lint.suppress import MARKER, in_runtime_module
+from np2torch.lint.suppress import MARKER, add_noqa, add_noqa_lines, in_runtime_module
 
 CODE = "import numpy as np\nimport scipy.special\n\ny = np.exp(x)\nz = np.log(x)\nw = scipy.special.erf(x)\n"
 ALL = ["NPT001", "NPT002", "NPT003"]
@@ -125,3 +125,82 @@ def test_a_finding_without_fix_keeps_its_own_reason_in_the_runtime(tmp_path: Pat
     text = "import numpy as np\nif f is np.exp:\n    y = np.log(x)\n"
     findings = check_source(text, str(folder / "fast.py"), settings=Settings(runtime_module="proj.fast"))
     assert "compared" in findings[0].reason and "import itself" in findings[1].reason
+
+
+# ---------------------------------------------------------------- add_noqa
+
+
+@pytest.mark.parametrize(
+    "text, line, codes, expected",
+    [
+        pytest.param("y = np.exp(x)\n", 1, ["NPT001"], "y = np.exp(x)  # noqa: NPT001\n", id="a line without a comment"),
+        pytest.param("y = np.exp(x)   \t\n", 1, ["NPT001"], "y = np.exp(x)  # noqa: NPT001\n", id="trailing blanks replaced"),
+        pytest.param("y = np.exp(x)  # noqa: E501\n", 1, ["NPT001"], "y = np.exp(x)  # noqa: E501, NPT001\n",
+                     id="merged into the line's noqa"),
+        pytest.param("y = np.exp(x)  # noqa:E501 -- why\n", 1, ["NPT001"], "y = np.exp(x)  # noqa:E501, NPT001 -- why\n",
+                     id="merged before the text after the codes"),
+        pytest.param("y = np.exp(x)  # a note\n", 1, ["NPT001"], "y = np.exp(x)  # a note  # noqa: NPT001\n",
+                     id="after another comment"),
+        pytest.param("y = np.exp(np.log(x))\n", 1, ["npt001", "NPT002", "NPT001"],
+                     "y = np.exp(np.log(x))  # noqa: NPT001, NPT002\n", id="several codes, once each, upper case"),
+        pytest.param("a = 1\ny = np.exp(x)\r\nb = 2\r\n", 2, ["NPT001"], "a = 1\ny = np.exp(x)  # noqa: NPT001\r\nb = 2\r\n",
+                     id="the line's own ending"),
+        pytest.param("a = 1\ry = np.exp(x)\rb = 2", 2, ["NPT001"], "a = 1\ry = np.exp(x)  # noqa: NPT001\rb = 2",
+                     id="CR-only lines"),
+        pytest.param("y = np.exp(x)", 1, ["NPT001"], "y = np.exp(x)  # noqa: NPT001", id="no final newline"),
+        pytest.param("y = f(np.exp(x),\n      2)\n", 1, ["NPT001"], "y = f(np.exp(x),  # noqa: NPT001\n      2)\n",
+                     id="inside brackets"),
+        pytest.param("\ufeffy = np.exp(x)  # noqa: E501\n", 1, ["NPT001"], "\ufeffy = np.exp(x)  # noqa: E501, NPT001\n",
+                     id="after a BOM"),
+        pytest.param("s = '# noqa'; y = np.exp(x)\n", 1, ["NPT001"], "s = '# noqa'; y = np.exp(x)  # noqa: NPT001\n",
+                     id="a noqa inside a string is no comment"),
+    ],
+)
+def test_add_noqa(text: str, line: int, codes: list[str], expected: str) -> None:
+    assert add_noqa(text, line, codes) == expected
+    assert add_noqa(expected, line, codes) == expected  # twice is once
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("y = np.exp(x)  # noqa\n", id="a bare noqa suppresses every code"),
+        pytest.param("y = np.exp(x)  # NOQA: npt001\n", id="already listed, any case"),
+        pytest.param("y = np.exp(x)  # noqa: E501 NPT001\n", id="listed with a space"),
+    ],
+)
+def test_add_noqa_leaves_a_line_that_already_suppresses_the_code(text: str) -> None:
+    assert add_noqa(text, 1, ["NPT001"]) is text
+
+
+@pytest.mark.parametrize(
+    "text, line",
+    [
+        pytest.param('y = f("""a\n""", np.exp(x))\n', 1, id="the line ends inside a string"),
+        pytest.param("y = np.exp(x) + \\\n    1\n", 1, id="a backslash continues the line"),
+        pytest.param("y = np.exp(x)\n", 3, id="no such line"),
+    ],
+)
+def test_add_noqa_where_no_comment_can_stand_is_a_value_error(text: str, line: int) -> None:
+    with pytest.raises(ValueError, match=f"^line {line}: "):
+        add_noqa(text, line, ["NPT001"])
+
+
+def test_add_noqa_suppresses_what_it_says() -> None:
+    text = "import numpy as np\ny = np.exp(np.log(x))  # noqa: E501\n"
+    assert codes(add_noqa(text, 2, ["NPT001", "NPT002"])) == []
+    assert codes(add_noqa(text, 2, ["NPT002"])) == ["NPT001"]
+
+
+def test_add_noqa_to_text_that_cannot_be_tokenized_is_a_value_error() -> None:
+    with pytest.raises(ValueError, match="^line 1: cannot tokenize the text"):
+        add_noqa("y = np.exp(x) + len('''abc\n", 1, ["NPT001"])
+
+
+def test_add_noqa_lines_tokenizes_once_and_names_the_lines_it_left() -> None:
+    text = 'a = np.exp(x)\nb = f("""\n""", np.log(x))  # noqa: E501\nc = np.exp(x) + \\\n    1\nd = np.log(x)\n'
+    fixed, refused = add_noqa_lines(text, {1: ["NPT001"], 3: ["NPT002"], 4: ["NPT001"], 6: ["NPT002"], 9: ["NPT001"]})
+    assert fixed == ('a = np.exp(x)  # noqa: NPT001\nb = f("""\n""", np.log(x))  # noqa: E501, NPT002\n'
+                     'c = np.exp(x) + \\\n    1\nd = np.log(x)  # noqa: NPT002\n')
+    assert refused == [4, 9]
+    assert add_noqa_lines(fixed, {1: ["NPT001"], 3: ["NPT002"], 6: ["NPT002"]}) == (fixed, [])

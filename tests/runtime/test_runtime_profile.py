@@ -103,6 +103,40 @@ def test_bands_go_original_then_one_thread_then_the_pool():
     assert bands.at(999) == "numpy"  # nothing measured below the smallest size: the original
 
 
+def test_a_measured_size_gets_the_path_measured_fastest_there():
+    # 30,000 lies between two sizes of the band grid (26,102 and 31,623): the grid alone put it in the
+    # band of 26,102, below the smallest measured size, where nothing but the original is chosen.
+    curve = Curve((30_000, 300_000), {"numpy": (14e-6, 173e-6), "cpu1": (9.8e-6, 102e-6), "cpu": (45e-6, 53e-6)})
+    bands = _model.bands_of(curve, _model.CPU_PATHS)
+    assert [bands.at(n) for n in (29_999, 30_000, 300_000)] == ["numpy", "cpu1", "cpu"]
+
+
+def test_a_prior_is_another_machines_so_it_never_vetoes_measuring():
+    # The reference machine (2 threads): one torch thread 2.3x the original, the pool 1.2x. Scaled to 16
+    # cores the pool is predicted ~6x faster; one thread stays the reference machine's.
+    assert _backend.load_torch()
+    builtin = Profile("builtin", {}, 1.0, 2, {"exp/float64": synthetic(1.0, cpu1=(5e-6, 2.3), cpu=(1e-4, 1.2))})
+    PROCESS.reload_profile()
+    PROCESS.profile = _model.Active(None, builtin, "never-written.json", {"cores": 16})
+    try:
+        # the one-thread guard is not judged on another machine's one thread: the prior predicts the pool ...
+        assert _decide.route("exp", "float64", 10**7, "cpu", None, False, dry_run=True).path == "cpu"
+        # ... which a call measures first; unmeasured, it would get the guarded prior's answer: the original
+        request = _decide.route("exp", "float64", 10**7, "cpu", None, False)
+        assert isinstance(request, _decide.Measure) and request.otherwise is None
+        # with torch loaded, a pair the prior keeps on the original is measured from CALIBRATE_FROM on too
+        request = _decide.route("exp", "float64", _decide.CALIBRATE_FROM, "cpu", None, False)
+        assert isinstance(request, _decide.Measure) and request.otherwise is None
+        assert _decide.route("exp", "float64", _decide.CALIBRATE_FROM - 1, "cpu", None, False) is None
+        assert _decide.torch_floor("exp", ("float64",)) == _decide.CALIBRATE_FROM
+        # the built-in profile alone (NP2TORCH_PROFILE=builtin) measures nothing and keeps the guard
+        PROCESS.reload_profile()
+        PROCESS.profile = _model.Active(None, builtin, None, {"cores": 16})
+        assert _decide.route("exp", "float64", 10**7, "cpu", None, False) is None
+    finally:
+        PROCESS.reload_profile()
+
+
 def test_a_path_must_be_ten_percent_faster():
     curve = synthetic(1.0, cpu1=(2e-7, 0.95))  # only 5 % faster: not worth the risk
     assert _model.bands_of(curve, _model.CPU_PATHS).paths == ("numpy",)

@@ -30,13 +30,15 @@ from np2torch.cli.config import (
     check_selectors,
     check_target_version,
     depends_on,
+    display_path,
     load_explicit_config,
     project_file,
     run_settings,
     split_codes,
 )
-from np2torch.cli.discovery import discover
-from np2torch.cli.files import FileError, decode_notebook, decode_source, is_notebook
+from np2torch.cli.discovery import Target, discover
+from np2torch.cli.files import FileError, decode_notebook, decode_source, is_notebook, read_bytes
+from np2torch.cli.from_run import Margin, RunReport, parse_margin, plan_file
 from np2torch.cli.output import (
     FORMATS,
     Progress,
@@ -61,6 +63,9 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
     "tune": ("np2torch.tools.tune", "command", "Measure this machine's profile: which path is fastest, per function and size."),
     "vendor": ("np2torch.tools.vendor", "command", "Copy the runtime into a project as a package."),
     "explain": ("np2torch.cli.explain", "command", "Explain a rule, e.g. `np2torch explain NPT001`."),
+    "server": ("np2torch.server.command", "command", "Run the language server (LSP over stdio) for editors."),
+    "run": ("np2torch.run.command", "command",
+            "Run a program with the rewrite applied in memory; report what each call site saved."),
 }
 
 
@@ -201,10 +206,19 @@ def check(ctx: click.Context, /, **options: Any) -> None:
 @_shared_options
 @click.option("--diff", is_flag=True, help="Print a unified diff of the fixes, write nothing (exit 1 if any).")
 @click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit 1 whenever a file was rewritten.")
+@click.option("--from-run", metavar="REPORT",
+              help="Rewrite only the call sites whose saving `np2torch run --report-file REPORT` measured "
+                   "(default paths: the report's files).")
+@click.option("--min-saving", metavar="MARGIN", callback=_validated(parse_margin),
+              help="With --from-run: the saving a site must show, e.g. 10%,1ms (the default).")
 @click.pass_context
-def fix(ctx: click.Context, /, diff: bool, exit_non_zero_on_fix: bool, **options: Any) -> None:
+def fix(ctx: click.Context, /, diff: bool, exit_non_zero_on_fix: bool, from_run: str | None,
+        min_saving: Margin | None, **options: Any) -> None:
     """Rewrite NumPy/SciPy calls to np2torch.runtime helpers, in place."""
-    ctx.exit(_run(runner.DIFF if diff else runner.FIX, exit_non_zero_on_fix=exit_non_zero_on_fix, **options))
+    if min_saving is not None and from_run is None:
+        raise click.UsageError("--min-saving goes with --from-run")
+    ctx.exit(_run(runner.DIFF if diff else runner.FIX, exit_non_zero_on_fix=exit_non_zero_on_fix,
+                  from_run=from_run, margin=min_saving or Margin(), **options))
 
 
 @cli.command(name="rules", short_help="List the rules.")
@@ -252,9 +266,23 @@ def _run(mode: str, *, paths: tuple[str, ...], select: tuple[str, ...] | None, i
          alias: str | None, force_exclude: bool, no_cache: bool, jobs: int | None,
          target_version: tuple[int, int] | None = None, stdin_filename: str | None = None,
          statistics: bool = False, show_fixes: bool = False, unsafe_fixes: bool = False,
-         exit_non_zero_on_fix: bool = False) -> int:
+         exit_non_zero_on_fix: bool = False, from_run: str | None = None, margin: Margin | None = None) -> int:
     overrides = Overrides(select=select, ignore=ignore or (), runtime_module=runtime_module, alias=alias,
                           unsafe_fixes=unsafe_fixes, target_version=target_version)
+    report = None
+    if from_run is not None:
+        if STDIN in paths or stdin_filename is not None:
+            _error("error: --from-run fixes files the run measured, not stdin")
+            return 2
+        try:
+            report = RunReport.load(from_run)
+        except ConfigError as exc:
+            _error(f"error: {exc}")
+            return 2
+        paths = paths or tuple(display_path(path) for path in report.paths())
+        if not paths:
+            _error(f"warning: no file {from_run} measured exists; nothing to fix")
+            return 0
     if STDIN in paths or (stdin_filename is not None and not paths):
         if paths not in ((), (STDIN,)):
             _error(f"error: `{STDIN}` (stdin) cannot be combined with other paths")
@@ -275,13 +303,19 @@ def _run(mode: str, *, paths: tuple[str, ...], select: tuple[str, ...] | None, i
 
     cache = None if no_cache else Cache(default_cache_folder())
     results = [runner.FileResult(e.path, errors=[str(e)]) for e in missing]
+    only: dict[str, frozenset[tuple[int, int, str]]] = {}
+    if report is not None:
+        targets, refused = _plan_from_run(report, margin or Margin(), targets, lambda t: settings[id(t.config)],
+                                          only, quiet)
+        results += refused
     results += runner.run(targets, lambda t: settings[id(t.config)], mode, jobs=jobs, cache=cache,
-                          progress_factory=None if quiet else _progress_bar)
+                          progress_factory=None if quiet else _progress_bar,
+                          only_for=(lambda t: only.get(t.path, frozenset())) if report is not None else None)
     results.sort(key=lambda r: r.display)
     if cache is not None and cache.write_error and not quiet:
         _error(f"warning: cannot write the cache ({cache.write_error}); --no-cache skips it")
 
-    if not targets and not missing and not quiet:
+    if not results and not missing and not quiet:
         _error("warning: no Python files found under the given paths")
     code = _report(mode, results, fmt=fmt, quiet=quiet, exit_zero=exit_zero, stats=statistics,
                    show_fixes=show_fixes)
@@ -292,6 +326,39 @@ def _run(mode: str, *, paths: tuple[str, ...], select: tuple[str, ...] | None, i
     if code == 0 and exit_non_zero_on_fix and any(r.changed for r in results):
         return 1
     return code
+
+
+def _plan_from_run(report: RunReport, margin: Margin, targets: list[Target],
+                   settings_for: Callable[[Target], RunSettings], only: dict[str, frozenset[tuple[int, int, str]]],
+                   quiet: bool) -> tuple[list[Target], list[runner.FileResult]]:
+    """``fix --from-run``: per target, the sites that paid (into ``only``); a file changed since the run is
+    refused with one line; one line on stderr per site left out and why."""
+    from np2torch.lint import engine
+
+    kept, refused = [], []
+    for target in targets:
+        try:
+            raw, _stamp = read_bytes(target.path, target.display)
+            if is_notebook(target.path):
+                raise FileError(target.display, "--from-run fixes .py files (`np2torch run` measures no notebook)")
+            text = decode_source(raw, target.display).text
+            findings = engine.check_source(text, target.display, settings=settings_for(target).lint)
+        except FileError as exc:
+            refused.append(runner.FileResult(target.display, errors=[str(exc)]))
+            continue
+        except engine.SourceError:
+            kept.append(target)  # the run reports it as it reports any unparsable file
+            continue
+        plan = plan_file(report, margin, target.path, raw, findings)
+        if plan.error is not None or plan.keep is None:
+            refused.append(runner.FileResult(target.display, errors=[plan.error or f"{target.display}: error"]))
+            continue
+        only[target.path] = plan.keep
+        kept.append(target)
+        if not quiet:
+            for line in plan.lines:
+                _error(line)
+    return kept, refused
 
 
 RUNTIME_DISTRIBUTION = "np2torch"

@@ -418,3 +418,14 @@ def run_settings(config: Config, overrides: Overrides) -> RunSettings:
                     alias=overrides.alias or config.alias or DEFAULT_SETTINGS.alias,
                     unsafe_fixes=overrides.unsafe_fixes)
     return RunSettings(lint, overrides.target_version or config.target_version)
+
+
+def settings_for_file(path: str, overrides: Overrides = Overrides(), finder: ConfigFinder | None = None) -> RunSettings | None:
+    """The settings ``np2torch check --force-exclude`` gives the file at ``path``, or ``None`` when its
+    config excludes it: what an editor integration that is handed one file lints it with (the flake8
+    plugin, the language server).  ``finder`` keeps what it read between calls; raises :class:`ConfigError`."""
+    path = os.path.abspath(path)
+    config = (finder or ConfigFinder()).for_file(path)
+    if PathMatcher(config.root, config.exclude_patterns).excludes(path, is_dir=False):
+        return None
+    return run_settings(config, overrides)

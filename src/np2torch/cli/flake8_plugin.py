@@ -13,11 +13,10 @@ other settings than the project's.  flake8's ``--select``/``--extend-ignore``, `
 from __future__ import annotations
 
 import ast
-import os
 from typing import Iterator, Sequence
 
 from np2torch import __version__
-from np2torch.cli.config import ConfigError, ConfigFinder, Overrides, PathMatcher, RunSettings, run_settings
+from np2torch.cli.config import ConfigError, RunSettings, settings_for_file
 
 
 class BrokenConfig(Exception):
@@ -55,11 +54,7 @@ class Plugin:
 
 def _settings_for(filename: str) -> RunSettings | None:
     """The settings ``np2torch check`` uses for ``filename``; ``None`` when the project excludes it."""
-    path = os.path.abspath(filename if filename not in ("-", "stdin") else "stdin.py")
     try:
-        config = ConfigFinder().for_file(path)
-        if PathMatcher(config.root, config.exclude_patterns).excludes(path, is_dir=False):
-            return None
-        return run_settings(config, Overrides())
+        return settings_for_file(filename if filename not in ("-", "stdin") else "stdin.py")
     except ConfigError as exc:
         raise BrokenConfig(str(exc)) from None

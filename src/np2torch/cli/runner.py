@@ -83,6 +83,8 @@ class Job:
     settings: RunSettings
     mode: str
     digest: str
+    only: frozenset[tuple[int, int, str]] | None = None
+    """``fix --from-run``: rewrite only the findings at these ``(line, column, code)``."""
 
 
 # ---------------------------------------------------------------- the engine, loaded lazily
@@ -153,7 +155,7 @@ def _fix(job: Job) -> FixResult:
         return notebook.fix_and_check_notebook(job.source.text, job.display, settings=job.settings.lint)
     from np2torch.lint import engine
 
-    return engine.fix_and_check(job.source.text, job.display, settings=job.settings.lint)
+    return engine.fix_and_check(job.source.text, job.display, settings=job.settings.lint, only=job.only)
 
 
 def _run_job(job: Job) -> FileResult:
@@ -226,7 +228,8 @@ def count_by_code(findings: Sequence[Finding]) -> dict[str, int]:
 # ---------------------------------------------------------------- many files
 
 
-def prepare(target: Target, settings: RunSettings, mode: str) -> Job | FileResult:
+def prepare(target: Target, settings: RunSettings, mode: str,
+            only: frozenset[tuple[int, int, str]] | None = None) -> Job | FileResult:
     """Read and decode one file: a :class:`Job` for the engine, or a finished :class:`FileResult`."""
     try:
         raw, stamp = read_bytes(target.path, target.display)
@@ -238,10 +241,10 @@ def prepare(target: Target, settings: RunSettings, mode: str) -> Job | FileResul
     if is_notebook(target.path):
         # Names inside the JSON may be escaped, so the text prefilter runs on the cells (in the engine).
         # No cache key: the cache stores plain findings, a notebook's carry their cell.
-        return Job(target.display, target.path, source, stamp, settings, mode, "")
+        return Job(target.display, target.path, source, stamp, settings, mode, "", only)
     if not might_have_findings(source.text, settings):
         return FileResult(target.display)
-    return Job(target.display, target.path, source, stamp, settings, mode, digest(raw))
+    return Job(target.display, target.path, source, stamp, settings, mode, digest(raw), only)
 
 
 def _from_cache(cache: Cache, job: Job) -> FileResult | None:
@@ -419,12 +422,13 @@ def run(
     jobs: int | None = None,
     cache: Cache | None = None,
     progress_factory: Callable[[int], Progress | None] | None = None,
+    only_for: Callable[[Target], frozenset[tuple[int, int, str]] | None] | None = None,
 ) -> list[FileResult]:
-    """Every target's result, sorted by path."""
+    """Every target's result, sorted by path (``only_for``: the findings ``fix`` may rewrite in a target)."""
     results: list[FileResult] = []
     pending: list[Job] = []
     for target in targets:
-        prepared = prepare(target, settings_for(target), mode)
+        prepared = prepare(target, settings_for(target), mode, only_for(target) if only_for else None)
         if isinstance(prepared, FileResult):
             results.append(prepared)
             continue

@@ -1,5 +1,5 @@
-"""The engine: ``check_source``, ``fix_source`` and ``fix_and_check`` (both from one analysis), text in and
-text out, no file I/O.
+"""The engine: ``check_source``, ``fix_source`` and ``fix_and_check`` (both from one analysis), and
+``fix_findings`` (some findings only, for an editor's quick fix): text in and text out, no file I/O.
 
 They run the same analysis (:func:`_analyze`): a text prefilter derived from the
 rule table, ``ast.parse``, the qualified-name resolver of :mod:`np2torch.lint.resolve`,
@@ -47,19 +47,20 @@ spans the whole outer call and its fix replaces that call.  A rule whose
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 import io
 import re
 import tokenize
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Collection, Sequence
 
 from np2torch.lint import compiled, placement
 from np2torch.lint.model import DEFAULT_SETTINGS, Finding, FixError, FixResult, Lines, Planned, Settings, SourceError
 from np2torch.lint.resolve import NamespaceWrites, Ref, Resolution, bound_names, namespace_writes, resolve
 from np2torch.lint.rules import RULES, Rule
-from np2torch.lint.suppress import file_rules, in_runtime_module, no_fix_reason
+from np2torch.lint.suppress import NOQA, file_rules, in_runtime_module, no_fix_reason
 
 __all__ = [
     "CONSTANTS",
@@ -71,6 +72,7 @@ __all__ = [
     "SourceError",
     "check_source",
     "fix_and_check",
+    "fix_findings",
     "fix_source",
     "may_contain",
 ]
@@ -181,12 +183,6 @@ def _whole_word(word: str) -> re.Pattern[str]:
 # --------------------------------------------------------------------------- noqa
 
 
-_NOQA = re.compile(
-    r"#\s*noqa(?![\w-])(?::\s*(?P<codes>[a-z]+[0-9]+(?:(?:\s*,\s*|\s+)[a-z]+[0-9]+)*))?",
-    re.IGNORECASE,
-)
-
-
 class _Noqa:
     def __init__(self, text: str, lines: Lines) -> None:
         self._text = text
@@ -196,10 +192,10 @@ class _Noqa:
 
     def suppresses(self, line: int, code: str) -> bool:
         source_line = self._lines[line]
-        if "#" not in source_line or not _NOQA.search(source_line):
+        if "#" not in source_line or not NOQA.search(source_line):
             return False
         comment = self._comment(line, source_line)
-        for match in _NOQA.finditer(comment):
+        for match in NOQA.finditer(comment):
             codes = match.group("codes")
             if codes is None or code.upper() in {c.upper() for c in re.split(r"[\s,]+", codes)}:
                 return True
@@ -350,7 +346,8 @@ def _parse(text: str) -> ast.Module:
         raise SourceError(f"cannot parse: {exc}") from None
 
 
-def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = True) -> _Analysis:
+def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = True,
+             only: Collection[tuple[int, int, str]] | None = None) -> _Analysis:
     bom = "\ufeff" if source.startswith("\ufeff") else ""
     text = source[len(bom) :]
     analysis = _Analysis(text=text, bom=bom)
@@ -387,6 +384,10 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
                     verdict = (not unsafe, REASON_UNSAFE if unsafe else None)
                     verdict = _unless_printed_or_rebound(ref, verdict, printed, writes)
                     pending.append((ref, rule, *_unless_compiled(ref, regions, verdict)))
+    if only is not None:
+        pending = [(ref, rule, fixable and _key(ref.node, rule.code, lines) in only,
+                    why if not fixable or _key(ref.node, rule.code, lines) in only else REASON_LEFT_OUT)
+                   for ref, rule, fixable, why in pending]
     if any(fixable for _r, _u, fixable, _why in pending) and in_runtime_module(path, settings.runtime_module):
         itself = no_fix_reason(settings.runtime_module)  # the fix would make the runtime import itself
         pending = [(ref, rule, False, why if not fixable else itself) for ref, rule, fixable, why in pending]
@@ -436,6 +437,14 @@ def _root_name(node: ast.expr) -> str:
     while type(node) is not ast.Name:
         node = node.func if type(node) is ast.Call else node.value  # type: ignore[attr-defined]
     return node.id
+
+
+REASON_LEFT_OUT = "left out by --from-run: the run measured no saving here"
+
+
+def _key(node: ast.expr, code: str, lines: Lines) -> tuple[int, int, str]:
+    """A finding's ``(line, column, code)`` as :class:`Finding` places it (1-based character column)."""
+    return node.lineno, lines.char_col(node.lineno, node.col_offset) + 1, code
 
 
 def _unless_compiled(
@@ -585,23 +594,73 @@ def fix_source(source: str, path: str = "<string>", *, settings: Settings | None
     return _fixed_text(_analyze(source, path, settings), source, path, settings)
 
 
-def fix_and_check(source: str, path: str = "<string>", *, settings: Settings | None = None) -> FixResult:
+def fix_and_check(source: str, path: str = "<string>", *, settings: Settings | None = None,
+                  only: Collection[tuple[int, int, str]] | None = None) -> FixResult:
     """:func:`check_source` and :func:`fix_source` from one analysis: the findings, the fixed text, what is left.
 
     The text is analysed once.  The fixed text is analysed again only when the fix left
     findings (unfixable ones), to give their positions in it; when every finding was fixable,
     none is left (the rewrite makes every planned fix or raises :class:`FixError`).
+    ``only``: rewrite just the findings at these ``(line, column, code)``; the others stay findings, not
+    fixable here (``np2torch fix --from-run``).
     Raises as :func:`fix_source` does.
     """
     settings = settings or DEFAULT_SETTINGS
-    analysis = _analyze(source, path, settings)
+    analysis = _analyze(source, path, settings, only=only)
     fixed = _fixed_text(analysis, source, path, settings)
     findings = tuple(analysis.findings)
     if fixed is source:
         return FixResult(findings, source, findings)
     if all(finding.fixable for finding in findings):
         return FixResult(findings, fixed, ())
-    return FixResult(findings, fixed, tuple(_analyze(fixed, path, settings).findings))
+    remaining = _analyze(fixed, path, settings).findings
+    if only is not None:  # what is still fixable in the fixed text is what `only` left out
+        remaining = [dataclasses.replace(f, fixable=False, fix_title=None, reason=REASON_LEFT_OUT) if f.fixable
+                     else f for f in remaining]
+    return FixResult(findings, fixed, tuple(remaining))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One text's analysis, for a rewrite made on its ``ast`` rather than its text (``np2torch run``)."""
+
+    tree: ast.Module | None
+    """The parsed text (None when nothing could be found in it); the fixes' nodes are nodes of this tree."""
+    findings: tuple[Finding, ...]
+    """Every finding, as :func:`check_source` gives them."""
+    fixes: tuple[Planned, ...]
+    """The fixable findings with their nodes: a function rule's node is the reference (``np.exp``) the
+    helper replaces, a pattern rule's the whole outer call."""
+
+
+def plan_source(source: str, path: str = "<string>", *, settings: Settings | None = None) -> Plan:
+    """What :func:`fix_source` would rewrite in ``source``, as nodes of its ``ast`` tree instead of text.
+
+    Raises :class:`SourceError` as :func:`check_source` does.
+    """
+    analysis = _analyze(source, path, settings or DEFAULT_SETTINGS)
+    return Plan(analysis.tree, tuple(analysis.findings), tuple(analysis.fixes))
+
+
+def fix_findings(source: str, findings: Collection[Finding], path: str = "<string>", *,
+                 settings: Settings | None = None) -> str:
+    """``source`` with only those of ``findings`` rewritten that are fixable: an editor's fix of one finding.
+
+    ``findings`` are matched by code and position against a fresh analysis of ``source`` (their
+    ``path`` and message do not matter), so they must come from :func:`check_source` of this very
+    text; one that is not there is left alone.  The runtime import is added as :func:`fix_source`
+    adds it, and a ``from``-import is removed only when no finding left unfixed still uses it.
+    Raises as :func:`fix_source` does.
+    """
+    settings = settings or DEFAULT_SETTINGS
+    analysis = _analyze(source, path, settings)
+    wanted = {_position(finding) for finding in findings}
+    analysis.fixes = [planned for planned in analysis.fixes if _position(planned.finding) in wanted]
+    return _fixed_text(analysis, source, path, settings)
+
+
+def _position(finding: Finding) -> tuple[str, int, int, int, int]:
+    return finding.code, finding.line, finding.column, finding.end_line, finding.end_column
 
 
 def _fixed_text(analysis: _Analysis, source: str, path: str, settings: Settings) -> str:

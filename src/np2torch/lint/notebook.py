@@ -43,7 +43,7 @@ from typing import Any, Sequence
 from np2torch.lint import engine
 from np2torch.lint.model import CellFinding
 
-__all__ = ["CellFinding", "check_notebook", "fix_and_check_notebook", "fix_notebook"]
+__all__ = ["CellFinding", "check_notebook", "fix_and_check_notebook", "fix_notebook", "fix_notebook_findings"]
 
 _MARKER = "# np2torch:cell "
 _MARKER_LINE = re.compile(r"^# np2torch:cell (\d+)\n", re.MULTILINE)
@@ -287,7 +287,31 @@ def fix_and_check_notebook(text: str, path: str = "<notebook>", *,
     findings = tuple(_in_cells(result.findings, module, path))
     if result.text == module.text:
         return engine.FixResult(findings, text, findings)
-    pieces, fixed_module = _split(result.text, module)
+    fixed, fixed_module = _spliced(text, module, result.text)
+    return engine.FixResult(findings, fixed, tuple(_in_cells(result.remaining, fixed_module, path)))
+
+
+def fix_notebook_findings(text: str, findings: Sequence[CellFinding], path: str = "<notebook>", *,
+                          settings: engine.Settings | None = None) -> str:
+    """``text`` with only ``findings`` (from :func:`check_notebook` of this text) rewritten:
+    :func:`np2torch.lint.engine.fix_findings` for a notebook, an editor's fix of one finding."""
+    module, _cells = _analysis(text)
+    first_lines = {cell.number: cell.first_line for cell in module.cells}
+    wanted = [dataclasses.replace(finding, line=first_lines[finding.cell] + finding.line - 1,
+                                  end_line=first_lines[finding.cell] + finding.end_line - 1)
+              for finding in findings if finding.cell in first_lines]
+    if not wanted:
+        return text
+    try:
+        fixed = engine.fix_findings(module.text, wanted, os.path.join(path, "__init__.py"), settings=settings)
+    except engine.SourceError as exc:
+        raise _cell_error(exc, module, path) from None
+    return text if fixed == module.text else _spliced(text, module, fixed)[0]
+
+
+def _spliced(text: str, module: _Module, fixed_text: str) -> tuple[str, _Module]:
+    """The notebook ``text`` with its cells' sources replaced by their pieces of the fixed module, and that module."""
+    pieces, fixed_module = _split(fixed_text, module)
     ascii_only = text.isascii()
     edits = []
     for cell, piece in zip(module.cells, pieces):
@@ -300,7 +324,7 @@ def fix_and_check_notebook(text: str, path: str = "<notebook>", *,
     fixed = text
     for (start, end), replacement in sorted(edits, reverse=True):
         fixed = fixed[:start] + replacement + fixed[end:]
-    return engine.FixResult(findings, fixed, tuple(_in_cells(result.remaining, fixed_module, path)))
+    return fixed, fixed_module
 
 
 def _in_cells(findings: Sequence[engine.Finding], module: _Module, path: str) -> list[CellFinding]:

@@ -13,6 +13,13 @@ from typing import Sequence
 from np2torch.lint.rules import CODE_RANGES, LEGACY_CODES, RULES, Rule
 
 DOCS_PATH = Path("docs") / "rules.md"
+RULES_URL = "https://github.com/np2torch/np2torch/blob/main/docs/rules.md"
+"""Where :data:`DOCS_PATH` is published; each rule's section has the anchor of its code in lower case."""
+
+
+def rule_url(code: str) -> str:
+    """The address of a rule's page: its section of docs/rules.md (``<a id="npt001">``, see :func:`rules_document`)."""
+    return f"{RULES_URL}#{code.lower()}"
 
 
 def rules_table(rules: Sequence[Rule], fmt: str) -> list[str]:

@@ -14,11 +14,15 @@ Two rules make the first calls of a process cheap:
   best choice in hindsight would have).  If torch is already in
   ``sys.modules`` there is nothing to pay.
 * **on-the-spot calibration** -- a (function, dtype) this machine's profile
-  lacks is measured (a few ms, on scratch inputs) the first time a call could
-  pay off on torch and torch is loaded, and recorded in the profile; until
-  then the built-in profile, scaled to this machine's cores, is the prior.
-  :func:`route` only asks for it (:class:`Measure`): the helper, which knows
-  how to run itself, measures (:func:`._calibrate.on_the_spot`) and asks again.
+  lacks is measured (a few ms, on scratch inputs) the first time a call of at
+  least :data:`CALIBRATE_FROM` elements meets it with torch loaded, and
+  recorded in the profile; until then the built-in profile, scaled to this
+  machine's cores, is the prior.  The prior is another machine's: it decides
+  only whether torch is worth importing (the ski rental above, without the
+  one-thread guard, whose one-thread times would be that machine's), never
+  that a pair is not worth measuring once torch is here.  :func:`route` only
+  asks for it (:class:`Measure`): the helper, which knows how to run itself,
+  measures (:func:`._calibrate.on_the_spot`) and asks again.
 
 An explicit ``min_size`` (``NP2TORCH_MIN_SIZE``, ``configure``, ``using``)
 replaces all of this: from that size on, torch on the configured device.
@@ -49,6 +53,8 @@ from ._state import PROCESS
 
 CALIBRATE_FROM = 1 << 12
 """Below this size no (function, dtype) is measured on the spot: per-call overheads decide there."""
+PRIOR = "prior"
+"""The origin of a curve from the built-in profile scaled to this machine, which measures on the spot."""
 CUDA_UNMEASURED_FROM = 1_000_000
 """With an explicit CUDA device and no CUDA measurement in the profile: CUDA from this size on."""
 
@@ -126,7 +132,7 @@ def _curve(active: Active, key: str) -> Tuple[Curve | None, str]:
         return None, "none"
     if active.write_to is None:
         return builtin, "builtin"
-    return scaled_prior(builtin, active.builtin.threads, active.print_["cores"]), "prior"
+    return scaled_prior(builtin, active.builtin.threads, active.print_["cores"]), PRIOR
 
 
 def _forecast(name: str, dtype: str, device: str, cuda_ok: bool) -> Forecast:
@@ -145,13 +151,15 @@ def _forecast(name: str, dtype: str, device: str, cuda_ok: bool) -> Forecast:
     return found
 
 
-def _bands(active: Active, key: str, curve: Curve, origin: str, allowed: Tuple[str, ...]) -> Bands:
-    cache_key = (key, allowed, origin == "machine")
+def _bands(active: Active, key: str, curve: Curve, origin: str, allowed: Tuple[str, ...], guard: bool | None = None) -> Bands:
+    """The bands of ``curve``; with the one-thread guard (``guard``) except for a prior, unless asked."""
+    guard = origin != PRIOR if guard is None else guard
+    cache_key = (key, allowed, origin, guard)
     cached = PROCESS.bands.get(cache_key)
     if cached is not None:
         return cached
     generation = PROCESS.generation
-    found = bands_of(curve, allowed)
+    found = bands_of(curve, allowed, guard)
     PROCESS.remember(PROCESS.bands, cache_key, found, generation)
     return found
 
@@ -187,6 +195,8 @@ def torch_floor(name: str, dtypes: Sequence[str]) -> int:
         if curve is None and active.write_to is not None:
             floors.append(CALIBRATE_FROM)  # unknown: calls from that size on may measure it
         elif curve is not None:
+            if origin == PRIOR and torch_ready():
+                floors.append(CALIBRATE_FROM)  # measured from that size on, whatever the prior says
             first = _bands(active, key, curve, origin, ALL_PATHS).first_torch()
             if first is not None:
                 floors.append(first)
@@ -225,8 +235,10 @@ def route(
             return None
         return Measure(forecast.key, name, dtype, None)
     path = bands.at(n)
+    measure = forecast.origin == PRIOR and n >= CALIBRATE_FROM and not dry_run
     if path == "numpy":
-        return None
+        # Once torch is here, measuring this machine (ms, once) costs less than trusting another's.
+        return Measure(forecast.key, name, dtype, None) if measure and torch_ready() else None
     if not torch_ready():
         if dry_run:
             return Route("numpy", "cpu", f"the original for now: torch is not imported yet, and is imported once the "
@@ -240,9 +252,18 @@ def route(
         if path == "numpy":
             return None
     found = Route(path, _device_for(path, device), basis=Basis(curve, n, forecast.origin))
-    if forecast.origin == "prior" and n >= CALIBRATE_FROM and not dry_run:
-        return Measure(forecast.key, name, dtype, found)
+    if measure:
+        return Measure(forecast.key, name, dtype, _guarded(forecast, found))
     return found
+
+
+def _guarded(forecast: Forecast, found: Route) -> Route | None:
+    """Where a call the prior sends to torch runs while the pair cannot be measured: the prior's
+    path only where it also passes the one-thread guard (else the original)."""
+    assert forecast.curve is not None and found.basis is not None
+    guarded = _bands(_profile.active(), forecast.key, forecast.curve, forecast.origin, forecast.allowed, guard=True)
+    # The guard only ever turns a torch path into the original's: the same path, or none.
+    return found if guarded.at(found.basis.n) == found.path else None
 
 
 def _allowed(curve: Curve, device: str, cuda_ok: bool) -> Tuple[str, ...]:

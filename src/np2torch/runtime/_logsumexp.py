@@ -46,7 +46,7 @@ from ._config import RuntimeSettings
 from ._dask import DASK_ARRAY, is_dask_array
 from ._decide import Route, original_reason
 from ._helper import PUBLIC_MODULE, Helper
-from ._state import PROCESS, SCOPED
+from ._state import PROCESS, SCOPED, TAKEN
 from .table import FUNCTIONS_BY_NAME
 
 if TYPE_CHECKING:
@@ -273,7 +273,9 @@ def _try_torch(a: np.ndarray, axis: object, keepdims: object, return_sign: objec
             # NumPy's SIMD kernels (float64 exp keeps it, float32 exp and max
             # clear it here); torch's max makes a new NaN.  Left to SciPy.
             return None
-        return _finish(a, dims, flipped, reduced, work, keep, sign)
+        result = _finish(a, dims, flipped, reduced, work, keep, sign)
+    TAKEN.device = device
+    return result
 
 
 def _which(a: Any, axis: Any = None, b: Any = None, keepdims: Any = False, return_sign: Any = False) -> tuple[str, str]:

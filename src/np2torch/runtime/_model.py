@@ -10,7 +10,8 @@ to two margins:
 * a torch path is chosen only where torch on *one* thread is predicted within
   :data:`CONTENDED_LIMIT` of the original: when other processes hold the cores,
   the pool shrinks to the free cores (:func:`._load.free_cores`) down to one
-  thread, and the call must still be no slower than that bound.
+  thread, and the call must still be no slower than that bound (the
+  *one-thread guard*, judged only on times measured on this machine).
 
 Where profiles come from and which one is in force is :mod:`._profile`; the
 decisions a call gets from them, :mod:`._decide`.
@@ -220,25 +221,34 @@ class Bands(Record):
         return next((start for start, path in zip(self.starts, self.paths) if path != "numpy"), None)
 
 
-def bands_of(curve: Curve, allowed: Sequence[str]) -> Bands:
-    """The fastest allowed path at every size of the grid, as contiguous bands."""
+def bands_of(curve: Curve, allowed: Sequence[str], one_thread_guard: bool = True) -> Bands:
+    """The fastest allowed path at every size of the grid and every measured size, as contiguous bands.
+
+    A size between two of these takes the path of the one below it; the measured
+    sizes are among them so that a call of a measured size gets the path measured
+    fastest there (the grid alone put the smallest measured size, when it fell
+    between two grid sizes, in the band below it: the original's).  Without
+    ``one_thread_guard`` the pool may be chosen where one thread is slower than
+    :data:`CONTENDED_LIMIT` allows: for a prior, whose one-thread times are
+    another machine's.
+    """
     starts: list[int] = []
     paths: list[str] = []
-    for n in _GRID:
-        path = best_path(curve, allowed, n)
+    for n in sorted(set(_GRID).union(curve.sizes)):
+        path = best_path(curve, allowed, n, one_thread_guard)
         if not paths or paths[-1] != path:
             starts.append(1 if not starts else n)
             paths.append(path)
     return Bands(tuple(starts), tuple(paths))
 
 
-def best_path(curve: Curve, allowed: Sequence[str], n: int) -> str:
+def best_path(curve: Curve, allowed: Sequence[str], n: int, one_thread_guard: bool = True) -> str:
     if n < curve.sizes[0]:
         return "numpy"  # nothing was measured this small: the original, whose overhead is the smallest
     original = curve.predict("numpy", n)
     assert original is not None
     single = curve.predict("cpu1", n)
-    if single is not None and single > CONTENDED_LIMIT * original:
+    if one_thread_guard and single is not None and single > CONTENDED_LIMIT * original:
         return "numpy"
     best, best_time = "numpy", original / MARGIN
     for path in allowed:
@@ -254,7 +264,11 @@ def scaled_prior(curve: Curve, built_threads: int, threads_here: int) -> Curve:
     """The built-in curve with the pool path's per-element time scaled to this machine's thread count.
 
     Only a prior: it decides whether measuring on the spot could pay off, and
-    how much the ski rental counts before torch is loaded.
+    how much the ski rental counts before torch is loaded.  Its one-thread
+    times stay the reference machine's, which say nothing about this one's
+    (one torch thread was 2.3x slower than NumPy's float64 exp on the AVX2
+    reference VM and 1.7x faster on an AVX-512 host): the one-thread guard is
+    applied to this machine's measurement, not to the prior.
     """
     pool = curve.seconds.get("cpu")
     if pool is None or threads_here <= built_threads:

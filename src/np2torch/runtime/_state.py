@@ -103,8 +103,8 @@ class Process:
         self.generation = 0
         self.forecasts: Dict[Tuple[str, str, str, bool], Forecast] = {}
         """(function, loop dtype, device, CUDA verified) -> what the profile says about it."""
-        self.bands: Dict[Tuple[str, Tuple[str, ...], bool], Bands] = {}
-        """(curve key, allowed paths, measured here) -> the fastest path per size."""
+        self.bands: Dict[Tuple[str, Tuple[str, ...], str, bool], Bands] = {}
+        """(curve key, allowed paths, where the curve came from, one-thread guard) -> the fastest path per size."""
         self.floor_tables: List[Dict[np.dtype, int]] = []
         """Each helper's input dtype -> the size below which its calls take the original."""
         self.saved = 0.0
@@ -170,6 +170,10 @@ class Process:
 
 
 PROCESS = Process(settings_from_env(os.environ))
+
+TAKEN = threading.local()
+"""``TAKEN.device``: the device (``"cpu"``/``"cuda"``) of this thread's last call computed on torch; a caller that
+wants to know which path one call took sets it to None before the call (:mod:`.sites`)."""
 
 SCOPED: ContextVar[RuntimeSettings | None] = ContextVar("np2torch_runtime_settings", default=None)
 """The settings of the innermost :func:`using` block of this context (None: none)."""

@@ -50,7 +50,7 @@ from ._errstate import (
 )
 from ._helper import PUBLIC_MODULE, Helper
 from ._record import Record
-from ._state import PROCESS, SCOPED
+from ._state import PROCESS, SCOPED, TAKEN
 
 if TYPE_CHECKING:
     import torch
@@ -350,6 +350,7 @@ def _try_torch(state: Ufunc, settings: RuntimeSettings, x: np.ndarray, args: Tup
             _run(state, "cpu", plan, x, result, prepared.inplace, prepared.checks)
     else:
         _run(state, prepared.route.device, plan, x, result, prepared.inplace, prepared.checks)
+    TAKEN.device = prepared.route.device
     if out is not None:
         return out
     return result[()] if result.ndim == 0 else result

@@ -1,0 +1,334 @@
+"""``np2torch run`` in every process of the program: the hook carried to children, their counts brought back.
+
+The parent puts its run's description in ``NP2TORCH_RUN`` and a folder holding
+only a ``sitecustomize.py`` first on ``PYTHONPATH`` (as tracers that follow a
+program into its subprocesses do); a child interpreter started from it --
+``multiprocessing``'s spawn and forkserver processes, ``subprocess`` running
+``sys.executable`` -- imports it at start-up, and it installs the same hook and
+then imports the ``sitecustomize`` the child would have imported otherwise.
+Forked children inherit the hook.  ``multiprocessing`` re-runs a script as
+``__mp_main__`` through :func:`runpy.run_path`, which compiles the file without
+the import system, so :func:`activate` has it run the instrumented code.
+
+Every process that is not the run's own writes its sites' counts to the run's
+spool folder when it ends (``atexit``; a ``multiprocessing`` child through
+its finalizers, since it ends with ``os._exit``; a pool worker that is
+terminated, on SIGTERM when nothing else handles it), and the parent reads
+them into its report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import tempfile
+import types
+from typing import Any, Callable, Dict, List, Optional
+
+from np2torch.cli.config import Overrides
+from np2torch.run.hook import Rewriter, Scope, install
+from np2torch.runtime import sites
+
+ENV = "NP2TORCH_RUN"
+BOOTSTRAP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bootstrap")
+
+
+class Run:
+    """What one ``np2torch run`` is, the same in every process of the program."""
+
+    def __init__(self, scope: Scope, overrides: Overrides, config_path: str | None, spool: str | None,
+                 owner: int, cache: bool = True) -> None:
+        self.scope = scope
+        self.overrides = overrides
+        self.config_path = config_path
+        self.spool = spool
+        """Where processes other than the owner leave their counts (None: children are not followed)."""
+        self.owner = owner
+        """The pid of the ``np2torch run`` process, which writes the report."""
+        self.cache = cache
+        self.rewriter = Rewriter(scope, overrides, config_path, cache=cache)
+
+    def as_environment(self) -> str:
+        overrides = self.overrides
+        return json.dumps({
+            "scope": self.scope.as_dict(), "config": self.config_path, "spool": self.spool, "owner": self.owner,
+            "cache": self.cache,
+            "overrides": {"select": overrides.select, "ignore": list(overrides.ignore),
+                          "unsafe_fixes": overrides.unsafe_fixes},
+        })
+
+    @classmethod
+    def from_environment(cls, text: str) -> Run:
+        data = json.loads(text)
+        raw = data["overrides"]
+        select = tuple(raw["select"]) if raw["select"] is not None else None
+        overrides = Overrides(select=select, ignore=tuple(raw["ignore"]), unsafe_fixes=bool(raw["unsafe_fixes"]))
+        return cls(Scope.from_dict(data["scope"]), overrides, data["config"], data["spool"], int(data["owner"]),
+                   bool(data.get("cache", True)))
+
+
+_CURRENT: List[Run] = []
+
+
+def current() -> Run | None:
+    return _CURRENT[0] if _CURRENT else None
+
+
+def activate(run: Run) -> None:
+    """Install ``run``'s hook in this process (once), and what follows the program into its children."""
+    if _CURRENT:
+        return
+    _CURRENT.append(run)
+    install(run.rewriter)
+    _rewrite_run_path(run)
+    if run.spool is not None:
+        os.register_at_fork(after_in_child=_forked)
+        if os.getpid() != run.owner:
+            import atexit
+
+            atexit.register(flush)
+            if "--multiprocessing-fork" in sys.argv:  # a spawned multiprocessing child: may be terminated
+                _flush_on_sigterm()
+
+
+def follow_children(run: Run) -> None:
+    """Start every Python child of this process under ``run`` (environment inherited by ``subprocess`` and
+    ``multiprocessing``)."""
+    os.environ[ENV] = run.as_environment()
+    path = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = BOOTSTRAP if not path else BOOTSTRAP + os.pathsep + path
+
+
+def activate_from_environment() -> None:
+    """A child's start-up (the bootstrap ``sitecustomize``): the run its parent described, if any; a child
+    that runs a script or ``-m`` module of the program runs it from here, rewritten, and ends here."""
+    text = os.environ.get(ENV)
+    if not text:
+        return
+    try:
+        run = Run.from_environment(text)
+    except (ValueError, KeyError, TypeError) as exc:
+        print(f"np2torch run: {ENV} is not a run description ({exc}); this process runs unchanged", file=sys.stderr)
+        return
+    activate(run)
+    program = _main_program(run)
+    if program is not None:
+        _run_and_exit(program, run)
+
+
+def _main_program(run: Run) -> Any:
+    """The script or module this interpreter is about to run, when it is the program's and runs as a file
+    would (not ``-c``, stdin, a folder or zip, nor interactively); None otherwise."""
+    from np2torch.run.program import Program
+
+    argv, original = list(sys.argv), list(getattr(sys, "orig_argv", ()))
+    if sys.flags.interactive or sys.flags.inspect or not argv or not original:
+        return None
+    tail = argv[1:]
+    if len(original) < len(tail) + 2 or (tail and original[-len(tail):] != tail):
+        return None
+    before = original[: len(original) - len(tail)]
+    if argv[0] == "-m":
+        module = before[-1][2:] if before[-1].startswith("-m") and len(before[-1]) > 2 else before[-1]
+        if before[-1] == module and (len(before) < 3 or before[-2] != "-m"):
+            return None
+        spec = _spec(module)
+        if spec is None or spec.origin is None or run.scope.covers(spec.origin) is None:
+            return None
+        return Program(None, module, tuple(tail))
+    script = argv[0]
+    if before[-1] != script or not script.endswith(".py") or not os.path.isfile(script):
+        return None
+    if run.scope.covers(os.path.abspath(script)) is None:
+        return None
+    return Program(script, None, tuple(tail))
+
+
+def _spec(module: str) -> Any:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+
+
+def _run_and_exit(program: Any, run: Run) -> None:
+    """Run the child's program now, then end the interpreter as it would have ended after it: non-daemon
+    threads joined, ``atexit`` handlers run, streams flushed, the same exit status."""
+    import atexit
+    import threading
+
+    from np2torch.run.program import execute
+
+    try:
+        status = execute(program, run.rewriter, starting=True)
+    except SystemExit as exc:
+        status = _exit_status(exc.code)
+    shutdown = getattr(threading, "_shutdown", None)
+    if shutdown is not None:
+        shutdown()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+    os._exit(status)
+
+
+def _exit_status(code: object) -> int:
+    """What the interpreter makes of ``SystemExit(code)``, printing a non-integer code as it does."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF if code >= 0 else code & 0xFF
+    try:
+        print(code, file=sys.stderr)
+    except (OSError, ValueError):
+        pass
+    return 1
+
+
+# -- counts from children --------------------------------------------------------------------------------
+
+
+def flush(wait: bool = True) -> None:
+    """Write this process's counts to the run's spool folder (the whole record, so writing twice is harmless;
+    ``wait=False`` from a signal handler, which may have interrupted a call holding a site's lock)."""
+    run = current()
+    if run is None or run.spool is None or os.getpid() == run.owner:
+        return
+    records = sites.snapshot(wait)
+    if not any(record["bands"] for record in records) and not run.rewriter.skipped:
+        return
+    rewriter = run.rewriter
+    payload = {"sites": records, "skipped": [item.as_dict() for item in rewriter.skipped], "files": rewriter.digests,
+               "rewrite": {"compiled": rewriter.compiled, "cached": rewriter.cache_hits}}
+    try:
+        os.makedirs(run.spool, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=run.spool, prefix=".tmp-")
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            json.dump(payload, file)
+        os.replace(temporary, os.path.join(run.spool, f"{os.getpid()}.json"))
+    except OSError:
+        pass  # the report then lacks this child's counts; the program is not to fail for it
+
+
+def _forked() -> None:
+    """A forked child counts its own calls from zero, and leaves them in the spool when it ends."""
+    sites.after_fork_in_child()
+    run = current()
+    if run is not None:
+        run.rewriter.after_fork_in_child()
+    util = sys.modules.get("multiprocessing.util")
+    if util is not None:
+        util.register_after_fork(_AFTER_FORK_KEY, _multiprocessing_child)
+
+
+class _Key:
+    """multiprocessing keeps its after-fork callbacks in a weak dictionary: this object keeps ours alive."""
+
+
+_AFTER_FORK_KEY = _Key()
+
+
+def _multiprocessing_child(_key: object) -> None:
+    util = sys.modules["multiprocessing.util"]
+    util.Finalize(None, flush, exitpriority=100)
+    _flush_on_sigterm()
+
+
+def _flush_on_sigterm() -> None:
+    """A pool worker ends by SIGTERM when its pool is terminated (the end of ``with Pool()``): flush first,
+    unless the program handles SIGTERM itself.
+
+    Not with a Python handler: a worker waits for tasks in a semaphore wait
+    that a signal does not interrupt, so a handler would never run and the
+    worker would never die (``Pool.terminate`` would wait for it forever).
+    SIGTERM is blocked in this (the main) thread instead and a daemon thread
+    waits for it: it flushes, unblocks SIGTERM for itself and sends it again,
+    and its default action ends the process as before.
+    """
+    if not hasattr(signal, "sigwait") or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    threading.Thread(target=_await_sigterm, name="np2torch-run-flush", daemon=True).start()
+
+
+def _await_sigterm() -> None:
+    signal.sigwait({signal.SIGTERM})
+    try:
+        flush(wait=False)
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+# -- runpy.run_path -------------------------------------------------------------------------------------
+
+
+def _rewrite_run_path(run: Run) -> None:
+    """``runpy.run_path`` of one of the program's ``.py`` files runs its instrumented code (multiprocessing
+    runs a script's ``__mp_main__`` so in its spawned children)."""
+    import runpy
+
+    original: Callable[..., Dict[str, Any]] = runpy.run_path
+    if getattr(original, "__np2torch__", False):
+        return
+
+    def run_path(path_name: Any, init_globals: Optional[Dict[str, Any]] = None,
+                 run_name: Optional[str] = None) -> Dict[str, Any]:
+        code = _code_of(run, path_name)
+        if code is None:
+            return original(path_name, init_globals, run_name)
+        name = run_name if run_name is not None else "<run_path>"
+        module = types.ModuleType(name)
+        namespace = module.__dict__
+        if init_globals is not None:
+            namespace.update(init_globals)
+        namespace.update(__name__=name, __file__=os.fspath(path_name), __cached__=None, __doc__=None,
+                         __loader__=None, __package__="", __spec__=None)
+        saved_module = sys.modules.get(name)
+        saved_argv0 = sys.argv[0] if sys.argv else None
+        sys.modules[name] = module
+        if sys.argv:
+            sys.argv[0] = os.fspath(path_name)
+        try:
+            exec(code, namespace)
+        finally:
+            if sys.argv and saved_argv0 is not None:
+                sys.argv[0] = saved_argv0
+            if saved_module is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = saved_module
+        return namespace.copy()
+
+    run_path.__np2torch__ = True  # type: ignore[attr-defined]
+    run_path.__doc__ = original.__doc__
+    runpy.run_path = run_path
+
+
+def _code_of(run: Run, path_name: Any) -> Any:
+    try:
+        path = os.fspath(path_name)
+    except TypeError:
+        return None
+    if not isinstance(path, str) or not path.endswith(".py") or not os.path.isfile(path):
+        return None
+    included = run.scope.covers(path)
+    if included is None:
+        return None
+    try:
+        with open(path, "rb") as file:
+            source = file.read()
+    except OSError:
+        return None
+    return run.rewriter.code_for(os.path.abspath(path), source, included)

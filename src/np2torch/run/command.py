@@ -1,0 +1,254 @@
+"""``np2torch run [OPTIONS] SCRIPT [ARGS...]`` / ``np2torch run [OPTIONS] -m MODULE [ARGS...]``.
+
+Options come before the program, as ``python``'s do: everything after the
+script or ``-m MODULE`` is the program's, ``--help`` included.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, NoReturn, Sequence
+
+import click
+
+from np2torch.cli.config import ConfigError, Overrides, check_selectors, split_codes
+
+USAGE = """\
+Usage: np2torch run [OPTIONS] SCRIPT [ARGS]...
+       np2torch run [OPTIONS] -m MODULE [ARGS]...
+
+  Run a Python program with the rewrite `np2torch fix` would make applied in
+  memory, as its modules are imported (nothing on disk changes), and report
+  what each rewritten call site saved, measured on this run: a share of each
+  site's calls runs the original and is timed against the helper.
+
+  Rewritten: the project the script (or, with -m, the working directory)
+  belongs to -- the nearest folder with a pyproject.toml or .git -- and what
+  --include names; never the standard library or np2torch. [tool.np2torch]
+  applies as for `np2torch fix`.
+
+Options:
+  -m MODULE               Run a module as `python -m MODULE` does.
+  --include NAME_OR_PATH  Rewrite this installed package or path too (repeatable).
+  --exclude NAME_OR_PATH  Do not rewrite this package or path (repeatable).
+  --select CODES          Rules to apply, as for `np2torch fix` (comma-separated).
+  --ignore CODES          Rules to leave out.
+  --unsafe-fixes          Also apply the rewrites whose fix is unsafe.
+  --config PATH           Read [tool.np2torch] from this file for every file.
+  --report [text|json|none]
+                          What to print on stderr at exit (default: text).
+  --report-file PATH      Also write the report as JSON here (for `np2torch fix --from-run`).
+  --no-children           Do not follow the program into child processes.
+  --no-cache              Do not read or write compiled rewrites in np2torch's cache folder.
+  -h, --help              Show this message and exit.
+"""
+
+_WITH_VALUE = ("--include", "--exclude", "--select", "--ignore", "--config", "--report", "--report-file")
+_FLAGS = ("--unsafe-fixes", "--no-children", "--no-cache")
+
+
+class UsageError(Exception):
+    pass
+
+
+@dataclass
+class Options:
+    script: str | None = None
+    module: str | None = None
+    args: List[str] = field(default_factory=list)
+    include: List[str] = field(default_factory=list)
+    exclude: List[str] = field(default_factory=list)
+    select: tuple[str, ...] | None = None
+    ignore: tuple[str, ...] = ()
+    unsafe_fixes: bool = False
+    config: str | None = None
+    report: str = "text"
+    report_file: str | None = None
+    children: bool = True
+    cache: bool = True
+
+
+def parse(argv: Sequence[str]) -> Options | None:
+    """The options, or None for ``--help``; raises :class:`UsageError` with one line."""
+    options = Options()
+    values: Dict[str, List[str]] = {}
+    index = 0
+    while index < len(argv):
+        word = argv[index]
+        index += 1
+        if word in ("-h", "--help"):
+            return None
+        if word == "-m" or (word.startswith("-m") and not word.startswith("--")):
+            module = word[2:]
+            if not module:
+                if index >= len(argv):
+                    raise UsageError("-m needs a module name")
+                module, index = argv[index], index + 1
+            options.module, options.args = module, list(argv[index:])
+            break
+        if word == "--":
+            if index >= len(argv):
+                raise UsageError("missing SCRIPT (or -m MODULE)")
+            options.script, options.args = argv[index], list(argv[index + 1:])
+            break
+        name, equals, value = word.partition("=")
+        if name in _WITH_VALUE:
+            if not equals:
+                if index >= len(argv):
+                    raise UsageError(f"{name} needs a value")
+                value, index = argv[index], index + 1
+            values.setdefault(name, []).append(value)
+        elif word in _FLAGS:
+            values.setdefault(word, []).append("")
+        elif word.startswith("-") and word != "-":
+            raise UsageError(f"no such option: {word} (options go before the script; `np2torch run --help`)")
+        else:
+            options.script, options.args = word, list(argv[index:])
+            break
+    if options.script is None and options.module is None:
+        raise UsageError("missing SCRIPT (or -m MODULE)")
+    _apply(options, values)
+    return options
+
+
+def _apply(options: Options, values: Dict[str, List[str]]) -> None:
+    options.include = values.get("--include", [])
+    options.exclude = values.get("--exclude", [])
+    try:
+        if "--select" in values:
+            options.select = check_selectors(split_codes(values["--select"]))
+        options.ignore = check_selectors(split_codes(values.get("--ignore", [])))
+    except (ConfigError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    options.unsafe_fixes = "--unsafe-fixes" in values
+    options.children = "--no-children" not in values
+    options.cache = "--no-cache" not in values
+    options.config = values["--config"][-1] if "--config" in values else None
+    options.report_file = values["--report-file"][-1] if "--report-file" in values else None
+    report = values["--report"][-1] if "--report" in values else "text"
+    if report not in ("text", "json", "none"):
+        raise UsageError(f"--report must be text, json or none, not {report!r}")
+    options.report = report
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    print(f"np2torch run: {message}", file=sys.stderr)
+    sys.exit(code)
+
+
+@click.command("run", add_help_option=False,
+               context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.argument("argv", nargs=-1, type=click.UNPROCESSED)
+def command(argv: tuple[str, ...]) -> None:
+    """Run a program with the rewrite applied in memory; report what each call site saved."""
+    try:
+        options = parse(argv)
+    except UsageError as exc:
+        _fail(f"{exc}", 2)
+    if options is None:
+        click.echo(USAGE, nl=False)
+        return
+    main(options)
+
+
+def main(options: Options) -> NoReturn:
+    """Run the program under the options; never returns (the program's exit is the process's)."""
+    from np2torch.run.children import Run, activate, follow_children
+    from np2torch.run.hook import Scope, ScopeError, project_root
+    from np2torch.run.program import Program, ProgramError, execute
+
+    program = Program(options.script, options.module, tuple(options.args))
+    try:
+        scope = Scope.build([project_root(program.folder())], options.include, options.exclude)
+    except ScopeError as exc:
+        _fail(str(exc), 2)
+    overrides = Overrides(select=options.select, ignore=options.ignore, unsafe_fixes=options.unsafe_fixes)
+    spool = tempfile.mkdtemp(prefix="np2torch-run-") if options.children else None
+    try:
+        run = Run(scope, overrides, options.config, spool, os.getpid(), cache=options.cache)
+    except ConfigError as exc:
+        _fail(str(exc), 2)
+    activate(run)
+    if options.children:
+        follow_children(run)
+    outcome: Dict[str, Any] = {"status": None}
+    start = time.perf_counter()
+
+    def report_at_exit() -> None:
+        _report(run, options, program.command, time.perf_counter() - start, outcome["status"])
+
+    def before() -> None:  # registered once the program is in place: after its atexit handlers, it reports
+        atexit.register(report_at_exit)
+
+    try:
+        status = execute(program, run.rewriter, before=before)
+    except ProgramError as exc:
+        if spool:
+            shutil.rmtree(spool, ignore_errors=True)
+        _fail(str(exc), exc.code)
+    except SystemExit as exc:
+        code = exc.code
+        outcome["status"] = code if isinstance(code, int) else (0 if code is None else 1)
+        raise
+    outcome["status"] = status
+    sys.exit(status)
+
+
+def _report(run: Any, options: Options, command: Sequence[str], wall: float, status: int | None) -> None:
+    from np2torch.run import children, report
+    from np2torch.runtime import sites
+
+    if os.getpid() != run.owner:  # a child forked by the program itself: its counts go to the spool
+        children.flush()
+        return
+    records = sites.snapshot()
+    skipped = [item.as_dict() for item in run.rewriter.skipped]
+    files = dict(run.rewriter.digests)
+    rewrite = {"compiled": run.rewriter.compiled, "cached": run.rewriter.cache_hits}
+    if run.spool:
+        for name in sorted(os.listdir(run.spool)) if os.path.isdir(run.spool) else ():
+            if not name.endswith(".json"):
+                continue
+            try:
+                with open(os.path.join(run.spool, name), encoding="utf-8") as file:
+                    data = json.load(file)
+            except (OSError, ValueError):
+                continue
+            records += data.get("sites", [])
+            skipped += data.get("skipped", [])
+            files.update(data.get("files", {}))
+            for name, count in data.get("rewrite", {}).items():
+                rewrite[name] = rewrite.get(name, 0) + int(count)
+        shutil.rmtree(run.spool, ignore_errors=True)
+    built = report.build(["np2torch", "run", *command], wall, records, skipped, files, status, rewrite,
+                         torch_imported="torch" in sys.modules)
+    if options.report_file:
+        try:
+            _write(options.report_file, report.dump(built) + "\n")
+        except OSError as exc:
+            print(f"np2torch run: cannot write {options.report_file}: {exc.strerror or exc}", file=sys.stderr)
+    if options.report != "none":
+        try:
+            sys.stderr.flush()
+            print(report.text(built) if options.report == "text" else report.dump(built), file=sys.stderr, flush=True)
+        except (OSError, ValueError):
+            pass
+
+
+def _write(path: str, text: str) -> None:
+    folder = os.path.dirname(os.path.abspath(path))
+    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".np2torch-report-")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise

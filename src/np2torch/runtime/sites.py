@@ -1,0 +1,333 @@
+"""Call sites that count: what ``np2torch run`` puts where ``np2torch fix`` would put ``np2t.<helper>``.
+
+A :class:`Site` stands for one rewritten call site of a program (file, line,
+column, helper).  Calling it calls the helper -- or, for a share of the calls,
+the original -- and records the call: elements, time, and the path the helper
+took (the original, torch on the CPU, CUDA).  The share is an A/B sample taken
+per size band (powers of two of the element count): the first
+:data:`SAMPLE_EVERY` calls of a band alternate between the original and the
+helper (the original first), and after them one call in :data:`SAMPLE_EVERY`
+runs the original.  Each arm's first call in a band is
+kept apart from its other timings: it may import torch, measure the machine, or
+be the first to touch memory of that size.  Both arms are timed on this machine
+and this program's data, so the saving a report states is measured, not
+predicted.  A sampled call returns the original's own result (bits and all):
+sampling never gives the program a value the original would not have.
+
+Two things turn sampling off, the calls still counted (and timed as the
+helper's): a site made with ``table(..., sample=False)`` never samples (code
+that is timed itself, as the statement of IPython's ``%timeit``), and while
+:func:`paused` holds no site samples (a timing that calls functions whose sites
+do, as ``%timeit f(x)``, times the helpers only).
+
+Warnings the original issues on a sampled call point at the program's line, as
+the helper's do (this module lives in the runtime's folder, whose frames
+:mod:`._errstate` skips).
+
+A program's sites are registered per file (:func:`table`); a file executed
+again (``__main__`` and ``__mp_main__``, ``importlib.reload``) gets the same
+sites, so its counts add up.  :func:`snapshot` reads every site's record;
+:func:`after_fork_in_child` starts a forked child's counts from zero.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import importlib
+import itertools
+import threading
+import time
+from typing import Any, Callable, Dict, Iterator, List, Sequence, Tuple
+
+import numpy as np
+
+from . import _errstate
+from ._profile import cache_dir
+from ._state import TAKEN
+
+__all__ = ["BUILTIN", "SAMPLE_EVERY", "Band", "Site", "after_fork_in_child", "cache_dir", "paused", "snapshot", "table"]
+
+SAMPLE_EVERY = 8
+"""A size band's first this many calls alternate between the arms; after them one in this many runs the original."""
+
+_DISTINCT_SIZES = 256
+"""Exact sizes kept per site for the median; past that, the median is read from the size bands."""
+
+
+class Band:
+    """One site's calls whose element count has the same bit length (``2**(k-1) <= n < 2**k``)."""
+
+    __slots__ = ("calls", "elements", "helper_n", "helper_s", "first_helper_s", "original_n", "original_s",
+                 "first_original_s")
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.elements = 0
+        self.helper_n = 0
+        """Timed helper calls after the band's first (which may import torch, measure the machine, or meet
+        memory the program has not touched yet: kept apart, in ``first_helper_s``)."""
+        self.helper_s = 0.0
+        self.first_helper_s: float | None = None
+        self.original_n = 0
+        """Timed original calls after the band's first (kept apart as the helper's, in ``first_original_s``)."""
+        self.original_s = 0.0
+        self.first_original_s: float | None = None
+
+    def as_dict(self) -> Dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+
+class Site:
+    """One rewritten call site and its record.
+
+    A call appends one entry to :attr:`log` (``list.append`` needs no lock) and
+    takes its place in its band from the band's counter (``next`` on an
+    :func:`itertools.count` is atomic too); the entries are folded into the
+    bands under :attr:`lock` when the log grows long and whenever the record is
+    read, so the hot path takes no lock.
+    """
+
+    __slots__ = ("path", "line", "column", "function", "code", "helper", "original", "sampling", "bands", "paths",
+                 "sizes", "errors", "lock", "log", "counters", "sampled", "call")
+
+    def __init__(self, path: str, line: int, column: int, function: str, code: str,
+                 helper: Callable[..., Any], original: Callable[..., Any], name: str, sampling: bool = True) -> None:
+        self.path = path
+        self.line = line
+        self.column = column
+        self.function = function
+        """The original's qualified name (``numpy.exp``)."""
+        self.code = code
+        self.helper = helper
+        self.original = original
+        self.sampling = sampling
+        """False: the site never runs the original (code that is itself being timed)."""
+        self.bands: Dict[int, Band] = {}
+        self.paths: Dict[str, int] = {}
+        """Helper calls by the path they took: ``numpy`` (the original inside the helper), ``cpu``, ``cuda``."""
+        self.sizes: Dict[int, int] | None = {}
+        """Element count -> calls, while there are few distinct counts (None past :data:`_DISTINCT_SIZES`)."""
+        self.errors = 0
+        """Calls that raised (counted, not timed)."""
+        self.lock = threading.Lock()
+        self.log: List[Tuple[int, int, str, float]] = []
+        """Calls not folded into the bands yet, in call order: ``(bits, elements, path, seconds)``; the path
+        is ``""`` for a call sampled to the original.  A band's first call of each arm is its ``first_*_s``."""
+        self.counters: Dict[int, Iterator[int]] = {}
+        """Bit length -> the band's call counter."""
+        self.sampled: Dict[int, bool] = {}
+        """Bit lengths of the bands whose original has run once (until then, a band's call samples it)."""
+        self.call = _make_call(self, name)
+
+    @property
+    def key(self) -> Tuple[str, int, int, str]:
+        return self.path, self.line, self.column, self.code
+
+    def fold(self) -> None:
+        """Move the logged calls into the bands (under :attr:`lock`)."""
+        with self.lock:
+            self._fold()
+
+    def _fold(self) -> None:
+        log = self.log
+        entries = log[:]
+        del log[: len(entries)]  # calls appended meanwhile stay for the next fold
+        bands, paths, sizes = self.bands, self.paths, self.sizes
+        for bits, n, path, elapsed in entries:
+            band = bands.get(bits)
+            if band is None:
+                band = bands[bits] = Band()
+            band.calls += 1
+            band.elements += n
+            if not path:
+                if band.first_original_s is None:
+                    band.first_original_s = elapsed
+                else:
+                    band.original_n += 1
+                    band.original_s += elapsed
+            else:
+                paths[path] = paths.get(path, 0) + 1
+                if band.first_helper_s is None:
+                    band.first_helper_s = elapsed
+                else:
+                    band.helper_n += 1
+                    band.helper_s += elapsed
+            if sizes is not None:
+                sizes[n] = sizes.get(n, 0) + 1
+                if len(sizes) > _DISTINCT_SIZES:
+                    sizes = self.sizes = None
+
+    def record(self, wait: bool = True) -> Dict[str, Any]:
+        """The site's counts as plain data (JSON-ready); ``wait=False``: read them even while another
+        holder keeps the lock (a signal handler that interrupted a fold), possibly a few calls short."""
+        locked = self.lock.acquire(timeout=-1 if wait else 0.05)
+        try:
+            if locked:
+                self._fold()
+            return {
+                "path": self.path, "line": self.line, "col": self.column, "function": self.function,
+                "code": self.code, "sampling": self.sampling, "errors": self.errors, "paths": dict(self.paths),
+                "sizes": None if self.sizes is None else {str(n): k for n, k in self.sizes.items()},
+                "bands": {str(bits): band.as_dict() for bits, band in list(self.bands.items())},
+            }
+        finally:
+            if locked:
+                self.lock.release()
+
+    def clear(self) -> None:
+        """Forget every call (a forked child): its locks start free."""
+        self.lock = threading.Lock()
+        self.log.clear()
+        self.counters.clear()
+        self.sampled.clear()
+        self.bands = {}
+        self.paths = {}
+        self.sizes = {}
+        self.errors = 0
+
+
+_FOLD_AT = 4096
+"""Logged calls that make the next call fold the log into the bands."""
+
+
+def _size(x: Any) -> int:
+    """Elements of a call's first argument: an array's size, a sequence's length, else 1."""
+    size = getattr(x, "size", None)
+    if type(size) is int:
+        return size
+    try:
+        return len(x)
+    except TypeError:
+        return 1
+
+
+def _make_call(site: Site, name: str) -> Callable[..., Any]:
+    """The callable the program calls at ``site``: the helper's signature, the record kept on the side."""
+    helper, original = site.helper, site.original
+    clock = time.perf_counter
+    taken = TAKEN
+    every = SAMPLE_EVERY
+    numpy_call = _errstate.numpy_call
+    ndarray = np.ndarray
+    log = site.log
+    append = log.append
+    counters = site.counters
+    sampled = site.sampled
+    hold = _PAUSED if site.sampling else _NEVER
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        x = args[0] if args else next(iter(kwargs.values()), None)
+        n = x.size if type(x) is ndarray else _size(x)
+        bits = n.bit_length()
+        counter = counters.get(bits)
+        if counter is None:
+            counter = counters.setdefault(bits, itertools.count())
+        index = next(counter)
+        if not hold[0] and (bits not in sampled or ((index % 2 == 0) if index < every else (index % every == every - 1))):
+            sampled[bits] = True
+            try:
+                start = clock()
+                result = numpy_call(original, name, *args, **kwargs)
+                elapsed = clock() - start
+            except BaseException:
+                site.errors += 1
+                raise
+            append((bits, n, "", elapsed))
+        else:
+            taken.device = None
+            try:
+                start = clock()
+                result = helper(*args, **kwargs)
+                elapsed = clock() - start
+            except BaseException:
+                site.errors += 1
+                raise
+            append((bits, n, taken.device or "numpy", elapsed))
+        if len(log) >= _FOLD_AT:
+            site.fold()
+        return result
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = getattr(helper, "__doc__", None)
+    return call
+
+
+_SITES: Dict[Tuple[str, int, int, str], Site] = {}
+_LOCK = threading.Lock()
+
+
+_PAUSED = [0]
+"""How many :func:`paused` blocks are open: no site samples while it is not zero."""
+_NEVER = [1]
+"""What a site made with ``sample=False`` reads instead of :data:`_PAUSED`."""
+
+
+@contextlib.contextmanager
+def paused() -> Iterator[None]:
+    """No site runs the original while this holds (in any thread); calls are counted as the helper's."""
+    with _LOCK:
+        _PAUSED[0] += 1
+    try:
+        yield
+    finally:
+        with _LOCK:
+            _PAUSED[0] -= 1
+
+
+BUILTIN = "@np2torch_sites"
+"""The name, in :mod:`builtins`, of the dict from each instrumented file's key to its sites' callables (code
+that ``np2torch run`` compiled reads its sites from there: the program's own namespaces stay untouched)."""
+
+
+def table(key: str, path: str, specs: Sequence[Tuple[int, int, str, str, str, Tuple[str, ...]]], *,
+          sample: bool = True) -> List[Callable[..., Any]]:
+    """Register the callables of one file's sites under ``key``, in the order of ``specs``: ``(line, column,
+    helper, function, code, pattern)`` each (1-based line and column, as the linter reports them;
+    ``pattern``: a pattern rule's ``(outer, reduction, inner)``, whose original is the hand-written expression,
+    else empty), and return them.  A site seen before keeps its record.  ``sample=False``: the sites count their
+    calls but never run the original (code that is itself being timed)."""
+    from . import _api  # the helpers and NumPy load with the first instrumented module, not before
+
+    calls = []
+    with _LOCK:
+        for line, column, name, function, code, pattern in specs:
+            site = _SITES.get((path, line, column, code))
+            if site is None:
+                helper = _api.HELPERS[name]
+                original = _spelled(*pattern) if pattern else helper.original
+                site = Site(path, line, column, function, code, helper.function, original, name, sample)
+                _SITES[site.key] = site
+            calls.append(site.call)
+        vars(builtins).setdefault(BUILTIN, {})[key] = calls
+    return calls
+
+
+def _spelled(outer: str, reduction: str, inner: str) -> Callable[..., Any]:
+    """The expression a pattern rule replaces, ``outer(reduction(inner(x), *rest, **keywords))``."""
+    functions = [_load(name) for name in (outer, reduction, inner)]
+
+    def original(x: Any, *rest: Any, **keywords: Any) -> Any:
+        return functions[0](functions[1](functions[2](x), *rest, **keywords))
+
+    return original
+
+
+def _load(qualname: str) -> Callable[..., Any]:
+    module, _, name = qualname.rpartition(".")
+    function: Callable[..., Any] = getattr(importlib.import_module(module), name)
+    return function
+
+
+def snapshot(wait: bool = True) -> List[Dict[str, Any]]:
+    """Every site's record, in the order the sites were registered (``wait``: as :meth:`Site.record`)."""
+    return [site.record(wait) for site in list(_SITES.values())]
+
+
+def after_fork_in_child() -> None:
+    """A forked child counts its own calls from zero; its locks start free (a thread of the parent may have
+    held one when it forked, and that thread does not exist here)."""
+    global _LOCK
+    _LOCK = threading.Lock()
+    for site in list(_SITES.values()):
+        site.clear()

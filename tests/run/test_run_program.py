@@ -1,0 +1,283 @@
+"""``np2torch run`` runs the program python runs: stdout, stderr and exit status byte for byte.
+
+Each program is run twice in a fresh project folder, as ``python ...`` and as
+``python -m np2torch run --report none ...``; tracebacks (with their line and
+column markers), warnings' lines, ``inspect``, ``__main__``'s attributes,
+``sys.argv``/``sys.path[0]``, exit statuses and child processes must not tell
+the two apart.  Every program holds rewritable calls, so the comparison is of
+rewritten code (each test also checks, from the JSON report, that the sites ran).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+import pytest
+
+Outcome = Tuple[int, str, str]
+
+
+def _project(tmp_path: Path, files: Dict[str, str]) -> Path:
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return root
+
+
+def _run(cwd: Path, argv: List[str], env: Dict[str, str] | None = None, timeout: int = 120) -> Outcome:
+    done = subprocess.run([sys.executable, *argv], cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
+    return done.returncode, done.stdout, done.stderr
+
+
+def both(root: Path, argv: List[str], env: Dict[str, str] | None = None) -> Tuple[Outcome, Outcome, dict]:
+    """The program under plain python and under np2torch run, and the run's JSON report."""
+    report = root.parent / "report.json"
+    plain = _run(root, argv, env)
+    under = _run(root, ["-m", "np2torch", "run", "--report", "none", "--report-file", str(report), *argv], env)
+    return plain, under, json.loads(report.read_text())
+
+
+def calls(report: dict) -> Dict[Tuple[str, int], int]:
+    return {(Path(site["path"]).name, site["line"]): site["calls"] for site in report["sites"]}
+
+
+def test_an_uncaught_exception_inside_a_rewritten_function(tmp_path: Path) -> None:
+    root = _project(tmp_path, {"prog.py": """\
+        import numpy as np
+
+        def model(x):
+            y = np.exp(x) + np.log(x)
+            return y[5]      # IndexError, with its ^^^^ markers
+
+        print(model(np.ones(3)))
+        """})
+    plain, under, report = both(root, ["prog.py"])
+    assert plain[0] == 1 and "IndexError" in plain[2]
+    assert under == plain
+    assert calls(report) == {("prog.py", 4): 1}
+
+
+def test_warnings_keep_their_lines(tmp_path: Path) -> None:
+    root = _project(tmp_path, {"prog.py": """\
+        import numpy as np
+
+        def f(x):
+            return np.log(x)
+
+        for _ in range(3):
+            f(np.zeros(4))
+        print(np.log(np.array([0.0, -1.0])))
+        with np.errstate(divide="raise"):
+            try:
+                np.log(np.zeros(2))
+            except FloatingPointError as exc:
+                print("raised", exc)
+        """})
+    plain, under, report = both(root, ["prog.py"])
+    assert "prog.py:4: RuntimeWarning: divide by zero encountered in log" in plain[2]
+    assert under == plain
+    assert calls(report) == {("prog.py", 4): 3, ("prog.py", 8): 1, ("prog.py", 11): 1}
+
+
+@pytest.mark.parametrize("exit_call, status", [("sys.exit(3)", 3), ("sys.exit('bye')", 1), ("sys.exit()", 0),
+                                               ("raise SystemExit(None)", 0)])
+def test_exit_status_and_message(tmp_path: Path, exit_call: str, status: int) -> None:
+    root = _project(tmp_path, {"prog.py": f"""\
+        import sys
+        import numpy as np
+        print(np.exp(np.zeros(2)))
+        {exit_call}
+        """})
+    plain, under, report = both(root, ["prog.py"])
+    assert plain[0] == status
+    assert under == plain
+    assert report["exit_status"] == status
+
+
+def test_main_module_attributes_argv_and_path(tmp_path: Path) -> None:
+    root = _project(tmp_path, {"tool/prog.py": """\
+        import sys
+        import numpy as np
+        print(sorted(globals()), __name__, __file__, __spec__, __package__, __cached__)
+        print(sys.argv, sys.path[0], type(__loader__).__name__, __loader__.name)
+        if __name__ == "__main__":
+            print("main", np.exp(np.zeros(1)))
+        """})
+    plain, under, _ = both(root, ["tool/prog.py", "a", "--flag"])
+    assert "main" in plain[1]
+    assert under == plain
+
+
+def test_a_package_with_relative_imports_run_with_dash_m(tmp_path: Path) -> None:
+    root = _project(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/core.py": """\
+            import numpy as np
+            def softmax(x):
+                e = np.exp(x - x.max())
+                return e / e.sum()
+            """,
+        "pkg/__main__.py": """\
+            import sys
+            from .core import softmax
+            import numpy as np
+            print(softmax(np.arange(3.0)), sys.argv[1:], __name__, __package__, __spec__.name)
+            raise ValueError("from the package")
+            """})
+    plain, under, report = both(root, ["-m", "pkg", "x", "-v"])
+    assert plain[0] == 1 and "<frozen runpy>" in plain[2] and "ValueError: from the package" in plain[2]
+    assert under == plain
+    assert calls(report) == {("core.py", 3): 1}
+
+
+def test_inspect_getsource_and_linecache_see_the_file(tmp_path: Path) -> None:
+    root = _project(tmp_path, {"prog.py": """\
+        import inspect, linecache
+        import numpy as np
+        from scipy.special import erf
+
+        def f(x):
+            return erf(x) * np.exp(-x)  # a comment
+
+        print(inspect.getsource(f))
+        print(linecache.getline(__file__, 6))
+        print(f.__code__.co_firstlineno, [p[:2] for p in f.__code__.co_positions()][-3:])
+        print(f(np.ones(2)))
+        """})
+    plain, under, report = both(root, ["prog.py"])
+    assert under == plain
+    assert sorted((site["col"], site["calls"]) for site in report["sites"]) == [(12, 1), (21, 1)]
+
+
+def test_threads(tmp_path: Path) -> None:
+    root = _project(tmp_path, {"prog.py": """\
+        import threading
+        import numpy as np
+
+        results = {}
+        def work(i):
+            results[i] = float(np.sin(np.full(1000, i, dtype=float)).sum())
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+        for t in threads: t.start()
+        for t in threads: t.join()
+        print(sorted(results.items()))
+        """})
+    plain, under, report = both(root, ["prog.py"])
+    assert under == plain
+    assert calls(report) == {("prog.py", 6): 8}
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
+def test_multiprocessing_pools_run_rewritten_and_report_their_calls(tmp_path: Path, method: str) -> None:
+    root = _project(tmp_path, {"prog.py": """\
+        import multiprocessing as mp
+        import sys
+        import numpy as np
+
+        def work(n):
+            return float(np.exp(np.zeros(n)).sum())
+
+        if __name__ == "__main__":
+            ctx = mp.get_context(sys.argv[1])
+            with ctx.Pool(2) as pool:                 # ended by terminate(): workers flush on SIGTERM
+                print(pool.map(work, [10, 100, 1000, 5]))
+            pool = ctx.Pool(2)
+            print(pool.map(work, [1, 2, 3]))
+            pool.close()
+            pool.join()
+            print(work(7))
+        """})
+    plain, under, report = both(root, ["prog.py", method])
+    assert under == plain
+    assert calls(report) == {("prog.py", 6): 8}
+
+
+def test_a_python_subprocess_runs_under_the_same_rewrite_unless_no_children(tmp_path: Path) -> None:
+    root = _project(tmp_path, {
+        "child.py": """\
+            import numpy as np
+            print(np.log(np.ones(3)).sum())
+            """,
+        "prog.py": """\
+            import subprocess, sys
+            import numpy as np
+            out = subprocess.run([sys.executable, "child.py"], capture_output=True, text=True).stdout
+            print(out.strip(), np.exp(np.zeros(1)))
+            """})
+    plain, under, report = both(root, ["prog.py"])
+    assert under == plain
+    assert calls(report) == {("prog.py", 4): 1, ("child.py", 2): 1}
+    alone = root.parent / "alone.json"
+    _run(root, ["-m", "np2torch", "run", "--no-children", "--report", "none", "--report-file", str(alone), "prog.py"])
+    assert calls(json.loads(alone.read_text())) == {("prog.py", 4): 1}
+
+
+def test_a_users_sitecustomize_still_runs_in_children(tmp_path: Path) -> None:
+    root = _project(tmp_path, {
+        "custom/sitecustomize.py": "import os\nos.environ['CUSTOMIZED'] = 'yes'\n",
+        "child.py": "import os\nimport numpy as np\nprint(os.environ.get('CUSTOMIZED'), np.exp(0.0 + np.zeros(1)))\n",
+        "prog.py": """\
+            import subprocess, sys
+            print(subprocess.run([sys.executable, "child.py"], capture_output=True, text=True).stdout.strip())
+            """})
+    env = {"PYTHONPATH": str(root / "custom")}
+    plain, under, report = both(root, ["prog.py"], env)
+    assert "yes" in plain[1]
+    assert under == plain
+    assert calls(report) == {("child.py", 3): 1}
+
+
+def test_keyboard_interrupt_dies_of_sigint(tmp_path: Path) -> None:
+    root = _project(tmp_path, {"prog.py": "import numpy as np\nnp.exp(np.zeros(2))\nraise KeyboardInterrupt\n"})
+    plain, under, _ = both(root, ["prog.py"])
+    assert plain[0] == -2
+    assert under == plain
+
+
+def test_a_syntax_error_and_a_missing_script_are_what_python_says(tmp_path: Path) -> None:
+    root = _project(tmp_path, {"bad.py": "import numpy as np\nnp.exp(1) +\n"})
+    plain = _run(root, ["bad.py"])
+    under = _run(root, ["-m", "np2torch", "run", "--report", "none", "bad.py"])
+    assert under == plain
+    missing = _run(root, ["-m", "np2torch", "run", "nothere.py"])
+    assert missing[0] == 2 and "can't open file" in missing[2] and missing[2].count("\n") == 1
+
+
+def test_modules_the_program_imports_are_rewritten_too(tmp_path: Path) -> None:
+    root = _project(tmp_path, {
+        "helper.py": "import numpy as np\ndef f(x):\n    return np.exp(x)\n",
+        "prog.py": "import numpy as np\nimport helper\nprint(helper.f(np.zeros(2)), np.log(np.ones(1)))\n"})
+    plain, under, report = both(root, ["prog.py"])
+    assert under == plain
+    assert calls(report) == {("helper.py", 3): 1, ("prog.py", 3): 1}
+
+
+def test_the_users_pycache_never_holds_rewritten_code_and_a_second_run_hits_the_cache(tmp_path: Path) -> None:
+    root = _project(tmp_path, {
+        "helper.py": "import numpy as np\ndef f(x):\n    return np.exp(x)\n",
+        "plain_module.py": "VALUE = 1\n",
+        "prog.py": "import helper, plain_module\nimport numpy as np\nprint(helper.f(np.zeros(2)))\n"})
+    cache = tmp_path / "cache"
+    env = {"NP2TORCH_CACHE_DIR": str(cache), "PYTHONDONTWRITEBYTECODE": ""}
+    first = root.parent / "first.json"
+    second = root.parent / "second.json"
+    _run(root, ["-m", "np2torch", "run", "--report", "none", "--report-file", str(first), "prog.py"], env)
+    pycache = sorted(p.name.split(".")[0] for p in (root / "__pycache__").iterdir())
+    assert pycache == ["plain_module"]  # what python itself writes for a module np2torch leaves alone
+    _run(root, ["-m", "np2torch", "run", "--report", "none", "--report-file", str(second), "prog.py"], env)
+    assert json.loads(first.read_text())["rewrite"] == {"compiled": 1, "cached": 0}  # helper.py: prog.py has no finding
+    assert json.loads(second.read_text())["rewrite"] == {"compiled": 0, "cached": 1}
+    # and a plain run afterwards imports the original code
+    assert _run(root, ["-c", "import helper, inspect; print(helper.f.__code__.co_names)"])[1].strip() == \
+        "('np', 'exp')"

@@ -1,0 +1,216 @@
+"""What ``np2torch run`` reports: calls counted exactly, both arms really timed, the JSON's schema, and what
+was not rewritten and why."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any, Dict, List
+
+import jsonschema
+import numpy as np
+import pytest
+
+from np2torch.run import report as run_report
+
+SITE = {
+    "type": "object",
+    "required": ["path", "line", "col", "function", "calls", "elements", "median_elements", "helper_s",
+                 "original_s", "saved_s", "warmup_s", "paths", "samples", "notes", "code"],
+    "properties": {
+        "path": {"type": "string"}, "line": {"type": "integer", "minimum": 1}, "col": {"type": "integer", "minimum": 1},
+        "function": {"type": "string"}, "code": {"type": "string", "pattern": "^NPT[0-9]{3}$"},
+        "calls": {"type": "integer", "minimum": 0}, "elements": {"type": "integer", "minimum": 0},
+        "median_elements": {"type": "integer", "minimum": 0},
+        "helper_s": {"type": "number"}, "original_s": {"type": "number"}, "saved_s": {"type": "number"},
+        "warmup_s": {"type": "number", "minimum": 0},
+        "paths": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0},
+                  "propertyNames": {"enum": ["sampled", "numpy", "cpu", "cuda"]}},
+        "samples": {"type": "object", "required": ["helper", "original", "helper_s", "original_s"]},
+        "notes": {"type": "array", "items": {"type": "string"}},
+    },
+}
+SCHEMA = {
+    "type": "object",
+    "required": ["version", "command", "wall_s", "sites", "not_rewritten", "files", "exit_status", "rewrite"],
+    "properties": {
+        "version": {"const": 1}, "command": {"type": "array", "items": {"type": "string"}},
+        "wall_s": {"type": "number", "minimum": 0}, "sites": {"type": "array", "items": SITE},
+        "files": {"type": "object", "additionalProperties": {"type": "string", "pattern": "^[0-9a-f]{64}$"}},
+        "not_rewritten": {"type": "array", "items": {
+            "type": "object", "required": ["path", "line", "col", "function", "reason", "code"]}},
+    },
+}
+
+
+def _run(tmp_path: Path, program: str, *options: str, env: Dict[str, str] | None = None) -> Dict[str, Any]:
+    root = tmp_path / "proj"
+    root.mkdir(exist_ok=True)
+    (root / ".git").mkdir(exist_ok=True)
+    (root / "prog.py").write_text(textwrap.dedent(program))
+    report = tmp_path / "report.json"
+    done = subprocess.run([sys.executable, "-m", "np2torch", "run", "--report-file", str(report), *options, "prog.py"],
+                          cwd=root, capture_output=True, text=True, timeout=300, env={**os.environ, **(env or {})})
+    assert done.returncode == 0, done.stderr
+    data: Dict[str, Any] = json.loads(report.read_text())
+    data["stderr"] = done.stderr
+    return data
+
+
+def _site(data: Dict[str, Any], line: int) -> Dict[str, Any]:
+    found = [site for site in data["sites"] if site["line"] == line]
+    assert len(found) == 1, data["sites"]
+    return found[0]
+
+
+def test_calls_and_elements_are_counted_exactly_and_the_json_has_the_schema(tmp_path: Path) -> None:
+    data = _run(tmp_path, """\
+        import numpy as np
+        from scipy.special import erf
+        sizes = [10] * 7 + [1000] * 20 + [50_000] * 14
+        for n in sizes:
+            np.exp(np.zeros(n))
+        erf(np.ones(5)); erf(np.ones(6))
+        def unused(x):
+            return np.log(x)
+        """)
+    jsonschema.validate(data, SCHEMA)
+    exp = _site(data, 5)
+    assert (exp["function"], exp["code"], exp["calls"]) == ("numpy.exp", "NPT001", 41)
+    assert exp["elements"] == 7 * 10 + 20 * 1000 + 14 * 50_000
+    assert exp["median_elements"] == 1000
+    assert sum(exp["paths"].values()) == 41
+    assert exp["samples"]["helper"] + exp["samples"]["original"] == 41
+    erf = [site for site in data["sites"] if site["code"] == "NPT003"]
+    assert sorted(site["calls"] for site in erf) == [1, 1]
+    assert _site(data, 8)["calls"] == 0
+    assert data["exit_status"] == 0 and data["command"][:3] == ["np2torch", "run", "prog.py"]
+    assert "prog.py:5:5" in data["stderr"] and "1 rewritten site never called" in data["stderr"]
+
+
+def test_sampling_follows_size_bands(tmp_path: Path) -> None:
+    data = _run(tmp_path, """\
+        import numpy as np
+        x = np.ones(100)
+        for _ in range(40):
+            np.sin(x)
+        """, "--report", "none")
+    site = _site(data, 4)
+    # one band: 8 calls alternating (4 original, 4 helper), then one in 8 of the remaining 32 to the original
+    assert site["samples"]["original"] == 4 + 4
+    assert site["samples"]["helper"] == 40 - 8
+    assert site["paths"]["sampled"] == 8
+
+
+def test_a_site_forced_onto_a_slow_path_shows_a_negative_saving(tmp_path: Path) -> None:
+    # Every call of 16 elements through torch (NP2TORCH_MIN_SIZE=0) costs tens of microseconds against
+    # NumPy's one: both arms are really timed, so the helper comes out slower.
+    data = _run(tmp_path, """\
+        import numpy as np
+        x = np.linspace(0, 1, 16)
+        for _ in range(400):
+            np.sin(x)
+        """, env={"NP2TORCH_MIN_SIZE": "0"})
+    site = _site(data, 4)
+    assert site["paths"].get("cpu", 0) == 400 - site["paths"]["sampled"]
+    assert site["saved_s"] < 0
+    assert site["helper_s"] > 2 * site["original_s"]
+
+
+def test_sampled_calls_return_the_originals_bits(tmp_path: Path) -> None:
+    data = _run(tmp_path, """\
+        import numpy as np
+        x = np.random.default_rng(0).standard_normal(4096)
+        np.save("results.npy", np.stack([np.sin(x) for _ in range(24)]))
+        np.save("x.npy", x)
+        """, "--report", "none", env={"NP2TORCH_MIN_SIZE": "0"})
+    site = _site(data, 3)
+    assert site["calls"] == 24 and site["paths"]["sampled"] == 6 and site["paths"]["cpu"] == 18
+    results, x = np.load(tmp_path / "proj" / "results.npy"), np.load(tmp_path / "proj" / "x.npy")
+    expected = np.sin(x)
+    sampled = [0, 2, 4, 6, 15, 23]  # the band's first eight calls alternate, then one in eight
+    for call in sampled:
+        assert results[call].tobytes() == expected.tobytes()
+    assert np.all(np.abs(results - expected) <= 4 * np.spacing(np.abs(expected)))
+
+
+def test_findings_not_rewritten_are_listed_with_their_reason(tmp_path: Path) -> None:
+    data = _run(tmp_path, """\
+        import numpy as np
+        act = np.exp                     # a reference: an unsafe fix
+        y = np.log(np.sum(np.exp(np.ones(3))))   # NPT901 is unsafe; its parts are rewritten
+        z = np.exp(np.ones(2))  # noqa: NPT001
+        """, "--report", "none")
+    reasons = {(item["line"], item["code"]): item["reason"] for item in data["not_rewritten"]}
+    assert reasons[(2, "NPT001")].startswith("unsafe fix (it passes the function on")
+    assert reasons[(3, "NPT901")].startswith("unsafe fix (it changes rounding)")
+    assert all(item["line"] != 4 for item in data["not_rewritten"])  # suppressed by its comment: no finding at all
+    assert {site["line"] for site in data["sites"]} == {3}
+
+
+def test_unsafe_fixes_rewrite_the_pattern_and_time_the_expression_as_written(tmp_path: Path) -> None:
+    data = _run(tmp_path, """\
+        import numpy as np
+        x = np.ones((30, 4))
+        for _ in range(10):
+            np.log(np.sum(np.exp(x), axis=0))
+        """, "--unsafe-fixes", "--report", "none")
+    site = _site(data, 4)
+    assert (site["code"], site["calls"]) == ("NPT901", 10)
+    assert site["function"] == "numpy.log(numpy.sum(numpy.exp(...)))"
+
+
+def test_select_and_noqa_apply_as_for_fix(tmp_path: Path) -> None:
+    data = _run(tmp_path, """\
+        import numpy as np
+        np.exp(np.ones(2))
+        np.log(np.ones(2))
+        """, "--select", "NPT002", "--report", "none")
+    assert [(site["line"], site["code"]) for site in data["sites"]] == [(3, "NPT002")]
+
+
+def _record(bands: Dict[str, Dict[str, Any]], calls_paths: Dict[str, int] | None = None) -> Dict[str, Any]:
+    return {"path": "/p/x.py", "line": 1, "col": 1, "code": "NPT001", "function": "numpy.exp", "errors": 0,
+            "paths": calls_paths or {}, "sizes": None, "bands": bands}
+
+
+def _band(calls: int, helper: List[float], original: List[float]) -> Dict[str, Any]:
+    return {"calls": calls, "elements": calls * 1000, "first_helper_s": helper[0] if helper else None,
+            "helper_n": max(0, len(helper) - 1), "helper_s": sum(helper[1:]),
+            "first_original_s": original[0] if original else None,
+            "original_n": max(0, len(original) - 1), "original_s": sum(original[1:])}
+
+
+def test_the_estimate_per_band_leaves_each_arms_first_call_out() -> None:
+    # helper's first call 1 s (torch import), then 1 ms; the original's first 9 ms, then 4 ms
+    figures = run_report.site_figures(run_report._merge_records([_record(
+        {"10": _band(20, [1.0, 0.001, 0.001, 0.001], [0.009, 0.004, 0.004, 0.004])})]).popitem()[1])
+    assert figures["helper_s"] == pytest.approx(20 * 0.001)
+    assert figures["original_s"] == pytest.approx(20 * 0.004)
+    assert figures["saved_s"] == pytest.approx(20 * 0.003)
+    assert figures["warmup_s"] == pytest.approx(1.0 - 0.001)
+    assert figures["notes"] == []
+
+
+def test_a_band_with_one_call_is_unmeasured_and_saves_nothing() -> None:
+    figures = run_report.site_figures(run_report._merge_records([_record(
+        {"3": _band(1, [], [0.5]), "10": _band(4, [0.002, 0.001], [0.004, 0.004])})]).popitem()[1])
+    assert figures["saved_s"] == pytest.approx(4 * 0.003)
+    assert figures["notes"][0].startswith("1 of 5 calls unmeasured")
+    assert "few samples" in figures["notes"]
+
+
+def test_records_of_one_site_from_several_processes_add_up() -> None:
+    one = _record({"10": _band(10, [0.01, 0.002], [0.006, 0.005])}, {"cpu": 1})
+    two = _record({"10": _band(6, [0.02, 0.002, 0.002], [0.007, 0.005])}, {"cpu": 2})
+    merged = run_report._merge_records([one, two])
+    assert len(merged) == 1
+    figures = run_report.site_figures(next(iter(merged.values())))
+    assert figures["calls"] == 16
+    assert figures["paths"]["cpu"] == 3
+    assert figures["helper_s"] == pytest.approx(16 * 0.002)
+    assert figures["original_s"] == pytest.approx(16 * 0.005)
