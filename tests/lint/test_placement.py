@@ -13,7 +13,7 @@ import pytest
 
 from np2torch import check_source, fix_source
 from np2torch.cli import main
-from np2torch.lint.engine import REASON_NO_IMPORT_PLACE, REASON_STAR_AFTER_IMPORT
+from np2torch.lint.engine import REASON_NO_IMPORT_PLACE, REASON_STAR_AFTER_IMPORT, plan_source
 
 IMPORT = "import np2torch.runtime as np2t"
 
@@ -206,3 +206,10 @@ def test_check_shows_why_there_is_no_fix(tmp_path: Path, monkeypatch: pytest.Mon
     assert main(["check", "m.py"]) == 1
     out = capsys.readouterr().out
     assert f"m.py:5:12: NPT001 `numpy.exp` can run on torch via `np2torch.runtime.exp` (no fix: {REASON_STAR_AFTER_IMPORT})" in out
+
+
+def test_np2torch_runs_rewrite_binds_no_alias_and_needs_no_place() -> None:
+    source = "from numpy import exp\n\n\ndef f(x):\n    return exp(x)\n\n\nprint(f(1.0))\nfrom numpy import *\n"
+    assert not any(f.fixable for f in check_source(source))
+    plan = plan_source(source)
+    assert [(f.line, f.fixable) for f in plan.findings] == [(5, True)] and len(plan.fixes) == 1

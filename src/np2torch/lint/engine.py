@@ -347,7 +347,9 @@ def _parse(text: str) -> ast.Module:
 
 
 def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = True,
-             only: Collection[tuple[int, int, str]] | None = None) -> _Analysis:
+             only: Collection[tuple[int, int, str]] | None = None, import_line: bool = True) -> _Analysis:
+    """``import_line``: the fix binds the runtime to an alias with an import line (a text fix), which needs a
+    place (np2torch.lint.placement); ``np2torch run``'s rewrite binds nothing and needs none."""
     bom = "\ufeff" if source.startswith("\ufeff") else ""
     text = source[len(bom) :]
     analysis = _Analysis(text=text, bom=bom)
@@ -393,6 +395,7 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
         pending = [(ref, rule, False, why if not fixable else itself) for ref, rule, fixable, why in pending]
     if any(fixable for _r, _u, fixable, _why in pending):
         analysis.alias = _choose_alias(tree, text, settings, writes)
+    if import_line and analysis.alias is not None:
         refs = [ref for ref, _rule, fixable, _why in pending if fixable]
         place = placement.import_place(tree, lines, refs, settings.runtime_module, analysis.alias)
         if isinstance(place, str):  # nowhere: no fix at all
@@ -638,7 +641,7 @@ def plan_source(source: str, path: str = "<string>", *, settings: Settings | Non
 
     Raises :class:`SourceError` as :func:`check_source` does.
     """
-    analysis = _analyze(source, path, settings or DEFAULT_SETTINGS)
+    analysis = _analyze(source, path, settings or DEFAULT_SETTINGS, import_line=False)
     return Plan(analysis.tree, tuple(analysis.findings), tuple(analysis.fixes))
 
 
