@@ -45,7 +45,7 @@ from __future__ import annotations
 import ast
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
-from typing import Collection, Iterable, Iterator, Mapping, Sequence
+from typing import Collection, Iterable, Iterator, Mapping, Optional, Sequence
 
 from np2torch.lint.model import Lines
 from np2torch.lint.resolve import Ref, bound_names, is_type_checking
@@ -59,7 +59,6 @@ STAR_AFTER = "star import after"
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (*_DEFS, ast.ClassDef)
-_TRY = (ast.Try, ast.TryStar) if hasattr(ast, "TryStar") else (ast.Try,)
 _Pos = tuple[int, int]
 
 
@@ -421,7 +420,7 @@ def _inside_deadline(
     return NO_PLACE
 
 
-_Level = tuple[ast.stmt | None, list[ast.stmt], int]
+_Level = tuple[Optional[ast.stmt], list[ast.stmt], int]
 """(the compound statement, or None for the unit; the block holding the next step; its index there)"""
 
 
