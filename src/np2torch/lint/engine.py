@@ -33,7 +33,15 @@ span is what the fix replaces.
   does not pass the function on and computes nothing: no finding;
 * anything inside a function that numba, JAX, TorchScript/``torch.compile`` or
   ``cupy.fuse`` compiles (:mod:`np2torch.lint.compiled`): reported, not fixable (they
-  compile the NumPy call, not a call of a helper).
+  compile the NumPy call, not a call of a helper);
+* a reference whose name may mean something else at run time: a star import after
+  the import binding it (:attr:`np2torch.lint.resolve.Ref.rebound_by`) or a write to
+  the module's namespace (:func:`np2torch.lint.resolve.namespace_writes`): reported,
+  not fixable;
+* anything inside a self-documenting f-string field (``f"{np.exp(x)=}"`` prints its
+  source text): reported, not fixable;
+* every fixable finding when no line can hold the runtime import
+  (:mod:`np2torch.lint.placement`): reported, not fixable, with the reason.
 
 A ``# noqa`` or ``# noqa: NPT001`` comment on the line where a finding starts
 suppresses it, for check and fix alike.
@@ -429,6 +437,8 @@ def _unless_printed_or_rebound(
     ref: Ref, verdict: tuple[bool, str | None], printed: list[_Span], writes: NamespaceWrites | None
 ) -> tuple[bool, str | None]:
     """No fix inside a self-documenting f-string field, nor for a name something may rebind at run time."""
+    if not verdict[0] and verdict[1] not in (REASON_REFERENCE, REASON_UNSAFE):
+        return verdict  # unfixable anyway: keep the reason that applies everywhere
     if printed and _inside(ref.node, printed):
         return False, REASON_SELF_DOCUMENTING
     by = ref.rebound_by or (writes.rebinding(_root_name(ref.node)) if writes else None)
