@@ -408,3 +408,27 @@ def test_a_vendored_runtime_imported_after_a_path_set_up_that_follows_the_numpy_
     }
     fixed = assert_same_behaviour(tmp_path, files, ["main.py"], settings=Settings(runtime_module="fastmath", alias="fm"))
     assert 'sys.path.insert(0, "vendor")\nimport fastmath as fm\n' in fixed["main.py"]
+
+
+def test_a_vendored_runtime_imported_after_the_main_blocks_path_set_up_when_numpy_is_imported_in_a_function(
+    tmp_path: Path,
+) -> None:
+    files = {
+        **_VENDORED,
+        "main.py": """
+            import sys
+
+
+            def main(x):
+                import numpy as np
+
+                return np.exp(x)
+
+
+            if __name__ == "__main__":
+                sys.path.insert(0, "vendor")
+                print(main(0.0))
+        """,
+    }
+    fixed = assert_same_behaviour(tmp_path, files, ["main.py"], settings=Settings(runtime_module="fastmath", alias="fm"))
+    assert '    sys.path.insert(0, "vendor")\n    import fastmath as fm\n' in fixed["main.py"]

@@ -128,6 +128,22 @@ def _import_after_marker(source: str) -> None:
         ),
         pytest.param(
             """
+            import os
+            import sys
+
+            def main(x):
+                import numpy as np
+
+                return np.exp(x)
+
+            if __name__ == "__main__":
+                sys.path.insert(0, "vendor")  # <-
+                print(main(0.0), os.path.join("a", "b"))
+            """,
+            id="after set-up inside the main block when numpy is imported in functions",
+        ),
+        pytest.param(
+            """
             from numpy import *
             import numpy as np  # <-
 

@@ -278,9 +278,8 @@ def import_place(
         set_up = [i for i in range(max(before_deadline) + 1, deadline) if _sets_up_imports(units[i])]
         last = max([*before_deadline, *set_up, *(i for i in star_units if i is not None and i < deadline)])
         place: ImportPlace | str = ImportPlace(units[last].last)
-    elif deadline < len(units) and any(units.index_of(stmt.lineno) == deadline for stmt in anchors):
-        inside = sorted((s for s in anchors if units.index_of(s.lineno) == deadline), key=lambda s: s.lineno)
-        place = _inside_deadline(units, deadline, inside, fixes, lines)
+    elif deadline < len(units) and (inside := _to_follow(units[deadline], anchors)):
+        place = _inside_deadline(units, deadline, inside, anchors, fixes, lines)
     else:
         place = _after_set_up(units, deadline)
     if isinstance(place, ImportPlace) and any(
@@ -305,18 +304,23 @@ def _own_names(tree: ast.Module) -> set[str]:
 
 # What the runtime's import reads: the environment (NP2TORCH_DEVICE and NP2TORCH_MIN_SIZE when it loads;
 # NumPy and torch their thread settings) and where modules are found (sys.path, sys.meta_path, sys.modules).
-_IMPORT_STATE = frozenset({"environ", "putenv", "unsetenv", "path", "meta_path", "path_hooks", "modules",
-                           "addsitedir", "load_dotenv"})
+_ENVIRONMENT = frozenset({"environ", "putenv", "unsetenv", "load_dotenv", "addsitedir"})
+_SYS_STATE = frozenset({"path", "meta_path", "path_hooks", "modules"})
 
 
 def _sets_up_imports(unit: Unit) -> bool:
     """The unit may change what an import finds or reads (``os.environ[...] = ...``, ``sys.path.insert``)."""
-    for stmt in unit.stmts:
-        for node in _import_time_nodes(stmt):
-            if (isinstance(node, ast.Attribute) and node.attr in _IMPORT_STATE) or (
-                isinstance(node, ast.Name) and node.id in _IMPORT_STATE
-            ):
-                return True
+    return any(_touches_import_state(stmt) for stmt in unit.stmts)
+
+
+def _touches_import_state(stmt: ast.AST) -> bool:
+    for node in _import_time_nodes(stmt):
+        if isinstance(node, ast.Name) and node.id in _ENVIRONMENT:
+            return True
+        if isinstance(node, ast.Attribute) and (node.attr in _ENVIRONMENT or (
+            node.attr in _SYS_STATE and isinstance(node.value, ast.Name) and node.value.id == "sys"
+        )):
+            return True
     return False
 
 
@@ -398,25 +402,38 @@ def _is_future(stmt: ast.stmt) -> bool:
 # --------------------------------------------------------------------------- inside the deadline statement
 
 
+def _to_follow(unit: Unit, anchors: Collection[ast.stmt]) -> list[ast.stmt]:
+    """The statements inside ``unit`` the import should follow: the imports the findings resolve through and
+    what changes what an import finds or reads, last first."""
+    inside = [stmt for stmt in statements(unit.stmts, _SCOPES, run_time=True)
+              if stmt in anchors or (not _blocks_of(stmt) and _touches_import_state(stmt))]
+    return sorted(inside, key=lambda stmt: (stmt.lineno, stmt.col_offset), reverse=True)
+
+
+def _blocks_of(stmt: ast.stmt) -> bool:
+    return any(True for _block in _blocks(stmt))
+
+
 def _inside_deadline(
-    units: Units, deadline: int, anchors: Sequence[ast.stmt], fixes: _Fixes, lines: Lines
+    units: Units, deadline: int, candidates: Sequence[ast.stmt], anchors: Collection[ast.stmt], fixes: _Fixes,
+    lines: Lines,
 ) -> ImportPlace | str:
-    """After an import inside the deadline statement when that is sound, else before the statement when
-    nothing on the way to the import can be set-up code, else nowhere."""
+    """Right after the last statement to follow inside the deadline statement when that is sound (nothing
+    that can run a rewritten call comes before it), else before the statement when those are imports only
+    and nothing on the way to the first of them can be set-up code, else nowhere."""
     holder = _Runner(fixes)
     for unit in units[:deadline]:
         holder.may_run(unit.stmts)
     later = _Runner(fixes, holder=True)
     nothing_later = not any(later.may_run(unit.stmts) for unit in units[deadline + 1:])
     unit = units[deadline]
-    for anchor in anchors:
-        path = _path(unit.stmts, anchor)
-        if path is None:
-            continue
-        if nothing_later and _alone(anchor, lines) and _runs_first(path, _Runner(fixes, holder.holder)):
-            return ImportPlace(anchor.end_lineno or anchor.lineno, _indent(lines[anchor.lineno]))
-        if not _set_up_before(path):
-            return ImportPlace(unit.first - 1)
+    paths = [(stmt, _path(unit.stmts, stmt)) for stmt in candidates]
+    for stmt, path in paths:
+        if path is not None and nothing_later and _alone(stmt, lines) and _runs_first(path, _Runner(fixes, holder.holder)):
+            return ImportPlace(stmt.end_lineno or stmt.lineno, _indent(lines[stmt.lineno]))
+    first = paths[-1][1]
+    if all(stmt in anchors for stmt in candidates) and first is not None and not _set_up_before(first):
+        return ImportPlace(unit.first - 1)
     return NO_PLACE
 
 
@@ -439,14 +456,15 @@ def _path(block: list[ast.stmt], target: ast.stmt, owner: ast.stmt | None = None
 
 
 def _runs_first(path: list[_Level], runner: _Runner) -> bool:
-    """Nothing on the way to the import can run a rewritten call: the headers of the statements holding it,
-    the statements before it in each block, and the other blocks of each statement (``else``, handlers)."""
-    for owner, block, index in path:
+    """Nothing on the way to the statement, nor the statement itself, can run a rewritten call: the headers
+    of the statements holding it, the statements before it in each block, and the other blocks of each
+    statement (``else``, handlers)."""
+    for level, (owner, block, index) in enumerate(path):
         if owner is not None:
             others = [stmt for other in _blocks(owner, run_time=True) if other is not block for stmt in other]
             if runner.may_run(_headers(owner), _enters(owner)) or _Runner(runner.fixes, holder=True).may_run(others):
                 return False
-        if runner.may_run(block[:index]):
+        if runner.may_run(block[:index + 1] if level == len(path) - 1 else block[:index]):
             return False
     return True
 
