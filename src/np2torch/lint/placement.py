@@ -21,12 +21,14 @@ is called, not when it is defined.  So:
   runtime reads ``NP2TORCH_*`` when it loads) before the deadline.
 * With none before the deadline but one inside the deadline statement
   (``if __name__ == "__main__": import numpy as np; main()``, a module-level
-  ``try:``), right after that import in its block, when that is sound: no
-  statement before it on the way there (headers, earlier statements, other
-  branches) and none after the deadline statement can run a rewritten call,
-  and the import has its lines to itself.  Otherwise right before the deadline
-  statement, if nothing on the way to that import could be set-up code (calls,
-  item and attribute writes); otherwise there is no place (:data:`NO_PLACE`).
+  ``try:``), or set-up code there (``sys.path.insert``), right after the last
+  of those in its block, when that is sound: nothing on the way there
+  (headers, earlier statements, other branches, that statement itself) and
+  nothing after the deadline statement can run a rewritten call, and it has
+  its lines to itself.  Otherwise right before the deadline statement, if
+  those are imports and nothing on the way to them could be set-up code
+  (calls, item and attribute writes); otherwise there is no place
+  (:data:`NO_PLACE`).
 * With no such import at all (NumPy imported inside functions only): after the
   last top-level statement before the deadline that is not a ``def`` or
   ``class`` (the set-up code), and not before the docstring, ``__future__``
