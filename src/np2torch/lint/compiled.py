@@ -28,8 +28,8 @@ every ``def`` or ``class`` of that name, in any scope, counts; a lambda passed t
 counts; a name is followed through what it is assigned and what it loops over
 (``model = Net()`` then ``torch.compile(model)``, ``for k in (f, g): njit(k)``,
 ``kernels = [f, g]`` then ``[jax.jit(k) for k in kernels]``); a function taken from a
-container (``njit(funcs[k])``) may be any of them, so every function of the module
-counts.  A function reached otherwise (returned by a call, read from another module's
+container or by name (``njit(funcs[k])``, ``njit(getattr(module, name))``) may be any
+of them, so every function of the module counts.  A function reached otherwise (returned by a call, read from another module's
 attribute) is not followed: the rule pages say so.
 :data:`MODULE_COMPILERS` called anywhere (``numba.jit_module(nopython=True)``)
 compile every function of the module.  Everything inside a compiled body
@@ -327,6 +327,9 @@ def _held(value: ast.expr, elements: bool = False) -> Iterator[str | ast.Lambda]
             yield value.id
         return
     if type(value) is ast.Call:
+        if type(value.func) is ast.Name and value.func.id == "getattr":  # `njit(getattr(mod, name))`
+            yield _UNKNOWN
+            return
         value = value.args[0] if _is_partial(value.func) and value.args else value.func
     if type(value) is ast.Lambda:
         yield value
