@@ -195,8 +195,9 @@ class _Fixes:
         for ``nodes`` (``calls``: evaluating them calls code besides, as entering a ``with`` does).
 
         Code reaches a function of this module only through a name this module binds (``main()``,
-        ``print(obj)``, ``Thread(target=f)``), or by a decorator or metaclass handed it: a call that spells
-        none (``sys.path.insert(0, "vendor")``, ``np.zeros(3)``) runs no rewritten call.
+        ``print(obj)``, ``Thread(target=f)``, ``sys.excepthook = hook``), or by a decorator or metaclass
+        handed it: a call or write that spells none (``sys.path.insert(0, "vendor")``, ``np.zeros(3)``)
+        runs no rewritten call.
         """
         runs = creates = False
         for root in nodes:
@@ -206,7 +207,9 @@ class _Fixes:
             for node in _import_time_nodes(root):
                 if type(node) is ast.Name:
                     own = own or node.id in self.own_names
-                elif isinstance(node, _CALLING):
+                elif isinstance(node, _CALLING) or (
+                    isinstance(node, (ast.Attribute, ast.Subscript)) and not isinstance(node.ctx, ast.Load)
+                ):  # a write into another object may hand it a function to call later (`sys.excepthook = hook`)
                     calling = True
                 elif _hands_itself_on(node):
                     calls = True
