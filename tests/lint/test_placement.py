@@ -229,3 +229,24 @@ def test_np2torch_runs_rewrite_binds_no_alias_and_needs_no_place() -> None:
     assert not any(f.fixable for f in check_source(source))
     plan = plan_source(source)
     assert [(f.line, f.fixable) for f in plan.findings] == [(5, True)] and len(plan.fixes) == 1
+
+
+def test_a_statement_that_gets_the_import_and_fixes_leaves_the_later_statements_lines_alone() -> None:
+    source = textwrap.dedent(
+        """
+        def f(x):
+            return np.exp(x)
+
+
+        if __name__ == "__main__":
+            import numpy as np
+            print(f(np.zeros(1)), np.log(np.ones(1)))
+
+
+        def g(x):
+            return np.sin(x)
+        """
+    ).lstrip("\n")
+    fixed = fix_source(source)
+    assert "    import numpy as np\n    import np2torch.runtime as np2t\n    print(f(np.zeros(1)), np2t.log(" in fixed
+    assert fixed.endswith("def g(x):\n    return np2t.sin(x)\n")

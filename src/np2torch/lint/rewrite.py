@@ -71,8 +71,8 @@ def apply_fixes(
         if not place.existing and first <= place.after < last:  # inside this unit: the line goes in first
             at = place.after - first  # the line it follows, in the segment (never the unit's last)
             segment.insert(at + 1, place.indent + line + _ending(segment[at]))
-            replacements, calls, removals = (_moved_down(replacements, place.after), _moved_down(calls, place.after),
-                                             _moved_down(removals, place.after))
+            replacements, calls, removals = (_moved_down(replacements, place.after, last),
+                                             _moved_down(calls, place.after, last), _moved_down(removals, place.after, last))
             last += 1
             place = ImportPlace(place.after, existing=True)
         pieces[index] = _rewrite_segment("".join(segment), first - 1, last, replacements, calls, removals, alias)
@@ -83,12 +83,13 @@ _K = TypeVar("_K", _Span, tuple[int, int])
 _V = TypeVar("_V")
 
 
-def _moved_down(spans: Mapping[_K, _V], after: int) -> dict[_K, _V]:
-    """``spans`` (keys starting with a line, and ending with one when they are spans) with the lines after
-    ``after`` one further down: a line was put in after line ``after``."""
+def _moved_down(spans: Mapping[_K, _V], after: int, last: int) -> dict[_K, _V]:
+    """``spans`` (keys starting with a line, and ending with one when they are spans) with those on lines
+    ``after + 1``..``last`` one line further down: a line was put into that unit's text after line ``after``
+    (the other units keep their own lines)."""
     moved: dict[_K, _V] = {}
     for key, value in spans.items():
-        if key[0] > after:
+        if after < key[0] <= last:
             key = (key[0] + 1, key[1], key[2] + 1, key[3]) if len(key) == 4 else (key[0] + 1, key[1])
         moved[key] = value
     return moved
