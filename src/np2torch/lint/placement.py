@@ -211,8 +211,8 @@ class _Fixes:
                     isinstance(node, (ast.Attribute, ast.Subscript)) and not isinstance(node.ctx, ast.Load)
                 ):  # a write into another object may hand it a function to call later (`sys.excepthook = hook`)
                     calling = True
-                elif _hands_itself_on(node):
-                    calls = True
+                elif _hands_itself_on(node) or (isinstance(node, ast.ImportFrom) and node.level):
+                    calls = True  # a relative import may import this module back and call it
                 if id(node) in inside:
                     inside.discard(id(node))
                     runs = True
