@@ -146,3 +146,289 @@ def test_an_alias_bound_by_exec_is_not_reused(tmp_path: Path) -> None:
     """
     fixed = assert_same_behaviour(tmp_path, {"main.py": program}, ["main.py"])
     assert "np2t_1.exp(x)" in fixed["main.py"]
+
+
+def test_an_optional_import_used_as_feature_detection_is_kept(tmp_path: Path) -> None:
+    program = """
+        import math
+        import sys
+
+        sys.modules["scipy"] = None  # SciPy absent: importing it raises ImportError
+
+
+        def erf_or_fallback(x):
+            try:
+                from scipy.special import erf
+            except ImportError:
+                return round(math.erf(x), 6)
+            return erf(x)
+
+
+        print(erf_or_fallback(0.5))
+    """
+    fixed = assert_same_behaviour(tmp_path, {"main.py": program}, ["main.py"])
+    assert "from scipy.special import erf\n" in fixed["main.py"] and "np2t.erf(x)" in fixed["main.py"]
+
+
+def test_a_self_documenting_f_string_prints_the_same_text(tmp_path: Path) -> None:
+    program = """
+        import numpy as np
+
+        x = np.zeros(2)
+        print(f"{np.exp(x)=}", f"{np.log(x + 1) = !r}", f"{np.exp(x)}")
+    """
+    fixed = assert_same_behaviour(tmp_path, {"main.py": program}, ["main.py"])
+    assert 'f"{np.exp(x)=}"' in fixed["main.py"] and 'f"{np2t.exp(x)}"' in fixed["main.py"]
+
+
+def test_numba_idioms_libraries_use_still_compile(tmp_path: Path) -> None:
+    pytest.importorskip("numba")
+    files = {
+        "kernels.py": """
+            import numpy as np
+
+            try:
+                from numba import njit
+            except ImportError:
+                def njit(*args, **kwargs):
+                    return args[0] if args and callable(args[0]) else (lambda f: f)
+
+            import numba
+
+            fastjit = numba.njit(cache=False)
+
+
+            @fastjit
+            def softplus(x):
+                return np.log(1.0 + np.exp(x))
+
+
+            @njit
+            def optional(x):
+                return np.exp(x)
+
+
+            def make_kernel():
+                def kernel(x):
+                    return np.log(x)
+
+                return njit(kernel)
+        """,
+        "whole.py": """
+            import numba
+            import numpy as np
+
+
+            def f(x):
+                return np.exp(x) + 1.0
+
+            numba.jit_module(nopython=True)
+        """,
+        "main.py": """
+            import numpy as np
+
+            import kernels
+            import whole
+
+            x = np.linspace(0.5, 1.5, 3)
+            print(kernels.softplus(x), kernels.optional(x), kernels.make_kernel()(x), whole.f(x))
+            print(type(whole.f).__name__, type(kernels.softplus).__name__)
+        """,
+    }
+    fixed = assert_same_behaviour(tmp_path, files, ["kernels.py", "whole.py"])
+    assert fixed["kernels.py"] == textwrap.dedent(files["kernels.py"]).lstrip("\n")
+    assert fixed["whole.py"] == textwrap.dedent(files["whole.py"]).lstrip("\n")
+
+
+# --------------------------------------------------------------------------- names rebound at run time
+
+
+def test_a_star_import_after_the_binding_keeps_its_meaning(tmp_path: Path) -> None:
+    files = {
+        "helpers.py": "def log(x):\n    return 'helpers.log'\n",
+        "main.py": """
+            import numpy as np
+            from numpy import exp, log
+            from math import *
+            from helpers import *
+
+
+            def f(x):
+                try:
+                    return type(exp(x)).__name__, log(x)
+                except OverflowError:
+                    return "OverflowError"
+
+
+            print(f(1000.0), f(1.0), np.float16(2) * 2)
+        """,
+    }
+    fixed = assert_same_behaviour(tmp_path, files, ["main.py"])
+    assert "np2t" not in fixed["main.py"]
+
+
+def test_names_written_through_the_module_namespace_keep_their_meaning(tmp_path: Path) -> None:
+    program = """
+        import math
+        import sys
+
+        import numpy as np
+        from numpy import exp
+
+
+        def f(x):
+            return type(exp(x)).__name__, type(np.log(x)).__name__
+
+
+        globals()["exp"] = math.exp
+        print(f(1.0))
+        globals().update({"np": math})
+        print(f(1.0))
+        setattr(sys.modules[__name__], "np2t", math)
+        print(f(2.0))
+    """
+    fixed = assert_same_behaviour(tmp_path, {"main.py": program}, ["main.py"])
+    assert "np2t" not in fixed["main.py"].replace('"np2t"', "")
+
+
+# --------------------------------------------------------------------------- where the runtime import goes
+
+
+def test_numpy_imported_only_in_the_main_block_that_calls_the_functions(tmp_path: Path) -> None:
+    program = """
+        def softplus(x):
+            return np.log(1.0 + np.exp(x))
+
+
+        if __name__ == "__main__":
+            import numpy as np
+
+            print(softplus(np.zeros(2)), np.exp(np.ones(2)))
+    """
+    fixed = assert_same_behaviour(tmp_path, {"main.py": program}, ["main.py"])
+    assert "    import numpy as np\n    import np2torch.runtime as np2t\n" in fixed["main.py"]
+
+
+def test_numpy_imported_in_a_module_level_try_that_calls_a_function(tmp_path: Path) -> None:
+    program = """
+        def f(x):
+            return np.exp(x)
+
+
+        try:
+            import numpy as np
+            print(f(np.zeros(2)))
+        except ImportError:
+            print("no numpy")
+    """
+    assert "np2t.exp(x)" in assert_same_behaviour(tmp_path, {"main.py": program}, ["main.py"])["main.py"]
+
+
+def test_a_script_that_imports_numpy_again_after_calling_its_functions(tmp_path: Path) -> None:
+    program = """
+        import numpy as np
+
+
+        def f(x):
+            return np.exp(x)
+
+
+        print(f(np.zeros(2)))
+
+        import numpy as np
+        from scipy.special import erf
+
+        print(np.log(np.ones(2)), erf(np.ones(2)))
+    """
+    fixed = assert_same_behaviour(tmp_path, {"main.py": program}, ["main.py"])
+    assert fixed["main.py"].startswith("import numpy as np\nimport np2torch.runtime as np2t\n")
+
+
+_VENDORED = {"vendor/fastmath.py": "import numpy as np\n\ndef exp(x):\n    return np.exp(x)\n"}
+
+
+def test_a_vendored_runtime_imported_after_the_path_set_up_when_numpy_is_imported_in_a_function(
+    tmp_path: Path,
+) -> None:
+    files = {
+        **_VENDORED,
+        "main.py": """
+            import os
+            import sys
+
+            sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "vendor"))
+
+
+            def f(x):
+                import numpy as np
+
+                return np.exp(x)
+
+
+            print(f(0.0))
+        """,
+    }
+    fixed = assert_same_behaviour(tmp_path, files, ["main.py"], settings=Settings(runtime_module="fastmath", alias="fm"))
+    assert "fm.exp(x)" in fixed["main.py"]
+
+
+def test_a_vendored_runtime_imported_after_the_path_set_up_inside_the_main_block(tmp_path: Path) -> None:
+    files = {
+        **_VENDORED,
+        "main.py": """
+            import sys
+
+
+            def f(x):
+                return np.exp(x)
+
+
+            if __name__ == "__main__":
+                sys.path.insert(0, "vendor")
+                import numpy as np
+
+                print(f(np.zeros(2)), np.exp(np.ones(2)))
+        """,
+    }
+    fixed = assert_same_behaviour(tmp_path, files, ["main.py"], settings=Settings(runtime_module="fastmath", alias="fm"))
+    assert "    import numpy as np\n    import fastmath as fm\n" in fixed["main.py"]
+
+
+def test_a_vendored_runtime_imported_after_a_path_set_up_that_follows_the_numpy_import(tmp_path: Path) -> None:
+    files = {
+        **_VENDORED,
+        "main.py": """
+            import sys
+
+            import numpy as np
+
+            sys.path.insert(0, "vendor")
+            print(np.exp(np.zeros(2)))
+        """,
+    }
+    fixed = assert_same_behaviour(tmp_path, files, ["main.py"], settings=Settings(runtime_module="fastmath", alias="fm"))
+    assert 'sys.path.insert(0, "vendor")\nimport fastmath as fm\n' in fixed["main.py"]
+
+
+def test_a_vendored_runtime_imported_after_the_main_blocks_path_set_up_when_numpy_is_imported_in_a_function(
+    tmp_path: Path,
+) -> None:
+    files = {
+        **_VENDORED,
+        "main.py": """
+            import sys
+
+
+            def main(x):
+                import numpy as np
+
+                return np.exp(x)
+
+
+            if __name__ == "__main__":
+                sys.path.insert(0, "vendor")
+                print(main(0.0))
+        """,
+    }
+    fixed = assert_same_behaviour(tmp_path, files, ["main.py"], settings=Settings(runtime_module="fastmath", alias="fm"))
+    assert '    sys.path.insert(0, "vendor")\n    import fastmath as fm\n' in fixed["main.py"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 from pathlib import Path
 
@@ -56,14 +58,17 @@ def test_a_later_rebinding_is_seen_in_cell_order() -> None:
     assert located(text) == []
 
 
-def test_line_magics_are_masked_and_cell_magics_skipped() -> None:
+def test_line_magics_are_masked_and_other_languages_cell_magics_skipped() -> None:
     text = nbformat_text(notebook(
         code(["%matplotlib inline\n", "!pip list\n", "import numpy as np\n", "%timeit np.exp(x)\n", "a = np.log(x)"]),
-        code(["%%time\n", "b = np.exp(x)"]),
+        code(["%%bash\n", "b = np.exp(x)"]),
         code(["files = !ls\n", "c = np.exp(files)"]),  # does not parse even masked: skipped
         code("d = np.exp(x)"),
+        code(["%%time\n", "e = np.exp(x)"]),  # a Python body: a cell of the module
     ))
-    assert located(text) == [(1, 5, 5, "NPT002", True), (4, 1, 5, "NPT001", True)]
+    assert located(text) == [(1, 5, 5, "NPT002", True), (4, 1, 5, "NPT001", True), (5, 2, 5, "NPT001", True)]
+    cells = json.loads(fix_notebook(text, "n.ipynb"))["cells"]
+    assert cells[4]["source"] == ["%%time\n", "e = np2t.exp(x)"] and cells[1]["source"] == ["%%bash\n", "b = np.exp(x)"]
 
 
 def test_a_cell_that_does_not_parse_is_skipped_not_an_error() -> None:
@@ -111,6 +116,42 @@ def test_fix_changes_only_the_changed_cells_sources_byte_for_byte() -> None:
     assert after == nbformat_text(expected)
     assert fix_notebook(after, "n.ipynb") == after  # idempotent
     assert not [f for f in check_notebook(after, "n.ipynb") if f.fixable]
+
+
+def _run_cells(text: str) -> list[str]:
+    """Runs the notebook's code cells in order in one namespace, as a kernel does; what each printed."""
+    namespace: dict[str, object] = {}
+    printed = []
+    for cell in json.loads(text)["cells"]:
+        if cell["cell_type"] == "code":
+            output = io.StringIO()
+            with contextlib.redirect_stdout(output):
+                exec("".join(cell["source"]), namespace)
+            printed.append(output.getvalue())
+    return printed
+
+
+def test_the_import_goes_in_a_cell_before_the_first_cell_that_runs_a_fix() -> None:
+    text = nbformat_text(notebook(
+        code(["import numpy as np\n", "\n", "def f(x):\n", "    return np.exp(x)"]),
+        code("print(f(np.zeros(2)))", 2),
+        code(["import numpy as np\n", "print(np.log(np.ones(2)))"], 3),
+    ))
+    fixed = fix_notebook(text, "n.ipynb")
+    assert json.loads(fixed)["cells"][0]["source"][:2] == ["import numpy as np\n", "import np2torch.runtime as np2t\n"]
+    assert "np2t.log" in fixed and _run_cells(fixed) == _run_cells(text)
+
+
+def test_a_line_magic_may_run_a_fix_so_the_import_goes_before_it() -> None:
+    text = nbformat_text(notebook(
+        code(["def f(x):\n", "    return np.exp(x)"]),
+        code("import numpy as np", 2),
+        code("%time y = f(np.zeros(3))", 3),
+        code(["import numpy as np\n", "print(f(np.zeros(3)))"], 4),
+    ))
+    cells = json.loads(fix_notebook(text, "n.ipynb"))["cells"]
+    assert cells[1]["source"] == "import numpy as np\nimport np2torch.runtime as np2t"
+    assert cells[2]["source"] == "%time y = f(np.zeros(3))" and "np2torch" not in cells[3]["source"]
 
 
 def test_fix_and_check_places_what_is_left_in_the_fixed_cells() -> None:

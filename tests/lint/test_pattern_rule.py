@@ -43,6 +43,24 @@ def test_spellings(line: str, fixed: str) -> None:
     assert fix_source(fix_source(source, settings=UNSAFE), settings=UNSAFE) == fix_source(source, settings=UNSAFE)
 
 
+def test_comments_inside_the_collapsed_calls_stay() -> None:
+    source = (
+        "import numpy as np\n"
+        "y = np.log(  # stable?\n"
+        "    np.sum(np.exp(  # the exponentials\n"
+        "        x), axis=1)  # rows\n"
+        ")\n"
+    )
+    fixed = fix_source(source, settings=UNSAFE)
+    assert fixed.endswith(
+        "y = np2t.logsumexp(  # stable?\n"
+        "# the exponentials\n"
+        "# rows\n"
+        "x, axis=1)\n"
+    )
+    compile(fixed, "<fixed>", "exec")
+
+
 @pytest.mark.parametrize(
     "line",
     [

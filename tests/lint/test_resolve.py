@@ -20,7 +20,7 @@ from libcst.metadata import (
 
 from np2torch.lint.engine import CONSTANTS
 from np2torch.lint.model import Lines as _Lines
-from np2torch.lint.resolve import bound_names, resolve
+from np2torch.lint.resolve import bound_names, namespace_writes, resolve
 from np2torch.lint.rules import RULES
 
 KNOWN = frozenset({r.qualname for r in RULES} | CONSTANTS)
@@ -590,3 +590,28 @@ def test_resolves_a_5000_line_file_quickly() -> None:
     elapsed = time.perf_counter() - start
     assert len(refs) == 2 * (5000 // 6)
     assert elapsed < 2.0, f"{elapsed:.2f}s"
+
+
+@pytest.mark.parametrize(
+    ("source", "every", "names"),
+    [
+        pytest.param("x = globals()['exp']\ny = globals().get('log')\nz = 'np' in globals()\n", False, set(),
+                     id="reading the namespace is no write"),
+        pytest.param("globals()['exp'] = abs\n", False, {"exp"}, id="a spelled item write"),
+        pytest.param("import sys\nsetattr(sys.modules[__name__], 'log', abs)\nsys.modules[__name__].erf = abs\n",
+                     False, {"log", "erf"}, id="writes to the module object"),
+        pytest.param("exec('np2t = 1')\n", False, {"np2t"}, id="exec of a constant binds the names it spells"),
+        pytest.param("def f():\n    exec(code)\n", True, set(), id="exec of unknown code may say global"),
+        pytest.param("def f():\n    vars()['exp'] = 1\n    locals()['log'] = 1\n", False, set(),
+                     id="vars and locals in a function are its own"),
+        pytest.param("vars()['exp'] = 1\n", False, {"exp"}, id="vars at module level is the module's"),
+        pytest.param("def f(d):\n    globals().update(d)\n", True, set(), id="update in a function"),
+        pytest.param("g = globals()\n", True, set(), id="the namespace handed on"),
+        pytest.param("exec('from math import *')\n", True, set(), id="exec of a star import"),
+        pytest.param("eval('exp(1)')\n", False, set(), id="an expression binds nothing without :="),
+    ],
+)
+def test_namespace_writes(source: str, every: bool, names: set[str]) -> None:
+    writes = namespace_writes(ast.parse(source), source)
+    assert (writes is not None and writes.every is not None) == every
+    assert (set(writes.names) if writes else set()) == names

@@ -6,23 +6,44 @@ but cannot compile a call of ``np2torch.runtime.exp``, a plain Python
 function.  JAX traces, TorchScript/``torch.compile`` and ``cupy.fuse`` have
 the same problem.  A finding inside such a function is reported without a fix.
 
-A function is compiled when a compiler (:data:`COMPILERS`, resolved by
-qualified name through imports and aliases) decorates it (``@njit``,
-``@nb.jit(nopython=True)``, ``@functools.partial(jax.jit, static_argnums=0)``),
-or is applied to it by name (``g = numba.jit(f)``, ``njit(cache=True)(f)``,
-``jax.jit(f)``: every module-level ``def f`` of the module counts) or to a
-lambda (``njit(lambda x: ...)``).  Everything inside its body counts, nested
-functions included; decorators and defaults are evaluated outside it.
+What counts as a compiler is decided from every binding of a name, in any scope
+(a name is a compiler if *any* of its bindings can be one):
+
+* an import of one (:data:`COMPILERS`: ``from numba import njit``, ``import numba as nb``
+  then ``nb.njit``), whatever else the name is bound to (the optional-numba idiom
+  ``try: from numba import njit`` / ``except ImportError: def njit(*a, **k): ...``);
+* an assignment of a compiler, of a call of one or of ``partial`` over one
+  (``fastjit = numba.njit(cache=True)``, ``jit = functools.partial(jax.jit, static_argnums=0)``,
+  ``njit = numba.njit if HAVE_NUMBA else identity``, ``jit = lambda f: numba.njit(f)``,
+  ``jit = getattr(numba, "njit")``),
+  followed through further assignments;
+* a function that returns one (or a call of one) or hands it one of its parameters
+  (``def jit(*args, **kwargs): return numba.njit(*args, **kwargs)``).
+
+A function is compiled when a compiler decorates it (``@fastjit``,
+``@nb.jit(nopython=True)``) or is applied to it by call (``numba.jit(f)``,
+``njit(cache=True)(f)``, ``return njit(kernel)`` on a nested function,
+``torch.compile(self.forward)``, ``torch.jit.script(Net())``, ``jax.jit(partial(f, a))``):
+every ``def`` or ``class`` of that name, in any scope, counts; a lambda passed to it
+counts; a name is followed through what it is assigned and what it loops over
+(``model = Net()`` then ``torch.compile(model)``, ``for k in (f, g): njit(k)``,
+``kernels = [f, g]`` then ``[jax.jit(k) for k in kernels]``); a function taken from a
+container or by name (``njit(funcs[k])``, ``njit(getattr(module, name))``) may be any
+of them, so every function of the module counts.  A function reached otherwise (returned by a call, read from another module's
+attribute) is not followed: the rule pages say so.
+:data:`MODULE_COMPILERS` called anywhere (``numba.jit_module(nopython=True)``)
+compile every function of the module.  Everything inside a compiled body
+counts, nested functions included; decorators and defaults are evaluated
+outside it.
 """
 
 from __future__ import annotations
 
 import ast
-from typing import Iterator
+import unicodedata
+from typing import Iterable, Iterator
 
-from np2torch.lint.resolve import Ref, Resolution
-
-__all__ = ["COMPILERS", "PARTIAL", "RESOLVED_NAMES", "compiled_regions", "inside", "reason"]
+__all__ = ["COMPILERS", "MODULE_COMPILERS", "compiled_regions", "inside", "reason"]
 
 _NUMBA = "numba"
 _JAX = "jax"
@@ -39,17 +60,24 @@ COMPILERS: dict[str, str] = {
     "numba.extending.overload": _NUMBA,  # the implementation it returns (nested) is compiled
     "numba.extending.overload_method": _NUMBA,
     "numba.extending.register_jitable": _NUMBA,
-    "jax.jit": _JAX,
-    "jax.pmap": _JAX,
+    # JAX traces the function it transforms (jit, and the transformations that trace too)
+    **{f"jax.{name}": _JAX for name in ("jit", "pmap", "vmap", "grad", "value_and_grad", "jacfwd", "jacrev",
+                                          "hessian", "checkpoint", "remat")},
     "torch.jit.script": _TORCH,
+    "torch.jit.trace": _TORCH,
     "torch.compile": _TORCH,
     "cupy.fuse": _CUPY,
+    "cupyx.jit.rawkernel": _CUPY,
 }
 """Qualified name of a compiler -> the family named in the reason."""
 
-PARTIAL = "functools.partial"
-RESOLVED_NAMES: frozenset[str] = frozenset(COMPILERS) | {PARTIAL}
-"""The qualified names the resolver must find for this module's analysis."""
+MODULE_COMPILERS: dict[str, str] = {"numba.jit_module": _NUMBA}
+"""Called in a module, they compile every function of it."""
+
+_ALL = {**COMPILERS, **MODULE_COMPILERS}
+# the modules on the way to a compiler (`numba`, `numba.cuda`, `torch.jit`): `import numba as nb` binds one
+_PACKAGES = frozenset(q.rsplit(".", i)[0] for q in _ALL for i in range(1, q.count(".") + 1))
+_ROOTS = frozenset(q.partition(".")[0] for q in _ALL)
 
 _REASONS = {
     _NUMBA: "inside a numba-compiled function: np2torch.runtime helpers cannot be compiled by numba",
@@ -62,30 +90,52 @@ _Pos = tuple[int, int]
 Region = tuple[_Pos, _Pos, str]
 """(start, end, family): a compiled body, positions as ``ast`` gives them (line, byte column)."""
 
-_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_DEFS = (*_FUNCTIONS, ast.ClassDef)
 
 
 def reason(family: str) -> str:
     return _REASONS[family]
 
 
-def compiled_regions(tree: ast.Module, res: Resolution) -> list[Region]:
-    """The bodies of the functions (and jitclasses, lambdas) that a compiler takes over."""
+def compiled_regions(tree: ast.Module, text: str) -> list[Region]:
+    """The bodies of the functions (and jitclasses, lambdas) that a compiler takes over (``text``: the source)."""
+    spelled = text if text.isascii() else unicodedata.normalize("NFKC", text)
+    if not any(root in spelled for root in _ROOTS):
+        return []  # every way to a compiler spells the name of its package
+    imports = [node for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))]
+    if not any(_binds_a_compiler(stmt) for stmt in imports):
+        return []  # every way to a compiler starts at an import of its package
+    names = _Compilers(imports, tree)
     regions: list[Region] = []
     by_name: dict[str, str] = {}
-    for ref in res.refs:
-        family = COMPILERS.get(ref.qualname)
-        if family is None:
-            continue
-        for target in _targets(ref, res):
-            if type(target) is ast.Name:
-                by_name.setdefault(target.id, family)
-            else:
-                regions.append(_body_region(target, family))
+    everything: str | None = None
+    for node in ast.walk(tree):
+        if isinstance(node, _DEFS):
+            family = next(filter(None, map(names.family, node.decorator_list)), None)
+            if family is not None:
+                regions.append(_body_region(node, family))
+        elif type(node) is ast.Call:
+            family = names.family(node.func)
+            if family is None:
+                continue
+            if names.compiles_module(node.func):
+                everything = family
+            for target in _applied_to(node):
+                if isinstance(target, ast.Lambda):
+                    regions.append(_body_region(target, family))
+                elif target == _UNKNOWN:
+                    everything = everything or family  # `njit(funcs[k])`: any function may be the one
+                else:
+                    by_name.setdefault(target, family)
     if by_name:
-        for stmt in tree.body:
-            if isinstance(stmt, _DEFS) and stmt.name in by_name:
-                regions.append(_body_region(stmt, by_name[stmt.name]))
+        everything = _follow(tree, by_name, regions) or everything
+    if everything is not None or by_name:
+        for node in ast.walk(tree):
+            if everything is not None and isinstance(node, (*_DEFS, ast.Lambda)):
+                regions.append(_body_region(node, everything))
+            elif isinstance(node, _DEFS) and node.name in by_name:
+                regions.append(_body_region(node, by_name[node.name]))
     return regions
 
 
@@ -98,30 +148,201 @@ def inside(node: ast.AST, regions: list[Region]) -> str | None:
     return None
 
 
-def _targets(ref: Ref, res: Resolution) -> Iterator[ast.AST]:
-    """What the compiler named by ``ref`` is applied to: a def, a lambda, or a Name (call form)."""
-    node, parent, grand = ref.node, ref.parent, ref.grand
-    if _decorates(node, parent):
-        yield parent  # type: ignore[misc]
-        return
-    if type(parent) is not ast.Call:
-        return
-    call: ast.Call = parent
-    if call.func is node:  # jit(f), jit(lambda ...), or jit(options) used as a decorator / called on f
-        if call.args and type(call.args[0]) in (ast.Name, ast.Lambda):
-            yield call.args[0]
-    elif not (call.args and call.args[0] is node and res.qualname(call.func) == PARTIAL):
-        return  # passed to something else: not known to compile anything
-    if _decorates(call, grand):
-        yield grand  # type: ignore[misc]
-    elif type(grand) is ast.Call and grand.func is call and grand.args:
-        first = grand.args[0]
-        if type(first) in (ast.Name, ast.Lambda):
-            yield first
+def _binds_a_compiler(stmt: ast.Import | ast.ImportFrom) -> bool:
+    if isinstance(stmt, ast.Import):
+        return any(alias.name.partition(".")[0] in _ROOTS for alias in stmt.names)
+    return not stmt.level and (stmt.module or "").partition(".")[0] in _ROOTS
 
 
-def _decorates(node: ast.AST, owner: ast.AST | None) -> bool:
-    return isinstance(owner, _DEFS) and any(d is node for d in owner.decorator_list)
+class _Compilers:
+    """Every name that any binding makes a compiler (or a package holding one), scopes ignored."""
+
+    def __init__(self, imports: Iterable[ast.Import | ast.ImportFrom], tree: ast.Module) -> None:
+        self.packages: dict[str, str] = {}  # name -> the package it is bound to (`nb` -> `numba`)
+        self.compilers: dict[str, str] = {}  # name -> the compiler's qualified name
+        for stmt in imports:
+            for name, qualname in _bound(stmt):
+                if qualname in _ALL:
+                    self.compilers.setdefault(name, qualname)
+                elif qualname in _PACKAGES:
+                    self.packages.setdefault(name, qualname)
+        assignments = list(_assignments(tree))
+        wrappers = [node for node in ast.walk(tree) if isinstance(node, _FUNCTIONS)]
+        changed = True
+        while changed:  # `a = njit(cache=True)`, `b = a`, `def jit(f): return a(f)`: until nothing new
+            changed = False
+            for target, value in assignments:
+                if target not in self.compilers:
+                    found = self.qualname(value)
+                    if found is not None:
+                        self.compilers[target] = found
+                        changed = True
+            for wrapper in wrappers:
+                if wrapper.name not in self.compilers:
+                    found = self._wrapped(wrapper)
+                    if found is not None:
+                        self.compilers[wrapper.name] = found
+                        changed = True
+
+    def _wrapped(self, wrapper: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+        """The compiler a function wraps: it returns one (or a call of one), or hands it a parameter
+        (``def jit(f, **kw): return numba.njit(**kw)(f)``, ``def register(f): KERNELS.append(njit(f))``)."""
+        args = wrapper.args
+        params = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg] if a}
+        for node in ast.walk(wrapper):
+            if type(node) is ast.Return and node.value is not None:
+                found = self.qualname(node.value)
+                if found is not None:
+                    return found
+            elif type(node) is ast.Call:
+                found = self.qualname(node.func)
+                handed = [a.value if type(a) is ast.Starred else a for a in node.args]
+                if found is not None and any(type(a) is ast.Name and a.id in params for a in handed):
+                    return found
+        return None
+
+    def qualname(self, expr: ast.expr) -> str | None:
+        """The compiler ``expr`` is, makes (a call of one: ``njit(cache=True)``) or wraps (``partial(jit, ...)``)."""
+        t = type(expr)
+        if t is ast.Name:
+            return self.compilers.get(expr.id)  # type: ignore[attr-defined]
+        if t is ast.Attribute:
+            parts: list[str] = []
+            node: ast.expr = expr
+            while type(node) is ast.Attribute:
+                parts.append(node.attr)
+                node = node.value
+            package = self.packages.get(node.id) if type(node) is ast.Name else None
+            qualname = ".".join([package, *reversed(parts)]) if package else None
+            return qualname if qualname in _ALL else None
+        if t is ast.Call:
+            call: ast.Call = expr  # type: ignore[assignment]
+            if _is_getattr(call):  # `getattr(numba, "njit")`
+                attribute = ast.Attribute(value=call.args[0], attr=call.args[1].value)  # type: ignore[attr-defined]
+                return self.qualname(attribute)
+            own = self.qualname(call.func)
+            if own is None and _is_partial(call.func) and call.args:
+                own = self.qualname(call.args[0])
+            return own
+        if t is ast.IfExp:
+            return self.qualname(expr.body) or self.qualname(expr.orelse)  # type: ignore[attr-defined]
+        if t is ast.Lambda:  # `jit = lambda f: numba.njit(f)`
+            return self.qualname(expr.body)  # type: ignore[attr-defined]
+        if t is ast.BoolOp:
+            return next(filter(None, map(self.qualname, expr.values)), None)  # type: ignore[attr-defined]
+        return None
+
+    def family(self, expr: ast.expr) -> str | None:
+        qualname = self.qualname(expr)
+        return None if qualname is None else _ALL[qualname]
+
+    def compiles_module(self, func: ast.expr) -> bool:
+        return self.qualname(func) in MODULE_COMPILERS
+
+
+def _bound(stmt: ast.Import | ast.ImportFrom) -> Iterator[tuple[str, str]]:
+    """(name, qualified name) for each name an import binds."""
+    if isinstance(stmt, ast.Import):
+        for alias in stmt.names:
+            if alias.asname:
+                yield alias.asname, alias.name
+            else:
+                root = alias.name.partition(".")[0]
+                yield root, root
+    elif not stmt.level and stmt.module:
+        for alias in stmt.names:
+            yield alias.asname or alias.name, f"{stmt.module}.{alias.name}"
+
+
+def _assignments(tree: ast.Module) -> Iterator[tuple[str, ast.expr]]:
+    for node in ast.walk(tree):
+        if type(node) is ast.Assign:
+            for target in node.targets:
+                if type(target) is ast.Name:
+                    yield target.id, node.value
+        elif type(node) in (ast.AnnAssign, ast.NamedExpr):
+            if type(node.target) is ast.Name and node.value is not None:  # type: ignore[attr-defined]
+                yield node.target.id, node.value  # type: ignore[attr-defined]
+
+
+def _is_getattr(call: ast.Call) -> bool:
+    second = call.args[1] if len(call.args) >= 2 else None
+    return (type(call.func) is ast.Name and call.func.id == "getattr"
+            and isinstance(second, ast.Constant) and isinstance(second.value, str) and second.value.isidentifier())
+
+
+def _is_partial(func: ast.expr) -> bool:
+    return (type(func) is ast.Name and func.id == "partial") or (
+        type(func) is ast.Attribute and func.attr == "partial"
+    )
+
+
+_UNKNOWN = "<unknown>"
+
+
+def _applied_to(call: ast.Call) -> Iterator[str | ast.Lambda]:
+    """What a compiler called with ``call``'s arguments compiles: a lambda, the name of a def or class
+    (``f``, ``self.forward`` -> ``forward``, ``Net()`` -> ``Net``, ``partial(f, a)`` -> ``f``), or
+    :data:`_UNKNOWN` for a function taken from a container (``njit(funcs[k])``)."""
+    for arg in [*call.args[:1], *(k.value for k in call.keywords if k.arg in _FUNCTION_KEYWORDS)]:
+        yield from _held(arg)
+
+
+def _follow(tree: ast.Module, by_name: dict[str, str], regions: list[Region]) -> str | None:
+    """Adds to ``by_name`` what the compiled names may hold: ``model = Net()`` then ``torch.compile(model)``,
+    ``for fn in (f, g): njit(fn)``, ``kernels = [f, g]`` then ``for k in kernels: njit(k)``; returns the
+    family of a compiled name that may hold a function taken from a container (every function then counts)."""
+    sources: dict[str, list[tuple[ast.expr, bool]]] = {}  # name -> (what it is assigned, or iterates over)
+    for assigned, value in _assignments(tree):
+        sources.setdefault(assigned, []).append((value, False))
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)) and type(node.target) is ast.Name:
+            sources.setdefault(node.target.id, []).append((node.iter, True))
+    everything = None
+    todo = list(by_name)
+    while todo:
+        name = todo.pop()
+        family = by_name[name]
+        for value, elements in sources.get(name, ()):
+            for target in _held(value, elements):
+                if isinstance(target, ast.Lambda):
+                    regions.append(_body_region(target, family))
+                elif target == _UNKNOWN:
+                    everything = everything or family
+                elif target not in by_name:
+                    by_name[target] = family
+                    todo.append(target)
+    return everything
+
+
+def _held(value: ast.expr, elements: bool = False) -> Iterator[str | ast.Lambda]:
+    """The names (and lambdas) ``value`` may evaluate to (``elements``: the items of the iterable ``value``);
+    :data:`_UNKNOWN` for an item of a container."""
+    if isinstance(value, (ast.Tuple, ast.List, ast.Set)):
+        for element in value.elts:
+            yield from _held(element)
+        return
+    if elements:
+        if type(value) is ast.Name:  # `for k in kernels`: what `kernels` holds, item by item
+            yield value.id
+        return
+    if type(value) is ast.Call:
+        if type(value.func) is ast.Name and value.func.id == "getattr":  # `njit(getattr(mod, name))`
+            yield _UNKNOWN
+            return
+        value = value.args[0] if _is_partial(value.func) and value.args else value.func
+    if type(value) is ast.Lambda:
+        yield value
+    elif type(value) is ast.Name:
+        yield value.id
+    elif type(value) is ast.Attribute:
+        yield value.attr
+    elif type(value) is ast.Subscript:
+        yield _UNKNOWN
+
+
+# the keyword a compiler takes its function by (`jax.jit(fun=f)`, `torch.compile(model=m)`, `numba.njit(pyfunc=f)`)
+_FUNCTION_KEYWORDS = frozenset({"fun", "f", "func", "fn", "function", "pyfunc", "model", "obj"})
 
 
 def _body_region(target: ast.AST, family: str) -> Region:

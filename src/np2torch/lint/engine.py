@@ -33,7 +33,15 @@ span is what the fix replaces.
   does not pass the function on and computes nothing: no finding;
 * anything inside a function that numba, JAX, TorchScript/``torch.compile`` or
   ``cupy.fuse`` compiles (:mod:`np2torch.lint.compiled`): reported, not fixable (they
-  compile the NumPy call, not a call of a helper).
+  compile the NumPy call, not a call of a helper);
+* a reference whose name may mean something else at run time: a star import after
+  the import binding it (:attr:`np2torch.lint.resolve.Ref.rebound_by`) or a write to
+  the module's namespace (:func:`np2torch.lint.resolve.namespace_writes`): reported,
+  not fixable;
+* anything inside a self-documenting f-string field (``f"{np.exp(x)=}"`` prints its
+  source text): reported, not fixable;
+* every fixable finding when no line can hold the runtime import
+  (:mod:`np2torch.lint.placement`): reported, not fixable, with the reason.
 
 A ``# noqa`` or ``# noqa: NPT001`` comment on the line where a finding starts
 suppresses it, for check and fix alike.
@@ -56,9 +64,9 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Collection, Sequence
 
-from np2torch.lint import compiled
+from np2torch.lint import compiled, placement
 from np2torch.lint.model import DEFAULT_SETTINGS, Finding, FixError, FixResult, Lines, Planned, Settings, SourceError
-from np2torch.lint.resolve import Ref, Resolution, bound_names, resolve
+from np2torch.lint.resolve import NamespaceWrites, Ref, Resolution, bound_names, namespace_writes, resolve
 from np2torch.lint.rules import DIFFERENCE, RATIO, RULES, RULES_BY_CODE, Rule
 from np2torch.lint.suppress import NOQA, file_rules, in_runtime_module, no_fix_reason, noqa_codes
 
@@ -97,9 +105,8 @@ these and literals is scalar math, not a finding."""
 _FUNCTION_TARGETS: frozenset[str] = frozenset(rule.qualname for rule in RULES if rule.is_function)
 # Pattern rules (NPT9xx) also need the names of their inner calls resolved (`numpy.sum`).
 _ALL_TARGETS: frozenset[str] = _FUNCTION_TARGETS | frozenset(name for rule in RULES for name in rule.pattern)
-_KNOWN: frozenset[str] = _ALL_TARGETS | CONSTANTS | compiled.RESOLVED_NAMES
-# Compilers are focus names too: `g = numba.jit(f)` spells no target, yet must be resolved.
-_FOCUS: frozenset[str] = _ALL_TARGETS | compiled.RESOLVED_NAMES
+_KNOWN: frozenset[str] = _ALL_TARGETS | CONSTANTS
+_FOCUS: frozenset[str] = _ALL_TARGETS
 
 # Builtins whose argument is the function object itself, not something it computes.
 _INSPECTORS = frozenset(
@@ -117,10 +124,27 @@ REASON_REFERENCE = (
 REASON_CLASS_ATTRIBUTE = (
     "it becomes a class attribute, where the helper (a plain function) binds as a method and a ufunc does not"
 )
+REASON_NO_IMPORT_PLACE = (
+    "no line can hold the runtime import: it must run before the first statement that can run a rewritten "
+    "call, and after the set-up code before the module's NumPy/SciPy import (sys.path, os.environ)"
+)
+REASON_STAR_AFTER_IMPORT = (
+    "a star import runs after the runtime import would and may rebind its alias (a module's names are known "
+    "only at run time)"
+)
+_NO_PLACE_REASONS = {placement.NO_PLACE: REASON_NO_IMPORT_PLACE, placement.STAR_AFTER: REASON_STAR_AFTER_IMPORT}
+REASON_SELF_DOCUMENTING = (
+    "it is inside a self-documenting f-string field (`f\"{expr=}\"`), which prints the expression's source "
+    "text: the rewrite would change the output"
+)
 
 
 def _reason_method(attr: str) -> str:
     return f"`.{attr}` is called on it; the helper is a plain function, not a NumPy ufunc"
+
+
+def _reason_rebound(by: str) -> str:
+    return f"its name may be rebound at run time by {by}, and the fix would call NumPy's/SciPy's function instead"
 
 
 # --------------------------------------------------------------------------- prefilter
@@ -343,6 +367,8 @@ class _Analysis:
     findings: list[Finding] = field(default_factory=list)
     fixes: list[Planned] = field(default_factory=list)
     alias: str | None = None
+    place: placement.ImportPlace | None = None
+    """Where the runtime import goes (np2torch.lint.placement), when there is something to fix."""
 
 
 class NewerSyntaxError(SourceError):
@@ -369,7 +395,9 @@ def _parse(text: str) -> ast.Module:
 
 
 def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = True,
-             only: Collection[tuple[int, int, str]] | None = None) -> _Analysis:
+             only: Collection[tuple[int, int, str]] | None = None, import_line: bool = True) -> _Analysis:
+    """``import_line``: the fix binds the runtime to an alias with an import line (a text fix), which needs a
+    place (np2torch.lint.placement); ``np2torch run``'s rewrite binds nothing and needs none."""
     bom = "\ufeff" if source.startswith("\ufeff") else ""
     text = source[len(bom) :]
     analysis = _Analysis(text=text, bom=bom)
@@ -380,9 +408,11 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
         return analysis
     tree = analysis.tree = _parse(text)
     res = analysis.resolution = resolve(tree, _KNOWN, text, focus=_FOCUS)
-    regions = compiled.compiled_regions(tree, res)
+    regions = compiled.compiled_regions(tree, text) if res.refs else []
     enabled = {rule.qualname: rule for rule in rules if rule.is_function}
     lines = Lines(text)
+    printed = _self_documenting_fields(tree, text, lines) if res.refs else []
+    writes = namespace_writes(tree, text) if res.refs else None
     noqa = _Noqa(text, lines)
     pending: list[tuple[Ref, Rule, bool, str | None]] = []
     for ref in res.refs:
@@ -392,6 +422,7 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
         verdict = _classify(ref, res)
         if verdict is None or noqa.suppresses(ref.node.lineno, rule.code):
             continue
+        verdict = _unless_printed_or_rebound(ref, verdict, printed, writes)
         if verdict[1] is REASON_REFERENCE and settings.unsafe_fixes:
             verdict = (True, None)
         pending.append((ref, rule, *_unless_compiled(ref, regions, verdict)))
@@ -401,6 +432,7 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
                 if not noqa.suppresses(ref.node.lineno, rule.code):
                     unsafe = rule.fix_safety == "unsafe" and not settings.unsafe_fixes
                     verdict = (not unsafe, REASON_UNSAFE if unsafe else None)
+                    verdict = _unless_printed_or_rebound(ref, verdict, printed, writes)
                     pending.append((ref, rule, *_unless_compiled(ref, regions, verdict)))
     if only is not None:
         pending = [(ref, rule, fixable and _key(ref.node, rule.code, lines) in only,
@@ -410,7 +442,15 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
         itself = no_fix_reason(settings.runtime_module)  # the fix would make the runtime import itself
         pending = [(ref, rule, False, why if not fixable else itself) for ref, rule, fixable, why in pending]
     if any(fixable for _r, _u, fixable, _why in pending):
-        analysis.alias = _choose_alias(tree, text, settings)
+        analysis.alias = _choose_alias(tree, text, settings, writes)
+    if import_line and analysis.alias is not None:
+        refs = [ref for ref, _rule, fixable, _why in pending if fixable]
+        place = placement.import_place(tree, lines, refs, settings.runtime_module, analysis.alias)
+        if isinstance(place, str):  # nowhere: no fix at all
+            pending = [(ref, rule, False, why if not fixable else _NO_PLACE_REASONS[place])
+                       for ref, rule, fixable, why in pending]
+        else:
+            analysis.place = place
     for ref, rule, fixable, reason in pending:
         node = ref.node
         end_line = node.end_lineno or node.lineno
@@ -436,6 +476,25 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
     return analysis
 
 
+def _unless_printed_or_rebound(
+    ref: Ref, verdict: tuple[bool, str | None], printed: list[_Span], writes: NamespaceWrites | None
+) -> tuple[bool, str | None]:
+    """No fix inside a self-documenting f-string field, nor for a name something may rebind at run time."""
+    if not verdict[0] and verdict[1] not in (REASON_REFERENCE, REASON_UNSAFE):
+        return verdict  # unfixable anyway: keep the reason that applies everywhere
+    if printed and _inside(ref.node, printed):
+        return False, REASON_SELF_DOCUMENTING
+    by = ref.rebound_by or (writes.rebinding(_root_name(ref.node)) if writes else None)
+    return verdict if by is None else (False, _reason_rebound(by))
+
+
+def _root_name(node: ast.expr) -> str:
+    """The name a reference starts from: ``np`` in ``np.exp`` and in the call ``np.log(...)``."""
+    while type(node) is not ast.Name:
+        node = node.func if type(node) is ast.Call else node.value  # type: ignore[attr-defined]
+    return node.id
+
+
 REASON_LEFT_OUT = "left out by --from-run: the run measured no saving here"
 
 
@@ -452,6 +511,50 @@ def _unless_compiled(
         return verdict  # unfixable whatever the compiler: keep the reason that applies everywhere
     family = compiled.inside(ref.node, regions) if regions else None
     return verdict if family is None else (False, compiled.reason(family))
+
+
+# --------------------------------------------------------------------------- self-documenting f-strings
+
+
+_Span = tuple[tuple[int, int], tuple[int, int]]
+# `=` then the end of the field (`}`), its conversion (`!r`) or its format spec (`:`): a self-documenting field
+_DEBUG_SPECIFIER = re.compile(r"=[ \t\r\n\f]*[}!:]")
+
+
+def _self_documenting_fields(tree: ast.Module, text: str, lines: Lines) -> list[_Span]:
+    """The expressions of the ``f"{expr=}"`` fields: Python prints their source text, so no fix may touch them.
+
+    ``ast`` keeps no trace of the ``=`` (the text becomes a constant before the value); the source
+    does: after the expression, only whitespace and then ``=``.
+    """
+    if not _DEBUG_SPECIFIER.search(text):
+        return []
+    spans = []
+    for node in ast.walk(tree):
+        if type(node) is ast.FormattedValue:
+            value = node.value
+            end = (value.end_lineno or value.lineno, value.end_col_offset or 0)
+            if _next_character(lines, *end) == "=":
+                spans.append(((value.lineno, value.col_offset), end))
+    return spans
+
+
+def _next_character(lines: Lines, line: int, byte_col: int) -> str:
+    """The first character at or after (line, byte column) that is not whitespace; "" at the end of the text."""
+    rest = lines[line].encode("utf-8")[byte_col:].decode("utf-8", errors="replace")
+    while True:
+        stripped = rest.lstrip()
+        if stripped:
+            return stripped[0]
+        line += 1
+        if line > lines.count:
+            return ""
+        rest = lines[line]
+
+
+def _inside(node: ast.AST, spans: list[_Span]) -> bool:
+    pos = (node.lineno, node.col_offset)  # type: ignore[attr-defined]
+    return any(start <= pos < end for start, end in spans)
 
 
 # --------------------------------------------------------------------------- pattern rules (NPT9xx)
@@ -479,7 +582,7 @@ def _nested_matches(rule: Rule, res: Resolution) -> list[Ref]:
         if ref.qualname != outer or type(call) is not ast.Call or call.func is not ref.node:
             continue
         if len(call.args) == 1 and not call.keywords and _reduces(call.args[0], reduction, inner, res):
-            found.append(Ref(call, outer, ref.grand, None, (), ref.in_class, ref.bindings))
+            found.append(Ref(call, outer, ref.grand, None, (), ref.in_class, ref.bindings, ref.rebound_by))
     return found
 
 
@@ -566,8 +669,9 @@ def _unary_call(node: ast.expr, qualname: str, res: Resolution) -> bool:
             and type(node.args[0]) is not ast.Starred)
 
 
-def _choose_alias(tree: ast.Module, text: str, settings: Settings) -> str:
-    """``settings.alias``, or ``<alias>_1``, ``_2``, ... when it is bound to anything but the runtime."""
+def _choose_alias(tree: ast.Module, text: str, settings: Settings, writes: NamespaceWrites | None = None) -> str:
+    """``settings.alias``, or ``<alias>_1``, ``_2``, ... when it is bound to anything but the runtime
+    (``writes``: names the module's namespace writes spell, ``globals()["np2t"] = ...``)."""
     spelled = text if text.isascii() else unicodedata.normalize("NFKC", text)
     if settings.alias not in spelled:
         return settings.alias  # a name that is not spelled is bound nowhere
@@ -579,7 +683,7 @@ def _choose_alias(tree: ast.Module, text: str, settings: Settings) -> str:
         candidate = settings.alias if n == 0 else f"{settings.alias}_{n}"
         kinds = set(names.get(candidate, ()))
         free = not kinds or (same_import in kinds and kinds <= {same_import, "use"})
-        if free and candidate not in in_strings:
+        if free and candidate not in in_strings and not (writes and writes.rebinding(candidate)):
             return candidate
         n += 1
 
@@ -661,7 +765,7 @@ def plan_source(source: str, path: str = "<string>", *, settings: Settings | Non
 
     Raises :class:`SourceError` as :func:`check_source` does.
     """
-    analysis = _analyze(source, path, settings or DEFAULT_SETTINGS)
+    analysis = _analyze(source, path, settings or DEFAULT_SETTINGS, import_line=False)
     return Plan(analysis.tree, tuple(analysis.findings), tuple(analysis.fixes))
 
 
@@ -692,6 +796,7 @@ def _fixed_text(analysis: _Analysis, source: str, path: str, settings: Settings)
     from np2torch.lint.rewrite import apply_fixes  # LibCST loads only when there is something to fix
 
     assert analysis.tree is not None and analysis.resolution is not None and analysis.alias is not None
+    assert analysis.place is not None
     fixed = apply_fixes(
         analysis.text,
         analysis.tree,
@@ -700,6 +805,7 @@ def _fixed_text(analysis: _Analysis, source: str, path: str, settings: Settings)
         analysis.alias,
         settings,
         path,
+        analysis.place,
     )
     _verify(analysis.text, fixed, path)
     return analysis.bom + fixed

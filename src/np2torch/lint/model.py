@@ -141,6 +141,10 @@ class Lines:
     def __init__(self, text: str) -> None:
         self._lines = _NEWLINE.split(text)
 
+    @property
+    def count(self) -> int:
+        return len(self._lines)
+
     def __getitem__(self, line: int) -> str:
         return self._lines[line - 1] if 0 < line <= len(self._lines) else ""
 

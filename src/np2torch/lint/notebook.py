@@ -8,17 +8,23 @@ them, and the engine runs on that text.  Findings are mapped back to
 line and column inside the cell.
 
 Cells that are not Python are skipped: markdown and raw cells, a cell whose
-first line is a cell magic (``%%time``, ``%%bash``), and a cell that does not
+first line is a cell magic with another language (``%%bash``; ``%%time``,
+``%%timeit``, ``%%capture``, ``%%prun`` and ``%%debug`` run their Python body
+and are cells of the module, their first line masked), and a cell that does not
 parse even after its IPython line magics and shell escapes (lines starting
-with ``%`` or ``!``) are masked as comments.  A notebook whose kernel language
+with ``%`` or ``!``) are masked as a statement that may call the module's code
+(``%timeit f(x)`` runs ``f``) with the magic as its comment (as a comment alone
+where no statement fits its indentation).  A notebook whose kernel language
 is not Python has no findings.
 
 A fix rewrites only the ``source`` values of the cells it changed, spliced
 into the original bytes: every other byte of the file (indentation, key order,
 escapes, the final newline, other cells, outputs, metadata) stays as it was,
 and inside a changed cell each unchanged line keeps its original JSON token.
-The runtime import lands in the cell of the last top-level import (where
-LibCST's AddImportsVisitor puts it), so it runs before the cells that use it.
+The runtime import lands where :mod:`np2torch.lint.placement` puts it in the
+joined module: in a cell that runs, in cell order, before the first cell that
+can run a rewritten call (after the import the findings resolve through, not
+after a later cell's repeated ``import numpy as np``).
 No import is ever removed from a notebook: a skipped cell (``%timeit exp(x)``)
 may still use it.
 """
@@ -44,6 +50,11 @@ __all__ = ["CellFinding", "add_noqa_notebook", "cell_sources", "check_notebook",
 _MARKER = "# np2torch:cell "
 _MARKER_LINE = re.compile(r"^# np2torch:cell (\d+)\n", re.MULTILINE)
 _MAGIC_PREFIX = "#np2torch-magic:"
+# A masked line magic stays a statement that calls a name of the module (`%timeit f(x)` runs `f`, `%env`
+# sets up): where the runtime import goes (np2torch.lint.placement) counts it as code that may run a fix.
+_MAGIC_MASK = "__np2torch_magic__ = __np2torch_magic__()" + _MAGIC_PREFIX
+_PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug"})
+"""Cell magics whose body is Python run in the kernel's namespace: such a cell is a cell of the module."""
 _MAGIC_LINE = re.compile(r"^([ \t]*)(?=[%!])", re.MULTILINE)
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 _WS = re.compile(r"[ \t\n\r]*")
@@ -184,14 +195,16 @@ def _python_text(cell: _Cell) -> str | None:
     text = cell.text
     if not text.strip() or _MARKER in text or _MAGIC_PREFIX in text:
         return None
-    if text.lstrip().startswith("%%"):
+    cell_magic = re.match(r"%%(\w*)", text.lstrip())
+    if cell_magic and cell_magic.group(1) not in _PYTHON_CELL_MAGICS:
         return None
     if _parses(text):
         return text
-    masked = _MAGIC_LINE.sub(lambda m: m.group(1) + _MAGIC_PREFIX, text)
-    if masked != text and _parses(masked):
-        cell.masked = True
-        return masked
+    for mask in (_MAGIC_MASK, _MAGIC_PREFIX):  # a statement where one fits its indentation, else a comment
+        masked = _MAGIC_LINE.sub(lambda m: m.group(1) + mask, text)
+        if masked != text and _parses(masked):
+            cell.masked = True
+            return masked
     return None
 
 
@@ -307,7 +320,7 @@ def _spliced(text: str, module: _Module, fixed_text: str) -> tuple[str, _Module]
         # The cell keeps its own trailing newlines (the fixer may add a blank line after its import).
         piece = piece.rstrip("\r\n") + cell.text[len(cell.text.rstrip("\r\n")):]
         if cell.masked:
-            piece = piece.replace(_MAGIC_PREFIX, "")
+            piece = piece.replace(_MAGIC_MASK, "").replace(_MAGIC_PREFIX, "")
         if piece != cell.text:
             edits.append((cell.span, _source_json(text[cell.span[0]:cell.span[1]], cell.value, piece, ascii_only)))
     fixed = text

@@ -26,22 +26,33 @@ run time: they count only beside a run-time import of the same thing.
 Star imports: ``from numpy import *`` binds ``exp`` to ``numpy.exp`` for the
 names in ``known``.  A name bound by no statement resolves through star imports
 only when every star import in its scope provides it that way (``from math
-import *`` beside it may bind ``exp`` too).  For a name bound explicitly, star
-imports that do not provide a known name are ignored (like LibCST: ``from pylab
-import *`` is assumed not to rebind ``np``).
+import *`` beside it may bind ``exp`` too).  Which names any other star import
+binds only the running program knows (NumPy's, SciPy's, ``math``'s and a
+helper module's ``__all__`` change between versions; a static list would
+drift), so it may bind any name: one that runs *after* an import binding a name
+(``from numpy import exp`` then ``from math import *``) resolves the name still,
+with :attr:`Ref.rebound_by` naming it (the engine reports such a reference
+without a fix); one before every binding is overridden by them (``from pylab
+import *`` then ``import numpy as np``).
 """
 
 from __future__ import annotations
 
 import ast
 import re
+import unicodedata
 from bisect import bisect_left
-from typing import Any, Collection, Iterable, Iterator, Optional
+from typing import Any, Collection, Iterable, Iterator, Optional, Sequence
 
-__all__ = ["Ref", "Resolution", "resolve", "bound_names"]
+__all__ = ["NamespaceWrites", "Ref", "Resolution", "bound_names", "namespace_writes", "resolve"]
 
-# A binding: (qualified name or None for "not an import", typing_only, alias node or None)
-_Binding = tuple[Optional[str], bool, Optional[ast.alias]]
+# A binding: (qualified name or None for "not an import", typing_only, alias node or None, line of an import)
+_Binding = tuple[Optional[str], bool, Optional[ast.alias], int]
+_OTHER: _Binding = (None, False, None, 0)
+# A star import: (the module, None when relative, the line, how it is spelled)
+_Star = tuple[Optional[str], int, str]
+# What a name means in a scope: (qualified name or None, the import aliases binding it, what may rebind it or None)
+_Meaning = tuple[Optional[str], tuple[ast.alias, ...], Optional[str]]
 
 _FUNC_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _COMPS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
@@ -61,7 +72,7 @@ class Scope:
         self.bindings: dict[str, list[_Binding]] = {}
         self.globals: set[str] = set()
         self.nonlocals: set[str] = set()
-        self.stars: list[str] = []
+        self.stars: list[_Star] = []
 
 
 class Ref:
@@ -72,10 +83,12 @@ class Ref:
     ``from``-import aliases that bind a bare name (empty for attribute chains);
     ``in_class`` says it is evaluated directly in a class body; ``bindings``
     are the import aliases that bind its first name, attribute chains included
-    (``import numpy as np`` for ``np.exp``).
+    (``import numpy as np`` for ``np.exp``); ``rebound_by`` names the star import
+    that may rebind that first name at run time (``from math import *`` after
+    ``from numpy import exp``), or is None.
     """
 
-    __slots__ = ("node", "qualname", "parent", "grand", "imports", "in_class", "bindings")
+    __slots__ = ("node", "qualname", "parent", "grand", "imports", "in_class", "bindings", "rebound_by")
 
     def __init__(
         self,
@@ -86,6 +99,7 @@ class Ref:
         imports: tuple[ast.alias, ...],
         in_class: bool = False,
         bindings: tuple[ast.alias, ...] = (),
+        rebound_by: str | None = None,
     ) -> None:
         self.node = node
         self.qualname = qualname
@@ -94,6 +108,7 @@ class Ref:
         self.imports = imports
         self.in_class = in_class
         self.bindings = bindings
+        self.rebound_by = rebound_by
 
     def __repr__(self) -> str:
         return f"Ref({self.qualname!r} at {self.node.lineno}:{self.node.col_offset})"
@@ -211,7 +226,7 @@ class _Walker:
         self.scopes.append(scope)
         return scope
 
-    def bind(self, scope: Scope, name: str, binding: _Binding = (None, False, None)) -> None:
+    def bind(self, scope: Scope, name: str, binding: _Binding = _OTHER) -> None:
         if name in self.cand:
             scope.bindings.setdefault(name, []).append(binding)
 
@@ -250,12 +265,14 @@ class _Walker:
         elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
             for name, meaning, alias in _import_meanings(stmt):
                 if name == "*":
-                    if meaning is not None:
-                        scope.stars.append(meaning.rpartition(".")[0])
+                    assert isinstance(stmt, ast.ImportFrom)
+                    module = meaning.rpartition(".")[0] if meaning is not None else None
+                    spelled = f"from {'.' * stmt.level}{stmt.module or ''} import *"
+                    scope.stars.append((module, stmt.lineno, spelled))
                     continue
                 if isinstance(stmt, ast.ImportFrom):
                     self.import_froms[id(alias)] = stmt
-                self.bind(scope, name, (meaning, typing_only, alias))
+                self.bind(scope, name, (meaning, typing_only, alias, stmt.lineno))
         elif isinstance(stmt, ast.Global):
             scope.globals.update(stmt.names)
         elif isinstance(stmt, ast.Nonlocal):
@@ -412,7 +429,7 @@ class _Walker:
                 if owner is not None:
                     owner.bindings.setdefault(name, []).extend(scope.bindings.pop(name))
                 else:  # a syntax error in Python; resolve nothing for it
-                    scope.bindings[name].append((None, False, None))
+                    scope.bindings[name].append(_OTHER)
 
 
 _FIELDS_CACHE: dict[type, tuple[str, ...]] = {}
@@ -442,9 +459,9 @@ class _Lookup:
     def __init__(self, module: Scope, known: Collection[str]) -> None:
         self.module = module
         self.known = known
-        self.cache: dict[tuple[int, str], tuple[str | None, tuple[ast.alias, ...]]] = {}
+        self.cache: dict[tuple[int, str], _Meaning] = {}
 
-    def meaning(self, scope: Scope, name: str) -> tuple[str | None, tuple[ast.alias, ...]]:
+    def meaning(self, scope: Scope, name: str) -> _Meaning:
         key = (id(scope), name)
         hit = self.cache.get(key)
         if hit is None:
@@ -452,7 +469,7 @@ class _Lookup:
             self.cache[key] = hit
         return hit
 
-    def _meaning(self, scope: Scope, name: str) -> tuple[str | None, tuple[ast.alias, ...]]:
+    def _meaning(self, scope: Scope, name: str) -> _Meaning:
         s: Scope | None = scope
         skip_classes = False
         if name in scope.globals:
@@ -469,25 +486,35 @@ class _Lookup:
             if s.stars:
                 return self._evaluate(s, name, [])
             s = s.parent
-        return None, ()
+        return None, (), None
 
-    def _evaluate(self, scope: Scope, name: str, bindings: list[_Binding]) -> tuple[str | None, tuple[ast.alias, ...]]:
+    def _evaluate(self, scope: Scope, name: str, bindings: list[_Binding]) -> _Meaning:
         meanings: set[str | None] = set()
         runtime = False
-        for meaning, typing_only, _alias in bindings:
+        lines = []  # where a run-time import binds it
+        for meaning, typing_only, _alias, line in bindings:
             meanings.add(meaning)
             runtime = runtime or not typing_only
+            if not typing_only:
+                lines.append(line)
+        unknown: list[_Star] = []
         for star in scope.stars:
-            qualname = f"{star}.{name}"
+            qualname = f"{star[0]}.{name}" if star[0] else None
             if qualname in self.known:
                 meanings.add(qualname)
                 runtime = True
+                lines.append(star[1])
             elif not bindings:
                 meanings.add(None)  # this star import may bind it too (`from math import *`)
+            else:
+                unknown.append(star)
         if len(meanings) != 1 or None in meanings or not runtime:
-            return None, ()
-        aliases = tuple(alias for _m, _t, alias in bindings if alias is not None)
-        return meanings.pop(), aliases
+            return None, (), None
+        aliases = tuple(alias for _m, _t, alias, _l in bindings if alias is not None)
+        # A star import whose names only the running program knows may rebind it once it has been bound
+        # (one before the binding is overridden by it: `from pylab import *` then `import numpy as np`)
+        later = [spelled for _module, line, spelled in unknown if line > min(lines)]
+        return meanings.pop(), aliases, (f"`{later[0]}`" if later else None)
 
 
 def resolve(
@@ -549,13 +576,13 @@ def resolve(
         while type(value) is ast.Attribute:
             attrs.append(value.attr)
             value = value.value
-        meaning, aliases = lookup.meaning(scope, value.id)  # type: ignore[attr-defined]
+        meaning, aliases, rebound_by = lookup.meaning(scope, value.id)  # type: ignore[attr-defined]
         if meaning is None:
             continue
         qualname = meaning + "." + ".".join(reversed(attrs)) if attrs else meaning
         if qualname in known:
             binding = () if attrs else aliases
-            refs.append(Ref(node, qualname, parent, grand, binding, scope.kind == "class", aliases))
+            refs.append(Ref(node, qualname, parent, grand, binding, scope.kind == "class", aliases, rebound_by))
     return Resolution(refs, walker.import_froms)
 
 
@@ -602,3 +629,135 @@ def bound_names(tree: ast.Module) -> dict[str, list[str]]:
         elif t.__name__ in ("TypeVar", "ParamSpec", "TypeVarTuple"):
             add(node.name, "other")  # type: ignore[attr-defined]
     return names
+
+
+# --------------------------------------------------------------------------- writes no binding spells
+
+
+class NamespaceWrites:
+    """Writes to the module's namespace that no import or assignment spells (``globals()["exp"] = f``,
+    ``globals().update(d)``, ``vars()`` at module level, ``sys.modules[__name__].exp = f``, ``setattr`` on
+    it, ``exec`` of a string at module level): any name they may write may mean something else at run time."""
+
+    def __init__(self) -> None:
+        self.every: str | None = None
+        """A write that may bind any name (``globals().update(d)``): where it is."""
+        self.names: dict[str, str] = {}
+        """Names written by a write that spells them (``globals()["exp"] = f``) -> where."""
+
+    def rebinding(self, name: str) -> str | None:
+        """Where ``name`` may be rebound, or None."""
+        return self.every or self.names.get(name)
+
+    def add(self, node: ast.AST, names: Iterable[str] | None) -> None:
+        where = f"`{_snippet(node)}` (line {node.lineno})"  # type: ignore[attr-defined]
+        if names is None:
+            self.every = self.every or where
+        else:
+            for name in names:
+                self.names.setdefault(name, where)
+
+
+# words that must be spelled for a namespace write to exist
+_DYNAMIC_WORDS = re.compile(r"\b(?:globals|vars|locals|exec|eval|modules|__main__)\b")
+_READ_METHODS = frozenset({"get", "keys", "values", "items", "copy", "__getitem__", "__contains__", "__len__",
+                           "__iter__"})
+_READ_CALLS = frozenset({"len", "list", "dict", "sorted", "set", "tuple", "print", "repr", "str", "iter", "id"})
+_NAMESPACE_BUILTINS = frozenset({"globals", "vars", "locals"})
+_SCOPE_BODIES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def namespace_writes(tree: ast.Module, source: str) -> NamespaceWrites | None:
+    """The module's :class:`NamespaceWrites`, or None when it has none.
+
+    ``globals()`` counts in any scope (it is the module's namespace everywhere), so does ``exec`` without a
+    namespace (its code may say ``global``); ``vars()``, ``locals()`` and ``eval`` only at module level (in
+    a function they are its own).
+    Reading (``globals()["x"]``, ``globals().get``, ``"x" in globals()``) is no write; handing the namespace
+    to anything else (``exec(code, globals())``, ``g = globals()``) may write any name.
+    """
+    if not _DYNAMIC_WORDS.search(source if source.isascii() else unicodedata.normalize("NFKC", source)):
+        return None
+    writes = NamespaceWrites()
+    stack: list[tuple[ast.AST, ast.AST | None, bool]] = [(tree, None, True)]
+    while stack:
+        node, parent, module_level = stack.pop()
+        if type(node) is ast.Call:
+            _call_writes(node, parent, module_level, writes)
+        elif type(node) is ast.Attribute and _is_this_module(node.value):
+            if node.attr == "__dict__" or type(node.ctx) is not ast.Load:
+                writes.add(node, None if node.attr == "__dict__" else [node.attr])
+        inner = module_level and not isinstance(node, _SCOPE_BODIES)
+        stack.extend((child, node, inner) for child in ast.iter_child_nodes(node))
+    return writes if writes.every or writes.names else None
+
+
+def _call_writes(call: ast.Call, parent: ast.AST | None, module_level: bool, writes: NamespaceWrites) -> None:
+    func = call.func
+    if type(func) is not ast.Name:
+        return
+    name = func.id
+    if name in _NAMESPACE_BUILTINS and not call.args and not call.keywords:
+        if name == "globals" or module_level:
+            _namespace_use(call, parent, writes)
+    elif name == "vars" and len(call.args) == 1 and _is_this_module(call.args[0]):
+        writes.add(call, None)
+    elif name in ("exec", "eval") and (module_level or name == "exec") and len(call.args) == 1 and not call.keywords:
+        # in a function, `exec` reaches the module only by a `global` statement in its code (any, unseen)
+        code = call.args[0]
+        if not (isinstance(code, ast.Constant) and isinstance(code.value, str)):
+            writes.add(call, None)
+        elif "import" in code.value and "*" in code.value:  # `exec("from math import *")`: any name
+            writes.add(call, None)
+        elif name == "exec" or ":=" in code.value:  # an expression binds a name only with `:=`
+            writes.add(call, re.findall(r"[^\W\d]\w*", code.value))
+    elif name == "setattr" and len(call.args) >= 2 and _is_this_module(call.args[0]):
+        writes.add(call, _constant_names([call.args[1]]))
+
+
+def _namespace_use(call: ast.Call, parent: ast.AST | None, writes: NamespaceWrites) -> None:
+    """What is done with the module's namespace ``call`` returns: read, a spelled write, or anything."""
+    if type(parent) is ast.Subscript and parent.value is call:
+        if type(parent.ctx) is not ast.Load:
+            writes.add(parent, _constant_names([parent.slice]))
+        return
+    if type(parent) is ast.Compare or (type(parent) is ast.Call and parent.func is not call
+                                       and type(parent.func) is ast.Name and parent.func.id in _READ_CALLS):
+        return
+    if type(parent) is ast.Attribute and parent.value is call:
+        if parent.attr in _READ_METHODS:
+            return
+        # the call of the method is the attribute's parent, which this walk does not keep: any name
+        writes.add(parent, None)
+        return
+    if isinstance(parent, (ast.For, ast.comprehension)) and parent.iter is call:
+        return
+    writes.add(call, None)
+
+
+def _constant_names(keys: Sequence[ast.expr]) -> list[str] | None:
+    """The names string constants spell, or None (any name) when a key is not one."""
+    names = []
+    for key in keys:
+        if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+            return None
+        names.append(key.value)
+    return names
+
+
+def _is_this_module(node: ast.expr) -> bool:
+    """``sys.modules[...]``, ``sys.modules.get(...)`` or ``__main__``: possibly the module itself."""
+    if type(node) is ast.Name:
+        return node.id == "__main__"
+    if type(node) is ast.Subscript:
+        value = node.value
+        return type(value) is ast.Attribute and value.attr == "modules"
+    if type(node) is ast.Call and type(node.func) is ast.Attribute and node.func.attr == "get":
+        holder = node.func.value
+        return type(holder) is ast.Attribute and holder.attr == "modules"
+    return False
+
+
+def _snippet(node: ast.AST) -> str:
+    text = " ".join(ast.unparse(node).split())
+    return text if len(text) <= 40 else text[:37] + "..."

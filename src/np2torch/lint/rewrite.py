@@ -8,27 +8,32 @@ fix are parsed by LibCST; the rest of the text is spliced through unchanged.
 A function-local ``from``-import the rewrite leaves unused is removed (a
 module-level one only with ``--unsafe-fixes``: it may be someone else's
 import), comments always stay, and one ``import <runtime> as <alias>`` line
-goes right after the import the findings resolve through.
+goes where the analysis placed it (:mod:`np2torch.lint.placement`).
 """
 
 from __future__ import annotations
 
 import ast
+import builtins
 import os
 import re
 import sys
 import threading
 from bisect import bisect_right
-from typing import Callable, Iterator, Mapping, Optional, Sequence, TypeVar
+from collections import Counter
+from typing import Callable, Mapping, Optional, Sequence, TypeVar
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from np2torch.lint.model import FixError, Lines, Planned, Settings
-from np2torch.lint.resolve import bound_names, is_type_checking
+from np2torch.lint.placement import ImportPlace, Unit, Units, statements, units_of
+from np2torch.lint.resolve import bound_names
 
 _Span = tuple[int, int, int, int]
+_TRY = (ast.Try, ast.TryStar) if hasattr(ast, "TryStar") else (ast.Try,)
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _Removals = dict[tuple[int, int], set[tuple[str, Optional[str]]]]
 
 
@@ -40,76 +45,65 @@ def apply_fixes(
     alias: str,
     settings: Settings,
     path: str,
+    place: ImportPlace,
 ) -> str:
     """``text`` with ``fixes`` applied: only the top-level statements holding a fix go through LibCST.
 
     Every other byte is spliced through as it was, so a one-finding fix of a
     50,000-line file costs one small LibCST parse, not a transform of the
-    whole module.  The runtime import is a line of text put where
-    :func:`_import_position` says.
+    whole module.  The runtime import is a line of text put where ``place``
+    (:func:`np2torch.lint.placement.import_place`) says; inside a statement that
+    LibCST rewrites, it is put into that statement's text first.
     """
 
     lines = Lines(text)
     replacements = _spans(fixes, pattern=False)
     calls = _spans(fixes, pattern=True)  # NPT9xx: outer(reduce(inner(x), *rest)) -> alias.helper(x, *rest)
     removals = _unused_imports(tree, fixes, import_froms, path, lines, settings.unsafe_fixes)
-    units = _units(tree)
+    units = units_of(tree)
     chunks = _split_lines(text)
     touched = _touched_units(units, [*replacements, *calls], removals)
+    line = f"import {settings.runtime_module} as {alias}"
     pieces: dict[int, str] = {}
     for index in touched:
         first, last = units[index].first, units[index].last
-        segment = "".join(chunks[first - 1 : last])
-        pieces[index] = _rewrite_segment(segment, first - 1, last, replacements, calls, removals, alias)
-    position = _import_position(tree, units, fixes, settings.runtime_module, alias)
-    return _assemble(chunks, units, pieces, position, f"import {settings.runtime_module} as {alias}")
+        segment = chunks[first - 1 : last]
+        if not place.existing and first <= place.after < last:  # inside this unit: the line goes in first
+            at = place.after - first  # the line it follows, in the segment (never the unit's last)
+            segment.insert(at + 1, place.indent + line + _ending(segment[at]))
+            replacements, calls, removals = (_moved_down(replacements, place.after, last),
+                                             _moved_down(calls, place.after, last), _moved_down(removals, place.after, last))
+            last += 1
+            place = ImportPlace(place.after, existing=True)
+        pieces[index] = _rewrite_segment("".join(segment), first - 1, last, replacements, calls, removals, alias)
+    return _assemble(chunks, units, pieces, place, line)
 
 
-class _Unit:
-    """Top-level statements sharing lines (``import os; y = 1`` is one unit): lines ``first``..``last``."""
-
-    __slots__ = ("first", "last", "stmts")
-
-    def __init__(self, stmt: ast.stmt) -> None:
-        self.first = _first_line(stmt)
-        self.last = stmt.end_lineno or stmt.lineno
-        self.stmts = [stmt]
+_K = TypeVar("_K", _Span, tuple[int, int])
+_V = TypeVar("_V")
 
 
-def _first_line(stmt: ast.stmt) -> int:
-    decorators = getattr(stmt, "decorator_list", None)
-    return min([stmt.lineno, *(d.lineno for d in decorators)]) if decorators else stmt.lineno
+def _moved_down(spans: Mapping[_K, _V], after: int, last: int) -> dict[_K, _V]:
+    """``spans`` (keys starting with a line, and ending with one when they are spans) with those on lines
+    ``after + 1``..``last`` one line further down: a line was put into that unit's text after line ``after``
+    (the other units keep their own lines)."""
+    moved: dict[_K, _V] = {}
+    for key, value in spans.items():
+        if after < key[0] <= last:
+            key = (key[0] + 1, key[1], key[2] + 1, key[3]) if len(key) == 4 else (key[0] + 1, key[1])
+        moved[key] = value
+    return moved
 
 
-class _Units(list[_Unit]):
-    """The units of a module, in order, with their first lines for bisection."""
-
-    def __init__(self, units: list[_Unit]) -> None:
-        super().__init__(units)
-        self.firsts = [unit.first for unit in units]
-
-
-def _units(tree: ast.Module) -> _Units:
-    units: list[_Unit] = []
-    for stmt in tree.body:
-        if units and _first_line(stmt) <= units[-1].last:
-            units[-1].last = max(units[-1].last, stmt.end_lineno or stmt.lineno)
-            units[-1].stmts.append(stmt)
-        else:
-            units.append(_Unit(stmt))
-    return _Units(units)
-
-
-def _unit_of(units: _Units, line: int) -> int:
+def _unit_of(units: Units, line: int) -> int:
     """The index of the unit holding ``line`` (every finding and import lies inside one)."""
-    index = bisect_right(units.firsts, line) - 1
-    if index < 0 or line > units[index].last:
-
+    index = units.index_of(line)
+    if index is None:
         raise FixError(f"line {line} lies outside every top-level statement; left unchanged")
     return index
 
 
-def _touched_units(units: _Units, spans: Sequence[_Span], removals: _Removals) -> list[int]:
+def _touched_units(units: Units, spans: Sequence[_Span], removals: _Removals) -> list[int]:
     lines = [span[0] for span in spans] + [line for line, _col in removals]
     return sorted({_unit_of(units, line) for line in lines})
 
@@ -201,154 +195,29 @@ def _rewrite(
     return fixed.code + suffix
 
 
-# --------------------------------------------------------------------------- where the import goes
+# --------------------------------------------------------------------------- the import line
 
 
-def _import_position(
-    tree: ast.Module, units: _Units, fixes: list[Planned], runtime_module: str, alias: str
-) -> tuple[int, bool] | None:
-    """(unit index, after?) for the runtime import; None when the module imports it already.
-
-    Right after the module-level import that the findings resolve through (the
-    last of them, if several), so that whatever has to run before that import
-    (``sys.path.insert`` making a vendored runtime importable) runs before this
-    one too; but never after a fix that runs at import time: then after the
-    last such import before it, or right before the statement that holds it.
-    With no module-level import to follow, where LibCST's AddImportsVisitor
-    puts it: after the docstring, ``__future__`` imports and the first block of imports.
-    """
-    if any(_is_runtime_import_stmt(stmt, runtime_module, alias) for stmt in tree.body):
-        return None
-    owners = _module_level_import_units(units)
-    stars = _star_import_units(units)
-    anchors = {a for f in fixes for a in _binding_units(f, owners, stars)}
-    first_run = _first_unit_running_a_fix(units, fixes)
-    before = [a for a in anchors if a < first_run]
-    if before:
-        return max(before), True
-    if first_run in anchors:
-        return first_run, False
-    return _default_position(units)
-
-
-def _module_level_import_units(units: _Units) -> dict[int, int]:
-    """id(alias) of every run-time import outside functions and classes -> the index of its unit.
-
-    Imports under ``if TYPE_CHECKING:`` do not run: they are nothing to follow.
-    """
-    owners: dict[int, int] = {}
-    for index, unit in enumerate(units):
-        for stmt in _statements(unit.stmts, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef), run_time=True):
-            if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-                owners.update((id(alias), index) for alias in stmt.names)
-    return owners
-
-
-def _statements(stmts: Sequence[ast.stmt], stop: tuple[type, ...], run_time: bool = False) -> Iterator[ast.stmt]:
-    """``stmts`` and the statements nested in their blocks, not looking inside the ``stop`` kinds
-    (nor, with ``run_time``, inside ``if TYPE_CHECKING:``)."""
-    stack = list(stmts)
-    while stack:
-        stmt = stack.pop()
-        yield stmt
-        if isinstance(stmt, stop):
-            continue
-        if not (run_time and isinstance(stmt, ast.If) and is_type_checking(stmt.test)):
-            stack.extend(getattr(stmt, "body", None) or ())
-        for field in ("orelse", "finalbody"):
-            stack.extend(getattr(stmt, field, None) or ())
-        for holder in (*getattr(stmt, "handlers", ()), *getattr(stmt, "cases", ())):
-            stack.extend(holder.body)
-
-
-def _star_import_units(units: _Units) -> dict[str, list[int]]:
-    """Module -> the units that star-import it at top level."""
-    stars: dict[str, list[int]] = {}
-    for index, unit in enumerate(units):
-        for stmt in unit.stmts:
-            if isinstance(stmt, ast.ImportFrom) and not stmt.level and any(a.name == "*" for a in stmt.names):
-                stars.setdefault(stmt.module or "", []).append(index)
-    return stars
-
-
-def _binding_units(fix: Planned, owners: Mapping[int, int], stars: Mapping[str, list[int]]) -> list[int]:
-    """The units of the module-level imports binding the name the fix resolves through (star imports too)."""
-    found = [owners[id(alias)] for alias in fix.ref.bindings if id(alias) in owners]
-    if found or fix.ref.bindings:
-        return found
-    return list(stars.get(fix.ref.qualname.rpartition(".")[0], ()))
-
-
-def _first_unit_running_a_fix(units: _Units, fixes: list[Planned]) -> int:
-    """The first unit holding a fix evaluated when the module is imported (not inside a def or lambda
-    body: decorators and defaults do run); ``len(units)`` when there is none."""
-    by_unit: dict[int, list[tuple[int, int]]] = {}
-    for fix in fixes:
-        node = fix.ref.node
-        by_unit.setdefault(_unit_of(units, node.lineno), []).append((node.lineno, node.col_offset))
-    for index in sorted(by_unit):
-        bodies = _function_bodies(units[index].stmts)
-        if any(not any(start <= pos <= end for start, end in bodies) for pos in by_unit[index]):
-            return index
-    return len(units)
-
-
-def _function_bodies(stmts: Sequence[ast.stmt]) -> list[tuple[tuple[int, int], tuple[int, int]]]:
-    bodies = []
-    for stmt in stmts:
-        for inner in ast.walk(stmt):
-            if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                first = inner.body[0]
-                bodies.append(((first.lineno, first.col_offset), (inner.end_lineno or 0, inner.end_col_offset or 0)))
-            elif isinstance(inner, ast.Lambda):
-                body = inner.body
-                bodies.append(((body.lineno, body.col_offset), (body.end_lineno or 0, body.end_col_offset or 0)))
-    return bodies
-
-
-def _default_position(units: _Units) -> tuple[int, bool]:
-    index = 1 if units and len(units[0].stmts) == 1 and _is_docstring_stmt(units[0].stmts[0]) else 0
-    while index < len(units) and all(_is_future(stmt) for stmt in units[index].stmts):
-        index += 1
-    while index < len(units) and _all_imports(units[index]):
-        index += 1
-    return (index - 1, True) if index > 0 else (0, False)
-
-
-def _all_imports(unit: _Unit) -> bool:
+def _all_imports(unit: Unit) -> bool:
     return all(isinstance(stmt, (ast.Import, ast.ImportFrom)) for stmt in unit.stmts)
 
 
-def _is_docstring_stmt(stmt: ast.stmt) -> bool:
-    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
-
-
-def _is_future(stmt: ast.stmt) -> bool:
-    return isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__"
-
-
-def _is_runtime_import_stmt(stmt: ast.stmt, runtime_module: str, alias: str) -> bool:
-    return isinstance(stmt, ast.Import) and any(a.name == runtime_module and a.asname == alias for a in stmt.names)
-
-
-def _assemble(
-    chunks: list[str], units: _Units, pieces: Mapping[int, str], position: tuple[int, bool] | None, line: str
-) -> str:
+def _assemble(chunks: list[str], units: Units, pieces: Mapping[int, str], place: ImportPlace, line: str) -> str:
     """The unchanged lines, the rewritten units and the import line, in order."""
     events: list[tuple[int, int, str | None]] = [(units[i].first - 1, units[i].last, p) for i, p in pieces.items()]
     blank = False
-    if position is not None and units:
-        index, after = position
-        at = units[index].last if after else units[index].first - 1
+    if not place.existing:
+        at = place.after
         events.append((at, at, None))  # sorts before a rewritten unit starting there
-        following = index + 1 if after else index
-        # LibCST's rule, kept: a blank line unless one (or an import) follows already
-        blank = following < len(units) and not _all_imports(units[following]) and bool(chunks[at].strip())
+        following = bisect_right(units.firsts, at)
+        # LibCST's rule, kept at module level: a blank line unless one (or an import) follows already
+        blank = (not place.indent and following < len(units) and not _all_imports(units[following])
+                 and at < len(chunks) and bool(chunks[at].strip()))
     out: list[str] = []
     cursor = 0  # the next chunk not yet copied
     for start, end, piece in sorted(events, key=lambda event: (event[0], event[1])):
         out.extend(chunks[cursor:start])
-        out.append(_import_text(out, chunks, line, blank) if piece is None else piece)
+        out.append(_import_text(out, chunks, place.indent + line, blank) if piece is None else piece)
         cursor = end
     out.extend(chunks[cursor:])
     return "".join(out)
@@ -437,8 +306,11 @@ def _unused_imports(
     ``__init__.py`` (re-exports), names listed as strings where the module has
     ``__all__``, names used or bound anywhere else (any scope; conservative),
     every import of a module that calls ``eval``/``exec``/``globals``/...
-    (a string may name it), a multi-line import holding a comment, and
-    ``import x`` statements (never removed).
+    (a string may name it), a multi-line import holding a comment, an import
+    inside a ``try`` whose handlers may catch ``ImportError`` (feature detection:
+    ``try: from scipy.special import erf`` / ``except ImportError: return fallback``
+    falls back only while the import is there), and ``import x`` statements
+    (never removed).
     """
     if os.path.basename(path.replace("\\", "/")) == "__init__.py":
         return {}
@@ -460,12 +332,13 @@ def _unused_imports(
     if any("use" in names.get(builtin, ()) for builtin in _DYNAMIC_LOOKUPS):
         return {}
     # the statements of the module and of its classes, at any block depth, that no function holds
-    visible = set() if unsafe else {id(stmt) for stmt in _statements(tree.body, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    visible = set() if unsafe else {id(stmt) for stmt in statements(tree.body, (ast.FunctionDef, ast.AsyncFunctionDef))}
     exported: set[str] = set()
     if "__all__" in names:
         exported = {
             node.value for node in ast.walk(tree) if type(node) is ast.Constant and isinstance(node.value, str)
         }
+    guarded = _guarded_imports(tree)
     removals: _Removals = {}
     for name, count in replaced.items():
         kinds = names.get(name, [])
@@ -475,11 +348,55 @@ def _unused_imports(
         if not next(iter(qualnames)).startswith("from "):
             continue
         for alias, stmt in aliases.get(name, []):
-            if id(stmt) in visible or _holds_a_comment(stmt, lines):
+            if id(stmt) in visible or id(stmt) in guarded or _holds_a_comment(stmt, lines):
                 continue
             key = (stmt.lineno, lines.char_col(stmt.lineno, stmt.col_offset))
             removals.setdefault(key, set()).add((alias.name, alias.asname))
     return removals
+
+
+# Built-in exceptions that cannot catch a failed import (neither a base of ImportError nor a kind of it,
+# as ModuleNotFoundError is): a handler naming only these is no fallback.
+_NOT_IMPORT_ERRORS = frozenset(
+    name for name, value in vars(builtins).items()
+    if isinstance(value, type) and issubclass(value, BaseException)
+    and not issubclass(ImportError, value) and not issubclass(value, ImportError)
+)
+
+
+# Built-in exceptions that catch a failed import: a `with` naming one may suppress it (contextlib.suppress).
+_IMPORT_ERRORS = frozenset(
+    name for name, value in vars(builtins).items()
+    if isinstance(value, type) and issubclass(value, BaseException)
+    and (issubclass(ImportError, value) or issubclass(value, ImportError))
+)
+
+
+def _guarded_imports(tree: ast.Module) -> set[int]:
+    """id() of the import statements in the body of a ``try`` (or ``try``/``except*``) that may catch
+    their ``ImportError``, or of a ``with`` naming one (``with suppress(ImportError):``): removing one
+    turns the fallback off (``try: pass``)."""
+    guarded: set[int] = set()
+    for node in ast.walk(tree):
+        if (isinstance(node, _TRY) and any(_may_catch_import_error(h.type) for h in node.handlers)) or (
+            isinstance(node, (ast.With, ast.AsyncWith)) and any(_names_an_import_error(i) for i in node.items)
+        ):
+            guarded.update(id(stmt) for stmt in statements(node.body, _SCOPES)
+                           if isinstance(stmt, (ast.Import, ast.ImportFrom)))
+    return guarded
+
+
+def _names_an_import_error(item: ast.withitem) -> bool:
+    return any((isinstance(n, ast.Name) and n.id in _IMPORT_ERRORS)
+               or (isinstance(n, ast.Attribute) and n.attr in _IMPORT_ERRORS) for n in ast.walk(item.context_expr))
+
+
+def _may_catch_import_error(kind: ast.expr | None) -> bool:
+    """A bare ``except``, ``ImportError`` or a base of it, or anything not known to be another built-in."""
+    if kind is None:
+        return True
+    names = kind.elts if isinstance(kind, ast.Tuple) else [kind]
+    return not all(isinstance(name, ast.Name) and name.id in _NOT_IMPORT_ERRORS for name in names)
 
 
 def _holds_a_comment(stmt: ast.stmt, lines: Lines) -> bool:
@@ -525,6 +442,70 @@ def _one_call(operation: cst.BinaryOperation, func: cst.Attribute) -> cst.Call:
     return cst.Call(func=func, args=[first_arg, *rest], lpar=operation.lpar, rpar=operation.rpar)
 
 
+def _with_lost_comments(collapsed: cst.Call, matched: cst.CSTNode) -> cst.Call:
+    """``collapsed`` (a pattern's one call) with the comments of ``matched`` that the collapse dropped."""
+    kept = Counter(c.value for c in _comments_in(collapsed))
+    lost = []
+    for comment in _comments_in(matched):
+        if kept[comment.value]:
+            kept[comment.value] -= 1
+        else:
+            lost.append(comment)
+    if not lost:
+        return collapsed
+    # inside the call's own parentheses a comment line is always valid
+    return collapsed.with_changes(whitespace_before_args=_comment_lines(lost, collapsed.whitespace_before_args))
+
+
+def _comments_in(node: cst.CSTNode) -> list[cst.Comment]:
+    """The comments inside ``node``, in source order."""
+    found: list[cst.Comment] = []
+
+    class _Collect(cst.CSTVisitor):
+        def visit_Comment(self, comment: cst.Comment) -> None:
+            found.append(comment)
+
+    node.visit(_Collect())
+    return found
+
+
+def _keeping_comments(replacement: cst.Attribute, original: cst.Attribute) -> cst.Attribute:
+    """``replacement`` (``<alias>.<helper>``) with every comment that was inside ``original`` (``np  # note``
+    then ``.exp`` on the next line): the dot keeps its own whitespace, and the comments of the part the alias
+    replaces (``np``, ``sc.special``) go before it; with no bracket around that dot, in new parentheses."""
+    inner = _comments_in(original.value)
+    if not inner and not _comments_in(original.dot):
+        return replacement
+    dot = original.dot
+    if not inner:
+        return replacement.with_changes(dot=dot)
+    bracketed = bool(original.lpar) or any(
+        isinstance(ws, cst.ParenthesizedWhitespace) for ws in (dot.whitespace_before, dot.whitespace_after)
+    )
+    if bracketed:
+        return replacement.with_changes(dot=dot.with_changes(whitespace_before=_comment_lines(inner, dot.whitespace_before)))
+    opening = cst.LeftParen(whitespace_after=_comment_lines(inner, cst.SimpleWhitespace("")))
+    return replacement.with_changes(dot=dot, lpar=[opening, *replacement.lpar], rpar=[*replacement.rpar, cst.RightParen()])
+
+
+def _comment_lines(comments: Sequence[cst.Comment], then: cst.BaseParenthesizableWhitespace) -> cst.ParenthesizedWhitespace:
+    """Whitespace (inside brackets) holding ``comments``, one a line, followed by the whitespace ``then``."""
+    lines = [cst.EmptyLine(indent=True, whitespace=cst.SimpleWhitespace(""), comment=c) for c in comments[1:]]
+    last = then
+    if isinstance(then, cst.ParenthesizedWhitespace):
+        if then.first_line.comment is not None:
+            lines.append(cst.EmptyLine(indent=True, whitespace=cst.SimpleWhitespace(""), comment=then.first_line.comment))
+        lines.extend(then.empty_lines)
+        last = then.last_line
+    assert isinstance(last, cst.SimpleWhitespace)
+    return cst.ParenthesizedWhitespace(
+        first_line=cst.TrailingWhitespace(whitespace=cst.SimpleWhitespace("  "), comment=comments[0]),
+        empty_lines=lines,
+        indent=True,
+        last_line=last,
+    )
+
+
 def _has_comment(lines: Sequence[cst.EmptyLine]) -> bool:
     return any(line.comment is not None for line in lines)
 
@@ -555,12 +536,10 @@ class _Rewriter(cst.CSTTransformer):
         helper = self.replacements.pop((span.start.line, span.start.column, span.end.line, span.end.column), None)
         if helper is None:
             return updated
-        return cst.Attribute(
-            value=cst.Name(self.alias),
-            attr=cst.Name(helper),
-            lpar=updated.lpar,
-            rpar=updated.rpar,
-        )
+        replacement = cst.Attribute(value=cst.Name(self.alias), attr=cst.Name(helper), lpar=updated.lpar, rpar=updated.rpar)
+        if isinstance(updated, cst.Attribute):
+            return _keeping_comments(replacement, updated)
+        return replacement  # a Name: its comments can only be in its parentheses, which stay
 
     calls: dict[_Span, str] = {}
 
@@ -573,7 +552,8 @@ class _Rewriter(cst.CSTTransformer):
         helper = self.calls.pop((span.start.line, span.start.column, span.end.line, span.end.column), None)
         if helper is None:
             return updated_node
-        return _collapse(updated_node, cst.Attribute(value=cst.Name(self.alias), attr=cst.Name(helper)))
+        collapsed = _collapse(updated_node, cst.Attribute(value=cst.Name(self.alias), attr=cst.Name(helper)))
+        return _with_lost_comments(collapsed, updated_node)
 
     def leave_BinaryOperation(self, original_node: cst.BinaryOperation, updated_node: cst.BinaryOperation) -> cst.BaseExpression:
         if not self.calls:
@@ -584,7 +564,8 @@ class _Rewriter(cst.CSTTransformer):
         helper = self.calls.pop((span.start.line, span.start.column, span.end.line, span.end.column), None)
         if helper is None:
             return updated_node
-        return _one_call(updated_node, cst.Attribute(value=cst.Name(self.alias), attr=cst.Name(helper)))
+        collapsed = _one_call(updated_node, cst.Attribute(value=cst.Name(self.alias), attr=cst.Name(helper)))
+        return _with_lost_comments(collapsed, updated_node)
 
     def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.BaseExpression:
         return self._swap(original_node, updated_node)

@@ -1,0 +1,515 @@
+"""Where a fix puts ``import <runtime> as <alias>``: text in, a line out, no LibCST.
+
+The alias must be bound before the first statement that can execute a rewritten
+call, and after whatever the runtime's import itself needs (``sys.path.insert``
+making a vendored runtime importable, ``os.environ`` settings read when NumPy
+loads).  Top-level code runs in order; a function body runs when the function
+is called, not when it is defined.  So:
+
+* The **deadline** is the first top-level statement (a :class:`Unit`) that can
+  run a rewritten call: one that evaluates a fix when the module is imported
+  (outside any ``def`` or ``lambda`` body), or one that can call code once a
+  function holding a fix exists (a call, a decorator, a class statement with
+  bases (its metaclass), ``with``, ``raise``, ``await``: operators, attribute
+  reads and iteration run user code only on objects a call made first).  A
+  statement that defines such a function and can call code is the deadline
+  itself (``if __name__ == "__main__": def main(): ...; main()``).
+* The import goes right after the last module-level import that the findings
+  resolve through and that runs before the deadline: whatever that import
+  needed ran before it; and after every star import and every statement that
+  changes what an import finds or reads (``sys.path``, ``os.environ``: the
+  runtime reads ``NP2TORCH_*`` when it loads) before the deadline.
+* With none before the deadline but one inside the deadline statement
+  (``if __name__ == "__main__": import numpy as np; main()``, a module-level
+  ``try:``), or set-up code there (``sys.path.insert``), right after the last
+  of those in its block, when that is sound: nothing on the way there
+  (headers, earlier statements, other branches, that statement itself) and
+  nothing after the deadline statement can run a rewritten call, and it has
+  its lines to itself.  Otherwise right before the deadline statement, if
+  those are imports and nothing on the way to them could be set-up code
+  (calls, item and attribute writes); otherwise there is no place
+  (:data:`NO_PLACE`).
+* With no such import at all (NumPy imported inside functions only): after the
+  last top-level statement before the deadline that is not a ``def`` or
+  ``class`` (the set-up code), and not before the docstring, ``__future__``
+  imports and the first block of imports.
+* A star import that runs after the import may rebind the alias (a module's
+  names are known only at run time): then there is no place (:data:`STAR_AFTER`).
+
+A module that already imports the runtime under the alias at top level before
+the deadline gets no second import.  Notebooks are one module, cells in order
+(:mod:`np2torch.lint.notebook`): the import lands in a cell that runs before the
+first cell that can run a rewritten call.
+"""
+
+from __future__ import annotations
+
+import ast
+from bisect import bisect_left, bisect_right
+from dataclasses import dataclass
+from typing import Collection, Iterable, Iterator, Mapping, Optional, Sequence
+
+from np2torch.lint.model import Lines
+from np2torch.lint.resolve import Ref, bound_names, is_type_checking
+
+__all__ = ["NO_PLACE", "STAR_AFTER", "ImportPlace", "Unit", "Units", "import_place", "statements", "units_of"]
+
+NO_PLACE = "no place"
+"""No line runs before every rewritten call and after the set-up the import may need."""
+STAR_AFTER = "star import after"
+"""A star import runs after every possible place and may rebind the alias."""
+
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_SCOPES = (*_DEFS, ast.ClassDef)
+_Pos = tuple[int, int]
+
+
+# --------------------------------------------------------------------------- top-level statements
+
+
+class Unit:
+    """Top-level statements sharing lines (``import os; y = 1`` is one unit): lines ``first``..``last``."""
+
+    __slots__ = ("first", "last", "stmts")
+
+    def __init__(self, stmt: ast.stmt) -> None:
+        self.first = first_line(stmt)
+        self.last = stmt.end_lineno or stmt.lineno
+        self.stmts = [stmt]
+
+
+def first_line(stmt: ast.stmt) -> int:
+    decorators = getattr(stmt, "decorator_list", None)
+    return min([stmt.lineno, *(d.lineno for d in decorators)]) if decorators else stmt.lineno
+
+
+class Units(list[Unit]):
+    """The units of a module, in order, with their first lines for bisection."""
+
+    def __init__(self, units: list[Unit]) -> None:
+        super().__init__(units)
+        self.firsts = [unit.first for unit in units]
+
+    def index_of(self, line: int) -> int | None:
+        """The index of the unit holding ``line``, or None."""
+        index = bisect_right(self.firsts, line) - 1
+        return None if index < 0 or line > self[index].last else index
+
+
+def units_of(tree: ast.Module) -> Units:
+    units: list[Unit] = []
+    for stmt in tree.body:
+        if units and first_line(stmt) <= units[-1].last:
+            units[-1].last = max(units[-1].last, stmt.end_lineno or stmt.lineno)
+            units[-1].stmts.append(stmt)
+        else:
+            units.append(Unit(stmt))
+    return Units(units)
+
+
+def statements(stmts: Sequence[ast.stmt], stop: tuple[type, ...], run_time: bool = False) -> Iterator[ast.stmt]:
+    """``stmts`` and the statements nested in their blocks, not looking inside the ``stop`` kinds
+    (nor, with ``run_time``, inside ``if TYPE_CHECKING:``)."""
+    stack = list(stmts)
+    while stack:
+        stmt = stack.pop()
+        yield stmt
+        if isinstance(stmt, stop):
+            continue
+        for block in _blocks(stmt, run_time):
+            stack.extend(block)
+
+
+def _blocks(stmt: ast.stmt, run_time: bool = False) -> Iterator[list[ast.stmt]]:
+    """The statement lists a compound statement holds (not a def's or class's body)."""
+    if isinstance(stmt, _SCOPES):
+        return
+    if not (run_time and isinstance(stmt, ast.If) and is_type_checking(stmt.test)):
+        body = getattr(stmt, "body", None)
+        if body:
+            yield body
+    for field in ("orelse", "finalbody"):
+        block = getattr(stmt, field, None)
+        if block:
+            yield block
+    for holder in (*getattr(stmt, "handlers", ()), *getattr(stmt, "cases", ())):
+        yield holder.body
+
+
+# --------------------------------------------------------------------------- what a statement does on import
+
+
+def _import_time_nodes(node: ast.AST) -> Iterator[ast.AST]:
+    """``node`` and what it evaluates when it runs: not the bodies of the functions and lambdas it defines
+    (their decorators, defaults and annotations are evaluated)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        if isinstance(current, _DEFS):
+            stack.extend([*current.decorator_list, current.args])
+            if current.returns is not None:
+                stack.append(current.returns)
+        elif isinstance(current, ast.Lambda):
+            stack.append(current.args)
+        else:
+            stack.extend(ast.iter_child_nodes(current))
+
+
+_CALLING = (ast.Call, ast.Await, ast.Raise, ast.With, ast.AsyncWith, ast.AsyncFor)
+
+
+def _hands_itself_on(node: ast.AST) -> bool:
+    """A definition that hands what it defines to code as it runs: a decorator, or a class statement with
+    bases or keywords (its metaclass, ``__init_subclass__``)."""
+    if isinstance(node, _DEFS):
+        return bool(node.decorator_list)
+    if isinstance(node, ast.ClassDef):
+        return bool(node.decorator_list or node.bases or node.keywords)
+    return False
+
+
+def _can_call(node: ast.AST) -> bool:
+    """Whether evaluating ``node`` itself may run code (a call, ``with``, ``raise``, ``await``, a decorator)."""
+    return isinstance(node, _CALLING) or _hands_itself_on(node)
+
+
+def _writes_something(node: ast.AST) -> bool:
+    """Set-up code: a call, or a write of an item or attribute (``os.environ["X"] = "1"``, ``sys.path[:0] = ...``)."""
+    if _can_call(node):
+        return True
+    return isinstance(node, (ast.Subscript, ast.Attribute)) and not isinstance(node.ctx, ast.Load)
+
+
+class _Fixes:
+    """The rewritten expressions, by position."""
+
+    def __init__(self, refs: Iterable[Ref], own_names: Collection[str]) -> None:
+        found = sorted(((ref.node.lineno, ref.node.col_offset), id(ref.node)) for ref in refs)
+        self.positions = [pos for pos, _id in found]
+        self.ids = [node_id for _pos, node_id in found]
+        self.own_names = own_names
+
+    def effects(self, nodes: Sequence[ast.AST], calls: bool = False) -> tuple[bool, bool, bool]:
+        """(runs a fix on import, defines a function holding one, can call this module's code on import)
+        for ``nodes`` (``calls``: evaluating them calls code besides, as entering a ``with`` does).
+
+        Code reaches a function of this module only through a name this module binds (``main()``,
+        ``print(obj)``, ``Thread(target=f)``, ``sys.excepthook = hook``), or by a decorator or metaclass
+        handed it: a call or write that spells none (``sys.path.insert(0, "vendor")``, ``np.zeros(3)``)
+        runs no rewritten call.
+        """
+        runs = creates = False
+        for root in nodes:
+            start, end = _span(root)
+            inside = set(self.ids[bisect_left(self.positions, start):bisect_left(self.positions, end)])
+            calling = own = False
+            for node in _import_time_nodes(root):
+                if type(node) is ast.Name:
+                    own = own or node.id in self.own_names
+                elif isinstance(node, _CALLING) or (
+                    isinstance(node, (ast.Attribute, ast.Subscript)) and not isinstance(node.ctx, ast.Load)
+                ):  # a write into another object may hand it a function to call later (`sys.excepthook = hook`)
+                    calling = True
+                elif _hands_itself_on(node) or (isinstance(node, ast.ImportFrom) and node.level):
+                    calls = True  # a relative import may import this module back and call it
+                if id(node) in inside:
+                    inside.discard(id(node))
+                    runs = True
+            calls = calls or (calling and own)
+            creates = creates or bool(inside)
+        return runs, creates, calls
+
+
+def _span(node: ast.AST) -> tuple[_Pos, _Pos]:
+    """Where ``node`` starts (its first decorator's line) and ends."""
+    first = first_line(node) if isinstance(node, ast.stmt) else node.lineno  # type: ignore[attr-defined]
+    begin = (first, 0 if first < node.lineno else node.col_offset)  # type: ignore[attr-defined]
+    return begin, (node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
+
+
+def _within(node: ast.AST, holder: ast.AST) -> bool:
+    start, end = _span(holder)
+    return start <= (node.lineno, node.col_offset) < end  # type: ignore[attr-defined]
+
+
+class _Runner:
+    """Walks statements in the order they run, remembering whether a function holding a fix exists yet."""
+
+    def __init__(self, fixes: _Fixes, holder: bool = False) -> None:
+        self.fixes = fixes
+        self.holder = holder
+
+    def may_run(self, stmts: Sequence[ast.AST], calls: bool = False) -> bool:
+        """Whether running ``stmts`` (next, in order) can run a rewritten call."""
+        runs, creates, calls = self.fixes.effects(stmts, calls)
+        if runs or (calls and (creates or self.holder)):
+            return True
+        self.holder = self.holder or creates
+        return False
+
+
+# --------------------------------------------------------------------------- the place
+
+
+@dataclass(frozen=True)
+class ImportPlace:
+    """The runtime import goes right after line ``after`` (0: first) with ``indent``; ``existing``: the
+    module imports it already where it is needed, and nothing is added."""
+
+    after: int
+    indent: str = ""
+    existing: bool = False
+
+
+def import_place(
+    tree: ast.Module, lines: Lines, refs: Sequence[Ref], runtime_module: str, alias: str
+) -> ImportPlace | str:
+    """Where the runtime import goes for the fixes of ``refs``, or why nowhere (:data:`NO_PLACE`,
+    :data:`STAR_AFTER`); see the module docstring."""
+    units = units_of(tree)
+    fixes = _Fixes(refs, _own_names(tree))
+    deadline = _deadline(units, fixes)
+    for unit in units[:deadline]:
+        if any(_is_runtime_import(stmt, runtime_module, alias) for stmt in unit.stmts):
+            return ImportPlace(unit.last, existing=True)
+    owners = _module_level_imports(units)
+    stars = _star_imports(units)
+    anchors = {owners[id(a)] for ref in refs for a in _binding_aliases(ref, owners, stars)}
+    before = [units.index_of(stmt.lineno) for stmt in anchors]
+    before_deadline = [i for i in before if i is not None and i < deadline]
+    if before_deadline:
+        star_units = [units.index_of(star.lineno) for found in stars.values() for star in found]
+        set_up = [i for i in range(max(before_deadline) + 1, deadline) if _sets_up_imports(units[i])]
+        last = max([*before_deadline, *set_up, *(i for i in star_units if i is not None and i < deadline)])
+        place: ImportPlace | str = ImportPlace(units[last].last)
+    elif deadline < len(units) and (inside := _to_follow(units[deadline], anchors)):
+        place = _inside_deadline(units, deadline, inside, anchors, fixes, lines)
+    else:
+        place = _after_set_up(units, deadline)
+    if isinstance(place, ImportPlace) and any(
+        star.lineno > place.after for found in stars.values() for star in found
+    ):
+        return STAR_AFTER
+    return place
+
+
+def _own_names(tree: ast.Module) -> set[str]:
+    """The names the module binds other than by absolute imports (any scope: conservative); a relative
+    import may import this module back, so it counts as the module's own."""
+    plain_imports: dict[str, int] = {}  # `import os.path` binds `os`, which bound_names counts as "other"
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if not alias.asname:
+                    root = alias.name.partition(".")[0]
+                    plain_imports[root] = plain_imports.get(root, 0) + 1
+    return {name for name, kinds in bound_names(tree).items() if kinds.count("other") > plain_imports.get(name, 0)}
+
+
+# What the runtime's import reads: the environment (NP2TORCH_DEVICE and NP2TORCH_MIN_SIZE when it loads;
+# NumPy and torch their thread settings) and where modules are found (sys.path, sys.meta_path, sys.modules).
+_ENVIRONMENT = frozenset({"environ", "putenv", "unsetenv", "load_dotenv", "addsitedir"})
+_SYS_STATE = frozenset({"path", "meta_path", "path_hooks", "modules"})
+
+
+def _sets_up_imports(unit: Unit) -> bool:
+    """The unit may change what an import finds or reads (``os.environ[...] = ...``, ``sys.path.insert``)."""
+    return any(_touches_import_state(stmt) for stmt in unit.stmts)
+
+
+def _touches_import_state(stmt: ast.AST) -> bool:
+    for node in _import_time_nodes(stmt):
+        if isinstance(node, ast.Name) and node.id in _ENVIRONMENT:
+            return True
+        if isinstance(node, ast.Attribute) and (node.attr in _ENVIRONMENT or (
+            node.attr in _SYS_STATE and isinstance(node.value, ast.Name) and node.value.id == "sys"
+        )):
+            return True
+    return False
+
+
+def _deadline(units: Units, fixes: _Fixes) -> int:
+    """The index of the first unit that can run a rewritten call; ``len(units)`` when none can."""
+    runner = _Runner(fixes)
+    for index, unit in enumerate(units):
+        if runner.may_run(unit.stmts):
+            return index
+    return len(units)
+
+
+def _is_runtime_import(stmt: ast.stmt, runtime_module: str, alias: str) -> bool:
+    return isinstance(stmt, ast.Import) and any(a.name == runtime_module and a.asname == alias for a in stmt.names)
+
+
+def _module_level_imports(units: Units) -> dict[int, ast.stmt]:
+    """id(alias) -> its import statement, for every run-time import outside functions and classes
+    (imports under ``if TYPE_CHECKING:`` do not run: they are nothing to follow)."""
+    owners: dict[int, ast.stmt] = {}
+    for unit in units:
+        for stmt in statements(unit.stmts, _SCOPES, run_time=True):
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                owners.update((id(alias), stmt) for alias in stmt.names)
+    return owners
+
+
+def _star_imports(units: Units) -> dict[str, list[ast.ImportFrom]]:
+    """Module ("" when relative) -> the module-level star imports of it."""
+    stars: dict[str, list[ast.ImportFrom]] = {}
+    for unit in units:
+        for stmt in statements(unit.stmts, _SCOPES, run_time=True):
+            if isinstance(stmt, ast.ImportFrom) and any(a.name == "*" for a in stmt.names):
+                stars.setdefault("" if stmt.level else stmt.module or "", []).append(stmt)
+    return stars
+
+
+def _binding_aliases(
+    ref: Ref, owners: Mapping[int, ast.stmt], stars: Mapping[str, list[ast.ImportFrom]]
+) -> list[ast.alias]:
+    """The module-level import aliases binding the name the fix resolves through (star imports too)."""
+    found = [alias for alias in ref.bindings if id(alias) in owners]
+    if found or ref.bindings:
+        return found
+    module = ref.qualname.rpartition(".")[0]
+    return [alias for star in stars.get(module, ()) for alias in star.names]
+
+
+def _after_set_up(units: Units, deadline: int) -> ImportPlace | str:
+    """No import to follow: after the set-up code before the deadline (what is not a def or class), not
+    before the docstring, ``__future__`` imports and the first block of imports."""
+    set_up = [i for i in range(deadline) if not all(isinstance(s, _SCOPES) for s in units[i].stmts)]
+    index = max([*set_up, _default_index(units)])
+    if index >= deadline:
+        index = deadline - 1
+    if index < 0:
+        return ImportPlace(units[0].first - 1) if units else ImportPlace(0)
+    return ImportPlace(units[index].last)
+
+
+def _default_index(units: Units) -> int:
+    """The last unit of the docstring, ``__future__`` imports and first block of imports (-1: none)."""
+    index = 1 if units and len(units[0].stmts) == 1 and _is_docstring(units[0].stmts[0]) else 0
+    while index < len(units) and all(_is_future(stmt) for stmt in units[index].stmts):
+        index += 1
+    while index < len(units) and all(isinstance(s, (ast.Import, ast.ImportFrom)) for s in units[index].stmts):
+        index += 1
+    return index - 1
+
+
+def _is_docstring(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
+
+
+def _is_future(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__"
+
+
+# --------------------------------------------------------------------------- inside the deadline statement
+
+
+def _to_follow(unit: Unit, anchors: Collection[ast.stmt]) -> list[ast.stmt]:
+    """The statements inside ``unit`` the import should follow: the imports the findings resolve through and
+    what changes what an import finds or reads, last first."""
+    inside = [stmt for stmt in statements(unit.stmts, _SCOPES, run_time=True)
+              if stmt in anchors or (not _blocks_of(stmt) and _touches_import_state(stmt))]
+    return sorted(inside, key=lambda stmt: (stmt.lineno, stmt.col_offset), reverse=True)
+
+
+def _blocks_of(stmt: ast.stmt) -> bool:
+    return any(True for _block in _blocks(stmt))
+
+
+def _inside_deadline(
+    units: Units, deadline: int, candidates: Sequence[ast.stmt], anchors: Collection[ast.stmt], fixes: _Fixes,
+    lines: Lines,
+) -> ImportPlace | str:
+    """Right after the last statement to follow inside the deadline statement when that is sound (nothing
+    that can run a rewritten call comes before it), else before the statement when those are imports only
+    and nothing on the way to the first of them can be set-up code, else nowhere."""
+    holder = _Runner(fixes)
+    for unit in units[:deadline]:
+        holder.may_run(unit.stmts)
+    later = _Runner(fixes, holder=True)
+    nothing_later = not any(later.may_run(unit.stmts) for unit in units[deadline + 1:])
+    unit = units[deadline]
+    paths = [(stmt, _path(unit.stmts, stmt)) for stmt in candidates]
+    for stmt, path in paths:
+        if path is not None and nothing_later and _alone(stmt, lines) and _runs_first(path, _Runner(fixes, holder.holder)):
+            return ImportPlace(stmt.end_lineno or stmt.lineno, _indent(lines[stmt.lineno]))
+    first = paths[-1][1]
+    if all(stmt in anchors for stmt in candidates) and first is not None and not _set_up_before(first):
+        return ImportPlace(unit.first - 1)
+    return NO_PLACE
+
+
+_Level = tuple[Optional[ast.stmt], list[ast.stmt], int]
+"""(the compound statement, or None for the unit; the block holding the next step; its index there)"""
+
+
+def _path(block: list[ast.stmt], target: ast.stmt, owner: ast.stmt | None = None) -> list[_Level] | None:
+    """The blocks from ``block`` down to ``target``, each with the index of the statement leading on."""
+    for index, stmt in enumerate(block):
+        if stmt is target:
+            return [(owner, block, index)]
+        if _within(target, stmt):
+            for inner in _blocks(stmt, run_time=True):
+                rest = _path(inner, target, stmt)
+                if rest is not None:
+                    return [(owner, block, index), *rest]
+            return None
+    return None
+
+
+def _runs_first(path: list[_Level], runner: _Runner) -> bool:
+    """Nothing on the way to the statement, nor the statement itself, can run a rewritten call: the headers
+    of the statements holding it, the statements before it in each block, and the other blocks of each
+    statement (``else``, handlers)."""
+    for level, (owner, block, index) in enumerate(path):
+        if owner is not None:
+            others = [stmt for other in _blocks(owner, run_time=True) if other is not block for stmt in other]
+            if runner.may_run(_headers(owner), _enters(owner)) or _Runner(runner.fixes, holder=True).may_run(others):
+                return False
+        if runner.may_run(block[:index + 1] if level == len(path) - 1 else block[:index]):
+            return False
+    return True
+
+
+def _headers(stmt: ast.stmt) -> list[ast.AST]:
+    """What a compound statement evaluates before its blocks: a test, an iterable, context managers, a subject."""
+    if isinstance(stmt, (ast.If, ast.While)):
+        return [stmt.test]
+    if isinstance(stmt, (ast.For, ast.AsyncFor)):
+        return [stmt.iter, stmt.target]
+    if isinstance(stmt, (ast.With, ast.AsyncWith)):
+        return [node for item in stmt.items for node in (item.context_expr, item.optional_vars) if node is not None]
+    if hasattr(ast, "Match") and isinstance(stmt, ast.Match):
+        return [stmt.subject, *(case.pattern for case in stmt.cases), *(c.guard for c in stmt.cases if c.guard)]
+    return []
+
+
+def _enters(stmt: ast.stmt) -> bool:
+    """Running the statement's header calls code besides its expressions (``__enter__``, ``__aiter__``)."""
+    return isinstance(stmt, (ast.With, ast.AsyncWith, ast.AsyncFor))
+
+
+def _set_up_before(path: list[_Level]) -> bool:
+    """Whether anything on the way to the import could be set-up code the runtime's import needs."""
+    for owner, block, index in path:
+        if owner is not None and _enters(owner):
+            return True
+        nodes: list[ast.AST] = [*(_headers(owner) if owner is not None else ()), *block[:index]]
+        if any(_writes_something(node) for root in nodes for node in _import_time_nodes(root)):
+            return True
+    return False
+
+
+def _alone(stmt: ast.stmt, lines: Lines) -> bool:
+    """The statement has its lines to itself: a line can be put right after it at its indentation."""
+    first, last = lines[stmt.lineno], lines[stmt.end_lineno or stmt.lineno]
+    before = first.encode("utf-8")[: stmt.col_offset]
+    after = last.encode("utf-8")[stmt.end_col_offset or 0:].decode("utf-8", errors="replace").strip()
+    return not before.strip() and (not after or after.startswith("#"))
+
+
+def _indent(line: str) -> str:
+    return line[: len(line) - len(line.lstrip(" \t"))]
