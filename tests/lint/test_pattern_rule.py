@@ -222,3 +222,10 @@ def test_the_rewrites_are_the_functions_and_fix_overflow() -> None:
     with np.errstate(over="ignore", invalid="ignore"):
         assert np.isnan(np.exp(big) / np.exp(big).sum(axis=1, keepdims=True)).all()
     assert np.isfinite(np2t.softmax(big, axis=1)).all()
+
+
+def test_a_softmax_rewrite_keeps_the_comments_inside_it() -> None:
+    source = HEADER + "p = np.exp(x) / np.exp(  # the logits\n    x).sum(axis=1, keepdims=True)\n"
+    fixed = fix_source(source, settings=SOFTMAX)
+    assert fixed.endswith("p = np2t.softmax(  # the logits\nx, axis=1)\n"), fixed
+    compile(fixed, "<fixed>", "exec")
