@@ -129,9 +129,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             # Run for run rather than row by row, so that a change in the machine's load hits every row alike.
             for i in range(args.repeat):
                 for row, make in rows.items():
-                    cache_env = {**env, "NP2TORCH_LINT_CACHE_DIR": str(work / f".cache-{scope}-{row}")}
+                    folder = str(work / f".cache-{scope}-{row}")
+                    # Checkouts before the lint cache had a variable of its own read NP2TORCH_CACHE_DIR for it.
+                    cache_env = {**env, "NP2TORCH_LINT_CACHE_DIR": folder, "NP2TORCH_CACHE_DIR": folder}
                     if "cold" in row:
-                        shutil.rmtree(cache_env["NP2TORCH_LINT_CACHE_DIR"], ignore_errors=True)
+                        shutil.rmtree(folder, ignore_errors=True)
                     elif row.endswith("warm") and i == 0:
                         timed(make(paths), work, cache_env)  # fill
                     timing, done = timed(make(paths), work, cache_env)

@@ -148,6 +148,10 @@ class Lines:
     def __getitem__(self, line: int) -> str:
         return self._lines[line - 1] if 0 < line <= len(self._lines) else ""
 
+    def spells(self, word: str) -> bool:
+        """Whether ``word`` occurs anywhere in the text (comments and strings included)."""
+        return any(word in line for line in self._lines)
+
     def char_col(self, line: int, byte_col: int) -> int:
         """``ast`` columns are UTF-8 byte offsets; findings count characters."""
         text = self[line]

@@ -268,7 +268,7 @@ def import_place(
     """Where the runtime import goes for the fixes of ``refs``, or why nowhere (:data:`NO_PLACE`,
     :data:`STAR_AFTER`); see the module docstring."""
     units = units_of(tree)
-    fixes = _Fixes(refs, _own_names(tree))
+    fixes = _Fixes(refs, _own_names(tree, lines))
     deadline = _deadline(units, fixes)
     for unit in units[:deadline]:
         if any(_is_runtime_import(stmt, runtime_module, alias) for stmt in unit.stmts):
@@ -294,17 +294,49 @@ def import_place(
     return place
 
 
-def _own_names(tree: ast.Module) -> set[str]:
-    """The names the module binds other than by absolute imports (any scope: conservative); a relative
-    import may import this module back, so it counts as the module's own."""
-    plain_imports: dict[str, int] = {}  # `import os.path` binds `os`, which bound_names counts as "other"
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if not alias.asname:
-                    root = alias.name.partition(".")[0]
-                    plain_imports[root] = plain_imports.get(root, 0) + 1
-    return {name for name, kinds in bound_names(tree).items() if kinds.count("other") > plain_imports.get(name, 0)}
+_NESTED = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _own_names(tree: ast.Module, lines: Lines) -> set[str]:
+    """The module-level names the module binds other than by absolute imports: code that runs on import
+    reads module-level names only, so these are the ones through which it can reach the module's own
+    functions.  A relative import may import this module back, so it counts as the module's own.
+
+    Nested scopes are not entered (their bindings are theirs), except for what can bind a module-level
+    name from inside one -- ``global``, and ``:=`` in a comprehension -- for which every binding of any
+    scope counts (:func:`bound_names`, a walk of the whole tree).
+    """
+    if lines.spells("global") or lines.spells(":="):
+        return {name for name, kinds in bound_names(tree).items() if "other" in kinds}
+    names: set[str] = set()
+    stack: list[ast.AST] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        t = type(node)
+        if t is ast.Name:
+            if type(node.ctx) is not ast.Load:  # type: ignore[attr-defined]
+                names.add(node.id)  # type: ignore[attr-defined]
+            continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names.add(node.name)
+            stack.extend([*node.decorator_list, *node.args.defaults, *(d for d in node.args.kw_defaults if d)])
+            continue
+        if isinstance(node, ast.ClassDef):
+            names.add(node.name)
+            stack.extend([*node.decorator_list, *node.bases, *node.keywords])
+            continue
+        if isinstance(node, _NESTED):
+            continue
+        if t is ast.ImportFrom and node.level:  # type: ignore[attr-defined]
+            names.update(alias.asname or alias.name for alias in node.names)  # type: ignore[attr-defined]
+        elif t is ast.ExceptHandler and node.name:  # type: ignore[attr-defined]
+            names.add(node.name)  # type: ignore[attr-defined]
+        elif t.__name__ in ("MatchAs", "MatchStar") and getattr(node, "name", None):
+            names.add(node.name)  # type: ignore[attr-defined]
+        elif t.__name__ == "MatchMapping" and getattr(node, "rest", None):
+            names.add(node.rest)  # type: ignore[attr-defined]
+        stack.extend(ast.iter_child_nodes(node))
+    return names
 
 
 # What the runtime's import reads: the environment (NP2TORCH_DEVICE and NP2TORCH_MIN_SIZE when it loads;

@@ -590,8 +590,9 @@ def bound_names(tree: ast.Module) -> dict[str, list[str]]:
     """Every identifier in ``tree`` (any scope) -> how it occurs.
 
     Kinds, one entry per occurrence: ``"use"`` (a load), ``"import <module>"``
-    (``import <module> as name``), ``"from <qualname>"`` (``from <module> import
-    <name> [as name]``), ``"other"`` (any other binding or declaration).  Used to pick a free alias
+    (``import <module> as name``), ``"import"`` (``import name[.sub]``, binding its first part),
+    ``"from <qualname>"`` (``from <module> import <name> [as name]``), ``"other"`` (any other binding
+    or declaration).  Used to pick a free alias
     and to decide whether an import is still used; it ignores scopes on purpose
     (a name used anywhere counts as used).
     """
@@ -609,7 +610,7 @@ def bound_names(tree: ast.Module) -> dict[str, list[str]]:
                 if alias.asname:
                     add(alias.asname, f"import {alias.name}")
                 else:
-                    add(alias.name.partition(".")[0], "other")
+                    add(alias.name.partition(".")[0], "import")
         elif t is ast.ImportFrom:
             module = node.module if not node.level else None  # type: ignore[attr-defined]
             for alias in node.names:  # type: ignore[attr-defined]
