@@ -16,6 +16,7 @@ A file that cannot be analysed is imported unchanged, with one line on stderr.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.abc
 import importlib.machinery
@@ -31,6 +32,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from np2torch.cli.cache import settings_key, tool_fingerprint
 from np2torch.cli.config import ConfigFinder, Overrides, RunSettings, run_settings, settings_for_file
+from np2torch.lint.engine import may_contain
 from np2torch.lint.model import SourceError
 from np2torch.lint.rules import RULES_BY_CODE
 from np2torch.run.instrument import Spec, instrument
@@ -47,6 +49,12 @@ _STDLIB_NAMES = frozenset(getattr(sys, "stdlib_module_names", ()))
 
 class ScopeError(Exception):
     """An ``--include``/``--exclude`` that names nothing rewritable; one line."""
+
+
+@functools.lru_cache(maxsize=4096)
+def _real_folder(folder: str) -> str:
+    """``os.path.realpath`` of a folder, once per folder (a program imports hundreds of modules from a few)."""
+    return os.path.realpath(folder)
 
 
 def _within(path: str, folder: str) -> bool:
@@ -132,7 +140,8 @@ class Scope:
 
     def covers(self, path: str) -> bool | None:
         """Whether ``path`` is rewritten: None no, False yes (a project file), True yes (an included one)."""
-        real = os.path.realpath(path)
+        folder, name = os.path.split(os.path.abspath(path))
+        real = os.path.join(_real_folder(folder), name)
         if self._never(real) or any(_within(real, folder) for folder in self.excludes):
             return None
         if any(_within(real, folder) for folder in self.includes):
@@ -211,8 +220,8 @@ class Rewriter:
     def code_for(self, path: str, source: bytes, included: bool, optimize: int = -1) -> Any:
         """The instrumented code of the file at ``path`` holding ``source``; None: import it unchanged."""
         settings = self.settings_for(path, included)
-        if settings is None:
-            return None
+        if settings is None or not _may_contain(source, settings):
+            return None  # no finding possible (the engine's own prefilter): the original loader, as fast
         key = self._key(path, source, settings, optimize)
         cached = self._read(key)
         if cached is not None:
@@ -281,6 +290,14 @@ class Rewriter:
                 raise
         except OSError:
             pass  # a cache that cannot be written costs a parse next time, nothing else
+
+
+def _may_contain(source: bytes, settings: RunSettings) -> bool:
+    try:
+        text = importlib.util.decode_source(source)
+    except (SyntaxError, UnicodeDecodeError, LookupError):
+        return True  # let the analysis (or Python) say what is wrong with it
+    return may_contain(text, settings.lint.rules)
 
 
 def _stderr(line: str) -> None:
