@@ -12,9 +12,9 @@ the import system, so :func:`activate` has it run the instrumented code.
 
 Every process that is not the run's own writes its sites' counts to the run's
 spool folder when it ends (``atexit``; a ``multiprocessing`` child through
-its finalizers, since it ends with ``os._exit``; a pool worker that is
-terminated, on SIGTERM when nothing else handles it), and the parent reads
-them into its report.
+its finalizers, since it ends with ``os._exit``), a pool worker also before it
+sends each result (:func:`patch_pool`: a terminated pool kills its workers), and
+the parent reads them into its report.
 """
 
 from __future__ import annotations
