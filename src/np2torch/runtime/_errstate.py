@@ -226,8 +226,7 @@ def scipy_reports() -> bool:
 
     SciPy's special functions report domain, singularity and overflow errors
     through their own error state, not NumPy's; torch cannot reproduce it, so
-    such calls go to SciPy.  (runtime/_binary.py; runtime/_ufunc.py keeps its
-    own copy, ``_scipy_reports``, until the two are merged.)
+    such calls go to SciPy (the elementwise and two-argument helpers ask it).
     """
     geterr = sys.modules["scipy.special"].geterr  # imported with the row's original already
     return any(mode != "ignore" for kind, mode in geterr().items() if kind != "memory")

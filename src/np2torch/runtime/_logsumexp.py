@@ -120,13 +120,6 @@ class Logsumexp(Helper):
         work = _work(dtype)
         return None if work is None else work.name
 
-    def admits(self, dtype: np.dtype, n: int, settings: RuntimeSettings) -> bool:
-        """Whether a call of ``n`` elements of ``dtype`` may leave SciPy under ``settings``: the size floor."""
-        if settings.gate is not None:
-            return n >= settings.gate
-        floor = self.floors.get(dtype)
-        return self.past_floor(dtype, n) if floor is None else n >= floor
-
     def route_call(self, a: np.ndarray, work: np.dtype, settings: RuntimeSettings, dry_run: bool = False) -> Route | None:
         """Where the settings and the machine profile send this call (None: SciPy)."""
         if settings.device == "numpy":

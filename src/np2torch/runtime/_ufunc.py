@@ -50,6 +50,7 @@ from ._errstate import (
     error_checks,
     extobj_getter,
     numpy_call,
+    scipy_reports,
 )
 from ._helper import PUBLIC_MODULE, Helper
 from ._record import Record
@@ -372,7 +373,7 @@ def _prepare(state: Ufunc, settings: RuntimeSettings, x: np.ndarray, args: Tuple
     plan = state.plan(x.dtype, None if out is None else out.dtype, dtype, casting)
     if plan is None:
         return Declined(f"no loop verified on torch for {x.dtype} input (the original's type resolution picks another)")
-    if state.row.module == "scipy.special" and _scipy_reports():
+    if state.row.module == "scipy.special" and scipy_reports():
         return Declined("scipy.special.errstate asks for reports, which only SciPy gives")
     if settings.device == "numpy":
         return Declined(original_reason(state.name, plan.name, x.size, "numpy", None))
@@ -414,17 +415,6 @@ def _dense_loop(x: np.ndarray, out: np.ndarray | None, order: Order) -> bool:
 
 
 _ORIGINAL = Declined("the original")
-
-
-def _scipy_reports() -> bool:
-    """Whether ``scipy.special.errstate``/``seterr`` asks for any report (default: only ``memory``).
-
-    SciPy's special functions report domain, singularity and overflow errors
-    through their own error state, not NumPy's; torch cannot reproduce it, so
-    such calls go to SciPy.
-    """
-    geterr = sys.modules["scipy.special"].geterr  # imported with the row's original already
-    return any(mode != "ignore" for kind, mode in geterr().items() if kind != "memory")
 
 
 def _out_relation(x: np.ndarray, out: np.ndarray, plan: Plan) -> bool | None:
