@@ -5,7 +5,10 @@ each band the original's mean time comes from the calls sampled to it and the
 helper's from the others, both measured on this run's data; each arm's first
 call of a band is left out of its mean when the arm has others (it may import
 torch, measure the machine or touch memory first; what the helper's first
-calls took beyond its mean is the site's ``warmup_s``).  Over the band's calls:
+calls took beyond its mean is the site's ``warmup_s``).  One-time work the
+runtime does inside any helper call (``import torch``, an on-the-spot
+measurement of the machine) is taken out of that call's time and counted in
+``warmup_s`` too, so a steady-state figure never carries it.  Over the band's calls:
 
 - ``helper_s``  -- the time the helper takes for all of them (the mean of its timed calls times the calls);
 - ``original_s`` -- the same for the original;
@@ -40,7 +43,7 @@ def _absolute(path: str) -> str:
     return path if path.startswith("<") and path.endswith(">") else os.path.abspath(path)
 
 
-_SUMS = ("calls", "elements", "helper_n", "helper_s", "original_n", "original_s")
+_SUMS = ("calls", "elements", "helper_n", "helper_s", "original_n", "original_s", "one_time_s")
 
 
 def _merge_records(records: Iterable[Mapping[str, Any]]) -> Dict[tuple[str, int, int, str], Dict[str, Any]]:
@@ -64,7 +67,7 @@ def _merge_records(records: Iterable[Mapping[str, Any]]) -> Dict[tuple[str, int,
             total = into["bands"].setdefault(bits, {**{name: 0 for name in _SUMS}, "helper_firsts": [],
                                                     "original_firsts": []})
             for name in _SUMS:
-                total[name] += band[name]
+                total[name] += band.get(name, 0)
             for arm in ("helper", "original"):
                 if band[f"first_{arm}_s"] is not None:
                     total[f"{arm}_firsts"].append(band[f"first_{arm}_s"])
@@ -115,6 +118,7 @@ def site_figures(record: Mapping[str, Any]) -> Dict[str, Any]:
         samples["original"] += original_timed
         samples["helper_s"] += helper_s
         samples["original_s"] += original_s
+        warmup += band.get("one_time_s", 0.0)
         if helper_mean is None or original_mean is None:
             unmeasured += band["calls"]
             continue

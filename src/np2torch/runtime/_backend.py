@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import time
 import warnings
 from typing import TYPE_CHECKING, Iterator, Mapping
 
@@ -75,8 +76,10 @@ def load_torch() -> bool:
         return PROCESS.torch_found
     with PROCESS.loading:
         if not PROCESS.torch_tried:
+            start = time.perf_counter()
             PROCESS.torch_found = _import_torch()
             PROCESS.torch_tried = True
+            PROCESS.one_time.append((start, time.perf_counter() - start))
     return PROCESS.torch_found
 
 

@@ -141,11 +141,14 @@ def on_the_spot(request: Measure, run: Runner) -> Curve | None:
         import torch
 
         start_window()
+        began = time.perf_counter()
         try:
             curve = measure(run, request.name, np.dtype(request.dtype), request.paths)
         except Exception:  # a measurement must never break the user's call: the prior stays
             PROCESS.unmeasurable.add(request.key)
             return None
+        finally:
+            PROCESS.one_time.append((began, time.perf_counter() - began))
         _profile.record({request.key: curve}, threads=torch.get_num_threads(), persist=worth_keeping())
         PROCESS.forget_decisions()
         return curve

@@ -74,7 +74,7 @@ class Process:
         "load",
         "profile", "profile_warned", "generation", "forecasts", "bands", "floor_tables",
         "saved", "deferred", "measuring", "unmeasurable",
-        "cuda_slots", "verdicts", "error_checks", "redirects",
+        "cuda_slots", "verdicts", "error_checks", "redirects", "one_time",
     )
 
     settings: RuntimeSettings
@@ -124,6 +124,9 @@ class Process:
         """Helper name -> what the check of the installed original found (logsumexp: :mod:`._logsumexp_check`)."""
         self.error_checks: Dict[Any, Any] = {}
         """NumPy error-state object -> the checks a torch result needs under it (:mod:`._errstate`)."""
+        self.one_time: List[Tuple[float, float]] = []
+        """``(time.perf_counter() at the start, seconds)`` of each one-time piece of work a call did for the
+        process (``import torch``, an on-the-spot measurement): :mod:`.sites` keeps it out of a call's timing."""
         self.redirects: Dict[str, Dict[object, object]] = {}
         """Helper name -> {NumPy error-state object -> the state its warnings are issued from}."""
 

@@ -44,7 +44,7 @@ import numpy as np
 
 from . import _errstate
 from ._profile import cache_dir
-from ._state import TAKEN
+from ._state import PROCESS, TAKEN
 
 __all__ = ["BUILTIN", "SAMPLE_EVERY", "Band", "Site", "after_fork_in_child", "cache_dir", "calls_since_mark", "mark",
            "paused", "snapshot", "table"]
@@ -60,7 +60,7 @@ class Band:
     """One site's calls whose element count has the same bit length (``2**(k-1) <= n < 2**k``)."""
 
     __slots__ = ("calls", "elements", "helper_n", "helper_s", "first_helper_s", "original_n", "original_s",
-                 "first_original_s")
+                 "first_original_s", "one_time_s")
 
     def __init__(self) -> None:
         self.calls = 0
@@ -74,6 +74,9 @@ class Band:
         """Timed original calls after the band's first (kept apart as the helper's, in ``first_original_s``)."""
         self.original_s = 0.0
         self.first_original_s: float | None = None
+        self.one_time_s = 0.0
+        """One-time work the process did inside this band's helper calls (``import torch``, an on-the-spot
+        measurement: :attr:`._state.Process.one_time`), taken out of their timings."""
 
     def as_dict(self) -> Dict[str, Any]:
         return {name: getattr(self, name) for name in self.__slots__}
@@ -112,9 +115,9 @@ class Site:
         self.errors = 0
         """Calls that raised (counted, not timed)."""
         self.lock = threading.Lock()
-        self.log: List[Tuple[int, int, str, float]] = []
-        """Calls not folded into the bands yet, in call order: ``(bits, elements, path, seconds)``; the path
-        is ``""`` for a call sampled to the original.  A band's first call of each arm is its ``first_*_s``."""
+        self.log: List[Tuple[int, int, str, float, float]] = []
+        """Calls not folded into the bands yet, in call order: ``(bits, elements, path, start, seconds)``; the
+        path is ``""`` for a call sampled to the original.  A band's first call of each arm is its ``first_*_s``."""
         self.counters: Dict[int, Iterator[int]] = {}
         """Bit length -> the band's call counter."""
         self.sampled: Dict[int, bool] = {}
@@ -135,12 +138,19 @@ class Site:
         entries = log[:]
         del log[: len(entries)]  # calls appended meanwhile stay for the next fold
         bands, paths, sizes = self.bands, self.paths, self.sizes
-        for bits, n, path, elapsed in entries:
+        events = PROCESS.one_time
+        for bits, n, path, start, elapsed in entries:
             band = bands.get(bits)
             if band is None:
                 band = bands[bits] = Band()
             band.calls += 1
             band.elements += n
+            if events and path:
+                inside = sum(max(0.0, min(start + elapsed, began + took) - max(start, began))
+                             for began, took in events)
+                if inside:
+                    band.one_time_s += inside
+                    elapsed = max(0.0, elapsed - inside)
             if not path:
                 if band.first_original_s is None:
                     band.first_original_s = elapsed
@@ -228,7 +238,7 @@ def _make_call(site: Site, name: str) -> Callable[..., Any]:
             except BaseException:
                 site.errors += 1
                 raise
-            append((bits, n, "", elapsed))
+            append((bits, n, "", start, elapsed))
         else:
             taken.device = None
             try:
@@ -238,7 +248,7 @@ def _make_call(site: Site, name: str) -> Callable[..., Any]:
             except BaseException:
                 site.errors += 1
                 raise
-            append((bits, n, taken.device or "numpy", elapsed))
+            append((bits, n, taken.device or "numpy", start, elapsed))
         if len(log) >= _FOLD_AT:
             site.fold()
         return result
