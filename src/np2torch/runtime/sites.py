@@ -220,6 +220,8 @@ def _make_call(site: Site, name: str) -> Callable[..., Any]:
     counters = site.counters
     sampled = site.sampled
     hold = _PAUSED if site.sampling else _NEVER
+    fold_at = _FOLD_AT
+    first = every - 1
 
     def call(*args: Any, **kwargs: Any) -> Any:
         x = args[0] if args else next(iter(kwargs.values()), None)
@@ -229,7 +231,7 @@ def _make_call(site: Site, name: str) -> Callable[..., Any]:
         if counter is None:
             counter = counters.setdefault(bits, itertools.count())
         index = next(counter)
-        if not hold[0] and (bits not in sampled or ((index % 2 == 0) if index < every else (index % every == every - 1))):
+        if not hold[0] and (bits not in sampled or (not index & 1 if index < every else index % every == first)):
             sampled[bits] = True
             try:
                 start = clock()
@@ -243,13 +245,13 @@ def _make_call(site: Site, name: str) -> Callable[..., Any]:
             taken.device = None
             try:
                 start = clock()
-                result = helper(*args, **kwargs)
+                result = helper(*args, **kwargs) if kwargs else helper(*args)
                 elapsed = clock() - start
             except BaseException:
                 site.errors += 1
                 raise
             append((bits, n, taken.device or "numpy", start, elapsed))
-        if len(log) >= _FOLD_AT:
+        if len(log) >= fold_at:
             site.fold()
         return result
 
