@@ -22,7 +22,10 @@ from typing import Any, Dict, List, Mapping, Sequence, Tuple
 from np2torch.cli.config import ConfigError, display_path
 
 FORMAT = 1
-"""The report version this reads (``np2torch.run.report.FORMAT``: the run layer is not imported here)."""
+"""The version of the report ``np2torch run`` writes (np2torch.run.report) and this reads."""
+
+TORCH_PATHS = ("cpu", "cuda")
+"""The paths of a report's site on which torch computed a helper call (``numpy``: the helper ran the original)."""
 
 Key = Tuple[int, int, str]
 """A site as the engine's findings place it: 1-based line and column, rule code."""
@@ -37,10 +40,10 @@ class Margin:
 
     def admits(self, site: Mapping[str, Any]) -> bool:
         saved, original = float(site["saved_s"]), float(site["original_s"])
-        return saved >= self.seconds and saved >= self.fraction * original and _on_torch(site)
+        return saved >= self.seconds and saved >= self.fraction * original and computed_by_torch(site["paths"])
 
     def __str__(self) -> str:
-        return f">= {self.fraction:.0%} of the original's time and >= {_seconds(self.seconds)}"
+        return f">= {self.fraction:.0%} of the original's time and >= {format_seconds(self.seconds)}"
 
 
 _PART = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(%|s|ms|us)\s*\Z")
@@ -62,13 +65,14 @@ def parse_margin(text: str) -> Margin:
     return margin
 
 
-def _on_torch(site: Mapping[str, Any]) -> bool:
-    """Whether torch computed any of the site's helper calls: a helper that ran the original on every call
-    saved nothing, whatever the timings say (their difference is noise)."""
-    return any(count for path, count in site["paths"].items() if path not in ("numpy", "sampled"))
+def computed_by_torch(paths: Mapping[str, int]) -> bool:
+    """Whether torch computed any of a site's helper calls (``paths``: calls per path): a helper that ran the
+    original on every call saved nothing, whatever the timings say (their difference is noise)."""
+    return any(paths.get(path) for path in TORCH_PATHS)
 
 
-def _seconds(value: float) -> str:
+def format_seconds(value: float) -> str:
+    """``1.23 s``, ``4.5 ms`` or ``67 us``: a report's figures."""
     if abs(value) >= 1:
         return f"{value:.2f} s"
     if abs(value) >= 1e-3:
@@ -147,9 +151,9 @@ def plan_file(report: RunReport, margin: Margin, path: str, raw: bytes, findings
             lines.append(f"{where} left as it is: not called in the run")
         elif margin.admits(site):
             keep.append(key)
-        elif not _on_torch(site):
+        elif not computed_by_torch(site["paths"]):
             lines.append(f"{where} left as it is: every helper call ran the original (torch computed none)")
         else:
-            lines.append(f"{where} left as it is: saved {_seconds(site['saved_s'])} of "
-                         f"{_seconds(site['original_s'])} over {site['calls']} calls (needs {margin})")
+            lines.append(f"{where} left as it is: saved {format_seconds(site['saved_s'])} of "
+                         f"{format_seconds(site['original_s'])} over {site['calls']} calls (needs {margin})")
     return FilePlan(frozenset(keep), tuple(lines))

@@ -405,6 +405,10 @@ def _holds_a_comment(stmt: ast.stmt, lines: Lines) -> bool:
     return last > stmt.lineno and any("#" in lines[n] for n in range(stmt.lineno, last + 1))
 
 
+_Matched = TypeVar("_Matched", cst.Call, cst.BinaryOperation)
+"""The expression a pattern rule matched: a call, or a ratio or difference of calls."""
+
+
 def _collapse(outer: cst.Call, func: cst.Attribute) -> cst.Call:
     """``outer(reduce(inner(x), *rest))`` or ``outer(inner(x).reduce(*rest))`` -> ``func(x, *rest)``,
     keeping the spelling of ``x`` and of the reduction's arguments (the engine checked the shape)."""
@@ -544,28 +548,24 @@ class _Rewriter(cst.CSTTransformer):
     calls: dict[_Span, str] = {}
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
-        if not self.calls:
-            return updated_node
-        span = self.positions.get(original_node)
-        if span is None:
-            return updated_node
-        helper = self.calls.pop((span.start.line, span.start.column, span.end.line, span.end.column), None)
-        if helper is None:
-            return updated_node
-        collapsed = _collapse(updated_node, cst.Attribute(value=cst.Name(self.alias), attr=cst.Name(helper)))
-        return _with_lost_comments(collapsed, updated_node)
+        return self._pattern(original_node, updated_node, _collapse)
 
     def leave_BinaryOperation(self, original_node: cst.BinaryOperation, updated_node: cst.BinaryOperation) -> cst.BaseExpression:
+        return self._pattern(original_node, updated_node, _one_call)
+
+    def _pattern(self, original: _Matched, updated: _Matched,
+                 rewrite: Callable[[_Matched, cst.Attribute], cst.Call]) -> cst.BaseExpression:
+        """A pattern rule's expression (a call, or a ratio/difference of calls) -> ``alias.helper(...)``."""
         if not self.calls:
-            return updated_node
-        span = self.positions.get(original_node)
+            return updated
+        span = self.positions.get(original)
         if span is None:
-            return updated_node
+            return updated
         helper = self.calls.pop((span.start.line, span.start.column, span.end.line, span.end.column), None)
         if helper is None:
-            return updated_node
-        collapsed = _one_call(updated_node, cst.Attribute(value=cst.Name(self.alias), attr=cst.Name(helper)))
-        return _with_lost_comments(collapsed, updated_node)
+            return updated
+        collapsed = rewrite(updated, cst.Attribute(value=cst.Name(self.alias), attr=cst.Name(helper)))
+        return _with_lost_comments(collapsed, updated)
 
     def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.BaseExpression:
         return self._swap(original_node, updated_node)

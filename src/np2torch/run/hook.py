@@ -35,13 +35,13 @@ from np2torch.cli.config import ConfigFinder, Overrides, RunSettings, run_settin
 from np2torch.lint.engine import may_contain
 from np2torch.lint.model import SourceError
 from np2torch.lint.rules import RULES_BY_CODE
-from np2torch.run.instrument import Spec, instrument
+from np2torch.run.instrument import instrument
 from np2torch.runtime.sites import cache_dir
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 """np2torch itself: never rewritten."""
 
-_CACHE_FORMAT = 2
+_CACHE_FORMAT = 3
 
 _STDLIB_NAMES = frozenset(getattr(sys, "stdlib_module_names", ()))
 """Top-level names the standard library holds (Python >= 3.10): never looked at."""
@@ -191,8 +191,6 @@ class Rewriter:
         self.warn = warn or _stderr
         self.cache_folder = os.path.join(cache_dir(), "run") if cache else None
         self.skipped: List[Skipped] = []
-        self.rewritten: Dict[str, Tuple[Spec, ...]] = {}
-        """Path -> the sites compiled into it."""
         self.digests: Dict[str, str] = {}
         """Path -> SHA-256 of the bytes analysed, for every file with a finding (``fix --from-run`` checks it)."""
         self.cache_hits = 0
@@ -220,16 +218,21 @@ class Rewriter:
     def code_for(self, path: str, source: bytes, included: bool, optimize: int = -1) -> Any:
         """The instrumented code of the file at ``path`` holding ``source``; None: import it unchanged."""
         settings = self.settings_for(path, included)
-        if settings is None or not _may_contain(source, settings):
+        if settings is None:
+            return None
+        try:
+            text = importlib.util.decode_source(source)
+        except (SyntaxError, UnicodeDecodeError, LookupError):
+            return None  # Python reports a bad encoding when it reads the file itself
+        if not may_contain(text, settings.lint.rules):
             return None  # no finding possible (the engine's own prefilter): the original loader, as fast
         key = self._key(path, source, settings, optimize)
         cached = self._read(key)
         if cached is not None:
-            code, specs, skipped = cached
+            code, skipped = cached
             self.cache_hits += code is not None
         else:
             try:
-                text = importlib.util.decode_source(source)
                 result = instrument(text, path, settings.lint, optimize=optimize)
             except SyntaxError:
                 return None  # Python reports it when it compiles the file itself, as it would without np2torch
@@ -238,14 +241,12 @@ class Rewriter:
             except Exception as exc:  # a bug in np2torch must not change the program: run the original
                 self.warn(f"np2torch run: {path}: cannot rewrite ({type(exc).__name__}: {exc}); imported unchanged")
                 return None
-            code, specs = result.code, result.sites
+            code = result.code
             self.compiled += code is not None
             skipped = tuple((f.line, f.column, f.code, f.reason or "") for f in result.not_rewritten)
-            self._write(key, (code, specs, skipped))
+            self._write(key, (code, skipped))
         with self._lock:
             self.skipped.extend(Skipped(path, *item) for item in skipped)
-            if code is not None:
-                self.rewritten[path] = specs
             if code is not None or skipped:
                 self.digests[os.path.abspath(path)] = hashlib.sha256(source).hexdigest()
         return code
@@ -262,7 +263,8 @@ class Rewriter:
         digest.update(source)
         return digest.hexdigest()
 
-    def _read(self, key: str) -> Tuple[Any, Any, Any] | None:
+    def _read(self, key: str) -> Tuple[Any, Any] | None:
+        """``(code or None, skipped findings)`` of a cached compile, or None."""
         if self.cache_folder is None:
             return None
         try:
@@ -270,11 +272,11 @@ class Rewriter:
                 data = marshal.load(file)
         except (OSError, EOFError, ValueError, TypeError):
             return None
-        if type(data) is not tuple or len(data) != 4 or data[0] != _CACHE_FORMAT:
+        if type(data) is not tuple or len(data) != 3 or data[0] != _CACHE_FORMAT:
             return None
-        return data[1], data[2], data[3]
+        return data[1], data[2]
 
-    def _write(self, key: str, entry: Tuple[Any, Any, Any]) -> None:
+    def _write(self, key: str, entry: Tuple[Any, Any]) -> None:
         if self.cache_folder is None:
             return
         folder = os.path.join(self.cache_folder, key[:2])
@@ -290,14 +292,6 @@ class Rewriter:
                 raise
         except OSError:
             pass  # a cache that cannot be written costs a parse next time, nothing else
-
-
-def _may_contain(source: bytes, settings: RunSettings) -> bool:
-    try:
-        text = importlib.util.decode_source(source)
-    except (SyntaxError, UnicodeDecodeError, LookupError):
-        return True  # let the analysis (or Python) say what is wrong with it
-    return may_contain(text, settings.lint.rules)
 
 
 def _stderr(line: str) -> None:

@@ -31,9 +31,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Sequence
 
 from np2torch import __version__
 from np2torch.cli.config import display_path
-
-FORMAT = 1
-"""The report's ``version``: what ``np2torch fix --from-run`` reads."""
+from np2torch.cli.from_run import FORMAT, computed_by_torch, format_seconds
 
 FEW = 3
 
@@ -135,7 +133,7 @@ def site_figures(record: Mapping[str, Any]) -> Dict[str, Any]:
         notes.append("few samples")
     if record["errors"]:
         notes.append(f"{record['errors']} calls raised")
-    if not any(count for path, count in record["paths"].items() if path in ("cpu", "cuda")):
+    if not computed_by_torch(record["paths"]):
         # Both arms ran the same code: a difference between them is the machine's noise, not a saving.
         helper = original
         if calls:
@@ -179,15 +177,6 @@ def build(command: Sequence[str], wall_s: float, records: Iterable[Mapping[str, 
     }
 
 
-def _seconds(value: float) -> str:
-    magnitude = abs(value)
-    if magnitude >= 1:
-        return f"{value:.2f} s"
-    if magnitude >= 1e-3:
-        return f"{value * 1e3:.1f} ms"
-    return f"{value * 1e6:.0f} us"
-
-
 def _count(value: int) -> str:
     for unit, size in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
         if value >= size:
@@ -212,7 +201,7 @@ def text(report: Mapping[str, Any]) -> str:
             paths = ", ".join(f"{name} {count}" for name, count in site["paths"].items() if count)
             rows.append((f"{display_path(site['path'])}:{site['line']}:{site['col']}", site["function"],
                          str(site["calls"]), _count(site["elements"]), _count(site["median_elements"]),
-                         _seconds(site["helper_s"]), _seconds(site["original_s"]), _seconds(site["saved_s"]),
+                         format_seconds(site["helper_s"]), format_seconds(site["original_s"]), format_seconds(site["saved_s"]),
                          paths + ("; " + "; ".join(site["notes"]) if site["notes"] else "")))
         widths = [max(len(row[i]) for row in rows) for i in range(len(header) - 1)]
         for row in rows:
@@ -222,11 +211,11 @@ def text(report: Mapping[str, Any]) -> str:
             lines.append(f"{len(idle)} rewritten site{'s' if len(idle) != 1 else ''} never called")
     wall = report["wall_s"]
     share = f" ({report['rewritten_s'] / wall:.0%} of it)" if wall > 0 else ""
-    lines.append(f"program {_seconds(wall)}; rewritten calls {_seconds(report['rewritten_s'])}{share}; "
-                 f"estimated saving {_seconds(report['saved_s'])}"
-                 + (f", after {_seconds(report['warmup_s'])} of one-time warm-up" if report["warmup_s"] >= 1e-3 else ""))
+    lines.append(f"program {format_seconds(wall)}; rewritten calls {format_seconds(report['rewritten_s'])}{share}; "
+                 f"estimated saving {format_seconds(report['saved_s'])}"
+                 + (f", after {format_seconds(report['warmup_s'])} of one-time warm-up" if report["warmup_s"] >= 1e-3 else ""))
     ran = [site for site in sites if site["calls"]]
-    if ran and not any(count for site in ran for path, count in site["paths"].items() if path in ("cpu", "cuda")):
+    if ran and not any(computed_by_torch(site["paths"]) for site in ran):
         if report.get("torch_imported") is False:
             lines.append("torch computed none of these calls: it was not imported, as the time it would have saved "
                          "did not pay for `import torch` (docs/runtime.md); on this machine's profile see "
