@@ -193,7 +193,7 @@ def _exit_status(code: object) -> int:
     if code is None:
         return 0
     if isinstance(code, int):
-        return code & 0xFF if code >= 0 else code & 0xFF
+        return code & 0xFF  # as the process exit status keeps it
     try:
         print(code, file=sys.stderr)
     except (OSError, ValueError):

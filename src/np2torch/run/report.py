@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 from typing import Any, Dict, Iterable, List, Mapping, Sequence
 
 from np2torch import __version__
@@ -86,19 +85,20 @@ def _arm(band: Mapping[str, Any], arm: str) -> tuple[float | None, int, int, flo
 
 
 def _median_elements(record: Mapping[str, Any]) -> int:
+    """The median call's element count (the lower one of an even count): exact while the site kept its sizes,
+    else the mean size of the band that holds the median call."""
     sizes = record["sizes"]
     if sizes:
-        expanded: List[int] = []
-        for size, count in sorted(sizes.items(), key=lambda item: int(item[0])):
-            expanded.extend([int(size)] * min(count, 10_000))
-        return int(statistics.median_low(expanded))
-    calls = sum(band["calls"] for band in record["bands"].values())
+        counts = sorted((int(size), count) for size, count in sizes.items())
+    else:
+        counts = [(band["elements"] // band["calls"], band["calls"])
+                  for _bits, band in sorted(record["bands"].items(), key=lambda item: int(item[0])) if band["calls"]]
+    half = (sum(count for _size, count in counts) + 1) // 2
     seen = 0
-    for bits in sorted(record["bands"], key=int):
-        band = record["bands"][bits]
-        seen += band["calls"]
-        if seen * 2 >= calls and band["calls"]:
-            return int(band["elements"] // band["calls"])
+    for size, count in counts:
+        seen += count
+        if seen >= half:
+            return int(size)
     return 0
 
 
