@@ -161,12 +161,46 @@ def test_a_killed_worker_costs_no_file(tmp_path: Path) -> None:
 def test_a_file_that_kills_every_worker_is_one_error_and_the_run_ends(tmp_path: Path) -> None:
     small_tree(tmp_path / "src", 12)
     done = run_with_patched_worker(tmp_path, KILL_WORKER_ON_M05.format(condition="True"))
-    assert (tmp_path / "killed").read_text() == "xx"  # first pool, then the retry
+    assert (tmp_path / "killed").read_text() == "xxx"  # the first pool, the retry, then on its own
     assert done.returncode == 2
-    assert "src/m05.py: internal error: a worker process died twice while checking it" in done.stderr
+    assert "src/m05.py: internal error: a worker process died checking it, 3 times (the last on its own)" in done.stderr
     assert "Traceback" not in done.stderr
     assert "np2t.exp(x)" not in (tmp_path / "src" / "m05.py").read_text()
     assert stray_temporary_files(tmp_path) == []
+
+
+# Each submission waits until the pool has seen the worker's death: the pool breaks while jobs are still
+# being handed out, which is what a worker dying early among many files does.
+SLOW_SUBMISSIONS = """
+import time
+from concurrent.futures import ProcessPoolExecutor
+real_submit = ProcessPoolExecutor.submit
+def slow_submit(self, *args, **kwargs):
+    time.sleep(0.2)
+    return real_submit(self, *args, **kwargs)
+ProcessPoolExecutor.submit = slow_submit
+"""
+
+
+def test_a_pool_that_breaks_while_jobs_are_handed_out_loses_none(tmp_path: Path) -> None:
+    small_tree(tmp_path / "src", 12)
+    patch = KILL_WORKER_ON_M05.format(condition='not os.path.exists("killed")') + SLOW_SUBMISSIONS
+    done = run_with_patched_worker(tmp_path, patch)
+    assert (tmp_path / "killed").read_text() == "x"
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    assert all("np2t.exp(x)" in p.read_text() for p in (tmp_path / "src").glob("*.py"))
+
+
+def test_only_the_file_that_kills_its_worker_is_blamed(tmp_path: Path) -> None:
+    # A broken pool fails every job it had not finished, the innocent ones too: they still get their fix.
+    small_tree(tmp_path / "src", 12)
+    done = run_with_patched_worker(tmp_path, KILL_WORKER_ON_M05.format(condition="True") + SLOW_SUBMISSIONS)
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "src/m05.py: internal error: a worker process died checking it, 3 times (the last on its own)"], done.stderr
+    fixed = {p.name for p in (tmp_path / "src").glob("*.py") if "np2t.exp(x)" in p.read_text()}
+    assert fixed == {f"m{i:02}.py" for i in range(12)} - {"m05.py"}
 
 
 def test_only_the_parent_writes_files(tmp_path: Path) -> None:

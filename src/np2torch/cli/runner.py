@@ -41,6 +41,7 @@ from np2torch.lint.model import Finding, FixResult, SourceError
 from np2torch.lint.rules import RULES_BY_CODE
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
     from multiprocessing.context import BaseContext
 
 CHECK, FIX, DIFF, NOQA = "check", "fix", "diff", "add-noqa"
@@ -416,16 +417,21 @@ def _start_watchdog(parent: int) -> None:
 
 
 def _run_pool(jobs: Sequence[Job], workers: int, progress: Progress | None) -> list[FileResult]:
-    """Every job's result; the files a dead worker took down with it are retried once in a fresh pool."""
+    """Every job's result. A dead worker (the OOM killer, a crash in native code) breaks its whole pool,
+    failing every job the pool had not finished: those are retried in a fresh pool, and what that loses
+    too is run one job per pool, so that only a file that kills its worker on its own is an error."""
     results, lost = _pool_round(jobs, workers, progress)
-    if lost:  # the OOM killer, or a crash in native code: a second pool, before giving up on a file
+    if lost:
         retried, lost = _pool_round(lost, min(workers, len(lost)), progress)
         results += retried
     for job in lost:
-        results.append(FileResult(job.display, errors=[
-            f"{job.display}: internal error: a worker process died twice while checking it"]))
-        if progress is not None:
-            progress.advance()
+        alone, still_lost = _pool_round([job], 1, progress)
+        results += alone
+        if still_lost:
+            results.append(FileResult(job.display, errors=[
+                f"{job.display}: internal error: a worker process died checking it, 3 times (the last on its own)"]))
+            if progress is not None:
+                progress.advance()
     return results
 
 
@@ -443,7 +449,13 @@ def _pool_round(jobs: Sequence[Job], workers: int, progress: Progress | None) ->
     ordered = sorted(jobs, key=lambda job: len(job.source.text), reverse=True)
     with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context(),
                              initializer=_die_with_parent, initargs=(os.getpid(),)) as pool:
-        futures = {pool.submit(run_job, job): job for job in ordered}
+        futures: dict[Future[FileResult], Job] = {}
+        for submitted, job in enumerate(ordered):
+            try:
+                futures[pool.submit(run_job, job)] = job
+            except BrokenProcessPool:  # a worker died while the rest were still being handed out
+                lost += ordered[submitted:]
+                break
         try:
             for future in as_completed(futures):
                 try:
