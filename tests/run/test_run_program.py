@@ -68,6 +68,40 @@ def test_an_uncaught_exception_inside_a_rewritten_function(tmp_path: Path) -> No
     assert calls(report) == {("prog.py", 4): 1}
 
 
+def test_an_exception_raised_inside_a_rewritten_call_shows_the_originals_traceback(tmp_path: Path) -> None:
+    # Raised by the original (a C ufunc, SciPy's Python frames) through a site: no np2torch frame, in what the
+    # interpreter prints, in a thread's uncaught exception, and in what the program formats itself.
+    root = _project(tmp_path, {"prog.py": """\
+        import threading, traceback
+        import numpy as np
+        from scipy.special import logsumexp
+
+        def in_a_thread():
+            np.log(np.ones(3), out=np.ones(2))
+        for _ in range(2):  # a site's first call runs the original, its second the helper
+            thread = threading.Thread(target=in_a_thread)
+            thread.start(); thread.join()
+            try:
+                logsumexp(np.ones((2, 2)), axis=5)
+            except Exception:
+                traceback.print_exc()
+
+        def model(x):
+            with np.errstate(over="raise"):
+                return np.exp(x)
+        for _ in range(2):
+            try:
+                model(np.full(10, 1000.0))
+            except FloatingPointError:
+                traceback.print_exc()
+        print(model(np.full(10, 1000.0)))
+        """})
+    plain, under, report = both(root, ["prog.py"])
+    assert plain[0] == 1 and plain[2].count("Traceback") == 7 and "FloatingPointError" in plain[2]
+    assert under == plain
+    assert calls(report) == {("prog.py", 6): 2, ("prog.py", 11): 2, ("prog.py", 17): 3}
+
+
 def test_warnings_keep_their_lines(tmp_path: Path) -> None:
     root = _project(tmp_path, {"prog.py": """\
         import numpy as np

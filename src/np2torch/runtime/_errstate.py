@@ -66,7 +66,7 @@ except ImportError:  # pragma: no cover - NumPy 1.x
 
 ERR_KINDS: tuple[str, ...] = ("divide", "over", "under", "invalid")
 
-_RUNTIME_FOLDER = os.path.dirname(__file__) + os.sep
+RUNTIME_FOLDER = os.path.dirname(__file__) + os.sep
 """Frames of files in the runtime's folder are skipped when attributing a warning to the user's line."""
 
 
@@ -137,7 +137,7 @@ def user_stacklevel() -> int:
     """``stacklevel`` for ``warnings.warn`` called from a runtime function: the first frame outside the runtime."""
     frame: FrameType | None = sys._getframe(1)
     level = 1
-    while frame is not None and frame.f_code.co_filename.startswith(_RUNTIME_FOLDER):
+    while frame is not None and frame.f_code.co_filename.startswith(RUNTIME_FOLDER):
         frame = frame.f_back
         level += 1
     return level

@@ -22,7 +22,10 @@ do, as ``%timeit f(x)``, times the helpers only).
 
 Warnings the original issues on a sampled call point at the program's line, as
 the helper's do (this module lives in the runtime's folder, whose frames
-:mod:`._errstate` skips).
+:mod:`._errstate` skips).  An exception leaves a site without the runtime's
+frames in its traceback (Python 3.11 and later; before, the site's own frame
+stays): the program, its ``traceback.print_exc()``, pytest and the interpreter
+show what the original call shows.
 
 A program's sites are registered per file (:func:`table`); a file executed
 again (``__main__`` and ``__mp_main__``, ``importlib.reload``) gets the same
@@ -36,8 +39,10 @@ import builtins
 import contextlib
 import importlib
 import itertools
+import sys
 import threading
 import time
+import types
 from typing import Any, Callable, Dict, Iterator, List, Sequence, Tuple
 
 import numpy as np
@@ -207,6 +212,31 @@ def _size(x: Any) -> int:
         return 1
 
 
+def _without_runtime_frames(tb: types.TracebackType | None) -> types.TracebackType | None:
+    """``tb`` less the frames of the runtime's own files (a site's, the helper's, the errstate redirect's)."""
+    kept = []
+    while tb is not None:
+        if not tb.tb_frame.f_code.co_filename.startswith(_errstate.RUNTIME_FOLDER):
+            kept.append(tb)
+        tb = tb.tb_next
+    rebuilt = None
+    for entry in reversed(kept):
+        rebuilt = types.TracebackType(rebuilt, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
+    return rebuilt
+
+
+def _failed(site: Site, exc: BaseException) -> None:
+    """Count a call that raised, and take the runtime's frames out of what the program will see.  A bare
+    ``raise`` re-raises with the exception's ``__traceback__`` from 3.11 on; before, with the one the handler
+    caught, whose head (the site's frame) can only be given a new tail."""
+    site.errors += 1
+    tb = exc.__traceback__
+    if sys.version_info >= (3, 11):
+        exc.__traceback__ = _without_runtime_frames(tb)
+    elif tb is not None:
+        tb.tb_next = _without_runtime_frames(tb.tb_next)
+
+
 def _make_call(site: Site, name: str) -> Callable[..., Any]:
     """The callable the program calls at ``site``: the helper's signature, the record kept on the side."""
     helper, original = site.helper, site.original
@@ -237,8 +267,8 @@ def _make_call(site: Site, name: str) -> Callable[..., Any]:
                 start = clock()
                 result = numpy_call(original, name, *args, **kwargs)
                 elapsed = clock() - start
-            except BaseException:
-                site.errors += 1
+            except BaseException as exc:
+                _failed(site, exc)
                 raise
             append((bits, n, "", start, elapsed))
         else:
@@ -247,8 +277,8 @@ def _make_call(site: Site, name: str) -> Callable[..., Any]:
                 start = clock()
                 result = helper(*args, **kwargs) if kwargs else helper(*args)
                 elapsed = clock() - start
-            except BaseException:
-                site.errors += 1
+            except BaseException as exc:
+                _failed(site, exc)
                 raise
             append((bits, n, taken.device or "numpy", start, elapsed))
         if len(log) >= fold_at:
