@@ -102,10 +102,15 @@ def test_npt801_reports_the_codes_a_baseline_left_behind(capsys: pytest.CaptureF
     code, out, _ = run(capsys, "check", "--no-cache", "--extend-select", "NPT801", ".")
     assert code == 1
     assert out.splitlines()[:2] == [
-        "a.py:3:24: NPT801 Unused `noqa` code: no finding of it on this line",
-        "b.py:2:26: NPT801 Unused `noqa` code: no finding of it on this line",
+        "a.py:3:24: NPT801 Unused `noqa` code: no finding of it on this line [*]",
+        "b.py:2:26: NPT801 Unused `noqa` code: no finding of it on this line [*]",
     ]
     assert run(capsys, "check", "--no-cache", ".")[0] == 0  # opt-in: off without a selector naming it
+    # the fix removes what is left behind, and nothing a finding still uses
+    assert run(capsys, "fix", "--no-cache", "--extend-select", "NPT801", ".")[0] == 0
+    assert path.read_text().endswith("y = np.log(x)  # noqa: NPT002\n")
+    assert Path("b.py").read_text() == "import math\nz = math.exp(1)  # noqa: E501\n"
+    assert run(capsys, "check", "--no-cache", "--extend-select", "NPT801", ".")[0] == 0
 
 
 def test_add_noqa_never_silences_npt801(capsys: pytest.CaptureFixture[str]) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from np2torch.lint.engine import Settings, check_source, fix_source
+from np2torch.lint.rules import select_rules
 from np2torch.lint.suppress import MARKER, add_noqa, add_noqa_lines, in_runtime_module
 
 CODE = "import numpy as np\nimport scipy.special\n\ny = np.exp(x)\nz = np.log(x)\nw = scipy.special.erf(x)\n"
@@ -216,3 +217,85 @@ def test_what_add_noqa_lines_writes_the_engine_reads() -> None:
     text, refused = add_noqa_lines(text, wanted)
     assert refused == [] and check_source(text) == []
     assert text.endswith("y = np.exp(x) + np.log(x)  # noqa: E501, NPT001, NPT002\nz = np.log(x)  # note  # noqa: NPT002\n")
+
+
+UNUSED = Settings(rules=select_rules(["NPT0", "NPT801"]))
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        pytest.param("import math\ny = math.exp(1)  # noqa: NPT001\n", "import math\ny = math.exp(1)\n",
+                     id="the only code: the comment goes, with its blanks"),
+        pytest.param("import math\ny = math.exp(1)  # noqa: NPT001, E501\n", "import math\ny = math.exp(1)  # noqa: E501\n",
+                     id="other tools' codes stay"),
+        pytest.param("import numpy as np\nw = np.log(x)  # noqa: NPT002, NPT001 because\n",
+                     "import numpy as np\nw = np.log(x)  # noqa: NPT002 because\n", id="a used code stays"),
+        pytest.param("y = 1  # type: ignore  # noqa: NPT001\n", "y = 1  # type: ignore\n",
+                     id="the rest of the comment stays"),
+        pytest.param("y = 1  # noqa: NPT001  # a note\n", "y = 1  # a note\n", id="a note after the directive"),
+        pytest.param("y = 1  # noqa: NPT001 because of x\n", "y = 1  # because of x\n",
+                     id="a reason after the codes stays a comment"),
+        pytest.param("def f():\n    # noqa: NPT001\n    return 1\n", "def f():\n\n    return 1\n",
+                     id="a comment line: no line is removed"),
+        pytest.param("y = 1  # noqa: NPT001, NPT002, NPT001\r\nz = 2\r\n", "y = 1\r\nz = 2\r\n",
+                     id="every unused code, the line's own ending"),
+        pytest.param("\ufeffy = 1  # noqa: npt001\n", "\ufeffy = 1\n", id="any case, after a BOM"),
+        pytest.param("s = '# noqa: NPT001'  # noqa: NPT002\n", "s = '# noqa: NPT001'\n",
+                     id="a noqa inside a string is no comment"),
+        pytest.param("y = 1  # noqa: NPT001, NPT801\n", "y = 1  # noqa: NPT001, NPT801\n",
+                     id="suppressed by noqa: NPT801: no finding, no fix"),
+        pytest.param("y = 1  # noqa\n", "y = 1  # noqa\n", id="a bare noqa is never judged"),
+    ],
+)
+def test_npt801_fix_removes_the_unused_codes(text: str, expected: str) -> None:
+    assert fix_source(text, settings=UNUSED) == expected
+    assert [f.code for f in check_source(expected, settings=UNUSED)] == []
+
+
+def test_npt801_fix_beside_a_call_fix_on_the_same_line() -> None:
+    text = "import numpy as np\nz = np.exp(x)  # noqa: NPT002\n"
+    assert [(f.code, f.fixable) for f in check_source(text, settings=UNUSED)] == [("NPT001", True), ("NPT801", True)]
+    assert fix_source(text, settings=UNUSED).endswith("import np2torch.runtime as np2t\n\nz = np2t.exp(x)\n")
+
+
+def test_npt801_fix_of_one_finding_leaves_the_others() -> None:
+    from np2torch.lint.engine import fix_findings
+
+    text = "import math\na = math.exp(1)  # noqa: NPT001, NPT002\nb = 1  # noqa: NPT003\n"
+    first = check_source(text, settings=UNUSED)[0]
+    assert (first.line, first.column, first.fix_title) == (2, 26, "Remove the unused `noqa` code")
+    fixed = fix_findings(text, [first], settings=UNUSED)
+    assert fixed == "import math\na = math.exp(1)  # noqa: NPT002\nb = 1  # noqa: NPT003\n"
+
+
+def test_npt801_is_left_out_by_from_run() -> None:
+    from np2torch.lint.engine import REASON_NOT_A_SITE, fix_and_check
+
+    text = "import math\na = math.exp(1)  # noqa: NPT001\n"
+    done = fix_and_check(text, settings=UNUSED, only=frozenset())
+    assert done.text is text
+    assert [(f.code, f.fixable, f.reason) for f in done.findings] == [("NPT801", False, REASON_NOT_A_SITE)]
+
+
+@pytest.mark.parametrize("line", ["y = 1", "y = f(1,", "s = '''", "t = 2 if a else \\"])
+def test_removing_noqa_codes_changes_comments_only(line: str) -> None:
+    # Whatever the line holds before its comment, the tokens other than comments are the same after the fix.
+    import io
+    import tokenize
+
+    from np2torch.lint.suppress import remove_noqa_codes
+
+    def code_tokens(text: str) -> list[tuple[int, str]]:
+        try:
+            return [(t.type, t.string) for t in tokenize.generate_tokens(io.StringIO(text).readline)
+                    if t.type not in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE)]
+        except (tokenize.TokenError, SyntaxError):
+            return []
+
+    text = f"{line}  # noqa: NPT001, E501\nz = 3  # keep: NPT001\n"
+    column = text.index("# noqa")
+    fixed = remove_noqa_codes(text, {1: ["NPT001"], 2: ["NPT001"]}, {1: (column, "# noqa: NPT001, E501")})
+    assert fixed.splitlines()[1] == "z = 3  # keep: NPT001"  # a line without its comment read: untouched
+    assert code_tokens(fixed) == code_tokens(text)
+    assert fixed.count("\n") == text.count("\n")

@@ -68,7 +68,7 @@ from np2torch.lint import compiled, placement
 from np2torch.lint.model import DEFAULT_SETTINGS, Finding, FixError, FixResult, Lines, Planned, Settings, SourceError
 from np2torch.lint.resolve import NamespaceWrites, Ref, Resolution, bound_names, namespace_writes, resolve
 from np2torch.lint.rules import DIFFERENCE, RATIO, RULES, RULES_BY_CODE, Rule
-from np2torch.lint.suppress import NOQA, file_rules, in_runtime_module, no_fix_reason, noqa_codes
+from np2torch.lint.suppress import NOQA, file_rules, in_runtime_module, no_fix_reason, noqa_codes, remove_noqa_codes
 
 __all__ = [
     "CONSTANTS",
@@ -262,7 +262,7 @@ def _unused_noqa(noqa: _Noqa, rule: Rule, selected: set[str], path: str) -> list
                     continue
                 findings.append(Finding(path=path, line=line, column=start + 1, end_line=line,
                                         end_column=start + len(name) + 1, code=rule.code, message=rule.message(),
-                                        fixable=False, fix_title=None))
+                                        fixable=True, fix_title=rule.fix_title("")))
     return findings
 
 
@@ -369,6 +369,10 @@ class _Analysis:
     alias: str | None = None
     place: placement.ImportPlace | None = None
     """Where the runtime import goes (np2torch.lint.placement), when there is something to fix."""
+    noqa_fixes: list[Finding] = field(default_factory=list)
+    """The fixable NPT801 findings: a code each, to remove from its line's ``# noqa: ...``."""
+    comments: dict[int, tuple[int, str]] = field(default_factory=dict)
+    """Each line's comment and its column, when NPT801 ran (what its fixes edit)."""
 
 
 class NewerSyntaxError(SourceError):
@@ -471,7 +475,12 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
             analysis.fixes.append(Planned(finding, ref, rule))
     meta = next((rule for rule in rules if rule.is_meta), None)
     if meta is not None:
-        analysis.findings.extend(_unused_noqa(noqa, meta, {rule.code for rule in rules}, path))
+        unused = _unused_noqa(noqa, meta, {rule.code for rule in rules}, path)
+        if only is not None:
+            unused = [dataclasses.replace(f, fixable=False, fix_title=None, reason=REASON_NOT_A_SITE) for f in unused]
+        analysis.findings.extend(unused)
+        analysis.noqa_fixes = [f for f in unused if f.fixable]
+        analysis.comments = noqa.comments()
     analysis.findings.sort(key=lambda f: (f.line, f.column, f.code))
     return analysis
 
@@ -496,6 +505,7 @@ def _root_name(node: ast.expr) -> str:
 
 
 REASON_LEFT_OUT = "left out by --from-run: the run measured no saving here"
+REASON_NOT_A_SITE = "left out by --from-run: it rewrites the run's call sites only"
 
 
 def _key(node: ast.expr, code: str, lines: Lines) -> tuple[int, int, str]:
@@ -783,6 +793,7 @@ def fix_findings(source: str, findings: Collection[Finding], path: str = "<strin
     analysis = _analyze(source, path, settings)
     wanted = {_position(finding) for finding in findings}
     analysis.fixes = [planned for planned in analysis.fixes if _position(planned.finding) in wanted]
+    analysis.noqa_fixes = [finding for finding in analysis.noqa_fixes if _position(finding) in wanted]
     return _fixed_text(analysis, source, path, settings)
 
 
@@ -791,14 +802,24 @@ def _position(finding: Finding) -> tuple[str, int, int, int, int]:
 
 
 def _fixed_text(analysis: _Analysis, source: str, path: str, settings: Settings) -> str:
-    if not analysis.fixes:
+    if not analysis.fixes and not analysis.noqa_fixes:
         return source
+    text = analysis.text
+    if analysis.noqa_fixes:  # comments only, no line added or removed: the tree's positions still hold
+        codes: dict[int, set[str]] = {}
+        for finding in analysis.noqa_fixes:
+            column, comment = analysis.comments[finding.line]
+            codes.setdefault(finding.line, set()).add(comment[finding.column - 1 - column:finding.end_column - 1 - column])
+        text = remove_noqa_codes(text, codes, analysis.comments)
+        if not analysis.fixes:
+            _verify(analysis.text, text, path)
+            return analysis.bom + text
     from np2torch.lint.rewrite import apply_fixes  # LibCST loads only when there is something to fix
 
     assert analysis.tree is not None and analysis.resolution is not None and analysis.alias is not None
     assert analysis.place is not None
     fixed = apply_fixes(
-        analysis.text,
+        text,
         analysis.tree,
         analysis.fixes,
         analysis.resolution.import_froms,

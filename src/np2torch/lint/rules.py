@@ -110,7 +110,7 @@ class Rule:
 
     @property
     def is_meta(self) -> bool:
-        """A rule about np2torch's own ``# noqa`` comments (NPT8xx): no function, no helper, no fix."""
+        """A rule about np2torch's own ``# noqa`` comments (NPT8xx): no function, no helper; its fix edits a comment."""
         return self.category == SUPPRESSION
 
     @property
@@ -130,12 +130,14 @@ class Rule:
         return f"`{self.qualname}` can run on torch via `{runtime_module}.{self.helper}`"
 
     def fix_title(self, alias: str) -> str:
+        if self.is_meta:
+            return "Remove the unused `noqa` code"
         return f"Replace with `{alias}.{self.helper}`"
 
     @property
     def fixable(self) -> bool:
-        """Whether findings of this rule can carry a fix (safe or unsafe)."""
-        return not self.is_meta
+        """Whether findings of this rule can carry a fix (safe or unsafe): all can."""
+        return True
 
     def _import_and_prefix(self) -> tuple[str, str]:
         module, _, _ = self.qualname.rpartition(".")
@@ -409,9 +411,9 @@ UNUSED_NOQA = Rule(
     example="import math\n\ny = math.exp(x)  # noqa: NPT001\n",
     use_instead="import math\n\ny = math.exp(x)\n",
     fix_safety_note=(
-        "No fix: remove the code from the comment (or the whole comment when it was the only one). Only "
-        "codes of rules this run selected are judged, and codes that name no np2torch rule; a bare `# noqa` "
-        "and other tools' codes are never reported."
+        "Safe fix: the code is removed from the comment, the whole `# noqa: ...` when it was its only code (the "
+        "rest of the comment stays; no line is added or removed). Only codes of rules this run selected are "
+        "judged, and codes that name no np2torch rule; a bare `# noqa` and other tools' codes are never reported."
     ),
     known_problems=(
         "A code is judged against the findings of this run's selection: with `--select NPT002`, a "

@@ -22,7 +22,7 @@ import os
 import re
 import tokenize
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Collection, Iterator, Mapping, Sequence
 
 if TYPE_CHECKING:
     from np2torch.lint.rules import Rule
@@ -226,6 +226,52 @@ def add_noqa_lines(text: str, codes_by_line: Mapping[int, Sequence[str]]) -> tup
         else:
             refused.append(line)
     return text, sorted(refused)
+
+
+def remove_noqa_codes(text: str, codes_by_line: Mapping[int, Collection[str]],
+                      comments: Mapping[int, tuple[int, str]]) -> str:
+    """``text`` without ``codes_by_line``'s codes in those lines' ``# noqa: ...`` (the fix of an unused code, as
+    ruff's RUF100 makes it); ``comments``: each line's comment and its column, as the tokenizer found them.
+
+    The other codes stay (``# noqa: NPT001, NPT002`` less NPT002 is ``# noqa: NPT001``); a directive that loses
+    every code goes, the rest of its comment stays (``# type: ignore  # noqa: NPT002`` becomes ``# type: ignore``),
+    and a comment left empty goes with the blanks before it.  No line is added or removed, and nothing but
+    comments changes, so every position in the code stays valid."""
+    starts = [0, *(m.end() for m in _LINE_END.finditer(text))]
+    for line in sorted(codes_by_line, reverse=True):  # from the end: earlier offsets stay valid
+        if line not in comments or not 1 <= line <= len(starts):
+            continue
+        column, comment = comments[line]
+        at = starts[line - 1] + column
+        if text[at:at + len(comment)] != comment:
+            continue  # not the text the comments were read from
+        kept = without_noqa_codes(comment, {code.upper() for code in codes_by_line[line]})
+        head = text[:at] if kept else text[:at].rstrip(" \t\f")
+        text = head + kept + text[at + len(comment):]
+    return text
+
+
+def without_noqa_codes(comment: str, codes: set[str]) -> str:
+    """``comment`` without ``codes`` in its noqa directives; a directive without codes left is removed."""
+    original = comment
+    for match in reversed(list(NOQA.finditer(comment))):
+        listed = match.group("codes")
+        if listed is None:
+            continue
+        listed_codes = noqa_codes(listed)
+        kept = [code for code in listed_codes if code.upper() not in codes]
+        if len(kept) == len(listed_codes):
+            continue
+        if kept:
+            comment = comment[:match.start("codes")] + ", ".join(kept) + comment[match.end("codes"):]
+        else:
+            comment = comment[:match.start()] + comment[match.end():]
+    if comment == original:
+        return comment
+    comment = comment.strip(" \t\f")
+    if comment and not comment.startswith("#"):  # `# noqa: NPT002 because ...`: the reason stays a comment
+        comment = "# " + comment
+    return comment
 
 
 def _line_count(text: str) -> int:
