@@ -10,7 +10,8 @@ Parts (each prints medians over interleaved rounds, so drift hits both sides):
              as ``python -m np2torch run --report none prog.py``; np2torch's own import (what ``run`` loads
              before the program starts) timed alone beside them.
 ``calls``    per-call cost of a site (counting, A/B sampling, timing) against calling the helper directly,
-             in one process, on arrays below every torch floor (the wrapper, not a kernel).
+             in one process, on arrays below every torch floor (the wrapper, not a kernel); also without
+             sampling (the accounting alone), and again once the runtime has imported torch.
 ``cache``    the first run of a program importing a package with many findings (``--include sklearn``: every
              module analysed and compiled) against a second run (compiled code read from np2torch's cache).
 ``package``  scikit-learn's GaussianMixture on 200,000 x 8 points, plain against ``--include sklearn``,
@@ -94,6 +95,21 @@ def startup(folder: Path, env: Dict[str, str], rounds: int) -> None:
 
 
 def calls(rounds: int) -> None:
+    import numpy as np
+
+    from np2torch.runtime import _backend
+
+    cases = (("exp", 1), ("exp", 100), ("sin", 1000), ("logsumexp", 100))
+    for line, (name, size) in enumerate(cases, start=1):
+        _calls(rounds, name, size, line, "")
+    # Once the runtime has imported torch, the import is a one-time event every fold looks at.
+    _backend.load_torch()
+    np.exp(np.ones(3))
+    for line, (name, size) in enumerate(cases[:2], start=len(cases) + 1):
+        _calls(rounds, name, size, line, ", torch imported by the runtime")
+
+
+def _calls(rounds: int, name: str, size: int, line: int, when: str) -> None:
     import timeit
 
     import numpy as np
@@ -102,18 +118,22 @@ def calls(rounds: int) -> None:
     from np2torch.runtime import sites
 
     number = 20_000
-    for line, (name, size) in enumerate((("exp", 1), ("exp", 100), ("sin", 1000), ("logsumexp", 100)), start=1):
-        helper = getattr(np2t, name)
-        site = sites.table(f"bench-{line}", "bench.py", [(line, 1, name, name, "NPT000", ())])[0]
-        x = np.linspace(0.1, 1.0, size)
-        direct, counted = [], []
-        for _ in range(rounds):
-            direct.append(min(timeit.repeat(lambda: helper(x), number=number, repeat=3)) / number)
-            counted.append(min(timeit.repeat(lambda: site(x), number=number, repeat=3)) / number)
-        extra = statistics.median(c - d for c, d in zip(counted, direct))
-        print(f"calls: {name} over {size} elements: helper {statistics.median(direct) * 1e6:.2f} us, "
-              f"through a site {statistics.median(counted) * 1e6:.2f} us: +{extra * 1e6:.2f} us per call "
-              "(1 in 8 calls of a band times the original instead)")
+    helper = getattr(np2t, name)
+    site = sites.table(f"bench-{line}", "bench.py", [(line, 1, name, name, "NPT000", ())])[0]
+    counted_only = sites.table(f"bench-{line}-unsampled", "bench.py", [(line, 2, name, name, "NPT000", ())],
+                               sample=False)[0]
+    x = np.linspace(0.1, 1.0, size)
+    direct, counted, unsampled = [], [], []
+    for _ in range(rounds):
+        direct.append(min(timeit.repeat(lambda: helper(x), number=number, repeat=3)) / number)
+        counted.append(min(timeit.repeat(lambda: site(x), number=number, repeat=3)) / number)
+        unsampled.append(min(timeit.repeat(lambda: counted_only(x), number=number, repeat=3)) / number)
+    extra = statistics.median(c - d for c, d in zip(counted, direct))
+    accounting = statistics.median(u - d for u, d in zip(unsampled, direct))
+    print(f"calls: {name} over {size} elements{when}: helper {statistics.median(direct) * 1e6:.2f} us, "
+          f"through a site {statistics.median(counted) * 1e6:.2f} us: +{extra * 1e6:.2f} us per call "
+          f"(1 in 8 calls of a band times the original instead); the accounting alone (no sampling) "
+          f"+{accounting * 1e6:.2f} us")
 
 
 def cache(folder: Path, env: Dict[str, str], rounds: int) -> None:

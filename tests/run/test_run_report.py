@@ -15,6 +15,8 @@ import jsonschema
 import numpy as np
 import pytest
 import scipy.special
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from np2torch.run import report as run_report
 
@@ -275,9 +277,9 @@ def test_one_time_work_inside_a_helper_call_is_warm_up_not_the_helpers_time() ->
     saved = list(PROCESS.one_time)
     PROCESS.one_time.append((100.0005, 1.0))
     try:
-        record.log.extend([(10, 1000, "", 99.0, 0.004), (10, 1000, "cpu", 100.0, 1.002),
-                           (10, 1000, "cpu", 200.0, 0.002), (10, 1000, "", 201.0, 0.004),
-                           (10, 1000, "cpu", 202.0, 0.002)])
+        lane = record.lane(10)
+        lane[2].extend([(1000, "", 99.0, 0.004), (1000, "", 201.0, 0.004)])
+        lane[1].extend([(1000, "cpu", 100.0, 1.002), (1000, "cpu", 200.0, 0.002), (1000, "cpu", 202.0, 0.002)])
         band = record.record()["bands"]["10"]
     finally:
         PROCESS.one_time[:] = saved
@@ -286,3 +288,69 @@ def test_one_time_work_inside_a_helper_call_is_warm_up_not_the_helpers_time() ->
     figures = run_report.site_figures(run_report._merge_records([record.record()]).popitem()[1])
     assert figures["helper_s"] == pytest.approx(5 * 0.002)
     assert figures["warmup_s"] == pytest.approx(1.0)
+
+
+def _reference_bands(calls: List[tuple], events: List[tuple]) -> Dict[str, Dict[str, Any]]:
+    """A site's bands as one step per call computes them: ``calls`` are ``(bits, n, path, start, seconds)`` in
+    the order they ended, path ``""`` for a call sampled to the original."""
+    bands: Dict[str, Dict[str, Any]] = {}
+    for bits, n, path, start, seconds in calls:
+        band = bands.setdefault(str(bits), {"calls": 0, "elements": 0, "helper_n": 0, "helper_s": 0.0,
+                                            "first_helper_s": None, "original_n": 0, "original_s": 0.0,
+                                            "first_original_s": None, "one_time_s": 0.0})
+        band["calls"] += 1
+        band["elements"] += n
+        if path:
+            inside = sum(max(0.0, min(start + seconds, began + took) - max(start, began)) for began, took in events)
+            band["one_time_s"] += inside
+            seconds = max(0.0, seconds - inside)
+        arm = "helper" if path else "original"
+        if band[f"first_{arm}_s"] is None:
+            band[f"first_{arm}_s"] = seconds
+        else:
+            band[f"{arm}_n"] += 1
+            band[f"{arm}_s"] += seconds
+    return bands
+
+
+_CALL = st.tuples(st.integers(0, 3000), st.sampled_from(["", "numpy", "numpy", "cpu", "cuda"]),
+                  st.floats(0, 100), st.floats(0, 2))
+
+
+@settings(max_examples=60, deadline=None)
+@given(batches=st.lists(st.lists(_CALL, max_size=40), min_size=1, max_size=4),
+       events=st.lists(st.tuples(st.floats(0, 100), st.floats(0, 5)), max_size=2))
+def test_the_folded_record_is_the_sum_over_its_calls(batches: List[List[tuple]], events: List[tuple]) -> None:
+    # Calls logged per band and arm, folded in batches (as the hot path and the report's reads interleave), give
+    # the bands, paths and sizes a step per call gives, one-time work taken out of the helper calls it was in.
+    from np2torch.runtime import sites
+    from np2torch.runtime._state import PROCESS
+
+    site = sites.Site("fold.py", 1, 1, "numpy.exp", "NPT001", np.exp, np.exp, "exp")
+    saved = list(PROCESS.one_time)
+    PROCESS.one_time[:] = events
+    try:
+        for batch in batches:
+            for n, path, start, seconds in batch:
+                site.lane(n.bit_length())[1 if path else 2].append((n, path, start, seconds))
+            site.fold()
+        record = site.record()
+    finally:
+        PROCESS.one_time[:] = saved
+    calls = [(n.bit_length(), n, path, start, seconds) for batch in batches for n, path, start, seconds in batch]
+    # the reference takes each band's calls arm by arm, as they were logged: the first of each arm is its own
+    order = sorted(range(len(calls)), key=lambda i: (calls[i][0], calls[i][2] == ""))
+    want = _reference_bands([calls[i] for i in order], events)
+    got = record["bands"]
+    assert got.keys() == want.keys()
+    for bits, band in want.items():
+        for key, value in band.items():
+            assert got[bits][key] == pytest.approx(value, abs=1e-9), (bits, key)
+    paths: Dict[str, int] = {}
+    sizes: Dict[str, int] = {}
+    for _bits, n, path, _start, _seconds in calls:
+        if path:
+            paths[path] = paths.get(path, 0) + 1
+        sizes[str(n)] = sizes.get(str(n), 0) + 1
+    assert record["paths"] == paths
+    assert record["sizes"] == (sizes if len(sizes) <= sites._DISTINCT_SIZES else None)

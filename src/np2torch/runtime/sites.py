@@ -39,11 +39,12 @@ import builtins
 import contextlib
 import importlib
 import itertools
+import operator
 import sys
 import threading
 import time
 import types
-from typing import Any, Callable, Dict, Iterator, List, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Sequence, Tuple
 
 import numpy as np
 
@@ -90,15 +91,16 @@ class Band:
 class Site:
     """One rewritten call site and its record.
 
-    A call appends one entry to :attr:`log` (``list.append`` needs no lock) and
-    takes its place in its band from the band's counter (``next`` on an
-    :func:`itertools.count` is atomic too); the entries are folded into the
-    bands under :attr:`lock` when the log grows long and whenever the record is
-    read, so the hot path takes no lock.
+    A call takes its place in its band from the band's counter (``next`` on
+    an :func:`itertools.count` is atomic) and appends one entry to the band's
+    log of its arm (``list.append`` needs no lock); the logs are folded into the
+    bands under :attr:`lock` when a helper log grows long and whenever the record is
+    read, so the hot path takes no lock.  A log holds one band's calls of one arm,
+    so a fold sums its columns with built-ins rather than stepping through entries.
     """
 
     __slots__ = ("path", "line", "column", "function", "code", "helper", "original", "sampling", "bands", "paths",
-                 "sizes", "errors", "lock", "log", "counters", "sampled", "call")
+                 "sizes", "errors", "lock", "lanes", "call")
 
     def __init__(self, path: str, line: int, column: int, function: str, code: str,
                  helper: Callable[..., Any], original: Callable[..., Any], name: str, sampling: bool = True) -> None:
@@ -120,14 +122,20 @@ class Site:
         self.errors = 0
         """Calls that raised (counted, not timed)."""
         self.lock = threading.Lock()
-        self.log: List[Tuple[int, int, str, float, float]] = []
-        """Calls not folded into the bands yet, in call order: ``(bits, elements, path, start, seconds)``; the
-        path is ``""`` for a call sampled to the original.  A band's first call of each arm is its ``first_*_s``."""
-        self.counters: Dict[int, Iterator[int]] = {}
-        """Bit length -> the band's call counter."""
-        self.sampled: Dict[int, bool] = {}
-        """Bit lengths of the bands whose original has run once (until then, a band's call samples it)."""
+        self.lanes: Dict[int, List[Any]] = {}
+        """Bit length -> the band's hot-path state, ``[counter, helper log, original log, sampled]``: its calls'
+        counter; the calls not folded yet, ``(elements, path, start, seconds)`` each, of the helper and of the
+        original (path ``""``) in the order they ended; whether the band's original has run once (until then a
+        call of the band samples it).  A band's first call of each arm is its ``first_*_s``."""
         self.call = _make_call(self, name)
+
+    def lane(self, bits: int) -> List[Any]:
+        """The state of the band of ``bits`` (made once, whichever thread asks first)."""
+        return self.lanes.setdefault(bits, [itertools.count(), [], [], False])
+
+    def pending(self) -> int:
+        """Calls logged and not folded yet (no lock: a count that may be a call behind)."""
+        return sum(len(lane[1]) + len(lane[2]) for lane in list(self.lanes.values()))
 
     @property
     def key(self) -> Tuple[str, int, int, str]:
@@ -139,40 +147,45 @@ class Site:
             self._fold()
 
     def _fold(self) -> None:
-        log = self.log
-        entries = log[:]
-        del log[: len(entries)]  # calls appended meanwhile stay for the next fold
-        bands, paths, sizes = self.bands, self.paths, self.sizes
         events = PROCESS.one_time
-        for bits, n, path, start, elapsed in entries:
-            band = bands.get(bits)
-            if band is None:
-                band = bands[bits] = Band()
-            band.calls += 1
-            band.elements += n
-            if events and path:
-                inside = sum(max(0.0, min(start + elapsed, began + took) - max(start, began))
-                             for began, took in events)
+        window = (min(began for began, _ in events), max(began + took for began, took in events)) if events else None
+        for bits, lane in list(self.lanes.items()):
+            for log, helper in ((lane[1], True), (lane[2], False)):
+                if log:
+                    entries = log[:]
+                    del log[: len(entries)]  # calls appended meanwhile stay for the next fold
+                    self._fold_arm(bits, entries, helper, events if helper else [], window)
+
+    def _fold_arm(self, bits: int, entries: List[Tuple[int, str, float, float]], helper: bool,
+                  events: List[Tuple[float, float]], window: Tuple[float, float] | None) -> None:
+        band = self.bands.get(bits)
+        if band is None:
+            band = self.bands[bits] = Band()
+        band.calls += len(entries)
+        band.elements += sum(map(_ELEMENTS, entries))
+        if self.sizes is not None:
+            _count(self.sizes, map(_ELEMENTS, entries))
+            if len(self.sizes) > _DISTINCT_SIZES:
+                self.sizes = None
+        if helper:
+            _count(self.paths, map(_PATH, entries))
+        seconds = list(map(_SECONDS, entries))
+        if window is not None and events and min(map(_START, entries)) < window[1]:
+            for i, (_n, _path, start, elapsed) in enumerate(entries):  # one-time work out of the calls it was in
+                inside = sum(max(0.0, min(start + elapsed, began + took) - max(start, began)) for began, took in events)
                 if inside:
                     band.one_time_s += inside
-                    elapsed = max(0.0, elapsed - inside)
-            if not path:
-                if band.first_original_s is None:
-                    band.first_original_s = elapsed
-                else:
-                    band.original_n += 1
-                    band.original_s += elapsed
-            else:
-                paths[path] = paths.get(path, 0) + 1
-                if band.first_helper_s is None:
-                    band.first_helper_s = elapsed
-                else:
-                    band.helper_n += 1
-                    band.helper_s += elapsed
-            if sizes is not None:
-                sizes[n] = sizes.get(n, 0) + 1
-                if len(sizes) > _DISTINCT_SIZES:
-                    sizes = self.sizes = None
+                    seconds[i] = max(0.0, elapsed - inside)
+        if helper:
+            if band.first_helper_s is None:
+                band.first_helper_s = seconds.pop(0)
+            band.helper_n += len(seconds)
+            band.helper_s += sum(seconds)
+        else:
+            if band.first_original_s is None:
+                band.first_original_s = seconds.pop(0)
+            band.original_n += len(seconds)
+            band.original_s += sum(seconds)
 
     def record(self) -> Dict[str, Any]:
         """The site's counts as plain data (JSON-ready)."""
@@ -188,9 +201,7 @@ class Site:
     def clear(self) -> None:
         """Forget every call (a forked child): its locks start free."""
         self.lock = threading.Lock()
-        self.log.clear()
-        self.counters.clear()
-        self.sampled.clear()
+        self.lanes.clear()
         self.bands = {}
         self.paths = {}
         self.sizes = {}
@@ -198,7 +209,18 @@ class Site:
 
 
 _FOLD_AT = 4096
-"""Logged calls that make the next call fold the log into the bands."""
+"""Logged helper calls of one band that make the next call fold the logs into the bands."""
+
+_ELEMENTS, _PATH, _START, _SECONDS = (operator.itemgetter(i) for i in range(4))
+"""The columns of a log entry."""
+
+try:
+    from collections import _count_elements as _count  # type: ignore[attr-defined]  # Counter.update's C loop
+except ImportError:  # pragma: no cover - an interpreter without it
+
+    def _count(mapping: Dict[Any, int], iterable: Iterable[Any]) -> None:
+        for item in iterable:
+            mapping[item] = mapping.get(item, 0) + 1
 
 
 def _size(x: Any) -> int:
@@ -245,10 +267,7 @@ def _make_call(site: Site, name: str) -> Callable[..., Any]:
     every = SAMPLE_EVERY
     numpy_call = _errstate.numpy_call
     ndarray = np.ndarray
-    log = site.log
-    append = log.append
-    counters = site.counters
-    sampled = site.sampled
+    lanes = site.lanes
     hold = _PAUSED if site.sampling else _NEVER
     fold_at = _FOLD_AT
     first = every - 1
@@ -256,13 +275,12 @@ def _make_call(site: Site, name: str) -> Callable[..., Any]:
     def call(*args: Any, **kwargs: Any) -> Any:
         x = args[0] if args else next(iter(kwargs.values()), None)
         n = x.size if type(x) is ndarray else _size(x)
-        bits = n.bit_length()
-        counter = counters.get(bits)
-        if counter is None:
-            counter = counters.setdefault(bits, itertools.count())
-        index = next(counter)
-        if not hold[0] and (bits not in sampled or (not index & 1 if index < every else index % every == first)):
-            sampled[bits] = True
+        lane = lanes.get(n.bit_length())
+        if lane is None:
+            lane = site.lane(n.bit_length())
+        index = next(lane[0])
+        if not hold[0] and (not lane[3] or (not index & 1 if index < every else index % every == first)):
+            lane[3] = True
             try:
                 start = clock()
                 result = numpy_call(original, name, *args, **kwargs)
@@ -270,17 +288,18 @@ def _make_call(site: Site, name: str) -> Callable[..., Any]:
             except BaseException as exc:
                 _failed(site, exc)
                 raise
-            append((bits, n, "", start, elapsed))
-        else:
-            taken.device = None
-            try:
-                start = clock()
-                result = helper(*args, **kwargs) if kwargs else helper(*args)
-                elapsed = clock() - start
-            except BaseException as exc:
-                _failed(site, exc)
-                raise
-            append((bits, n, taken.device or "numpy", start, elapsed))
+            lane[2].append((n, "", start, elapsed))
+            return result
+        taken.device = None
+        try:
+            start = clock()
+            result = helper(*args, **kwargs) if kwargs else helper(*args)
+            elapsed = clock() - start
+        except BaseException as exc:
+            _failed(site, exc)
+            raise
+        log = lane[1]
+        log.append((n, taken.device or "numpy", start, elapsed))
         if len(log) >= fold_at:
             site.fold()
         return result
@@ -385,14 +404,14 @@ _MARK = [0]
 
 def mark() -> None:
     """Start counting :func:`calls_since_mark` afresh (a child process wrote its counts)."""
-    _MARK[0] = sum(len(site.log) + sum(band.calls for band in site.bands.values()) for site in list(_SITES.values()))
+    _MARK[0] = sum(site.pending() + sum(band.calls for band in site.bands.values()) for site in list(_SITES.values()))
 
 
 def calls_since_mark() -> bool:
     """Whether any site was called since the last :func:`mark` (cheap: no lock, no fold)."""
     total = 0
     for site in list(_SITES.values()):
-        total += len(site.log) + sum(band.calls for band in site.bands.values())
+        total += site.pending() + sum(band.calls for band in site.bands.values())
     return total != _MARK[0]
 
 
