@@ -364,6 +364,31 @@ def test_a_script_that_imports_numpy_again_after_calling_its_functions(tmp_path:
     assert fixed["main.py"].startswith("import numpy as np\nimport np2torch.runtime as np2t\n")
 
 
+def test_a_function_called_before_the_import_its_name_resolves_through_still_raises(tmp_path: Path) -> None:
+    program = """
+        class Model:
+            def score(self, x):
+                return np.log(x)
+
+
+        def table(x):
+            return np.exp(x)
+
+
+        model = Model()
+        try:
+            model.score(2.0)
+        except NameError as exc:
+            print("not yet:", exc)
+
+        import numpy as np
+
+        print(model.score(np.ones(2)), table(np.zeros(2)))
+    """
+    fixed = assert_same_behaviour(tmp_path, {"main.py": program}, ["main.py"], env={"NP2TORCH_MIN_SIZE": "0"})
+    assert "np.log(x)" in fixed["main.py"] and "np.exp(x)" in fixed["main.py"]
+
+
 _VENDORED = {"vendor/fastmath.py": "import numpy as np\n\ndef exp(x):\n    return np.exp(x)\n"}
 
 

@@ -33,6 +33,9 @@ is called, not when it is defined.  So:
   last top-level statement before the deadline that is not a ``def`` or
   ``class`` (the set-up code), and not before the docstring, ``__future__``
   imports and the first block of imports.
+* A fix that a statement can run before the module-level import its name resolves through (a function
+  called above ``import numpy as np``) has no place (:func:`before_their_import`): the original raises
+  NameError there, and the runtime import, before that statement, would make the call succeed.
 * A star import that runs after the import may rebind the alias (a module's
   names are known only at run time): then there is no place (:data:`STAR_AFTER`).
 
@@ -52,7 +55,10 @@ from typing import Collection, Iterable, Iterator, Mapping, Optional, Sequence
 from np2torch.lint.model import Lines
 from np2torch.lint.resolve import Ref, bound_names, is_type_checking
 
-__all__ = ["NO_PLACE", "STAR_AFTER", "ImportPlace", "Unit", "Units", "import_place", "statements", "units_of"]
+__all__ = [
+    "NO_PLACE", "STAR_AFTER", "ImportPlace", "Unit", "Units", "before_their_import", "import_place", "statements",
+    "units_of",
+]
 
 NO_PLACE = "no place"
 """No line runs before every rewritten call and after the set-up the import may need."""
@@ -292,6 +298,29 @@ def import_place(
     ):
         return STAR_AFTER
     return place
+
+
+def before_their_import(tree: ast.Module, lines: Lines, refs: Sequence[Ref]) -> list[Ref]:
+    """The refs that a top-level statement may run before the first module-level import binding their name
+    has run (``def f(x): return np.exp(x)``, then ``f(1.0)``, then ``import numpy as np``).
+
+    There the original raises NameError, while the runtime import, which must come before that statement
+    (the deadline), would make the rewritten call succeed: no place serves them.  A ref whose import is
+    inside its deadline statement is left to :func:`import_place` (it follows the import, or there is none).
+    """
+    units = units_of(tree)
+    owners = _module_level_imports(units)
+    stars = _star_imports(units)
+    own = _own_names(tree, lines)
+    deadline = _deadline(units, _Fixes(refs, own))
+    early = []
+    for ref in refs:
+        found = [units.index_of(owners[id(a)].lineno) for a in _binding_aliases(ref, owners, stars)]
+        first = min((i for i in found if i is not None), default=None)
+        # the deadline of all refs comes no later than any one's: only a first import after it needs a look
+        if first is not None and first > deadline and _deadline(units, _Fixes([ref], own)) < first:
+            early.append(ref)
+    return early
 
 
 _NESTED = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)

@@ -195,7 +195,9 @@ class Rule:
                 "`try:`, and after the set-up code before that statement (`sys.path.insert(...)`, "
                 "`os.environ[...] = ...`: the runtime reads `NP2TORCH_*` when it loads); where "
                 "no line can hold it, or a star import runs after it (it may rebind the alias), the "
-                "findings have no fix. An import inside a `try` that catches `ImportError` (or "
+                "findings have no fix. So has a call that a statement can run before the module-level "
+                "import its name resolves through (`f(x)` above `import numpy as np`, with `np.exp` in "
+                "`f`): the original raises NameError there, the rewritten call would not. An import inside a `try` that catches `ImportError` (or "
                 "`with suppress(ImportError)`) is feature detection and is kept; comments inside a "
                 "rewritten expression are kept."
             )
