@@ -272,3 +272,14 @@ def test_default_settings(name: str, dtype: str) -> None:
     assert got[1] == want[1]
     assert got[0].strides == want[0].strides
     assert_same_values(got[0], want[0])
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize(
+    "args, kwargs",
+    [((), {}), ((np.ones(3),), {}), ((), {"x1": np.ones(3), "x2": np.ones(3)}), ((np.ones(3),), {"x2": np.ones(3)}),
+     ((np.ones(3),), {"out": np.ones(3)})],
+    ids=["nothing", "one input", "both by keyword", "the second by keyword", "one input and out"],
+)
+def test_a_call_without_both_inputs_raises_the_originals_type_error(name, args, kwargs):
+    assert outcome(getattr(np2t, name), *args, **kwargs) == outcome(original(name), *args, **kwargs)

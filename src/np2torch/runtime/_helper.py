@@ -29,6 +29,11 @@ if TYPE_CHECKING:
 # "np2torch.runtime" here; the vendored package's name in a copy made by `np2torch vendor`.
 PUBLIC_MODULE = __name__.rsplit(".", 1)[0]
 
+ABSENT: Any = type("Absent", (), {"__repr__": lambda self: "<absent>"})()
+"""The default of a ufunc helper's positional parameters: a call that leaves one out (``exp(x=a)``,
+``hypot(a)``) goes to the original, which raises its own TypeError (Python's binding error for the
+helper's signature reads differently)."""
+
 
 class Helper:
     """One helper of the table (a row): the parts every kind shares."""
