@@ -28,8 +28,10 @@ every ``def`` or ``class`` of that name, in any scope, counts; a lambda passed t
 counts; a name is followed through what it is assigned and what it loops over
 (``model = Net()`` then ``torch.compile(model)``, ``for k in (f, g): njit(k)``,
 ``kernels = [f, g]`` then ``[jax.jit(k) for k in kernels]``); a function taken from a
-container or by name (``njit(funcs[k])``, ``njit(getattr(module, name))``) may be any
-of them, so every function of the module counts.  A function reached otherwise (returned by a call, read from another module's
+container or by name (``njit(funcs[k])``, ``njit(getattr(module, name))``, a loop over
+anything but a name or a literal: ``for fn in KERNELS.values()``, a name bound by unpacking:
+``{k: njit(v) for k, v in KERNELS.items()}``) may be any of them, so every function of
+the module counts.  A function reached otherwise (returned by a call, read from another module's
 attribute) is not followed: the rule pages say so.
 :data:`MODULE_COMPILERS` called anywhere (``numba.jit_module(nopython=True)``)
 compile every function of the module.  Everything inside a compiled body
@@ -295,14 +297,23 @@ def _follow(tree: ast.Module, by_name: dict[str, str], regions: list[Region]) ->
     sources: dict[str, list[tuple[ast.expr, bool]]] = {}  # name -> (what it is assigned, or iterates over)
     for assigned, value in _assignments(tree):
         sources.setdefault(assigned, []).append((value, False))
+    unpacked: set[str] = set()  # bound by unpacking (`for name, fn in KERNELS.items()`, `f, g = pair`): any item
     for node in ast.walk(tree):
-        if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)) and type(node.target) is ast.Name:
-            sources.setdefault(node.target.id, []).append((node.iter, True))
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            if type(node.target) is ast.Name:
+                sources.setdefault(node.target.id, []).append((node.iter, True))
+            else:
+                unpacked.update(_stored_names(node.target))
+        elif type(node) is ast.Assign:
+            unpacked.update(name for target in node.targets if type(target) is not ast.Name
+                            for name in _stored_names(target))
     everything = None
     todo = list(by_name)
     while todo:
         name = todo.pop()
         family = by_name[name]
+        if name in unpacked:
+            everything = everything or family
         for value, elements in sources.get(name, ()):
             for target in _held(value, elements):
                 if isinstance(target, ast.Lambda):
@@ -325,6 +336,8 @@ def _held(value: ast.expr, elements: bool = False) -> Iterator[str | ast.Lambda]
     if elements:
         if type(value) is ast.Name:  # `for k in kernels`: what `kernels` holds, item by item
             yield value.id
+        elif not isinstance(value, ast.Constant):  # `for fn in KERNELS.values()`, `for fn in self.kernels`
+            yield _UNKNOWN
         return
     if type(value) is ast.Call:
         if type(value.func) is ast.Name and value.func.id == "getattr":  # `njit(getattr(mod, name))`
@@ -339,6 +352,13 @@ def _held(value: ast.expr, elements: bool = False) -> Iterator[str | ast.Lambda]
         yield value.attr
     elif type(value) is ast.Subscript:
         yield _UNKNOWN
+
+
+def _stored_names(target: ast.expr) -> Iterator[str]:
+    """The names an unpacking target binds (``name, fn``, ``(a, *rest)``)."""
+    for node in ast.walk(target):
+        if type(node) is ast.Name:
+            yield node.id
 
 
 # the keyword a compiler takes its function by (`jax.jit(fun=f)`, `torch.compile(model=m)`, `numba.njit(pyfunc=f)`)
