@@ -31,7 +31,8 @@ counts; a name is followed through what it is assigned and what it loops over
 container or by name (``njit(funcs[k])``, ``njit(getattr(module, name))``, a loop over
 anything but a name or a literal: ``for fn in KERNELS.values()``, a name bound by unpacking:
 ``{k: njit(v) for k, v in KERNELS.items()}``) may be any of them, so every function of
-the module counts.  A function reached otherwise (returned by a call, read from another module's
+the module counts; so it does when a compiler is handed on as a value (``map(numba.njit, fs)``,
+``[numba.njit][0](f)``, ``{"fast": numba.njit}``), other than as the function ``partial`` wraps.  A function reached otherwise (returned by a call, read from another module's
 attribute) is not followed: the rule pages say so.
 :data:`MODULE_COMPILERS` called anywhere (``numba.jit_module(nopython=True)``)
 compile every function of the module.  Everything inside a compiled body
@@ -57,6 +58,9 @@ COMPILERS: dict[str, str] = {
         f"numba.{name}": _NUMBA
         for name in ("jit", "njit", "vectorize", "guvectorize", "cfunc", "stencil", "generated_jit", "jitclass")
     },
+    # where numba defines what it re-exports at the top (`from numba.np.ufunc import vectorize`)
+    **{f"numba.core.decorators.{name}": _NUMBA for name in ("jit", "njit", "cfunc", "generated_jit")},
+    **{f"numba.np.ufunc.{name}": _NUMBA for name in ("vectorize", "guvectorize")},
     "numba.cuda.jit": _NUMBA,
     "numba.experimental.jitclass": _NUMBA,
     "numba.extending.overload": _NUMBA,  # the implementation it returns (nested) is compiled
@@ -117,7 +121,13 @@ def compiled_regions(tree: ast.Module, text: str) -> list[Region]:
             family = next(filter(None, map(names.family, node.decorator_list)), None)
             if family is not None:
                 regions.append(_body_region(node, family))
-        elif type(node) is ast.Call:
+        elif isinstance(node, _HOLDERS):
+            # a compiler handed on as a value (`map(numba.njit, fs)`, `[numba.njit][0](f)`) may be applied
+            # to any function
+            handed = next(filter(None, map(names.handed, _values(node))), None)
+            everything = everything or handed
+            if type(node) is not ast.Call:
+                continue
             family = names.family(node.func)
             if family is None:
                 continue
@@ -233,6 +243,10 @@ class _Compilers:
         if t is ast.BoolOp:
             return next(filter(None, map(self.qualname, expr.values)), None)  # type: ignore[attr-defined]
         return None
+
+    def handed(self, expr: ast.expr) -> str | None:
+        """The family of the compiler ``expr`` names, when it is a name or attribute (not a call of one)."""
+        return self.family(expr) if type(expr) in (ast.Name, ast.Attribute) else None
 
     def family(self, expr: ast.expr) -> str | None:
         qualname = self.qualname(expr)
@@ -352,6 +366,19 @@ def _held(value: ast.expr, elements: bool = False) -> Iterator[str | ast.Lambda]
         yield value.attr
     elif type(value) is ast.Subscript:
         yield _UNKNOWN
+
+
+_HOLDERS = (ast.Call, ast.List, ast.Tuple, ast.Set, ast.Dict)
+
+
+def _values(node: ast.AST) -> list[ast.expr]:
+    """The values ``node`` hands on: a call's arguments, a container's items (a dict's values)."""
+    if type(node) is ast.Call:
+        args = node.args[1:] if _is_partial(node.func) else node.args  # `partial(njit, ...)` makes a compiler
+        return [a.value if type(a) is ast.Starred else a for a in args] + [k.value for k in node.keywords]
+    if type(node) is ast.Dict:
+        return list(node.values)
+    return [e.value if type(e) is ast.Starred else e for e in node.elts]  # type: ignore[attr-defined]
 
 
 def _stored_names(target: ast.expr) -> Iterator[str]:
