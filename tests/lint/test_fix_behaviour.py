@@ -389,6 +389,28 @@ def test_a_function_called_before_the_import_its_name_resolves_through_still_rai
     assert "np.log(x)" in fixed["main.py"] and "np.exp(x)" in fixed["main.py"]
 
 
+def test_a_function_called_before_the_global_import_of_its_name_still_raises(tmp_path: Path) -> None:
+    program = """
+        def f(x):
+            return np.exp(x)
+
+
+        def setup():
+            global np
+            import numpy as np
+
+
+        try:
+            f(1.0)
+        except NameError as exc:
+            print("not yet:", exc)
+        setup()
+        print(f(np.zeros(2)))
+    """
+    fixed = assert_same_behaviour(tmp_path, {"main.py": program}, ["main.py"])
+    assert "np.exp(x)" in fixed["main.py"]
+
+
 _VENDORED = {"vendor/fastmath.py": "import numpy as np\n\ndef exp(x):\n    return np.exp(x)\n"}
 
 

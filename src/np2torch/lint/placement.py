@@ -302,7 +302,8 @@ def import_place(
 
 def before_their_import(tree: ast.Module, lines: Lines, refs: Sequence[Ref]) -> list[Ref]:
     """The refs that a top-level statement may run before the first module-level import binding their name
-    has run (``def f(x): return np.exp(x)``, then ``f(1.0)``, then ``import numpy as np``).
+    has run (``def f(x): return np.exp(x)``, then ``f(1.0)``, then ``import numpy as np``), and those whose
+    name another function's ``global`` import binds (whenever that function happens to run).
 
     There the original raises NameError, while the runtime import, which must come before that statement
     (the deadline), would make the rewritten call succeed: no place serves them.  A ref whose import is
@@ -314,13 +315,33 @@ def before_their_import(tree: ast.Module, lines: Lines, refs: Sequence[Ref]) -> 
     own = _own_names(tree, lines)
     deadline = _deadline(units, _Fixes(refs, own))
     early = []
+    importers: dict[int, ast.AST] | None = None
     for ref in refs:
-        found = [units.index_of(owners[id(a)].lineno) for a in _binding_aliases(ref, owners, stars)]
+        aliases = _binding_aliases(ref, owners, stars)
+        if not aliases and ref.bindings:  # imports in functions: a `global` one binds when its function runs
+            importers = _importing_functions(tree) if importers is None else importers
+            if any(id(a) in importers and not _within(ref.node, importers[id(a)]) for a in ref.bindings):
+                early.append(ref)
+            continue
+        found = [units.index_of(owners[id(a)].lineno) for a in aliases]
         first = min((i for i in found if i is not None), default=None)
         # the deadline of all refs comes no later than any one's: only a first import after it needs a look
         if first is not None and first > deadline and _deadline(units, _Fixes([ref], own)) < first:
             early.append(ref)
     return early
+
+
+def _importing_functions(tree: ast.Module) -> dict[int, ast.AST]:
+    """id(alias) -> the innermost function whose body holds its import."""
+    found: dict[int, ast.AST] = {}
+    stack: list[tuple[ast.AST, ast.AST | None]] = [(tree, None)]
+    while stack:
+        node, function = stack.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and function is not None:
+            found.update((id(alias), function) for alias in node.names)
+        inner = node if isinstance(node, (*_DEFS, ast.Lambda)) else function
+        stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+    return found
 
 
 _NESTED = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)

@@ -199,7 +199,8 @@ class Rule:
                 "no line can hold it, or a star import runs after it (it may rebind the alias), the "
                 "findings have no fix. So has a call that a statement can run before the module-level "
                 "import its name resolves through (`f(x)` above `import numpy as np`, with `np.exp` in "
-                "`f`): the original raises NameError there, the rewritten call would not. An import inside a `try` that catches `ImportError` (or "
+                "`f`, or a `global np` import in a function that may run later): the original raises NameError "
+                "there, the rewritten call would not. An import inside a `try` that catches `ImportError` (or "
                 "`with suppress(ImportError)`) is feature detection and is kept; comments inside a "
                 "rewritten expression are kept."
             )
