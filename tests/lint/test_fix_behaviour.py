@@ -411,6 +411,26 @@ def test_a_function_called_before_the_global_import_of_its_name_still_raises(tmp
     assert "np.exp(x)" in fixed["main.py"]
 
 
+def test_a_class_subscripted_when_the_module_loads_runs_its_fixed_call(tmp_path: Path) -> None:
+    program = """
+        class Grid:
+            def __class_getitem__(cls, item):
+                import numpy as np
+
+                return np.exp(np.full(2, item))
+
+
+        TABLE = Grid[1.0]
+
+        import os
+
+        os.environ["APP_MODE"] = "fast"
+        print(TABLE)
+    """
+    fixed = assert_same_behaviour(tmp_path, {"main.py": program}, ["main.py"])
+    assert "np2t.exp(np.full(2, item))" in fixed["main.py"]
+
+
 _VENDORED = {"vendor/fastmath.py": "import numpy as np\n\ndef exp(x):\n    return np.exp(x)\n"}
 
 
