@@ -506,6 +506,23 @@ def test_a_function_a_compiler_gets_from_a_container_may_be_any(application: str
     assert [f.fixable for f in check_source(_KERNEL + application + "\n")] == [False]
 
 
+@pytest.mark.parametrize(
+    "loaded",
+    [
+        pytest.param('numba = import_optional_dependency("numba")\n@numba.jit(nopython=True)', id="pandas' way"),
+        pytest.param('nb = importlib.import_module("numba")\n@nb.njit', id="import_module"),
+        pytest.param('nb = __import__("numba")\n@nb.njit', id="__import__"),
+        pytest.param('jit = getattr(importlib.import_module("numba"), "njit")\n@jit', id="getattr of import_module"),
+        pytest.param('@importlib.import_module("numba").njit', id="an attribute of import_module"),
+    ],
+)
+def test_a_compiler_of_a_package_loaded_by_its_name_compiles(loaded: str) -> None:
+    source = f"import importlib\nimport numpy as np\n\ndef make():\n    {loaded.replace(chr(10), chr(10) + '    ')}\n" \
+        "    def kernel(x):\n        return np.exp(x)\n    return kernel\n"
+    assert [f.fixable for f in check_source(source)] == [False]
+    assert [f.fixable for f in check_source(source.replace('"numba"', '"json"'))] == [True]
+
+
 def test_numba_s_own_module_paths_of_its_compilers_compile() -> None:
     source = "import numpy as np\nfrom numba.np.ufunc import vectorize\n@vectorize(['f8(f8)'])\ndef f(x):\n    return np.exp(x)\n"
     assert [f.fixable for f in check_source(source)] == [False]

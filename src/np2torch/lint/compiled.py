@@ -10,7 +10,9 @@ What counts as a compiler is decided from every binding of a name, in any scope
 (a name is a compiler if *any* of its bindings can be one):
 
 * an import of one (:data:`COMPILERS`: ``from numba import njit``, ``import numba as nb``
-  then ``nb.njit``), whatever else the name is bound to (the optional-numba idiom
+  then ``nb.njit``; a package loaded by its name counts as imported:
+  ``numba = import_optional_dependency("numba")``, ``importlib.import_module("numba")``),
+  whatever else the name is bound to (the optional-numba idiom
   ``try: from numba import njit`` / ``except ImportError: def njit(*a, **k): ...``);
 * an assignment of a compiler, of a call of one or of ``partial`` over one
   (``fastjit = numba.njit(cache=True)``, ``jit = functools.partial(jax.jit, static_argnums=0)``,
@@ -109,10 +111,16 @@ def compiled_regions(tree: ast.Module, text: str) -> list[Region]:
     spelled = text if text.isascii() else unicodedata.normalize("NFKC", text)
     if not any(root in spelled for root in _ROOTS):
         return []  # every way to a compiler spells the name of its package
-    imports = [node for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))]
-    if not any(_binds_a_compiler(stmt) for stmt in imports):
+    imports: list[ast.Import | ast.ImportFrom] = []
+    loads = False  # a call loading a compiler's package by its name (`importlib.import_module("numba")`)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            imports.append(node)
+        elif type(node) is ast.Call and not loads:
+            loads = _loaded(node) is not None
+    if not loads and not any(_binds_a_compiler(stmt) for stmt in imports):
         return []  # every way to a compiler starts at an import of its package
-    names = _Compilers(imports, tree)
+    names = _Compilers(imports, tree, _loaded_by_name(tree))
     regions: list[Region] = []
     by_name: dict[str, str] = {}
     everything: str | None = None
@@ -169,15 +177,16 @@ def _binds_a_compiler(stmt: ast.Import | ast.ImportFrom) -> bool:
 class _Compilers:
     """Every name that any binding makes a compiler (or a package holding one), scopes ignored."""
 
-    def __init__(self, imports: Iterable[ast.Import | ast.ImportFrom], tree: ast.Module) -> None:
+    def __init__(
+        self, imports: Iterable[ast.Import | ast.ImportFrom], tree: ast.Module, loaded: Iterable[tuple[str, str]] = ()
+    ) -> None:
         self.packages: dict[str, str] = {}  # name -> the package it is bound to (`nb` -> `numba`)
         self.compilers: dict[str, str] = {}  # name -> the compiler's qualified name
-        for stmt in imports:
-            for name, qualname in _bound(stmt):
-                if qualname in _ALL:
-                    self.compilers.setdefault(name, qualname)
-                elif qualname in _PACKAGES:
-                    self.packages.setdefault(name, qualname)
+        for name, qualname in [*(pair for stmt in imports for pair in _bound(stmt)), *loaded]:
+            if qualname in _ALL:
+                self.compilers.setdefault(name, qualname)
+            elif qualname in _PACKAGES:
+                self.packages.setdefault(name, qualname)
         assignments = list(_assignments(tree))
         wrappers = [node for node in ast.walk(tree) if isinstance(node, _FUNCTIONS)]
         changed = True
@@ -224,7 +233,7 @@ class _Compilers:
             while type(node) is ast.Attribute:
                 parts.append(node.attr)
                 node = node.value
-            package = self.packages.get(node.id) if type(node) is ast.Name else None
+            package = self.packages.get(node.id) if type(node) is ast.Name else _loaded(node)
             qualname = ".".join([package, *reversed(parts)]) if package else None
             return qualname if qualname in _ALL else None
         if t is ast.Call:
@@ -268,6 +277,25 @@ def _bound(stmt: ast.Import | ast.ImportFrom) -> Iterator[tuple[str, str]]:
     elif not stmt.level and stmt.module:
         for alias in stmt.names:
             yield alias.asname or alias.name, f"{stmt.module}.{alias.name}"
+
+
+def _loaded_by_name(tree: ast.Module) -> Iterator[tuple[str, str]]:
+    """(name, module) for a name assigned a module loaded by its name in a string
+    (``numba = import_optional_dependency("numba")``, ``importlib.import_module("numba")``,
+    ``pytest.importorskip("numba")``, ``__import__("numba")``): what an import of it binds."""
+    for name, value in _assignments(tree):
+        module = _loaded(value)
+        if module is not None:
+            yield name, module
+
+
+def _loaded(value: ast.expr) -> str | None:
+    """The compiler package a call loads by its name (``importlib.import_module("numba")``), or None."""
+    if type(value) is ast.Call and value.args:
+        first = value.args[0]
+        if isinstance(first, ast.Constant) and isinstance(first.value, str) and first.value in _PACKAGES:
+            return first.value
+    return None
 
 
 def _assignments(tree: ast.Module) -> Iterator[tuple[str, ast.expr]]:
