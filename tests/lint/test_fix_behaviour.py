@@ -411,6 +411,24 @@ def test_a_function_called_before_the_global_import_of_its_name_still_raises(tmp
     assert "np.exp(x)" in fixed["main.py"]
 
 
+def test_a_call_above_its_functions_own_import_still_raises(tmp_path: Path) -> None:
+    program = """
+        def softplus(x):
+            try:
+                y = np.exp(x)
+            except UnboundLocalError as exc:
+                print("not yet:", exc)
+            import numpy as np
+
+            return np.log(1.0 + np.exp(x))
+
+
+        print(softplus(0.0))
+    """
+    fixed = assert_same_behaviour(tmp_path, {"main.py": program}, ["main.py"])
+    assert "y = np.exp(x)" in fixed["main.py"] and "np2t.log(1.0 + np2t.exp(x))" in fixed["main.py"]
+
+
 def test_a_class_subscripted_when_the_module_loads_runs_its_fixed_call(tmp_path: Path) -> None:
     program = """
         class Grid:

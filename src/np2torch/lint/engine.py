@@ -41,7 +41,7 @@ span is what the fix replaces.
 * anything inside a self-documenting f-string field (``f"{np.exp(x)=}"`` prints its
   source text): reported, not fixable;
 * a call that can run before the import its name resolves through (a later module-level
-  import, a ``global`` import in another function;
+  import, a later import in its own function, a ``global`` import in another function;
   :func:`np2torch.lint.placement.before_their_import`): reported, not fixable (the
   original raises NameError there);
 * every fixable finding when no line can hold the runtime import
@@ -138,8 +138,9 @@ REASON_STAR_AFTER_IMPORT = (
 )
 _NO_PLACE_REASONS = {placement.NO_PLACE: REASON_NO_IMPORT_PLACE, placement.STAR_AFTER: REASON_STAR_AFTER_IMPORT}
 REASON_BEFORE_ITS_IMPORT = (
-    "it can run before the import that binds its name has run (a later module-level import, or a `global` "
-    "import in another function): the original raises NameError there, the rewritten call would not"
+    "it can run before the import that binds its name has run (a later module-level import, a later import "
+    "in its own function, a `global` import in another function): the original raises NameError there, the "
+    "rewritten call would not"
 )
 REASON_SELF_DOCUMENTING = (
     "it is inside a self-documenting f-string field (`f\"{expr=}\"`), which prints the expression's source "

@@ -307,8 +307,9 @@ def import_place(
 
 def before_their_import(tree: ast.Module, lines: Lines, refs: Sequence[Ref]) -> list[Ref]:
     """The refs that a top-level statement may run before the first module-level import binding their name
-    has run (``def f(x): return np.exp(x)``, then ``f(1.0)``, then ``import numpy as np``), and those whose
-    name another function's ``global`` import binds (whenever that function happens to run).
+    has run (``def f(x): return np.exp(x)``, then ``f(1.0)``, then ``import numpy as np``), those whose
+    name another function's ``global`` import binds (whenever that function happens to run), and those
+    above every import binding their name in their own function (:meth:`_Functions.binds_later`).
 
     There the original raises NameError, while the runtime import, which must come before that statement
     (the deadline), would make the rewritten call succeed: no place serves them.  A ref whose import is
@@ -320,12 +321,12 @@ def before_their_import(tree: ast.Module, lines: Lines, refs: Sequence[Ref]) -> 
     own, classes = _own_names(tree, lines), _class_names(tree, lines)
     deadline = _deadline(units, _Fixes(refs, own, classes))
     early = []
-    importers: dict[int, ast.AST] | None = None
+    functions: _Functions | None = None
     for ref in refs:
         aliases = _binding_aliases(ref, owners, stars)
-        if not aliases and ref.bindings:  # imports in functions: a `global` one binds when its function runs
-            importers = _importing_functions(tree) if importers is None else importers
-            if any(id(a) in importers and not _within(ref.node, importers[id(a)]) for a in ref.bindings):
+        if not aliases and ref.bindings:  # imports in functions
+            functions = _Functions(tree) if functions is None else functions
+            if functions.binds_later(ref):
                 early.append(ref)
             continue
         found = [units.index_of(owners[id(a)].lineno) for a in aliases]
@@ -336,17 +337,32 @@ def before_their_import(tree: ast.Module, lines: Lines, refs: Sequence[Ref]) -> 
     return early
 
 
-def _importing_functions(tree: ast.Module) -> dict[int, ast.AST]:
-    """id(alias) -> the innermost function whose body holds its import."""
-    found: dict[int, ast.AST] = {}
-    stack: list[tuple[ast.AST, ast.AST | None]] = [(tree, None)]
-    while stack:
-        node, function = stack.pop()
-        if isinstance(node, (ast.Import, ast.ImportFrom)) and function is not None:
-            found.update((id(alias), function) for alias in node.names)
-        inner = node if isinstance(node, (*_DEFS, ast.Lambda)) else function
-        stack.extend((child, inner) for child in ast.iter_child_nodes(node))
-    return found
+class _Functions:
+    """Which function holds each import and each name or attribute: where a function's import binds."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.imports: dict[int, tuple[ast.AST, ast.stmt]] = {}  # id(alias) -> (its function, its import)
+        self.holder: dict[int, ast.AST | None] = {}  # id(expression) -> its innermost function
+        stack: list[tuple[ast.AST, ast.AST | None]] = [(tree, None)]
+        while stack:
+            node, function = stack.pop()
+            if isinstance(node, (ast.Import, ast.ImportFrom)) and function is not None:
+                self.imports.update((id(alias), (function, node)) for alias in node.names)
+            elif isinstance(node, (ast.Name, ast.Attribute)):
+                self.holder[id(node)] = function
+            inner = node if isinstance(node, (*_DEFS, ast.Lambda)) else function
+            stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+
+    def binds_later(self, ref: Ref) -> bool:
+        """Whether a function import may not have bound the ref's name when the ref runs: a ``global`` one in
+        another function (it binds when that function runs), or one further down the ref's own function
+        (``y = np.exp(x)`` then ``import numpy as np``: UnboundLocalError)."""
+        found = [self.imports[id(alias)] for alias in ref.bindings if id(alias) in self.imports]
+        if any(not _within(ref.node, function) for function, _stmt in found):
+            return True
+        where = (ref.node.lineno, ref.node.col_offset)
+        own = [stmt for function, stmt in found if self.holder.get(id(ref.node)) is function]
+        return bool(own) and all((stmt.lineno, stmt.col_offset) > where for stmt in own)
 
 
 _NESTED = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
