@@ -454,15 +454,18 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
     if any(fixable for _r, _u, fixable, _why in pending) and in_runtime_module(path, settings.runtime_module):
         itself = no_fix_reason(settings.runtime_module)  # the fix would make the runtime import itself
         pending = [(ref, rule, False, why if not fixable else itself) for ref, rule, fixable, why in pending]
+    layout = None
     if import_line and any(fixable for _r, _u, fixable, _why in pending):
-        early = placement.before_their_import(tree, lines, [ref for ref, _rule, fixable, _why in pending if fixable])
+        layout = placement.Layout(tree, lines)
+        early = placement.before_their_import(layout, [ref for ref, _rule, fixable, _why in pending if fixable])
         pending = [(ref, rule, False, REASON_BEFORE_ITS_IMPORT) if fixable and ref in early else (ref, rule, fixable, why)
                    for ref, rule, fixable, why in pending]
     if any(fixable for _r, _u, fixable, _why in pending):
         analysis.alias = _choose_alias(tree, text, settings, writes)
     if import_line and analysis.alias is not None:
         refs = [ref for ref, _rule, fixable, _why in pending if fixable]
-        place = placement.import_place(tree, lines, refs, settings.runtime_module, analysis.alias)
+        place = placement.import_place(layout or placement.Layout(tree, lines), refs, settings.runtime_module,
+                                       analysis.alias)
         if isinstance(place, str):  # nowhere: no fix at all
             pending = [(ref, rule, False, why if not fixable else _NO_PLACE_REASONS[place])
                        for ref, rule, fixable, why in pending]

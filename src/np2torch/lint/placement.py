@@ -57,8 +57,8 @@ from np2torch.lint.model import Lines
 from np2torch.lint.resolve import Ref, bound_names, is_type_checking
 
 __all__ = [
-    "NO_PLACE", "STAR_AFTER", "ImportPlace", "Unit", "Units", "before_their_import", "import_place", "statements",
-    "units_of",
+    "NO_PLACE", "STAR_AFTER", "ImportPlace", "Layout", "Unit", "Units", "before_their_import", "import_place",
+    "statements", "units_of",
 ]
 
 NO_PLACE = "no place"
@@ -273,19 +273,31 @@ class ImportPlace:
     existing: bool = False
 
 
-def import_place(
-    tree: ast.Module, lines: Lines, refs: Sequence[Ref], runtime_module: str, alias: str
-) -> ImportPlace | str:
+class Layout:
+    """What placement reads of a module, computed once for :func:`before_their_import` and :func:`import_place`."""
+
+    def __init__(self, tree: ast.Module, lines: Lines) -> None:
+        self.tree = tree
+        self.lines = lines
+        self.units = units_of(tree)
+        self.owners = _module_level_imports(self.units)
+        self.stars = _star_imports(self.units)
+        self.own = _own_names(tree, lines)
+        self.classes = _class_names(tree, lines)
+
+    def fixes(self, refs: Iterable[Ref]) -> _Fixes:
+        return _Fixes(refs, self.own, self.classes)
+
+
+def import_place(layout: Layout, refs: Sequence[Ref], runtime_module: str, alias: str) -> ImportPlace | str:
     """Where the runtime import goes for the fixes of ``refs``, or why nowhere (:data:`NO_PLACE`,
     :data:`STAR_AFTER`); see the module docstring."""
-    units = units_of(tree)
-    fixes = _Fixes(refs, _own_names(tree, lines), _class_names(tree, lines))
+    units, owners, stars, lines = layout.units, layout.owners, layout.stars, layout.lines
+    fixes = layout.fixes(refs)
     deadline = _deadline(units, fixes)
     for unit in units[:deadline]:
         if any(_is_runtime_import(stmt, runtime_module, alias) for stmt in unit.stmts):
             return ImportPlace(unit.last, existing=True)
-    owners = _module_level_imports(units)
-    stars = _star_imports(units)
     anchors = {owners[id(a)] for ref in refs for a in _binding_aliases(ref, owners, stars)}
     before = [units.index_of(stmt.lineno) for stmt in anchors]
     before_deadline = [i for i in before if i is not None and i < deadline]
@@ -305,7 +317,7 @@ def import_place(
     return place
 
 
-def before_their_import(tree: ast.Module, lines: Lines, refs: Sequence[Ref]) -> list[Ref]:
+def before_their_import(layout: Layout, refs: Sequence[Ref]) -> list[Ref]:
     """The refs that a top-level statement may run before the first module-level import binding their name
     has run (``def f(x): return np.exp(x)``, then ``f(1.0)``, then ``import numpy as np``), those whose
     name another function's ``global`` import binds (whenever that function happens to run), and those
@@ -315,24 +327,21 @@ def before_their_import(tree: ast.Module, lines: Lines, refs: Sequence[Ref]) -> 
     (the deadline), would make the rewritten call succeed: no place serves them.  A ref whose import is
     inside its deadline statement is left to :func:`import_place` (it follows the import, or there is none).
     """
-    units = units_of(tree)
-    owners = _module_level_imports(units)
-    stars = _star_imports(units)
-    own, classes = _own_names(tree, lines), _class_names(tree, lines)
-    deadline = _deadline(units, _Fixes(refs, own, classes))
+    units, owners, stars = layout.units, layout.owners, layout.stars
+    deadline = _deadline(units, layout.fixes(refs))
     early = []
     functions: _Functions | None = None
     for ref in refs:
         aliases = _binding_aliases(ref, owners, stars)
         if not aliases and ref.bindings:  # imports in functions
-            functions = _Functions(tree) if functions is None else functions
+            functions = _Functions(layout.tree) if functions is None else functions
             if functions.binds_later(ref):
                 early.append(ref)
             continue
         found = [units.index_of(owners[id(a)].lineno) for a in aliases]
         first = min((i for i in found if i is not None), default=None)
         # the deadline of all refs comes no later than any one's: only a first import after it needs a look
-        if first is not None and first > deadline and _deadline(units, _Fixes([ref], own, classes)) < first:
+        if first is not None and first > deadline and _deadline(units, layout.fixes([ref])) < first:
             early.append(ref)
     return early
 
