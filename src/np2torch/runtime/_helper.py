@@ -86,14 +86,18 @@ class Helper:
         return found
 
     def admits(self, dtype: np.dtype, n: int, settings: RuntimeSettings) -> bool:
-        """Whether a call of ``n`` elements whose floor is kept under ``dtype`` may leave the original: the size floor.
+        """Whether a call of ``n`` elements whose floor is kept under ``dtype`` may leave the original: the size floor;
+        never while the interpreter shuts down (a ``__del__`` run as modules are torn down: the imports
+        torch and NumPy's Python parts need fail there, an original already loaded does not).
 
         (The reductions and two-argument helpers; the elementwise dispatcher inlines it.)
         """
         if settings.gate is not None:
-            return n >= settings.gate
-        floor = self.floors.get(dtype)
-        return self.past_floor(dtype, n) if floor is None else n >= floor
+            admitted = n >= settings.gate
+        else:
+            floor = self.floors.get(dtype)
+            admitted = self.past_floor(dtype, n) if floor is None else n >= floor
+        return admitted and not sys.is_finalizing()
 
     def past_floor(self, dtype: np.dtype, n: int) -> bool:
         """Whether a call of ``n`` elements of ``dtype``, whose floor is not known yet, may leave the original.

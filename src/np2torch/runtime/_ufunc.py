@@ -329,6 +329,8 @@ def _parse_call(args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> ParsedCall | N
 
 def _dispatch(state: Ufunc, settings: RuntimeSettings, x: np.ndarray,
               args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
+    if sys.is_finalizing():  # as Helper.admits: modules are being torn down, imports fail
+        return state.original(x, *args, **kwargs)
     result = _try_torch(state, settings, x, args, kwargs)
     if result is not _DECLINED:
         return result
