@@ -235,16 +235,12 @@ def _size(x: Any) -> int:
 
 
 def _without_runtime_frames(tb: types.TracebackType | None) -> types.TracebackType | None:
-    """``tb`` less the frames of the runtime's own files (a site's, the helper's, the errstate redirect's)."""
-    kept = []
-    while tb is not None:
-        if not tb.tb_frame.f_code.co_filename.startswith(_errstate.RUNTIME_FOLDER):
-            kept.append(tb)
+    """``tb`` from its first frame outside the runtime's files: without the site's, the helper's and the errstate
+    redirect's frames, with every frame the original's own call added (SciPy's, a duck array's method, and
+    whatever they call, np2torch's too)."""
+    while tb is not None and tb.tb_frame.f_code.co_filename.startswith(_errstate.RUNTIME_FOLDER):
         tb = tb.tb_next
-    rebuilt = None
-    for entry in reversed(kept):
-        rebuilt = types.TracebackType(rebuilt, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
-    return rebuilt
+    return tb
 
 
 def _failed(site: Site, exc: BaseException) -> None:
