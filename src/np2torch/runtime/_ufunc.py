@@ -639,6 +639,11 @@ def _settle(state: Ufunc, x: np.ndarray, result: np.ndarray, under: bool) -> np.
     if not mask.any():
         return None
     inputs: np.ndarray = x[mask]
+    if inputs.dtype != result.dtype:
+        # A staged call (float32 input with dtype=float64 or a float64 out=): the original must run
+        # the call's loop, not the one the input's own dtype picks (float32 exp underflows to 0 and
+        # flags it where the float64 loop gives a subnormal, or a normal number and no flag).
+        inputs = inputs.astype(result.dtype)  # exact: a plan stages only safe casts
     with np.errstate(all="ignore"):
         result[mask] = state.load()(inputs)
     return inputs
