@@ -10,6 +10,7 @@ Values: NaN/inf/zero identical (signs included), finite values within 4 ULP.
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import warnings
 from typing import Any, Callable
@@ -272,3 +273,8 @@ def test_default_settings(name: str, dtype: str) -> None:
     assert got[1] == want[1]
     assert got[0].strides == want[0].strides
     assert_same_values(got[0], want[0])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_signature_is_the_originals(name):
+    assert inspect.signature(getattr(np2t, name)) == inspect.signature(original(name))

@@ -7,6 +7,7 @@ new row runs through the whole matrix.
 from __future__ import annotations
 
 import importlib
+import inspect
 import warnings
 from typing import Any, Callable
 
@@ -458,6 +459,12 @@ def test_wider_loop_under_a_reporting_errstate(forced, helper, original, code, w
     else:
         assert got[0] == want[0]
     assert got[1] == want[1]
+
+
+@pytest.mark.parametrize("helper,original", PAIRS)
+def test_signature_is_the_originals(helper, original):
+    # help() and inspect show the ufunc's keywords (out=, where=, casting=, ...), not (x, *args, **kwargs).
+    assert inspect.signature(helper) == inspect.signature(original)
 
 
 def test_int_input_with_float32_out_computes_like_numpy(forced, torch_calls):

@@ -42,7 +42,7 @@ from ._backend import can_view, load_torch, threads
 from ._config import RuntimeSettings
 from ._decide import Route, original_reason
 from ._errstate import error_checks, numpy_call, scipy_reports
-from ._helper import PUBLIC_MODULE, Helper
+from ._helper import PUBLIC_MODULE, Helper, ufunc_signature
 from ._state import PROCESS, SCOPED, TAKEN
 
 if TYPE_CHECKING:
@@ -203,6 +203,7 @@ def _make_function(helper: Binary) -> Callable[..., Any]:
 
     function.__name__ = function.__qualname__ = helper.name
     function.__module__ = PUBLIC_MODULE
+    function.__signature__ = ufunc_signature(2)  # type: ignore[attr-defined]
     function.__doc__ = f"``{helper.row.qualname}(x1, x2, ...)``: same result, computed with torch where exact and faster."
     return function
 

@@ -52,7 +52,7 @@ from ._errstate import (
     numpy_call,
     scipy_reports,
 )
-from ._helper import PUBLIC_MODULE, Helper
+from ._helper import PUBLIC_MODULE, Helper, ufunc_signature
 from ._record import Record
 from ._state import PROCESS, SCOPED, TAKEN
 
@@ -275,6 +275,7 @@ def make_function(state: Ufunc) -> Callable[..., Any]:
 
     helper.__name__ = helper.__qualname__ = state.name
     helper.__module__ = PUBLIC_MODULE
+    helper.__signature__ = ufunc_signature(1)  # type: ignore[attr-defined]
     helper.__doc__ = (f"Drop-in for ``{state.row.qualname}``: same signature and results; torch computes large "
                       "arrays where that is faster here.")
     return helper
