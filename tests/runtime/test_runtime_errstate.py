@@ -153,6 +153,45 @@ def test_fallback_calls_warn_at_the_callers_line_too():
     assert [(w.filename, w.lineno) for w in caught] == [(__file__, CALL_LINE)] * 2
 
 
+def _messages(function: Callable[..., Any], *args: Any, **kwargs: Any) -> List[str]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        function(*args, **kwargs)
+    return [f"{w.category.__name__}: {w.message}" for w in caught]
+
+
+CAST_CASES = {
+    "an input cast by dtype=": ("exp", (np.array([1e300, 1.0]),), {"dtype": np.float32, "casting": "unsafe"}),
+    "an input cast by signature=": ("log", (np.array([1e300, 0.0]),), {"signature": ("f", "f"), "casting": "unsafe"}),
+    "a Python int into a float16 loop": ("hypot", (np.ones(3, np.float16), 70000), {}),
+    "a Python float into a float16 loop, first": ("arctan2", (1e5, np.ones(3, np.float16)), {}),
+    "a Python float into a float32 loop": ("logaddexp", (np.ones(3, np.float32), 1e39), {}),
+}
+
+
+@pytest.mark.parametrize("min_size", [None, 0], ids=["default settings", "torch forced"])
+@pytest.mark.parametrize("case", list(CAST_CASES))
+def test_a_casts_warning_names_the_cast_as_numpys_does(case, min_size):
+    # NumPy's call-mode handler is told the flag, not what raised it: a redirected call
+    # said "overflow encountered in hypot" where NumPy says "... in cast".
+    name, args, kwargs = CAST_CASES[case]
+    want = _messages(getattr(np, name), *args, **kwargs)
+    assert want  # the case does warn
+    with np2t.using(min_size=min_size):
+        assert _messages(getattr(np2t, name), *args, **kwargs) == want
+
+
+def test_a_python_original_running_several_ufuncs_names_each():
+    # np2torch run's sampled calls run SciPy's logsumexp through the same call: its
+    # warnings name its own ufuncs ("... in subtract"), never "... in logsumexp".
+    from np2torch.runtime._errstate import numpy_call
+
+    a = np.array([1e308, -1e308])
+    want = _messages(scipy.special.logsumexp, a)
+    assert want == ["RuntimeWarning: overflow encountered in subtract"]
+    assert _messages(numpy_call, scipy.special.logsumexp, "logsumexp", a) == want
+
+
 def test_ignore_pays_nothing(monkeypatch):
     checks: List[Any] = []
     real = _ufunc._all_finite
