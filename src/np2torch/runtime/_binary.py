@@ -31,6 +31,7 @@ original's call, with its result or error.  CUDA: no loop verified.
 from __future__ import annotations
 
 import operator
+import sys
 import time
 from functools import reduce
 from typing import TYPE_CHECKING, Any, Callable, cast
@@ -185,7 +186,7 @@ def second_operand(x: np.ndarray) -> np.ndarray:
 
 def _make_function(helper: Binary) -> Callable[..., Any]:
     def function(x1: Any, x2: Any, /, *args: Any, **kwargs: Any) -> Any:
-        if not args and not kwargs:
+        if not args and not kwargs and not sys.is_finalizing():  # at exit only the original runs (Helper.admits)
             scoped = SCOPED.get()
             settings = PROCESS.settings if scoped is None else scoped
             prepared = helper.prepare(x1, x2, settings)

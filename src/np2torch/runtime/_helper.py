@@ -97,8 +97,11 @@ class Helper:
     def admits(self, dtype: np.dtype, n: int, settings: RuntimeSettings) -> bool:
         """Whether a call of ``n`` elements whose floor is kept under ``dtype`` may leave the original: the size floor.
 
-        (The reductions and two-argument helpers; the elementwise dispatcher inlines it.)
+        (The reductions and two-argument helpers; the elementwise dispatcher inlines it.)  Never while the
+        interpreter finalizes: NumPy's Python parts (``dtype.name``) cannot be imported then, its ufuncs still run.
         """
+        if sys.is_finalizing():
+            return False
         if settings.gate is not None:
             return n >= settings.gate
         floor = self.floors.get(dtype)

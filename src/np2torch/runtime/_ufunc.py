@@ -328,6 +328,8 @@ def _parse_call(args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> ParsedCall | N
 
 def _dispatch(state: Ufunc, settings: RuntimeSettings, x: np.ndarray,
               args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
+    if sys.is_finalizing():  # a __del__ at exit: only the original runs then (Helper.admits)
+        return numpy_call(state.original, state.name, x, *args, **kwargs)
     result = _try_torch(state, settings, x, args, kwargs)
     if result is not _DECLINED:
         return result
