@@ -387,14 +387,23 @@ def test_code_numpy_runs_for_the_input_sees_the_callers_error_state(make, state,
     assert seen[np.exp]
 
 
-_FLOAT16_ROWS = [row for row in ELEMENTWISE_FUNCTIONS if "float16" in row.loops]
-# float16 inputs whose underflow flag NumPy 2.4's contiguous and strided loops disagree on (AVX512:
-# log1p, expm1, tanh, arctanh, arcsinh, sinh, exp2), with their neighbours.
-_TINY_FLOAT16 = [6.104e-05, -6.104e-05, 1.192e-07, -1.192e-07, -5.96e-08, 3.576e-07, 1.19e-06, 6.557e-07,
-                 3.24e-05, 3.624e-05, -149.5, -150.0, 5.96e-08, 6.0e-05]
+# Inputs whose underflow flag NumPy 2.4's contiguous and strided loops disagree on, with their
+# neighbours: float16 (AVX512: log1p, expm1, tanh, arctanh, arcsinh, sinh, exp2); float32 and float64
+# subnormals, whose reversed (negative-stride) loops flag underflow and contiguous ones do not (this
+# VM: tan, arcsin, arctan, expm1, log1p, sinh, arcsinh, arctanh).
+_TINY = {
+    "float16": [6.104e-05, -6.104e-05, 1.192e-07, -1.192e-07, -5.96e-08, 3.576e-07, 1.19e-06, 6.557e-07,
+                3.24e-05, 3.624e-05, -149.5, -150.0, 5.96e-08, 6.0e-05],
+    **{
+        name: [float(info.smallest_subnormal), -float(info.smallest_subnormal), float(info.smallest_normal) / 3,
+               -float(info.smallest_normal) / 3, float(info.smallest_normal), 1e-30]
+        for name, info in (("float32", np.finfo(np.float32)), ("float64", np.finfo(np.float64)))
+    },
+}
+_TINY_CASES = [(row, dtype) for dtype in _TINY for row in ELEMENTWISE_FUNCTIONS if dtype in row.loops]
 
 
-def _float16_layouts(values: np.ndarray) -> dict:
+def _layouts(values: np.ndarray) -> dict:
     n = values.size
     tiled = np.resize(values, 8 * n)
     return {
@@ -408,12 +417,12 @@ def _float16_layouts(values: np.ndarray) -> dict:
 
 
 @pytest.mark.parametrize("state", [{"under": "warn"}, {"all": "warn"}, {"all": "raise"}], ids=["under", "all warn", "raise"])
-@pytest.mark.parametrize("row", _FLOAT16_ROWS, ids=[row.name for row in _FLOAT16_ROWS])
-def test_float16_underflow_flags_match_numpys_loop_for_the_layout(row, state):
+@pytest.mark.parametrize("row,dtype", _TINY_CASES, ids=[f"{row.name}-{dtype}" for row, dtype in _TINY_CASES])
+def test_underflow_flags_match_numpys_loop_for_the_layout(row, dtype, state):
     helper, original = getattr(np2t, row.name), getattr(importlib.import_module(row.module), row.name)
     filler = float(np.mean(row.domain))
-    for value in _TINY_FLOAT16:
-        for name, x in _float16_layouts(np.array([filler, value, filler], dtype=np.float16)).items():
+    for value in _TINY[dtype]:
+        for name, x in _layouts(np.array([filler, value, filler], dtype=dtype)).items():
             seen = []
             for func in (helper, original):
                 with np2t.using(device="cpu", min_size=0), np.errstate(**state), \

@@ -397,17 +397,15 @@ def _prepare(state: Ufunc, settings: RuntimeSettings, x: np.ndarray, args: Tuple
         inplace = relation
     if inplace and checks is not None and out is not None and not _flat_pair(out, out):
         return Declined("in place under a reporting np.errstate on a non-contiguous array")
-    if checks is not None and checks.under and plan.name in _UNDERFLOW_BY_LAYOUT and not _dense_loop(x, out, order):
-        return Declined(f"NumPy's {plan.name} loops flag underflow by layout: a strided call is the original's")
+    if checks is not None and checks.under and not _dense_loop(x, out, order):
+        # NumPy's loops raise the underflow flag by layout: the contiguous float16 loops convert with SIMD
+        # instructions that raise none, the strided ones through npy_float_to_half, which does (NumPy 2.4 on
+        # AVX512: log1p(6.104e-05), tanh, arctanh, expm1); float32/float64 tan, arcsin, arctan, expm1, log1p,
+        # sinh, arcsinh and arctanh of a subnormal flag it when reversed, not when contiguous (this VM).  The
+        # flags are reported by re-running the original on a contiguous copy of the suspicious elements: under
+        # a reporting under=, only calls NumPy runs as one contiguous loop are torch's.
+        return Declined("NumPy's loops flag underflow by layout: a strided call under a reporting under= is the original's")
     return Call(route, plan, out, order, inplace, checks)
-
-
-_UNDERFLOW_BY_LAYOUT = frozenset({"float16"})
-"""Loops whose underflow flag NumPy raises differently for contiguous and strided operands (NumPy 2.4
-on AVX512: the contiguous float16 loops convert with SIMD instructions that raise no underflow, the
-strided ones through ``npy_float_to_half``, which does; e.g. ``log1p(6.104e-05)``, ``tanh``,
-``arctanh``, ``expm1``).  The runtime reports flags by re-running the original on a contiguous copy of
-the suspicious elements: under a reporting ``under``, only calls NumPy runs contiguous are torch's."""
 
 
 def _dense_loop(x: np.ndarray, out: np.ndarray | None, order: Order) -> bool:
