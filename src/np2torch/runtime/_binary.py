@@ -139,7 +139,7 @@ class Binary(Helper):
         a1, a2 = _in_loop(x1, loop), _in_loop(x2, loop)
         if a1 is None or a2 is None or not load_torch():
             return None
-        result = _allocate([x for x in (x1, x2) if type(x) is np.ndarray], a1, a2, loop)
+        result = _allocate(x1, x2, a1, a2, loop)
         if not can_view(result):
             return None
         import torch
@@ -209,29 +209,35 @@ def _make_function(helper: Binary) -> Callable[..., Any]:
     return function
 
 
-def _allocate(arrays: list[np.ndarray], a1: np.ndarray, a2: np.ndarray, loop: np.dtype) -> np.ndarray:
-    """The result array the ufunc allocates for these operands (``arrays``: the ones given as arrays).
+def _allocate(x1: Operand, x2: Operand, a1: np.ndarray, a2: np.ndarray, loop: np.dtype) -> np.ndarray:
+    """The result array the ufunc allocates for the operands ``x1``, ``x2`` (``a1``, ``a2``: them in the loop's dtype).
 
     NumPy's trivial loop first (numpy/_core/src/umath/ufunc_object.c,
     ``try_trivial_single_output_loop``): operands of the loop's dtype and the
     result's shape (0-d ones aside), all C- or all F-contiguous, give a plain C-
     or F-ordered result (C when all are both); else the iterator's
-    allocation for the pair (``order='K'``: broadcasting and length-1 axes).
+    allocation (``order='K'``: broadcasting and length-1 axes) for the operands
+    as given, casting them as the ufunc's buffered iterator does: a cast copy
+    has a layout of its own (``astype`` of a broadcast view is dense), which
+    the ufunc never sees.
     """
     shape = np.broadcast_shapes(a1.shape, a2.shape)
-    shaped = [a for a in arrays if a.ndim]
+    shaped = [x for x in (x1, x2) if type(x) is np.ndarray and x.ndim]
     if all(a.shape == shape and a.dtype == loop and a.flags.aligned for a in shaped):
         if all(a.flags.c_contiguous for a in shaped):
             return np.empty(shape, loop, order="C")
         if all(a.flags.f_contiguous for a in shaped):
             return np.empty(shape, loop, order="F")
-    return np.nditer(
-        [a1, a2, None],
-        flags=["refs_ok", "zerosize_ok"],
+    operands = [x if type(x) is np.ndarray else a for x, a in ((x1, a1), (x2, a2))]
+    allocated: np.ndarray = np.nditer(
+        [*operands, None],
+        flags=["refs_ok", "zerosize_ok", "buffered", "delay_bufalloc", "external_loop", "growinner"],
         op_flags=[["readonly"], ["readonly"], ["writeonly", "allocate", "no_broadcast"]],
         op_dtypes=[loop, loop, loop],
         order="K",
+        casting="unsafe",
     ).operands[2]
+    return allocated
 
 
 def _kind(x: Any) -> Any:
@@ -268,7 +274,9 @@ def _in_loop(x: Operand, loop: np.dtype) -> np.ndarray | None:
 def _tensor(a: np.ndarray) -> torch.Tensor:
     import torch
 
-    return torch.from_numpy(a if can_view(a) else np.ascontiguousarray(a))
+    # A copy, not np.ascontiguousarray: an array already C-contiguous (a length-1 axis
+    # with a negative stride) comes back from it unchanged, and torch rejects it.
+    return torch.from_numpy(a if can_view(a) else a.copy(order="C"))
 
 
 def _torch_op(name: str) -> Callable[..., Any]:
