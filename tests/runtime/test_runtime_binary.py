@@ -291,3 +291,30 @@ def test_a_length_one_axis_with_a_negative_stride(name):
     assert_parity(name, x, np.linspace(1, 3, 4, dtype=dtype).reshape(1, 4))
     assert_parity(name, x, 2.0)
 
+
+class _Duck:
+    """A duck array: ufuncs through ``__array_ufunc__``, every other NumPy function refused."""
+
+    def __init__(self, value: np.ndarray) -> None:
+        self.value = value
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        inputs = tuple(x.value if isinstance(x, _Duck) else x for x in inputs)
+        return _Duck(getattr(ufunc, method)(*inputs, **kwargs))
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        return NotImplemented
+
+
+@pytest.mark.parametrize("min_size", [None, 0], ids=["default settings", "torch forced"])
+@pytest.mark.parametrize("name", NAMES)
+def test_a_duck_array_beside_an_ndarray_is_the_originals(name, min_size):
+    # np.shape(duck) calls its __array_function__, which refuses it: the helper raised TypeError.
+    x = np.linspace(0.5, 2, 50, dtype=next(iter(next(row for row in ROWS if row.name == name).loops)))
+    for args in ((x, _Duck(x)), (_Duck(x), x)):
+        with np2t.using(min_size=min_size):
+            got = getattr(np2t, name)(*args)
+        want = original(name)(*args)
+        assert type(got) is _Duck
+        assert got.value.tobytes() == want.value.tobytes()
+

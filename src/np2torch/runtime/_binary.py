@@ -253,7 +253,10 @@ def _size(shape: tuple[int, ...]) -> int:
 
 
 def _elements(x1: Any, x2: Any) -> int:
-    """The call's element count (0 when the shapes do not broadcast: no decision was made on it)."""
+    """The call's element count (0 when no decision was made on it: an operand the torch path never takes, whose
+    ``np.shape`` could run its code -- a duck array's ``__array_function__`` -- or shapes that do not broadcast)."""
+    if _kind(x1) is None or _kind(x2) is None:
+        return 0
     try:
         return _size(np.broadcast_shapes(np.shape(x1), np.shape(x2)))
     except ValueError:
