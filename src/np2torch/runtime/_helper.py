@@ -12,6 +12,7 @@ one; :mod:`._api` calls it for the module each row names (``implementation``).
 from __future__ import annotations
 
 import importlib
+import inspect
 import sys
 from typing import TYPE_CHECKING, Any, Callable, Dict
 
@@ -28,6 +29,19 @@ if TYPE_CHECKING:
 
 # "np2torch.runtime" here; the vendored package's name in a copy made by `np2torch vendor`.
 PUBLIC_MODULE = __name__.rsplit(".", 1)[0]
+
+
+def ufunc_signature(nin: int) -> inspect.Signature | None:
+    """The signature NumPy gives every ufunc of ``nin`` inputs (``(x, /, out=None, *, where=True, ...)``),
+    for a helper standing in for one; a SciPy original has it too, without importing SciPy for it.
+
+    None where NumPy gives ufuncs none (before 2.x): ``inspect.signature`` then reads the helper's own.
+    """
+    template = np.exp if nin == 1 else np.hypot
+    try:
+        return inspect.signature(template)
+    except (TypeError, ValueError):  # pragma: no cover - NumPy 1.x
+        return None
 
 
 class Helper:
@@ -83,8 +97,11 @@ class Helper:
     def admits(self, dtype: np.dtype, n: int, settings: RuntimeSettings) -> bool:
         """Whether a call of ``n`` elements whose floor is kept under ``dtype`` may leave the original: the size floor.
 
-        (The reductions and two-argument helpers; the elementwise dispatcher inlines it.)
+        (The reductions and two-argument helpers; the elementwise dispatcher inlines it.)  Never while the
+        interpreter finalizes: NumPy's Python parts (``dtype.name``) cannot be imported then, its ufuncs still run.
         """
+        if sys.is_finalizing():
+            return False
         if settings.gate is not None:
             return n >= settings.gate
         floor = self.floors.get(dtype)
