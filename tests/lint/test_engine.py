@@ -483,6 +483,34 @@ def test_a_decorator_named_jit_from_elsewhere_compiles_nothing() -> None:
     assert [f.fixable for f in check_source(source)] == [True]
 
 
+_KERNEL = "import numba\nimport numpy as np\n\ndef kernel(x):\n    return np.exp(x)\n\nKERNELS = {'k': kernel}\n"
+
+
+@pytest.mark.parametrize(
+    "application",
+    [
+        pytest.param("FAST = {k: numba.njit(v) for k, v in KERNELS.items()}", id="unpacked in a comprehension"),
+        pytest.param("for fn in KERNELS.values():\n    numba.njit(fn)", id="a loop over a call"),
+        pytest.param("for i, fn in enumerate([kernel]):\n    numba.njit(fn)", id="unpacked in a loop"),
+        pytest.param("fn, other = kernel, None\nnumba.njit(fn)", id="unpacked by an assignment"),
+        pytest.param("for fn in self.kernels:\n    numba.njit(fn)", id="a loop over an attribute"),
+        pytest.param("FAST = list(map(numba.njit, KERNELS.values()))", id="a compiler handed to map"),
+        pytest.param("FAST = [numba.njit][0](kernel)", id="a compiler taken from a list"),
+        pytest.param("JITS = {'fast': numba.njit}\nJITS['fast'](kernel)", id="a compiler taken from a dict"),
+        pytest.param("import functools\nfunctools.partial(map, numba.njit)(KERNELS.values())",
+                     id="a compiler handed on by partial"),
+    ],
+)
+def test_a_function_a_compiler_gets_from_a_container_may_be_any(application: str) -> None:
+    assert [f.fixable for f in check_source(_KERNEL + application.replace("njit", "prange"))] == [True]
+    assert [f.fixable for f in check_source(_KERNEL + application + "\n")] == [False]
+
+
+def test_numba_s_own_module_paths_of_its_compilers_compile() -> None:
+    source = "import numpy as np\nfrom numba.np.ufunc import vectorize\n@vectorize(['f8(f8)'])\ndef f(x):\n    return np.exp(x)\n"
+    assert [f.fixable for f in check_source(source)] == [False]
+
+
 def test_the_unsafe_pattern_inside_a_compiled_function_stays_unfixed() -> None:
     source = "import numpy as np\nimport jax\n@jax.jit\ndef f(x):\n    return np.log(np.sum(np.exp(x)))\n"
     findings = check_source(source, settings=Settings(unsafe_fixes=True))

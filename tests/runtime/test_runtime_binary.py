@@ -318,3 +318,13 @@ def test_a_duck_array_beside_an_ndarray_is_the_originals(name, min_size):
         assert type(got) is _Duck
         assert got.value.tobytes() == want.value.tobytes()
 
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize(
+    "args, kwargs",
+    [((), {}), ((np.ones(3),), {}), ((), {"x1": np.ones(3), "x2": np.ones(3)}), ((np.ones(3),), {"x2": np.ones(3)}),
+     ((np.ones(3),), {"out": np.ones(3)})],
+    ids=["nothing", "one input", "both by keyword", "the second by keyword", "one input and out"],
+)
+def test_a_call_without_both_inputs_raises_the_originals_type_error(name, args, kwargs):
+    assert outcome(getattr(np2t, name), *args, **kwargs) == outcome(original(name), *args, **kwargs)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import re
 import warnings
 from typing import Any, Callable
 
@@ -593,3 +594,14 @@ def test_property_parity(x, how, which, errs):
     x = _relayout(x, how)
     with np2t.using(device="cpu", min_size=0), np.errstate(all=errs):
         assert_parity(helper, original, x)
+
+
+@pytest.mark.parametrize("helper, original", PAIRS)
+@pytest.mark.parametrize(
+    "kwargs", [{}, {"x": np.ones(3)}, {"out": np.ones(3)}], ids=["nothing", "x by keyword", "out alone"]
+)
+def test_a_call_without_its_input_raises_the_originals_type_error(helper, original, kwargs):
+    with pytest.raises(TypeError) as expected:
+        original(**kwargs)
+    with pytest.raises(TypeError, match=f"^{re.escape(str(expected.value))}$"):
+        helper(**kwargs)

@@ -28,8 +28,11 @@ every ``def`` or ``class`` of that name, in any scope, counts; a lambda passed t
 counts; a name is followed through what it is assigned and what it loops over
 (``model = Net()`` then ``torch.compile(model)``, ``for k in (f, g): njit(k)``,
 ``kernels = [f, g]`` then ``[jax.jit(k) for k in kernels]``); a function taken from a
-container or by name (``njit(funcs[k])``, ``njit(getattr(module, name))``) may be any
-of them, so every function of the module counts.  A function reached otherwise (returned by a call, read from another module's
+container or by name (``njit(funcs[k])``, ``njit(getattr(module, name))``, a loop over
+anything but a name or a literal: ``for fn in KERNELS.values()``, a name bound by unpacking:
+``{k: njit(v) for k, v in KERNELS.items()}``) may be any of them, so every function of
+the module counts; so it does when a compiler is handed on as a value (``map(numba.njit, fs)``,
+``[numba.njit][0](f)``, ``{"fast": numba.njit}``), other than as the function ``partial`` wraps.  A function reached otherwise (returned by a call, read from another module's
 attribute) is not followed: the rule pages say so.
 :data:`MODULE_COMPILERS` called anywhere (``numba.jit_module(nopython=True)``)
 compile every function of the module.  Everything inside a compiled body
@@ -55,6 +58,9 @@ COMPILERS: dict[str, str] = {
         f"numba.{name}": _NUMBA
         for name in ("jit", "njit", "vectorize", "guvectorize", "cfunc", "stencil", "generated_jit", "jitclass")
     },
+    # where numba defines what it re-exports at the top (`from numba.np.ufunc import vectorize`)
+    **{f"numba.core.decorators.{name}": _NUMBA for name in ("jit", "njit", "cfunc", "generated_jit")},
+    **{f"numba.np.ufunc.{name}": _NUMBA for name in ("vectorize", "guvectorize")},
     "numba.cuda.jit": _NUMBA,
     "numba.experimental.jitclass": _NUMBA,
     "numba.extending.overload": _NUMBA,  # the implementation it returns (nested) is compiled
@@ -115,7 +121,13 @@ def compiled_regions(tree: ast.Module, text: str) -> list[Region]:
             family = next(filter(None, map(names.family, node.decorator_list)), None)
             if family is not None:
                 regions.append(_body_region(node, family))
-        elif type(node) is ast.Call:
+        elif isinstance(node, _HOLDERS):
+            # a compiler handed on as a value (`map(numba.njit, fs)`, `[numba.njit][0](f)`) may be applied
+            # to any function
+            handed = next(filter(None, map(names.handed, _values(node))), None)
+            everything = everything or handed
+            if type(node) is not ast.Call:
+                continue
             family = names.family(node.func)
             if family is None:
                 continue
@@ -232,6 +244,10 @@ class _Compilers:
             return next(filter(None, map(self.qualname, expr.values)), None)  # type: ignore[attr-defined]
         return None
 
+    def handed(self, expr: ast.expr) -> str | None:
+        """The family of the compiler ``expr`` names, when it is a name or attribute (not a call of one)."""
+        return self.family(expr) if type(expr) in (ast.Name, ast.Attribute) else None
+
     def family(self, expr: ast.expr) -> str | None:
         qualname = self.qualname(expr)
         return None if qualname is None else _ALL[qualname]
@@ -295,14 +311,23 @@ def _follow(tree: ast.Module, by_name: dict[str, str], regions: list[Region]) ->
     sources: dict[str, list[tuple[ast.expr, bool]]] = {}  # name -> (what it is assigned, or iterates over)
     for assigned, value in _assignments(tree):
         sources.setdefault(assigned, []).append((value, False))
+    unpacked: set[str] = set()  # bound by unpacking (`for name, fn in KERNELS.items()`, `f, g = pair`): any item
     for node in ast.walk(tree):
-        if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)) and type(node.target) is ast.Name:
-            sources.setdefault(node.target.id, []).append((node.iter, True))
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            if type(node.target) is ast.Name:
+                sources.setdefault(node.target.id, []).append((node.iter, True))
+            else:
+                unpacked.update(_stored_names(node.target))
+        elif type(node) is ast.Assign:
+            unpacked.update(name for target in node.targets if type(target) is not ast.Name
+                            for name in _stored_names(target))
     everything = None
     todo = list(by_name)
     while todo:
         name = todo.pop()
         family = by_name[name]
+        if name in unpacked:
+            everything = everything or family
         for value, elements in sources.get(name, ()):
             for target in _held(value, elements):
                 if isinstance(target, ast.Lambda):
@@ -325,6 +350,8 @@ def _held(value: ast.expr, elements: bool = False) -> Iterator[str | ast.Lambda]
     if elements:
         if type(value) is ast.Name:  # `for k in kernels`: what `kernels` holds, item by item
             yield value.id
+        elif not isinstance(value, ast.Constant):  # `for fn in KERNELS.values()`, `for fn in self.kernels`
+            yield _UNKNOWN
         return
     if type(value) is ast.Call:
         if type(value.func) is ast.Name and value.func.id == "getattr":  # `njit(getattr(mod, name))`
@@ -339,6 +366,26 @@ def _held(value: ast.expr, elements: bool = False) -> Iterator[str | ast.Lambda]
         yield value.attr
     elif type(value) is ast.Subscript:
         yield _UNKNOWN
+
+
+_HOLDERS = (ast.Call, ast.List, ast.Tuple, ast.Set, ast.Dict)
+
+
+def _values(node: ast.AST) -> list[ast.expr]:
+    """The values ``node`` hands on: a call's arguments, a container's items (a dict's values)."""
+    if type(node) is ast.Call:
+        args = node.args[1:] if _is_partial(node.func) else node.args  # `partial(njit, ...)` makes a compiler
+        return [a.value if type(a) is ast.Starred else a for a in args] + [k.value for k in node.keywords]
+    if type(node) is ast.Dict:
+        return list(node.values)
+    return [e.value if type(e) is ast.Starred else e for e in node.elts]  # type: ignore[attr-defined]
+
+
+def _stored_names(target: ast.expr) -> Iterator[str]:
+    """The names an unpacking target binds (``name, fn``, ``(a, *rest)``)."""
+    for node in ast.walk(target):
+        if type(node) is ast.Name:
+            yield node.id
 
 
 # the keyword a compiler takes its function by (`jax.jit(fun=f)`, `torch.compile(model=m)`, `numba.njit(pyfunc=f)`)

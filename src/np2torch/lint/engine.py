@@ -40,6 +40,10 @@ span is what the fix replaces.
   not fixable;
 * anything inside a self-documenting f-string field (``f"{np.exp(x)=}"`` prints its
   source text): reported, not fixable;
+* a call that can run before the import its name resolves through (a later module-level
+  import, a ``global`` import in another function;
+  :func:`np2torch.lint.placement.before_their_import`): reported, not fixable (the
+  original raises NameError there);
 * every fixable finding when no line can hold the runtime import
   (:mod:`np2torch.lint.placement`): reported, not fixable, with the reason.
 
@@ -133,6 +137,10 @@ REASON_STAR_AFTER_IMPORT = (
     "only at run time)"
 )
 _NO_PLACE_REASONS = {placement.NO_PLACE: REASON_NO_IMPORT_PLACE, placement.STAR_AFTER: REASON_STAR_AFTER_IMPORT}
+REASON_BEFORE_ITS_IMPORT = (
+    "it can run before the import that binds its name has run (a later module-level import, or a `global` "
+    "import in another function): the original raises NameError there, the rewritten call would not"
+)
 REASON_SELF_DOCUMENTING = (
     "it is inside a self-documenting f-string field (`f\"{expr=}\"`), which prints the expression's source "
     "text: the rewrite would change the output"
@@ -445,6 +453,10 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
     if any(fixable for _r, _u, fixable, _why in pending) and in_runtime_module(path, settings.runtime_module):
         itself = no_fix_reason(settings.runtime_module)  # the fix would make the runtime import itself
         pending = [(ref, rule, False, why if not fixable else itself) for ref, rule, fixable, why in pending]
+    if import_line and any(fixable for _r, _u, fixable, _why in pending):
+        early = placement.before_their_import(tree, lines, [ref for ref, _rule, fixable, _why in pending if fixable])
+        pending = [(ref, rule, False, REASON_BEFORE_ITS_IMPORT) if fixable and ref in early else (ref, rule, fixable, why)
+                   for ref, rule, fixable, why in pending]
     if any(fixable for _r, _u, fixable, _why in pending):
         analysis.alias = _choose_alias(tree, text, settings, writes)
     if import_line and analysis.alias is not None:

@@ -10,8 +10,9 @@ is called, not when it is defined.  So:
   run a rewritten call: one that evaluates a fix when the module is imported
   (outside any ``def`` or ``lambda`` body), or one that can call code once a
   function holding a fix exists (a call, a decorator, a class statement with
-  bases (its metaclass), ``with``, ``raise``, ``await``: operators, attribute
-  reads and iteration run user code only on objects a call made first).  A
+  bases (its metaclass), ``with``, ``raise``, ``await``, a subscript of a class
+  the module defines (its ``__class_getitem__``): operators, attribute reads
+  and iteration run user code only on objects a call made first).  A
   statement that defines such a function and can call code is the deadline
   itself (``if __name__ == "__main__": def main(): ...; main()``).
 * The import goes right after the last module-level import that the findings
@@ -33,6 +34,9 @@ is called, not when it is defined.  So:
   last top-level statement before the deadline that is not a ``def`` or
   ``class`` (the set-up code), and not before the docstring, ``__future__``
   imports and the first block of imports.
+* A fix that a statement can run before the module-level import its name resolves through (a function
+  called above ``import numpy as np``) has no place (:func:`before_their_import`): the original raises
+  NameError there, and the runtime import, before that statement, would make the call succeed.
 * A star import that runs after the import may rebind the alias (a module's
   names are known only at run time): then there is no place (:data:`STAR_AFTER`).
 
@@ -53,7 +57,10 @@ from typing import Collection, Iterable, Iterator, Mapping, Optional, Sequence
 from np2torch.lint.model import Lines
 from np2torch.lint.resolve import Ref, bound_names, is_type_checking
 
-__all__ = ["NO_PLACE", "STAR_AFTER", "ImportPlace", "Unit", "Units", "import_place", "statements", "units_of"]
+__all__ = [
+    "NO_PLACE", "STAR_AFTER", "ImportPlace", "Unit", "Units", "before_their_import", "import_place", "statements",
+    "units_of",
+]
 
 NO_PLACE = "no place"
 """No line runs before every rewritten call and after the set-up the import may need."""
@@ -185,11 +192,13 @@ def _writes_something(node: ast.AST) -> bool:
 class _Fixes:
     """The rewritten expressions, by position."""
 
-    def __init__(self, refs: Iterable[Ref], own_names: Collection[str]) -> None:
+    def __init__(self, refs: Iterable[Ref], own_names: Collection[str], classes: Collection[str] = ()) -> None:
         found = sorted(((ref.node.lineno, ref.node.col_offset), id(ref.node)) for ref in refs)
         self.positions = [pos for pos, _id in found]
         self.ids = [node_id for _pos, node_id in found]
         self.own_names = own_names
+        self.classes = classes
+        """The names the module's class statements bind: subscripting one runs its ``__class_getitem__``."""
 
     def effects(self, nodes: Sequence[ast.AST], calls: bool = False) -> tuple[bool, bool, bool]:
         """(runs a fix on import, defines a function holding one, can call this module's code on import)
@@ -212,6 +221,8 @@ class _Fixes:
                     isinstance(node, (ast.Attribute, ast.Subscript)) and not isinstance(node.ctx, ast.Load)
                 ):  # a write into another object may hand it a function to call later (`sys.excepthook = hook`)
                     calling = True
+                elif type(node) is ast.Subscript and type(node.value) is ast.Name and node.value.id in self.classes:
+                    calling = True  # `Grid[1.0]` calls `Grid.__class_getitem__`, a class made without a call
                 elif _hands_itself_on(node) or (isinstance(node, ast.ImportFrom) and node.level):
                     calls = True  # a relative import may import this module back and call it
                 if id(node) in inside:
@@ -269,7 +280,7 @@ def import_place(
     """Where the runtime import goes for the fixes of ``refs``, or why nowhere (:data:`NO_PLACE`,
     :data:`STAR_AFTER`); see the module docstring."""
     units = units_of(tree)
-    fixes = _Fixes(refs, _own_names(tree, lines))
+    fixes = _Fixes(refs, _own_names(tree, lines), _class_names(tree, lines))
     deadline = _deadline(units, fixes)
     for unit in units[:deadline]:
         if any(_is_runtime_import(stmt, runtime_module, alias) for stmt in unit.stmts):
@@ -293,6 +304,50 @@ def import_place(
     ):
         return STAR_AFTER
     return place
+
+
+def before_their_import(tree: ast.Module, lines: Lines, refs: Sequence[Ref]) -> list[Ref]:
+    """The refs that a top-level statement may run before the first module-level import binding their name
+    has run (``def f(x): return np.exp(x)``, then ``f(1.0)``, then ``import numpy as np``), and those whose
+    name another function's ``global`` import binds (whenever that function happens to run).
+
+    There the original raises NameError, while the runtime import, which must come before that statement
+    (the deadline), would make the rewritten call succeed: no place serves them.  A ref whose import is
+    inside its deadline statement is left to :func:`import_place` (it follows the import, or there is none).
+    """
+    units = units_of(tree)
+    owners = _module_level_imports(units)
+    stars = _star_imports(units)
+    own, classes = _own_names(tree, lines), _class_names(tree, lines)
+    deadline = _deadline(units, _Fixes(refs, own, classes))
+    early = []
+    importers: dict[int, ast.AST] | None = None
+    for ref in refs:
+        aliases = _binding_aliases(ref, owners, stars)
+        if not aliases and ref.bindings:  # imports in functions: a `global` one binds when its function runs
+            importers = _importing_functions(tree) if importers is None else importers
+            if any(id(a) in importers and not _within(ref.node, importers[id(a)]) for a in ref.bindings):
+                early.append(ref)
+            continue
+        found = [units.index_of(owners[id(a)].lineno) for a in aliases]
+        first = min((i for i in found if i is not None), default=None)
+        # the deadline of all refs comes no later than any one's: only a first import after it needs a look
+        if first is not None and first > deadline and _deadline(units, _Fixes([ref], own, classes)) < first:
+            early.append(ref)
+    return early
+
+
+def _importing_functions(tree: ast.Module) -> dict[int, ast.AST]:
+    """id(alias) -> the innermost function whose body holds its import."""
+    found: dict[int, ast.AST] = {}
+    stack: list[tuple[ast.AST, ast.AST | None]] = [(tree, None)]
+    while stack:
+        node, function = stack.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and function is not None:
+            found.update((id(alias), function) for alias in node.names)
+        inner = node if isinstance(node, (*_DEFS, ast.Lambda)) else function
+        stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+    return found
 
 
 _NESTED = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
@@ -342,6 +397,14 @@ def _own_names(tree: ast.Module, lines: Lines) -> set[str]:
             names.add(node.rest)  # type: ignore[attr-defined]
         stack.extend(ast.iter_child_nodes(node))
     return names
+
+
+def _class_names(tree: ast.Module, lines: Lines) -> set[str]:
+    """The names class statements bind, in any scope (conservative: a class may be returned or stored), when
+    the module defines a ``__class_getitem__`` (else subscripting its classes runs none of its code)."""
+    if not lines.spells("__class_getitem__"):
+        return set()
+    return {node.name for node in ast.walk(tree) if type(node) is ast.ClassDef}
 
 
 # What the runtime's import reads: the environment (NP2TORCH_DEVICE and NP2TORCH_MIN_SIZE when it loads;

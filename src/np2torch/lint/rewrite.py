@@ -287,6 +287,8 @@ def _with_deep_stack(fn: Callable[..., _T], *args: object) -> _T:
 
 # Builtins that reach names through strings or namespaces: a module using one may use any import.
 _DYNAMIC_LOOKUPS = ("eval", "exec", "globals", "locals", "vars")
+# What reads a function's locals through its frame (`sys._getframe().f_locals`, `inspect.getargvalues(frame)`).
+_FRAME_LOOKUPS = ("f_locals", "getargvalues")
 
 
 def _unused_imports(
@@ -306,7 +308,7 @@ def _unused_imports(
     ``__init__.py`` (re-exports), names listed as strings where the module has
     ``__all__``, names used or bound anywhere else (any scope; conservative),
     every import of a module that calls ``eval``/``exec``/``globals``/...
-    (a string may name it), a multi-line import holding a comment, an import
+    (a string may name it) or reads a frame's locals (``sys._getframe().f_locals``), a multi-line import holding a comment, an import
     inside a ``try`` whose handlers may catch ``ImportError`` (feature detection:
     ``try: from scipy.special import erf`` / ``except ImportError: return fallback``
     falls back only while the import is there), and ``import x`` statements
@@ -329,7 +331,7 @@ def _unused_imports(
     if not replaced:
         return {}
     names = bound_names(tree)
-    if any("use" in names.get(builtin, ()) for builtin in _DYNAMIC_LOOKUPS):
+    if any("use" in names.get(builtin, ()) for builtin in _DYNAMIC_LOOKUPS) or any(map(lines.spells, _FRAME_LOOKUPS)):
         return {}
     # the statements of the module and of its classes, at any block depth, that no function holds
     visible = set() if unsafe else {id(stmt) for stmt in statements(tree.body, (ast.FunctionDef, ast.AsyncFunctionDef))}

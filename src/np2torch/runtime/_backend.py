@@ -96,6 +96,8 @@ def _import_torch() -> bool:
         import torch
     except ImportError:
         return False
+    except RuntimeError:  # after threading's shutdown (an atexit handler): "can't register atexit after shutdown"
+        return False
     _consume_readonly_warning()
     if in_forked_child():
         torch.set_num_threads(1)

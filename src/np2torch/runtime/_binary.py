@@ -43,7 +43,7 @@ from ._backend import can_view, load_torch, threads
 from ._config import RuntimeSettings
 from ._decide import Route, original_reason
 from ._errstate import error_checks, numpy_call, scipy_reports
-from ._helper import PUBLIC_MODULE, Helper, ufunc_signature
+from ._helper import ABSENT, PUBLIC_MODULE, Helper, ufunc_signature
 from ._state import PROCESS, SCOPED, TAKEN
 
 if TYPE_CHECKING:
@@ -185,7 +185,9 @@ def second_operand(x: np.ndarray) -> np.ndarray:
 
 
 def _make_function(helper: Binary) -> Callable[..., Any]:
-    def function(x1: Any, x2: Any, /, *args: Any, **kwargs: Any) -> Any:
+    def function(x1: Any = ABSENT, x2: Any = ABSENT, /, *args: Any, **kwargs: Any) -> Any:
+        if x2 is ABSENT:
+            return helper.original(*(() if x1 is ABSENT else (x1,)), **kwargs)
         if not args and not kwargs and not sys.is_finalizing():  # at exit only the original runs (Helper.admits)
             scoped = SCOPED.get()
             settings = PROCESS.settings if scoped is None else scoped

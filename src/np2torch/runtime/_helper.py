@@ -30,6 +30,11 @@ if TYPE_CHECKING:
 # "np2torch.runtime" here; the vendored package's name in a copy made by `np2torch vendor`.
 PUBLIC_MODULE = __name__.rsplit(".", 1)[0]
 
+ABSENT: Any = type("Absent", (), {"__repr__": lambda self: "<absent>"})()
+"""The default of a ufunc helper's positional parameters: a call that leaves one out (``exp(x=a)``,
+``hypot(a)``) goes to the original, which raises its own TypeError (Python's binding error for the
+helper's signature reads differently)."""
+
 
 def ufunc_signature(nin: int) -> inspect.Signature | None:
     """The signature NumPy gives every ufunc of ``nin`` inputs (``(x, /, out=None, *, where=True, ...)``),

@@ -52,7 +52,7 @@ from ._errstate import (
     numpy_call,
     scipy_reports,
 )
-from ._helper import PUBLIC_MODULE, Helper, ufunc_signature
+from ._helper import ABSENT, PUBLIC_MODULE, Helper, ufunc_signature
 from ._record import Record
 from ._state import PROCESS, SCOPED, TAKEN
 
@@ -243,7 +243,7 @@ def make_function(state: Ufunc) -> Callable[..., Any]:
     modules = sys.modules
     scalars = NUMPY_SCALARS
 
-    def helper(x: Any, /, *args: Any, **kwargs: Any) -> Any:
+    def helper(x: Any = ABSENT, /, *args: Any, **kwargs: Any) -> Any:
         # The hot path: everything below the size test is for large arrays only;
         # a plain array or scalar without arguments then gets numpy_call inlined
         # (a small call costs ~0.3 us here), anything else numpy_call itself.
@@ -259,6 +259,8 @@ def make_function(state: Ufunc) -> Callable[..., Any]:
             if args or kwargs or x.dtype.hasobject:
                 return numpy_call(state.original, state.name, x, *args, **kwargs)
         elif type(x) not in scalars or args or kwargs:
+            if x is ABSENT:
+                return state.original(**kwargs)
             if DASK_ARRAY in modules and is_dask_array(x):  # Dask is never imported here (as array-api-compat)
                 return dask_elementwise(helper, state.load(), x, args, kwargs)
             return numpy_call(state.original, state.name, x, *args, **kwargs)
