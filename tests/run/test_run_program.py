@@ -315,3 +315,29 @@ def test_the_users_pycache_never_holds_rewritten_code_and_a_second_run_hits_the_
     # and a plain run afterwards imports the original code
     assert _run(root, ["-c", "import helper, inspect; print(helper.f.__code__.co_names)"])[1].strip() == \
         "('np', 'exp')"
+
+
+def test_modules_keep_the_loader_python_gives_them(tmp_path: Path) -> None:
+    # The rewriting loader serves the code only: a module's __loader__ and __spec__.loader, imported, reloaded
+    # or run with -m, are the plain SourceFileLoader (its type, its repr in the spec, its get_code).
+    root = _project(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/mod.py": "import numpy as np\ndef g(x):\n    return np.exp(x)\n",
+        "pkg/__main__.py": """\
+            import importlib, re
+            import numpy as np
+            from . import mod
+
+            def show(module):
+                loader = module.__spec__.loader
+                print(type(module.__loader__), loader is module.__loader__, re.sub(" at 0x[0-9a-f]+", "", repr(loader)))
+                print(type(loader).__module__, loader.get_code(module.__name__).co_names)
+            show(mod)
+            show(importlib.reload(mod))
+            print(type(__loader__).__name__, re.sub(" at 0x[0-9a-f]+", "", repr(__spec__)))
+            print(mod.g(np.zeros(1)), np.log(np.ones(1)))
+            """})
+    plain, under, report = both(root, ["-m", "pkg"])
+    assert plain[1].count("('numpy', 'np', 'g')") == 2  # the original code, as python's loader reads it
+    assert under == plain
+    assert calls(report) == {("mod.py", 3): 1, ("__main__.py", 12): 1}

@@ -300,14 +300,22 @@ def _stderr(line: str) -> None:
 
 class RewritingLoader(importlib.machinery.SourceFileLoader):
     """The original source loader, except that ``get_code`` returns the instrumented code (and caches
-    none of it in ``__pycache__``) when the file has sites."""
+    none of it in ``__pycache__``) when the file has sites.
 
-    def __init__(self, fullname: str, path: str, rewriter: Rewriter, included: bool) -> None:
+    It is the spec's loader only until its code is asked for: then the spec and the module (``__loader__``)
+    get the plain :class:`~importlib.machinery.SourceFileLoader` Python would have given them, so the
+    program sees its own loader (its type, its ``repr`` in ``__spec__``, its ``get_code``)."""
+
+    def __init__(self, fullname: str, path: str, rewriter: Rewriter, included: bool,
+                 spec: importlib.machinery.ModuleSpec | None = None) -> None:
         super().__init__(fullname, path)
         self.rewriter = rewriter
         self.included = included
+        self.spec = spec
+        self.plain = importlib.machinery.SourceFileLoader(fullname, path)
 
     def get_code(self, fullname: str) -> Any:
+        _hand_back(self, self.plain, self.spec, sys.modules.get(fullname))
         path = self.get_filename(fullname)
         try:
             source = self.get_data(path)
@@ -344,7 +352,7 @@ class Finder(importlib.abc.MetaPathFinder):
         included = self.rewriter.scope.covers(spec.origin)
         if included is None:
             return spec
-        spec.loader = RewritingLoader(fullname, spec.origin, self.rewriter, included)
+        spec.loader = RewritingLoader(fullname, spec.origin, self.rewriter, included, spec)
         return spec
 
     def _others(self, fullname: str, path: Optional[Sequence[str]],
@@ -376,11 +384,21 @@ class _AfterExec(importlib.abc.Loader):
         return self.loader.create_module(spec)
 
     def exec_module(self, module: Any) -> None:
+        _hand_back(self, self.loader, getattr(module, "__spec__", None), module)
         self.loader.exec_module(module)
         self.then(module)
 
     def __getattr__(self, name: str) -> Any:  # get_source, get_code, is_package, ... of the real loader
         return getattr(self.loader, name)
+
+
+def _hand_back(ours: Any, theirs: Any, spec: importlib.machinery.ModuleSpec | None, module: Any) -> None:
+    """``spec``'s and ``module``'s loader ``theirs`` where it is ``ours`` (the import system took ``ours``
+    from the spec already: ``runpy`` and ``importlib`` then give the module the one it would have had)."""
+    if spec is not None and spec.loader is ours:
+        spec.loader = theirs
+    if module is not None and getattr(module, "__loader__", None) is ours:
+        module.__loader__ = theirs
 
 
 def install(rewriter: Rewriter) -> Finder:
