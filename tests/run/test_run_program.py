@@ -341,3 +341,30 @@ def test_modules_keep_the_loader_python_gives_them(tmp_path: Path) -> None:
     assert plain[1].count("('numpy', 'np', 'g')") == 2  # the original code, as python's loader reads it
     assert under == plain
     assert calls(report) == {("mod.py", 3): 1, ("__main__.py", 12): 1}
+
+
+def test_a_script_named_like_a_standard_module_np2torch_imports(tmp_path: Path) -> None:
+    # `python -m np2torch` puts the working directory, the script's folder here, first on sys.path: np2torch's
+    # own imports (tempfile imports random) must not find the program's random.py.
+    root = _project(tmp_path, {"random.py": """\
+        import sys
+        import numpy as np
+        print(__name__, sys.path[0] == __file__.rpartition("/")[0], np.exp(np.zeros(1)))
+        """})
+    plain, under, report = both(root, ["random.py"])
+    assert plain == (0, "__main__ True [1.]\n", "")
+    assert under == plain
+    assert calls(report) == {("random.py", 3): 1}
+
+
+@pytest.mark.parametrize("argv", [["prog.py"], ["-m", "pkg"]], ids=["script", "module"])
+def test_safe_path_puts_no_folder_first_on_sys_path(tmp_path: Path, argv: List[str]) -> None:
+    # -P / PYTHONSAFEPATH: python puts neither the script's folder nor the working directory on sys.path, so
+    # `-m pkg` from the project's folder is not found, and sys.path starts with the standard library's.
+    root = _project(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/__main__.py": "import numpy as np\nprint(np.exp(np.zeros(1)))\n",
+        "prog.py": "import sys\nimport numpy as np\nprint(sys.path[:2], np.exp(np.zeros(1)))\n"})
+    plain, under, _ = both(root, argv, {"PYTHONSAFEPATH": "1"})
+    assert str(root) not in plain[1] and (plain[0] == 0) == (argv == ["prog.py"])
+    assert under == plain

@@ -115,6 +115,10 @@ _REPLACED: list[Any] = []
 
 
 def _first_path(folder: str, starting: bool) -> None:
+    """The program's folder first on ``sys.path``, in place of np2torch's own entry, as ``python`` puts it
+    there; nowhere under ``-P``/``PYTHONSAFEPATH``, which tells python to put it nowhere (nor np2torch's)."""
+    if sys.flags.safe_path:
+        return
     if starting:
         sys.path.insert(0, folder)
     else:
