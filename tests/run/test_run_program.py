@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 import textwrap
@@ -368,3 +369,33 @@ def test_safe_path_puts_no_folder_first_on_sys_path(tmp_path: Path, argv: List[s
     plain, under, _ = both(root, argv, {"PYTHONSAFEPATH": "1"})
     assert str(root) not in plain[1] and (plain[0] == 0) == (argv == ["prog.py"])
     assert under == plain
+
+
+def test_the_report_file_never_replaces_what_it_names_nor_changes_the_program(tmp_path: Path) -> None:
+    # /dev/stdout and a FIFO are written through (after the program's output), a symbolic link's file is written
+    # (the link stays), and a report that cannot be written is one line on stderr: the exit status is kept.
+    root = _project(tmp_path, {"prog.py": """\
+        import sys
+        import numpy as np
+        print("out", np.exp(np.zeros(1)), end="")
+        sys.exit(3)
+        """})
+    plain = _run(root, ["prog.py"])
+    assert plain == (3, "out [1.]", "")
+    run = ["-m", "np2torch", "run", "--report", "none", "--report-file"]
+    (tmp_path / "stdout").symlink_to("/dev/stdout")  # a link of the test's own: never /dev's, should it be replaced
+    status, out, err = _run(root, [*run, str(tmp_path / "stdout"), "prog.py"])
+    assert (status, out[:len(plain[1])], err) == plain and json.loads(out[len(plain[1]):])["exit_status"] == 3
+    (tmp_path / "real.json").write_text("old")
+    (tmp_path / "link.json").symlink_to(tmp_path / "real.json")
+    assert _run(root, [*run, str(tmp_path / "link.json"), "prog.py"]) == plain
+    assert (tmp_path / "link.json").is_symlink() and json.loads((tmp_path / "real.json").read_text())["sites"]
+    missing = tmp_path / "nowhere" / "r.json"
+    assert _run(root, [*run, str(missing), "prog.py"]) == (3, plain[1], f"np2torch run: cannot write {missing}: "
+                                                                        "No such file or directory\n")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE, text=True) as reader:
+        assert _run(root, [*run, str(fifo), "prog.py"]) == plain
+        assert json.loads(reader.communicate(timeout=60)[0])["exit_status"] == 3
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)

@@ -10,6 +10,7 @@ import atexit
 import json
 import os
 import shutil
+import stat
 import sys
 import tempfile
 import time
@@ -19,6 +20,7 @@ from typing import Any, Dict, List, NoReturn, Sequence
 import click
 
 from np2torch.cli.config import ConfigError, Overrides, check_selectors, split_codes
+from np2torch.cli.files import replace_file
 
 USAGE = """\
 Usage: np2torch run [OPTIONS] SCRIPT [ARGS]...
@@ -248,12 +250,29 @@ def _report(run: Any, options: Options, command: Sequence[str], wall: float, sta
 
 
 def _write(path: str, text: str) -> None:
-    folder = os.path.dirname(os.path.abspath(path))
-    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".np2torch-report-")
+    """The report at ``path``: after the program's output when it is the program's stdout or stderr
+    (``/dev/stdout``, redirected to a file or not); written through a FIFO or a device, which is never replaced;
+    else atomically (a temporary file beside it, then ``os.replace``), the file a symbolic link names (the link
+    stays)."""
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
+        st = os.stat(path)
+    except OSError:
+        st = None  # a new file; anything else fails below with its own error
+    ours = st is not None and any(_same_file(st, fd) for fd in (1, 2))
+    if ours or (st is not None and not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode)):
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError, AttributeError):
+                pass
+        with open(path, "a" if ours else "w", encoding="utf-8") as file:
             file.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
+        return
+    replace_file(os.path.realpath(path), text.encode("utf-8"))
+
+
+def _same_file(st: os.stat_result, fd: int) -> bool:
+    try:
+        return os.path.samestat(st, os.fstat(fd))
+    except OSError:
+        return False
