@@ -399,3 +399,12 @@ def test_the_report_file_never_replaces_what_it_names_nor_changes_the_program(tm
         assert _run(root, [*run, str(fifo), "prog.py"]) == plain
         assert json.loads(reader.communicate(timeout=60)[0])["exit_status"] == 3
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+
+
+def test_a_relative_report_file_is_where_the_run_started_whatever_the_program_does(tmp_path: Path) -> None:
+    root = _project(tmp_path, {"prog.py": "import os\nimport numpy as np\nos.chdir('sub')\nprint(np.exp(np.zeros(1)))\n",
+                               "sub/keep": ""})
+    plain = _run(root, ["prog.py"])
+    assert _run(root, ["-m", "np2torch", "run", "--report", "none", "--report-file", "r.json", "prog.py"]) == plain
+    assert calls(json.loads((root / "r.json").read_text())) == {("prog.py", 4): 1}
+    assert not (root / "sub" / "r.json").exists()

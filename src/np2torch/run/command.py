@@ -171,6 +171,8 @@ def main(options: Options) -> NoReturn:
     from np2torch.run.program import Program, ProgramError, execute
 
     program = Program(options.script, options.module, tuple(options.args))
+    if options.report_file:
+        options.report_file = os.path.abspath(options.report_file)  # where it is now: the program may chdir
     try:
         scope = Scope.build([project_root(program.folder())], options.include, options.exclude)
     except ScopeError as exc:
