@@ -408,3 +408,22 @@ def test_a_relative_report_file_is_where_the_run_started_whatever_the_program_do
     assert _run(root, ["-m", "np2torch", "run", "--report", "none", "--report-file", "r.json", "prog.py"]) == plain
     assert calls(json.loads((root / "r.json").read_text())) == {("prog.py", 4): 1}
     assert not (root / "sub" / "r.json").exists()
+
+
+def test_orig_argv_is_pythons_and_a_program_restarting_itself_from_it_runs_rewritten(tmp_path: Path) -> None:
+    # sys.orig_argv: the interpreter and its options, then the program's command line (a reloader restarts
+    # the program from it: the restarted program runs under the same rewrite, not a second np2torch run).
+    root = _project(tmp_path, {"prog.py": """\
+        import subprocess, sys
+        import numpy as np
+        print(sys.orig_argv[1:], np.exp(np.zeros(1)))
+        if sys.argv[-1] != "again":
+            print(subprocess.run([sys.executable, *sys.orig_argv[1:], "again"], capture_output=True, text=True).stdout)
+        """})
+    flags = ["-W", "ignore", "-X", "dev", "-O"]
+    report = tmp_path / "report.json"
+    plain = _run(root, [*flags, "prog.py", "a"])
+    under = _run(root, [*flags, "-m", "np2torch", "run", "--report", "none", "--report-file", str(report), "prog.py", "a"])
+    assert plain[1].startswith("['-W', 'ignore', '-X', 'dev', '-O', 'prog.py', 'a'] [1.]\n")
+    assert under == plain
+    assert calls(json.loads(report.read_text())) == {("prog.py", 3): 2}
