@@ -427,3 +427,27 @@ def test_orig_argv_is_pythons_and_a_program_restarting_itself_from_it_runs_rewri
     assert plain[1].startswith("['-W', 'ignore', '-X', 'dev', '-O', 'prog.py', 'a'] [1.]\n")
     assert under == plain
     assert calls(json.loads(report.read_text())) == {("prog.py", 3): 2}
+
+
+def test_a_patched_original_is_called_as_python_calls_it(tmp_path: Path) -> None:
+    # A site's reference is evaluated as the program wrote it: when it no longer names the original (a test's
+    # mock.patch, the program's own assignment), the program's line calls what it names, uncounted.
+    root = _project(tmp_path, {"prog.py": """\
+        from unittest import mock
+        import numpy as np
+        import scipy.special as sc
+        from scipy.special import erf
+
+        def f(x):
+            return np.exp(x), sc.erf(x), erf(x)
+
+        print(f(np.ones(1)))
+        with mock.patch("numpy.exp", return_value="exp patched"), mock.patch("scipy.special.erf", return_value="erf"):
+            print(f(np.ones(1)))  # np.exp and sc.erf are the modules' attributes; erf still names the original
+        with mock.patch("__main__.erf", side_effect=ValueError("from the mock")):
+            f(np.ones(1))
+        """})
+    plain, under, report = both(root, ["prog.py"])
+    assert "('exp patched', 'erf', array([0.84270079]))" in plain[1] and "ValueError: from the mock" in plain[2]
+    assert under == plain
+    assert sorted((site["col"], site["calls"]) for site in report["sites"]) == [(12, 2), (23, 2), (34, 2)]

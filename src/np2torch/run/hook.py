@@ -41,7 +41,7 @@ from np2torch.runtime.sites import cache_dir
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 """np2torch itself: never rewritten."""
 
-_CACHE_FORMAT = 3
+_CACHE_FORMAT = 4
 
 _STDLIB_NAMES = frozenset(getattr(sys, "stdlib_module_names", ()))
 """Top-level names the standard library holds (Python >= 3.10): never looked at."""

@@ -1,9 +1,13 @@
 """The rewrite ``np2torch fix`` would make, made on the ``ast`` tree of a module instead of its text.
 
 Text in, code object out, and nothing moves: each reference the fix would
-replace (``np.exp`` in ``np.exp(x)``) becomes ``<sites>[<file>][i]``, where
+replace (``np.exp`` in ``np.exp(x)``) becomes ``<sites>[<file>][i][np.exp]``, where
 ``<sites>`` is a name no source text can spell, bound in :mod:`builtins` (the
-module's own namespace, ``globals()``, stays as the program made it).  The new
+module's own namespace, ``globals()``, stays as the program made it): the
+reference, evaluated as the program wrote it, picks the site when it names the
+original and itself otherwise (a patched ``numpy.exp``,
+:class:`np2torch.runtime.sites.Pick`); a pattern rule's whole expression
+becomes ``<sites>[<file>][i](x, ...)``.  The new
 nodes carry the replaced node's line and columns, so tracebacks (with their
 ``^^^^`` markers), warnings, ``inspect``, coverage and pdb see the file on
 disk.  One expression statement placed before the module's first statement
@@ -191,6 +195,13 @@ def _site(key: str, index: int, where: ast.AST) -> ast.expr:
     return node
 
 
+def _picked(site: ast.expr, reference: ast.AST) -> ast.expr:
+    """``<sites>[key][index][reference]``: the reference, evaluated as the program wrote it, picks the site's call
+    when it is the original and itself otherwise (:class:`np2torch.runtime.sites.Pick`), at its position."""
+    assert isinstance(reference, ast.expr)
+    return ast.copy_location(ast.Subscript(value=site, slice=reference, ctx=ast.Load()), reference)
+
+
 class _Replace(ast.NodeTransformer):
     def __init__(self, key: str, targets: dict[int, tuple[int, Planned]]) -> None:
         self.key = key
@@ -202,7 +213,7 @@ class _Replace(ast.NodeTransformer):
             return self.generic_visit(node)
         index, fix = target
         if not fix.rule.is_pattern:
-            return _site(self.key, index, node)
+            return _picked(_site(self.key, index, node), self.generic_visit(node))
         assert isinstance(node, (ast.Call, ast.BinOp))
         where = node.func if isinstance(node, ast.Call) else node
         return _collapse(self.generic_visit(node), _site(self.key, index, where))

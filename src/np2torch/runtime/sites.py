@@ -346,17 +346,44 @@ def table(key: str, path: str, specs: Sequence[Tuple[int, int, str, str, str, Tu
     from . import _api  # the helpers and NumPy load with the first instrumented module, not before
 
     calls = []
+    entries: List[Any] = []
     with _LOCK:
         for line, column, name, function, code, pattern in specs:
             site = _SITES.get((path, line, column, code))
+            helper = _api.HELPERS[name]
             if site is None:
-                helper = _api.HELPERS[name]
                 original = _spelled(*pattern) if pattern else helper.original
                 site = Site(path, line, column, function, code, helper.function, original, name, sample)
                 _SITES[site.key] = site
             calls.append(site.call)
-        vars(builtins).setdefault(BUILTIN, {})[key] = calls
+            entries.append(site.call if pattern else Pick(helper.load, site.call))
+        vars(builtins).setdefault(BUILTIN, {})[key] = entries
     return calls
+
+
+class Pick(Dict[Any, Any]):
+    """A reference site's entry in :data:`BUILTIN`: the program's code subscripts it with what its own reference
+    evaluates to when the call runs (``<sites>[key][i][np.exp](x)``), and gets the site's call when that is the
+    original, else that object itself, which the program's line then calls as ``python`` would: a test's
+    ``mock.patch("numpy.exp")``, a program's own ``np.exp = ...`` (neither counted nor timed).  The original is
+    the one the runtime computes (:meth:`Helper.load`); once it has been seen, a hit is a dict lookup."""
+
+    __slots__ = ("load", "call")
+
+    def __init__(self, load: Callable[[], Any], call: Callable[..., Any]) -> None:
+        super().__init__()
+        self.load = load
+        self.call = call
+
+    def __missing__(self, reference: Any) -> Any:
+        try:
+            original = self.load()
+        except Exception:
+            return reference  # the original cannot be imported here: the program's object is not it
+        if reference is not original:
+            return reference
+        self[reference] = self.call
+        return self.call
 
 
 def _spelled(*pattern: str) -> Callable[..., Any]:
