@@ -451,3 +451,31 @@ def test_a_patched_original_is_called_as_python_calls_it(tmp_path: Path) -> None
     assert "('exp patched', 'erf', array([0.84270079]))" in plain[1] and "ValueError: from the mock" in plain[2]
     assert under == plain
     assert sorted((site["col"], site["calls"]) for site in report["sites"]) == [(12, 2), (23, 2), (34, 2)]
+
+
+def test_a_site_reads_its_arguments_size_without_running_the_programs_code(tmp_path: Path) -> None:
+    # A size property or a __len__ of the program's own runs, and prints or raises, as often as under python.
+    root = _project(tmp_path, {"prog.py": """\
+        import numpy as np
+
+        class Seq:
+            def __init__(self, values): self.values = values
+            def __len__(self):
+                print("len")
+                return len(self.values)
+            def __getitem__(self, i): return self.values[i]
+
+        class Sized:
+            @property
+            def size(self):
+                raise RuntimeError("size read")
+            def __array__(self, dtype=None, copy=None): return np.zeros(3)
+
+        for _ in range(2):
+            print(np.exp(Seq([1.0, 2.0])), np.sin(Sized()), np.exp([0.0, 1.0]))
+        """})
+    plain, under, report = both(root, ["prog.py"])
+    assert plain[0] == 0 and plain[1].count("len\n") == 4
+    assert under == plain
+    assert sorted((site["col"], site["calls"], site["elements"]) for site in report["sites"]) == \
+        [(11, 2, 2), (36, 2, 2), (53, 2, 4)]  # 1 element for what has no native size
