@@ -479,3 +479,17 @@ def test_a_site_reads_its_arguments_size_without_running_the_programs_code(tmp_p
     assert under == plain
     assert sorted((site["col"], site["calls"], site["elements"]) for site in report["sites"]) == \
         [(11, 2, 2), (36, 2, 2), (53, 2, 4)]  # 1 element for what has no native size
+
+
+def test_the_report_goes_to_the_processs_stderr_not_the_stream_the_program_put_there(tmp_path: Path) -> None:
+    root = _project(tmp_path, {"prog.py": """\
+        import sys
+        import numpy as np
+        sys.stderr = open("log.txt", "w")
+        print("to the log", np.exp(np.zeros(1)), file=sys.stderr)
+        """})
+    plain = _run(root, ["prog.py"])
+    log = (root / "log.txt").read_text()
+    status, out, err = _run(root, ["-m", "np2torch", "run", "prog.py"])
+    assert (status, out) == plain[:2] and (root / "log.txt").read_text() == log == "to the log [1.]\n"
+    assert err.startswith("np2torch run report: prog.py\n")

@@ -242,12 +242,28 @@ def _report(run: Any, options: Options, command: Sequence[str], wall: float, sta
         try:
             _write(options.report_file, report.dump(built) + "\n")
         except OSError as exc:
-            print(f"np2torch run: cannot write {options.report_file}: {exc.strerror or exc}", file=sys.stderr)
+            _say(f"np2torch run: cannot write {options.report_file}: {exc.strerror or exc}")
     if options.report != "none":
+        _say(report.text(built) if options.report == "text" else report.dump(built))
+
+
+def _say(text: str) -> None:
+    """``text`` on the process's own stderr, after what the program wrote: never into a stream the program put
+    in ``sys.stderr`` (its log file), nor an error of the program's when it closed it."""
+    _flush_program()
+    stream = sys.__stderr__
+    try:
+        if stream is not None:
+            print(text, file=stream, flush=True)
+    except (OSError, ValueError):
+        pass
+
+
+def _flush_program() -> None:
+    for stream in (sys.stdout, sys.stderr):
         try:
-            sys.stderr.flush()
-            print(report.text(built) if options.report == "text" else report.dump(built), file=sys.stderr, flush=True)
-        except (OSError, ValueError):
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
             pass
 
 
@@ -262,11 +278,7 @@ def _write(path: str, text: str) -> None:
         st = None  # a new file; anything else fails below with its own error
     ours = st is not None and any(_same_file(st, fd) for fd in (1, 2))
     if ours or (st is not None and not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode)):
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError, AttributeError):
-                pass
+        _flush_program()
         with open(path, "a" if ours else "w", encoding="utf-8") as file:
             file.write(text)
         return
