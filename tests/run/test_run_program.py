@@ -493,3 +493,23 @@ def test_the_report_goes_to_the_processs_stderr_not_the_stream_the_program_put_t
     status, out, err = _run(root, ["-m", "np2torch", "run", "prog.py"])
     assert (status, out) == plain[:2] and (root / "log.txt").read_text() == log == "to the log [1.]\n"
     assert err.startswith("np2torch run report: prog.py\n")
+
+
+def test_a_program_that_execs_itself_runs_rewritten_and_is_reported(tmp_path: Path) -> None:
+    # os.execv of the interpreter (a reloader): the new image is the run's own process, rewritten, and writes the
+    # report at its exit (the counts of the image it replaced are gone with it); the spool folder is removed.
+    root = _project(tmp_path, {"prog.py": """\
+        import os, sys
+        import numpy as np
+        print("run", len(sys.argv), np.exp(np.zeros(1)), flush=True)
+        if len(sys.argv) < 3:
+            os.execv(sys.executable, [sys.executable, *sys.argv, "again"])
+        sys.exit(5)
+        """})
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    plain, under, report = both(root, ["prog.py", "a"], {"TMPDIR": str(spool)})
+    assert plain == (5, "run 2 [1.]\nrun 3 [1.]\n", "")
+    assert under == plain
+    assert calls(report) == {("prog.py", 3): 1} and report["exit_status"] == 5
+    assert report["command"] == ["np2torch", "run", "prog.py", "a"] and list(spool.iterdir()) == []

@@ -49,12 +49,15 @@ class Run:
         """The pid of the ``np2torch run`` process, which writes the report."""
         self.cache = cache
         self.rewriter = Rewriter(scope, overrides, config_path, cache=cache)
+        self.report: Dict[str, Any] | None = None
+        """What the owner reports and where (``mode``, ``file``, ``command``, ``started``): the owner's process
+        reports from it when the program replaced it with ``os.exec*``."""
 
     def as_environment(self) -> str:
         overrides = self.overrides
         return json.dumps({
             "scope": self.scope.as_dict(), "config": self.config_path, "spool": self.spool, "owner": self.owner,
-            "cache": self.cache,
+            "cache": self.cache, "report": self.report,
             "overrides": {"select": overrides.select, "ignore": list(overrides.ignore),
                           "extend_select": list(overrides.extend_select), "unsafe_fixes": overrides.unsafe_fixes},
         })
@@ -67,8 +70,10 @@ class Run:
         unsafe = raw["unsafe_fixes"]
         overrides = Overrides(select=select, ignore=tuple(raw["ignore"]), extend_select=tuple(raw["extend_select"]),
                               unsafe_fixes=None if unsafe is None else bool(unsafe))
-        return cls(Scope.from_dict(data["scope"]), overrides, data["config"], data["spool"], int(data["owner"]),
-                   bool(data.get("cache", True)))
+        run = cls(Scope.from_dict(data["scope"]), overrides, data["config"], data["spool"], int(data["owner"]),
+                  bool(data.get("cache", True)))
+        run.report = data.get("report")
+        return run
 
 
 _CURRENT: List[Run] = []
@@ -172,10 +177,17 @@ def _run_and_exit(program: Any, run: Run) -> None:
 
     from np2torch.run.program import execute
 
+    outcome: Dict[str, Any] = {"status": None}
+    before: Callable[[], None] = _nothing
+    if os.getpid() == run.owner and run.report is not None:  # the run's own process, the program exec'd itself
+        from np2torch.run.command import report_after_exec
+
+        before = report_after_exec(run, outcome)
     try:
-        status = execute(program, run.rewriter, starting=True)
+        status = execute(program, run.rewriter, before=before, starting=True)
     except SystemExit as exc:
         status = _exit_status(exc.code)
+    outcome["status"] = status
     shutdown = getattr(threading, "_shutdown", None)
     if shutdown is not None:
         shutdown()
@@ -186,6 +198,10 @@ def _run_and_exit(program: Any, run: Run) -> None:
         except (OSError, ValueError, AttributeError):
             pass
     os._exit(status)
+
+
+def _nothing() -> None:
+    pass
 
 
 def _exit_status(code: object) -> int:

@@ -15,7 +15,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, NoReturn, Sequence
+from typing import Any, Callable, Dict, List, NoReturn, Sequence
 
 import click
 
@@ -184,6 +184,8 @@ def main(options: Options) -> NoReturn:
         run = Run(scope, overrides, options.config, spool, os.getpid(), cache=options.cache)
     except ConfigError as exc:
         _fail(str(exc), 2)
+    run.report = {"mode": options.report, "file": options.report_file, "command": program.command,
+                  "started": time.time()}
     activate(run)
     if options.children:
         follow_children(run)
@@ -208,6 +210,22 @@ def main(options: Options) -> NoReturn:
         raise
     outcome["status"] = status
     sys.exit(status)
+
+
+def report_after_exec(run: Any, outcome: Dict[str, Any]) -> Callable[[], None]:
+    """The ``before`` of the run's own process once the program replaced it (``os.execv`` of itself, as a
+    reloader does): it reports at exit as :func:`main` would have, from the run's description (the counts of
+    the image it replaced are gone with it)."""
+    described = run.report
+    options = Options(report=described["mode"], report_file=described["file"])
+
+    def report_at_exit() -> None:
+        _report(run, options, described["command"], time.time() - described["started"], outcome["status"])
+
+    def before() -> None:  # as main's: after the program's atexit handlers, it reports
+        atexit.register(report_at_exit)
+
+    return before
 
 
 def _report(run: Any, options: Options, command: Sequence[str], wall: float, status: int | None) -> None:
