@@ -180,9 +180,9 @@ def _run_and_exit(program: Any, run: Run) -> None:
     outcome: Dict[str, Any] = {"status": None}
     before: Callable[[], None] = _nothing
     if os.getpid() == run.owner and run.report is not None:  # the run's own process, the program exec'd itself
-        from np2torch.run.command import report_after_exec
+        from np2torch.run.at_exit import after_exec
 
-        before = report_after_exec(run, outcome)
+        before = after_exec(run, outcome, flush)
     try:
         status = execute(program, run.rewriter, before=before, starting=True)
     except SystemExit as exc:

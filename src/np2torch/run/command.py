@@ -7,20 +7,17 @@ script or ``-m MODULE`` is the program's, ``--help`` included.
 from __future__ import annotations
 
 import atexit
-import json
 import os
 import shutil
-import stat
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, NoReturn, Sequence
+from typing import Any, Dict, List, NoReturn, Sequence
 
 import click
 
 from np2torch.cli.config import ConfigError, Overrides, check_selectors, split_codes
-from np2torch.cli.files import replace_file
 
 USAGE = """\
 Usage: np2torch run [OPTIONS] SCRIPT [ARGS]...
@@ -166,7 +163,8 @@ def command(argv: tuple[str, ...]) -> None:
 
 def main(options: Options) -> NoReturn:
     """Run the program under the options; never returns (the program's exit is the process's)."""
-    from np2torch.run.children import Run, activate, follow_children
+    from np2torch.run import at_exit
+    from np2torch.run.children import Run, activate, flush, follow_children
     from np2torch.run.hook import Scope, ScopeError, project_root
     from np2torch.run.program import Program, ProgramError, execute
 
@@ -193,7 +191,11 @@ def main(options: Options) -> NoReturn:
     start = time.perf_counter()
 
     def report_at_exit() -> None:
-        _report(run, options, program.command, time.perf_counter() - start, outcome["status"])
+        if os.getpid() != run.owner:  # a child forked by the program itself: its counts go to the spool
+            flush()
+            return
+        at_exit.report(run, options.report, options.report_file, program.command, time.perf_counter() - start,
+                       outcome["status"])
 
     def before() -> None:  # registered once the program is in place: after its atexit handlers, it reports
         atexit.register(report_at_exit)
@@ -210,101 +212,3 @@ def main(options: Options) -> NoReturn:
         raise
     outcome["status"] = status
     sys.exit(status)
-
-
-def report_after_exec(run: Any, outcome: Dict[str, Any]) -> Callable[[], None]:
-    """The ``before`` of the run's own process once the program replaced it (``os.execv`` of itself, as a
-    reloader does): it reports at exit as :func:`main` would have, from the run's description (the counts of
-    the image it replaced are gone with it)."""
-    described = run.report
-    options = Options(report=described["mode"], report_file=described["file"])
-
-    def report_at_exit() -> None:
-        _report(run, options, described["command"], time.time() - described["started"], outcome["status"])
-
-    def before() -> None:  # as main's: after the program's atexit handlers, it reports
-        atexit.register(report_at_exit)
-
-    return before
-
-
-def _report(run: Any, options: Options, command: Sequence[str], wall: float, status: int | None) -> None:
-    from np2torch.run import children, report
-    from np2torch.runtime import sites
-
-    if os.getpid() != run.owner:  # a child forked by the program itself: its counts go to the spool
-        children.flush()
-        return
-    records = sites.snapshot()
-    skipped = [item.as_dict() for item in run.rewriter.skipped]
-    files = dict(run.rewriter.digests)
-    rewrite = {"compiled": run.rewriter.compiled, "cached": run.rewriter.cache_hits}
-    if run.spool:
-        for name in sorted(os.listdir(run.spool)) if os.path.isdir(run.spool) else ():
-            if not name.endswith(".json"):
-                continue
-            try:
-                with open(os.path.join(run.spool, name), encoding="utf-8") as file:
-                    data = json.load(file)
-            except (OSError, ValueError):
-                continue
-            records += data.get("sites", [])
-            skipped += data.get("skipped", [])
-            files.update(data.get("files", {}))
-            for name, count in data.get("rewrite", {}).items():
-                rewrite[name] = rewrite.get(name, 0) + int(count)
-        shutil.rmtree(run.spool, ignore_errors=True)
-    built = report.build(["np2torch", "run", *command], wall, records, skipped, files, status, rewrite,
-                         torch_imported="torch" in sys.modules)
-    if options.report_file:
-        try:
-            _write(options.report_file, report.dump(built) + "\n")
-        except OSError as exc:
-            _say(f"np2torch run: cannot write {options.report_file}: {exc.strerror or exc}")
-    if options.report != "none":
-        _say(report.text(built) if options.report == "text" else report.dump(built))
-
-
-def _say(text: str) -> None:
-    """``text`` on the process's own stderr, after what the program wrote: never into a stream the program put
-    in ``sys.stderr`` (its log file), nor an error of the program's when it closed it."""
-    _flush_program()
-    stream = sys.__stderr__
-    try:
-        if stream is not None:
-            print(text, file=stream, flush=True)
-    except (OSError, ValueError):
-        pass
-
-
-def _flush_program() -> None:
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError, AttributeError):
-            pass
-
-
-def _write(path: str, text: str) -> None:
-    """The report at ``path``: after the program's output when it is the program's stdout or stderr
-    (``/dev/stdout``, redirected to a file or not); written through a FIFO or a device, which is never replaced;
-    else atomically (a temporary file beside it, then ``os.replace``), the file a symbolic link names (the link
-    stays)."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        st = None  # a new file; anything else fails below with its own error
-    ours = st is not None and any(_same_file(st, fd) for fd in (1, 2))
-    if ours or (st is not None and not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode)):
-        _flush_program()
-        with open(path, "a" if ours else "w", encoding="utf-8") as file:
-            file.write(text)
-        return
-    replace_file(os.path.realpath(path), text.encode("utf-8"))
-
-
-def _same_file(st: os.stat_result, fd: int) -> bool:
-    try:
-        return os.path.samestat(st, os.fstat(fd))
-    except OSError:
-        return False
