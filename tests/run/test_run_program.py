@@ -513,3 +513,20 @@ def test_a_program_that_execs_itself_runs_rewritten_and_is_reported(tmp_path: Pa
     assert under == plain
     assert calls(report) == {("prog.py", 3): 1} and report["exit_status"] == 5
     assert report["command"] == ["np2torch", "run", "prog.py", "a"] and list(spool.iterdir()) == []
+
+
+def test_run_path_of_a_program_file_is_runpys_own_but_for_the_code(tmp_path: Path) -> None:
+    # The program's own runpy.run_path: its module attributes, the file named as given, <frozen runpy>'s frames.
+    root = _project(tmp_path, {
+        "other.py": "import sys\nimport numpy as np\nprint(__name__, sys.argv[0], __file__, np.exp(np.zeros(1)), x)\n",
+        "bad.py": "import numpy as np\nnp.log(np.ones(2), out=np.ones(3))\n",
+        "prog.py": """\
+            import runpy
+            ns = runpy.run_path("other.py", {"x": 2}, run_name="custom")
+            print(sorted(ns), ns["__loader__"], ns["__spec__"], repr(ns["__package__"]), runpy.run_path.__module__)
+            runpy.run_path("bad.py")
+            """})
+    plain, under, report = both(root, ["prog.py"])
+    assert plain[0] == 1 and '"<frozen runpy>"' in plain[2] and 'File "bad.py", line 2' in plain[2]
+    assert under == plain
+    assert calls(report) == {("other.py", 3): 1, ("bad.py", 2): 1}

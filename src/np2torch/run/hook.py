@@ -215,8 +215,10 @@ class Rewriter:
             return settings_for_file(path, self.overrides, self.configs)
         return run_settings(self.configs.for_file(path), self.overrides, path)
 
-    def code_for(self, path: str, source: bytes, included: bool, optimize: int = -1) -> Any:
-        """The instrumented code of the file at ``path`` holding ``source``; None: import it unchanged."""
+    def code_for(self, path: str, source: bytes, included: bool, optimize: int = -1,
+                 filename: str | None = None) -> Any:
+        """The instrumented code of the file at ``path`` holding ``source``, compiled as ``filename`` (default
+        ``path``: ``runpy.run_path`` names a file as its caller spelled it); None: import it unchanged."""
         settings = self.settings_for(path, included)
         if settings is None:
             return None
@@ -226,14 +228,14 @@ class Rewriter:
             return None  # Python reports a bad encoding when it reads the file itself
         if not may_contain(text, settings.lint.rules):
             return None  # no finding possible (the engine's own prefilter): the original loader, as fast
-        key = self._key(path, source, settings, optimize)
+        key = self._key(path, source, settings, optimize, filename)
         cached = self._read(key)
         if cached is not None:
             code, skipped = cached
             self.cache_hits += code is not None
         else:
             try:
-                result = instrument(text, path, settings.lint, optimize=optimize)
+                result = instrument(text, path, settings.lint, optimize=optimize, filename=filename)
             except SyntaxError:
                 return None  # Python reports it when it compiles the file itself, as it would without np2torch
             except SourceError:
@@ -253,12 +255,13 @@ class Rewriter:
 
     # -- the cache -------------------------------------------------------------------------------------
 
-    def _key(self, path: str, source: bytes, settings: RunSettings, optimize: int) -> str:
+    def _key(self, path: str, source: bytes, settings: RunSettings, optimize: int, filename: str | None) -> str:
         if self._fingerprint is None:
             self._fingerprint = tool_fingerprint()
         digest = hashlib.sha256()
         for part in (self._fingerprint, importlib.util.MAGIC_NUMBER.hex(), str(optimize if optimize >= 0
-                     else sys.flags.optimize), settings_key(settings), os.path.realpath(path)):
+                     else sys.flags.optimize), settings_key(settings), os.path.realpath(path),
+                     "" if filename is None else "as " + filename):
             digest.update(part.encode("utf-8", "surrogateescape") + b"\0")
         digest.update(source)
         return digest.hexdigest()

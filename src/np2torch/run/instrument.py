@@ -55,9 +55,10 @@ class Instrumented:
     not_rewritten: Tuple[Finding, ...]
 
 
-def instrument(source: str, path: str, settings: Settings, *, optimize: int = -1) -> Instrumented:
-    """``source`` (the text of the file at ``path``) compiled with its fixable findings' calls going through
-    call sites.  Raises :class:`np2torch.lint.model.SourceError` when it cannot be analysed."""
+def instrument(source: str, path: str, settings: Settings, *, optimize: int = -1,
+               filename: str | None = None) -> Instrumented:
+    """``source`` (the text of the file at ``path``) compiled, as ``filename`` (default ``path``: what the
+    code's frames and tracebacks name), with its fixable findings' calls going through call sites.  Raises :class:`np2torch.lint.model.SourceError` when it cannot be analysed."""
     plan = plan_source(source, path, settings=settings)
     skipped = tuple(finding for finding in plan.findings if not finding.fixable)
     if not plan.fixes or plan.tree is None:
@@ -68,7 +69,7 @@ def instrument(source: str, path: str, settings: Settings, *, optimize: int = -1
     key = f"{path}#{hashlib.sha256(repr(specs).encode()).hexdigest()[:12]}"
     _Replace(key, {id(fix.ref.node): (index, fix) for index, fix in enumerate(fixes)}).visit(tree)
     _register_sites(tree, key, path, specs)
-    code = compile(tree, path, "exec", dont_inherit=True, optimize=optimize)
+    code = compile(tree, path if filename is None else filename, "exec", dont_inherit=True, optimize=optimize)
     return Instrumented(code, specs, skipped)
 
 
