@@ -346,7 +346,7 @@ def test_modules_keep_the_loader_python_gives_them(tmp_path: Path) -> None:
 
 def test_a_script_named_like_a_standard_module_np2torch_imports(tmp_path: Path) -> None:
     # `python -m np2torch` puts the working directory, the script's folder here, first on sys.path: np2torch's
-    # own imports (tempfile imports random) must not find the program's random.py.
+    # own imports (the command line's: tempfile imports random) must not find the program's random.py.
     root = _project(tmp_path, {"random.py": """\
         import sys
         import numpy as np
@@ -356,6 +356,11 @@ def test_a_script_named_like_a_standard_module_np2torch_imports(tmp_path: Path) 
     assert plain == (0, "__main__ True [1.]\n", "")
     assert under == plain
     assert calls(report) == {("random.py", 3): 1}
+    # nor the package's own (typing): a typing.py breaks numpy's import under python, so this one calls nothing
+    (root / "typing.py").write_text("import sys\nprint(__name__, sys.argv)\n")
+    plain = _run(root, ["typing.py", "a"])
+    assert plain == (0, "__main__ ['typing.py', 'a']\n", "")
+    assert _run(root, ["-m", "np2torch", "run", "--report", "none", "typing.py", "a"]) == plain
 
 
 @pytest.mark.parametrize("argv", [["prog.py"], ["-m", "pkg"]], ids=["script", "module"])
