@@ -223,15 +223,22 @@ except ImportError:  # pragma: no cover - an interpreter without it
             mapping[item] = mapping.get(item, 0) + 1
 
 
+_NATIVE_ATTRIBUTES = (types.GetSetDescriptorType, types.MemberDescriptorType)
+
+
 def _size(x: Any) -> int:
-    """Elements of a call's first argument: an array's size, a sequence's length, else 1."""
-    size = getattr(x, "size", None)
-    if type(size) is int:
-        return size
-    try:
+    """Elements of a call's first argument, read without running any of the program's code (a ``size``
+    property or ``__len__`` of its own would run once more than under ``python``, and might print or raise):
+    a list's or tuple's length, the ``size`` a type implements natively (NumPy's arrays and scalars, their
+    subclasses that leave it alone, CuPy's), else 1."""
+    kind = type(x)
+    if kind is list or kind is tuple:
         return len(x)
-    except TypeError:
-        return 1
+    if isinstance(getattr(kind, "size", None), _NATIVE_ATTRIBUTES):
+        size = x.size
+        if type(size) is int:
+            return size
+    return 1
 
 
 def _without_runtime_frames(tb: types.TracebackType | None) -> types.TracebackType | None:
@@ -244,10 +251,15 @@ def _without_runtime_frames(tb: types.TracebackType | None) -> types.TracebackTy
 
 
 def _failed(site: Site, exc: BaseException) -> None:
-    """Count a call that raised, and take the runtime's frames out of what the program will see.  A bare
-    ``raise`` re-raises with the exception's ``__traceback__`` from 3.11 on; before, with the one the handler
-    caught, whose head (the site's frame) can only be given a new tail."""
+    """Count a call that raised, and take the runtime's frames out of what the program will see."""
     site.errors += 1
+    _without_site(exc)
+
+
+def _without_site(exc: BaseException) -> None:
+    """Take the runtime's frames out of ``exc``'s traceback, as a site re-raises it.  A bare ``raise``
+    re-raises with the exception's ``__traceback__`` from 3.11 on; before, with the one the handler caught,
+    whose head (the site's frame) can only be given a new tail."""
     tb = exc.__traceback__
     if sys.version_info >= (3, 11):
         exc.__traceback__ = _without_runtime_frames(tb)
@@ -269,36 +281,40 @@ def _make_call(site: Site, name: str) -> Callable[..., Any]:
     first = every - 1
 
     def call(*args: Any, **kwargs: Any) -> Any:
-        x = args[0] if args else next(iter(kwargs.values()), None)
-        n = x.size if type(x) is ndarray else _size(x)
-        lane = lanes.get(n.bit_length())
-        if lane is None:
-            lane = site.lane(n.bit_length())
-        index = next(lane[0])
-        if not hold[0] and (not lane[3] or (not index & 1 if index < every else index % every == first)):
-            lane[3] = True
+        try:
+            x = args[0] if args else next(iter(kwargs.values()), None)
+            n = x.size if type(x) is ndarray else _size(x)
+            lane = lanes.get(n.bit_length())
+            if lane is None:
+                lane = site.lane(n.bit_length())
+            index = next(lane[0])
+            if not hold[0] and (not lane[3] or (not index & 1 if index < every else index % every == first)):
+                lane[3] = True
+                try:
+                    start = clock()
+                    result = numpy_call(original, name, *args, **kwargs)
+                    elapsed = clock() - start
+                except BaseException as exc:
+                    _failed(site, exc)
+                    raise
+                lane[2].append((n, "", start, elapsed))
+                return result
+            taken.device = None
             try:
                 start = clock()
-                result = numpy_call(original, name, *args, **kwargs)
+                result = helper(*args, **kwargs) if kwargs else helper(*args)
                 elapsed = clock() - start
             except BaseException as exc:
                 _failed(site, exc)
                 raise
-            lane[2].append((n, "", start, elapsed))
+            log = lane[1]
+            log.append((n, taken.device or "numpy", start, elapsed))
+            if len(log) >= fold_at:
+                site.fold()
             return result
-        taken.device = None
-        try:
-            start = clock()
-            result = helper(*args, **kwargs) if kwargs else helper(*args)
-            elapsed = clock() - start
-        except BaseException as exc:
-            _failed(site, exc)
+        except BaseException as exc:  # raised in the site's own bookkeeping: a signal handler's, Ctrl-C's
+            _without_site(exc)
             raise
-        log = lane[1]
-        log.append((n, taken.device or "numpy", start, elapsed))
-        if len(log) >= fold_at:
-            site.fold()
-        return result
 
     call.__name__ = call.__qualname__ = name
     call.__doc__ = getattr(helper, "__doc__", None)
@@ -342,17 +358,44 @@ def table(key: str, path: str, specs: Sequence[Tuple[int, int, str, str, str, Tu
     from . import _api  # the helpers and NumPy load with the first instrumented module, not before
 
     calls = []
+    entries: List[Any] = []
     with _LOCK:
         for line, column, name, function, code, pattern in specs:
             site = _SITES.get((path, line, column, code))
+            helper = _api.HELPERS[name]
             if site is None:
-                helper = _api.HELPERS[name]
                 original = _spelled(*pattern) if pattern else helper.original
                 site = Site(path, line, column, function, code, helper.function, original, name, sample)
                 _SITES[site.key] = site
             calls.append(site.call)
-        vars(builtins).setdefault(BUILTIN, {})[key] = calls
+            entries.append(site.call if pattern else Pick(helper.load, site.call))
+        vars(builtins).setdefault(BUILTIN, {})[key] = entries
     return calls
+
+
+class Pick(Dict[Any, Any]):
+    """A reference site's entry in :data:`BUILTIN`: the program's code subscripts it with what its own reference
+    evaluates to when the call runs (``<sites>[key][i][np.exp](x)``), and gets the site's call when that is the
+    original, else that object itself, which the program's line then calls as ``python`` would: a test's
+    ``mock.patch("numpy.exp")``, a program's own ``np.exp = ...`` (neither counted nor timed).  The original is
+    the one the runtime computes (:meth:`Helper.load`); once it has been seen, a hit is a dict lookup."""
+
+    __slots__ = ("load", "call")
+
+    def __init__(self, load: Callable[[], Any], call: Callable[..., Any]) -> None:
+        super().__init__()
+        self.load = load
+        self.call = call
+
+    def __missing__(self, reference: Any) -> Any:
+        try:
+            original = self.load()
+        except Exception:
+            return reference  # the original cannot be imported here: the program's object is not it
+        if reference is not original:
+            return reference
+        self[reference] = self.call
+        return self.call
 
 
 def _spelled(*pattern: str) -> Callable[..., Any]:
