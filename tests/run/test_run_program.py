@@ -41,11 +41,13 @@ def _run(cwd: Path, argv: List[str], env: Dict[str, str] | None = None, timeout:
     return done.returncode, done.stdout, done.stderr
 
 
-def both(root: Path, argv: List[str], env: Dict[str, str] | None = None) -> Tuple[Outcome, Outcome, dict]:
-    """The program under plain python and under np2torch run, and the run's JSON report."""
+def both(root: Path, argv: List[str], env: Dict[str, str] | None = None,
+         options: Tuple[str, ...] = ()) -> Tuple[Outcome, Outcome, dict]:
+    """The program under plain python and under np2torch run (with ``options``), and the run's JSON report."""
     report = root.parent / "report.json"
     plain = _run(root, argv, env)
-    under = _run(root, ["-m", "np2torch", "run", "--report", "none", "--report-file", str(report), *argv], env)
+    under = _run(root, ["-m", "np2torch", "run", "--report", "none", "--report-file", str(report), *options, *argv],
+                 env)
     return plain, under, json.loads(report.read_text())
 
 
@@ -101,6 +103,26 @@ def test_an_exception_raised_inside_a_rewritten_call_shows_the_originals_traceba
     assert plain[0] == 1 and plain[2].count("Traceback") == 7 and "FloatingPointError" in plain[2]
     assert under == plain
     assert calls(report) == {("prog.py", 6): 2, ("prog.py", 11): 2, ("prog.py", 17): 3}
+
+
+def test_a_pattern_sites_sampled_call_warns_as_the_expression_does(tmp_path: Path) -> None:
+    # A site's first call runs the original: for a pattern, the spelled-out expression, whose ufuncs and
+    # operators each name themselves ("... in exp", "... in divide"), not the site's helper.
+    root = _project(tmp_path, {"prog.py": """\
+        import numpy as np
+        from scipy.special import logsumexp
+
+        x = np.array([1000.0, 1.0])
+        print(np.log(np.sum(np.exp(x))))
+        y = np.array([[1000.0, 1.0]])
+        print(np.exp(y) / np.sum(np.exp(y), axis=1, keepdims=True))
+        z = np.array([[np.inf, 1.0]])
+        print(z - logsumexp(z, axis=1, keepdims=True))
+        """})
+    plain, under, report = both(root, ["prog.py"], options=("--unsafe-fixes", "--extend-select", "NPT902,NPT903"))
+    assert "overflow encountered in exp" in plain[2] and "invalid value encountered in subtract" in plain[2]
+    assert under == plain
+    assert {(site["line"], site["code"]) for site in report["sites"]} == {(5, "NPT901"), (7, "NPT902"), (9, "NPT903")}
 
 
 def test_warnings_keep_their_lines(tmp_path: Path) -> None:

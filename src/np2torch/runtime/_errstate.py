@@ -240,10 +240,9 @@ def names_its_warnings(original: Callable[..., Any], name: str) -> bool:
     (SciPy's ``logsumexp`` warns "overflow encountered in subtract").  Such a
     function is called plainly: its warnings then point at its own line, as
     the original's do.  The runtime's own callables keep the redirect, so that
-    their warnings point at the user's line; for ``np2torch run``'s spelled-out
-    patterns (:func:`.sites._spelled`, ``np.log(np.sum(np.exp(x)))``) that names
-    the site's helper ("overflow encountered in logsumexp" for "... in exp"),
-    a known gap (docs/runtime.md).
+    their warnings point at the user's line (``np2torch run``'s spelled-out
+    patterns, :func:`.sites._spelled`, call each of their ufuncs and operators
+    through :func:`numpy_call` under its own name).
     """
     if type(original) is np.ufunc:
         return bool(original.__name__ == name)

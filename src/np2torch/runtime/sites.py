@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import functools
 import importlib
 import itertools
 import operator
@@ -99,11 +100,12 @@ class Site:
     so a fold sums its columns with built-ins rather than stepping through entries.
     """
 
-    __slots__ = ("path", "line", "column", "function", "code", "helper", "original", "sampling", "bands", "paths",
-                 "sizes", "errors", "lock", "lanes", "call")
+    __slots__ = ("path", "line", "column", "function", "code", "helper", "original", "sampling", "spelled", "bands",
+                 "paths", "sizes", "errors", "lock", "lanes", "call")
 
     def __init__(self, path: str, line: int, column: int, function: str, code: str,
-                 helper: Callable[..., Any], original: Callable[..., Any], name: str, sampling: bool = True) -> None:
+                 helper: Callable[..., Any], original: Callable[..., Any], name: str, sampling: bool = True,
+                 spelled: bool = False) -> None:
         self.path = path
         self.line = line
         self.column = column
@@ -114,6 +116,8 @@ class Site:
         self.original = original
         self.sampling = sampling
         """False: the site never runs the original (code that is itself being timed)."""
+        self.spelled = spelled
+        """The original is a pattern's expression (:func:`_spelled`), which reports its pieces' errors itself."""
         self.bands: Dict[int, Band] = {}
         self.paths: Dict[str, int] = {}
         """Helper calls by the path they took: ``numpy`` (the original inside the helper), ``cpu``, ``cuda``."""
@@ -273,7 +277,9 @@ def _make_call(site: Site, name: str) -> Callable[..., Any]:
     clock = time.perf_counter
     taken = TAKEN
     every = SAMPLE_EVERY
-    numpy_call = _errstate.numpy_call
+    # the original's floating-point warnings name it and point at the program's line; a spelled expression's
+    # pieces do that each under its own name
+    run_original = original if site.spelled else functools.partial(_errstate.numpy_call, original, name)
     ndarray = np.ndarray
     lanes = site.lanes
     hold = _PAUSED if site.sampling else _NEVER
@@ -292,7 +298,7 @@ def _make_call(site: Site, name: str) -> Callable[..., Any]:
                 lane[3] = True
                 try:
                     start = clock()
-                    result = numpy_call(original, name, *args, **kwargs)
+                    result = run_original(*args, **kwargs)
                     elapsed = clock() - start
                 except BaseException as exc:
                     _failed(site, exc)
@@ -365,7 +371,8 @@ def table(key: str, path: str, specs: Sequence[Tuple[int, int, str, str, str, Tu
             helper = _api.HELPERS[name]
             if site is None:
                 original = _spelled(*pattern) if pattern else helper.original
-                site = Site(path, line, column, function, code, helper.function, original, name, sample)
+                site = Site(path, line, column, function, code, helper.function, original, name, sample,
+                            spelled=bool(pattern))
                 _SITES[site.key] = site
             calls.append(site.call)
             entries.append(site.call if pattern else Pick(helper.load, site.call))
@@ -402,8 +409,12 @@ def _spelled(*pattern: str) -> Callable[..., Any]:
     """The expression a pattern rule replaces, told by how many names it has (the linter's rule table gives each
     form its own count): ``outer(reduction(inner(x), *rest, **keywords))``; ``inner(x) / reduction(inner(x),
     *rest, keepdims=True, **keywords)``; ``x - reduction(x, *rest, keepdims=True, **keywords)`` (the helper's
-    call drops ``keepdims``; with no axis it changes nothing but the shape broadcast back to ``x``'s)."""
-    functions = [_load(name) for name in pattern]
+    call drops ``keepdims``; with no axis it changes nothing but the shape broadcast back to ``x``'s).
+
+    Each ufunc and operator of it reports its floating-point errors under its own name at the program's line
+    ("overflow encountered in exp", "... in divide"), as the expression does there; a reduction runs as it is
+    (NumPy's ``sum`` and SciPy's ``logsumexp`` warn from their own lines, as they do under ``python``)."""
+    functions = [_piece(_load(name)) for name in pattern]
     if len(functions) == 3:
         outer, reduction, inner = functions
 
@@ -415,15 +426,28 @@ def _spelled(*pattern: str) -> Callable[..., Any]:
         inner, reduction = functions
 
         def ratio(x: Any, *rest: Any, **keywords: Any) -> Any:
-            return inner(x) / reduction(inner(x), *rest, keepdims=True, **keywords)
+            return _DIVIDE(inner(x), reduction(inner(x), *rest, keepdims=True, **keywords))
 
         return ratio
     (reduction,) = functions
 
     def difference(x: Any, *rest: Any, **keywords: Any) -> Any:
-        return x - reduction(x, *rest, keepdims=True, **keywords)
+        return _SUBTRACT(x, reduction(x, *rest, keepdims=True, **keywords))
 
     return difference
+
+
+def _piece(function: Callable[..., Any]) -> Callable[..., Any]:
+    """A pattern's piece: a ufunc reports under its own name (see :func:`_spelled`), anything else runs as it is."""
+    if isinstance(function, np.ufunc):
+        return functools.partial(_errstate.numpy_call, function, function.__name__)
+    return function
+
+
+_DIVIDE = functools.partial(_errstate.numpy_call, operator.truediv, "divide")
+"""``a / b``, reporting as NumPy's ``divide`` does at the program's line."""
+_SUBTRACT = functools.partial(_errstate.numpy_call, operator.sub, "subtract")
+"""``a - b``, reporting as NumPy's ``subtract`` does at the program's line."""
 
 
 def _load(qualname: str) -> Callable[..., Any]:
