@@ -13,12 +13,15 @@ rewrite of ``np2torch run`` (:mod:`np2torch.run.ipython`, loaded then).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+TYPE_CHECKING = False  # not typing's: `python -m np2torch` imports this package before np2torch/__main__.py can
+# take the working directory off sys.path, where a program's own typing.py would shadow the standard one
 
 __version__ = "0.1.0"
 __all__ = ["Finding", "FixResult", "Settings", "check_source", "fix_and_check", "fix_source", "__version__"]
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from np2torch.lint.engine import Finding, FixResult, Settings, check_source, fix_and_check, fix_source
 
 

@@ -17,7 +17,6 @@ from typing import Dict, Optional, Sequence, Tuple
 import pytest
 
 from np2torch.lint.engine import Settings, fix_source
-from np2torch.lint.rules import RULES
 
 
 def _write(root: Path, files: Dict[str, str]) -> None:
@@ -93,28 +92,6 @@ def test_a_call_in_an_atexit_handler_that_is_the_first_to_want_torch(tmp_path: P
     """
     fixed = assert_same_behaviour(tmp_path, {"main.py": program}, ["main.py"], env={"NP2TORCH_MIN_SIZE": "0"})
     assert "np2t.exp(np.ones(3))" in fixed["main.py"]
-
-
-def test_calls_in_finalizers_run_as_the_interpreter_shuts_down(tmp_path: Path) -> None:
-    # modules are being torn down: the imports torch and NumPy's Python parts need fail there
-    program = """
-        import numpy as np
-        from scipy.special import erf
-
-
-        class Holder:
-            def __del__(self):
-                x = np.linspace(0.1, 1.0, 6)
-                print(np.exp(x), erf(x), np.hypot(x, x))
-
-
-        print(np.exp(np.zeros(2)), erf(np.zeros(2)), np.hypot(np.ones(2), np.ones(2)))
-        keep = Holder()
-    """
-    settings = Settings(rules=RULES)
-    fixed = assert_same_behaviour(tmp_path, {"main.py": program}, ["main.py"], settings=settings,
-                                  env={"NP2TORCH_MIN_SIZE": "0"})
-    assert "np2t.hypot(x, x)" in fixed["main.py"]
 
 
 # --------------------------------------------------------------------------- compiled functions

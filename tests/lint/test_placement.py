@@ -250,3 +250,40 @@ def test_a_statement_that_gets_the_import_and_fixes_leaves_the_later_statements_
     fixed = fix_source(source)
     assert "    import numpy as np\n    import np2torch.runtime as np2t\n    print(f(np.zeros(1)), np2t.log(" in fixed
     assert fixed.endswith("def g(x):\n    return np2t.sin(x)\n")
+
+
+@pytest.mark.parametrize("source", [
+    "def f():\n    global g\n    g = 1\n",
+    "def f(): global g; g = 1\n",
+    "def f():\n    x = 1; global g\n",
+    "def f():\n    if x: global g\n",
+    "def f():\n\tglobal g\n",
+    "def f():\n\x0c    global g\n",
+    "def f():\n    x = (1 +\n         2); global \\\n        g\n",
+    "class A:\n    def f(self):\n        try: global g\n        finally: pass\n",
+])
+def test_every_global_statement_takes_the_whole_tree_path(source: str) -> None:
+    # _own_names walks only the module level unless a `global` may stand somewhere: the text test must find every
+    # global statement the parser finds (a false alarm costs time, a miss a wrong place).
+    import ast
+
+    from np2torch.lint.model import Lines
+    from np2torch.lint.placement import _MAY_BE_GLOBAL
+
+    assert any(isinstance(node, ast.Global) for node in ast.walk(ast.parse(source)))
+    assert Lines(source).matches(_MAY_BE_GLOBAL)
+
+
+def test_global_in_comments_strings_and_names_is_no_global_statement() -> None:
+    from np2torch.lint.model import Lines
+    from np2torch.lint.placement import _MAY_BE_GLOBAL
+
+    source = "x = global_state  # global\ns = 'the global view'\n\"\"\"\nglobals are read here\n\"\"\"\n"
+    assert not Lines(source).matches(_MAY_BE_GLOBAL)
+
+
+def test_a_global_statement_after_a_carriage_return_only_line_end() -> None:
+    from np2torch.lint.model import Lines
+    from np2torch.lint.placement import _MAY_BE_GLOBAL
+
+    assert Lines("def f():\r    global g\r").matches(_MAY_BE_GLOBAL)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 import textwrap
@@ -40,11 +41,13 @@ def _run(cwd: Path, argv: List[str], env: Dict[str, str] | None = None, timeout:
     return done.returncode, done.stdout, done.stderr
 
 
-def both(root: Path, argv: List[str], env: Dict[str, str] | None = None) -> Tuple[Outcome, Outcome, dict]:
-    """The program under plain python and under np2torch run, and the run's JSON report."""
+def both(root: Path, argv: List[str], env: Dict[str, str] | None = None,
+         options: Tuple[str, ...] = ()) -> Tuple[Outcome, Outcome, dict]:
+    """The program under plain python and under np2torch run (with ``options``), and the run's JSON report."""
     report = root.parent / "report.json"
     plain = _run(root, argv, env)
-    under = _run(root, ["-m", "np2torch", "run", "--report", "none", "--report-file", str(report), *argv], env)
+    under = _run(root, ["-m", "np2torch", "run", "--report", "none", "--report-file", str(report), *options, *argv],
+                 env)
     return plain, under, json.loads(report.read_text())
 
 
@@ -100,6 +103,26 @@ def test_an_exception_raised_inside_a_rewritten_call_shows_the_originals_traceba
     assert plain[0] == 1 and plain[2].count("Traceback") == 7 and "FloatingPointError" in plain[2]
     assert under == plain
     assert calls(report) == {("prog.py", 6): 2, ("prog.py", 11): 2, ("prog.py", 17): 3}
+
+
+def test_a_pattern_sites_sampled_call_warns_as_the_expression_does(tmp_path: Path) -> None:
+    # A site's first call runs the original: for a pattern, the spelled-out expression, whose ufuncs and
+    # operators each name themselves ("... in exp", "... in divide"), not the site's helper.
+    root = _project(tmp_path, {"prog.py": """\
+        import numpy as np
+        from scipy.special import logsumexp
+
+        x = np.array([1000.0, 1.0])
+        print(np.log(np.sum(np.exp(x))))
+        y = np.array([[1000.0, 1.0]])
+        print(np.exp(y) / np.sum(np.exp(y), axis=1, keepdims=True))
+        z = np.array([[np.inf, 1.0]])
+        print(z - logsumexp(z, axis=1, keepdims=True))
+        """})
+    plain, under, report = both(root, ["prog.py"], options=("--unsafe-fixes", "--extend-select", "NPT902,NPT903"))
+    assert "overflow encountered in exp" in plain[2] and "invalid value encountered in subtract" in plain[2]
+    assert under == plain
+    assert {(site["line"], site["code"]) for site in report["sites"]} == {(5, "NPT901"), (7, "NPT902"), (9, "NPT903")}
 
 
 def test_warnings_keep_their_lines(tmp_path: Path) -> None:
@@ -315,3 +338,222 @@ def test_the_users_pycache_never_holds_rewritten_code_and_a_second_run_hits_the_
     # and a plain run afterwards imports the original code
     assert _run(root, ["-c", "import helper, inspect; print(helper.f.__code__.co_names)"])[1].strip() == \
         "('np', 'exp')"
+
+
+def test_modules_keep_the_loader_python_gives_them(tmp_path: Path) -> None:
+    # The rewriting loader serves the code only: a module's __loader__ and __spec__.loader, imported, reloaded
+    # or run with -m, are the plain SourceFileLoader (its type, its repr in the spec, its get_code).
+    root = _project(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/mod.py": "import numpy as np\ndef g(x):\n    return np.exp(x)\n",
+        "pkg/__main__.py": """\
+            import importlib, re
+            import numpy as np
+            from . import mod
+
+            def show(module):
+                loader = module.__spec__.loader
+                print(type(module.__loader__), loader is module.__loader__, re.sub(" at 0x[0-9a-f]+", "", repr(loader)))
+                print(type(loader).__module__, loader.get_code(module.__name__).co_names)
+            show(mod)
+            show(importlib.reload(mod))
+            print(type(__loader__).__name__, re.sub(" at 0x[0-9a-f]+", "", repr(__spec__)))
+            print(mod.g(np.zeros(1)), np.log(np.ones(1)))
+            """})
+    plain, under, report = both(root, ["-m", "pkg"])
+    assert plain[1].count("('numpy', 'np', 'g')") == 2  # the original code, as python's loader reads it
+    assert under == plain
+    assert calls(report) == {("mod.py", 3): 1, ("__main__.py", 12): 1}
+
+
+def test_a_script_named_like_a_standard_module_np2torch_imports(tmp_path: Path) -> None:
+    # `python -m np2torch` puts the working directory, the script's folder here, first on sys.path: np2torch's
+    # own imports (the command line's: tempfile imports random) must not find the program's random.py.
+    root = _project(tmp_path, {"random.py": """\
+        import sys
+        import numpy as np
+        print(__name__, sys.path[0] == __file__.rpartition("/")[0], np.exp(np.zeros(1)))
+        """})
+    plain, under, report = both(root, ["random.py"])
+    assert plain == (0, "__main__ True [1.]\n", "")
+    assert under == plain
+    assert calls(report) == {("random.py", 3): 1}
+    # nor the package's own (typing): a typing.py breaks numpy's import under python, so this one calls nothing
+    (root / "typing.py").write_text("import sys\nprint(__name__, sys.argv)\n")
+    plain = _run(root, ["typing.py", "a"])
+    assert plain == (0, "__main__ ['typing.py', 'a']\n", "")
+    assert _run(root, ["-m", "np2torch", "run", "--report", "none", "typing.py", "a"]) == plain
+
+
+@pytest.mark.parametrize("argv", [["prog.py"], ["-m", "pkg"]], ids=["script", "module"])
+def test_safe_path_puts_no_folder_first_on_sys_path(tmp_path: Path, argv: List[str]) -> None:
+    # -P / PYTHONSAFEPATH: python puts neither the script's folder nor the working directory on sys.path, so
+    # `-m pkg` from the project's folder is not found, and sys.path starts with the standard library's.
+    root = _project(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/__main__.py": "import numpy as np\nprint(np.exp(np.zeros(1)))\n",
+        "prog.py": "import sys\nimport numpy as np\nprint(sys.path[:2], np.exp(np.zeros(1)))\n"})
+    plain, under, _ = both(root, argv, {"PYTHONSAFEPATH": "1"})
+    assert str(root) not in plain[1] and (plain[0] == 0) == (argv == ["prog.py"])
+    assert under == plain
+
+
+def test_the_report_file_never_replaces_what_it_names_nor_changes_the_program(tmp_path: Path) -> None:
+    # /dev/stdout and a FIFO are written through (after the program's output), a symbolic link's file is written
+    # (the link stays), and a report that cannot be written is one line on stderr: the exit status is kept.
+    root = _project(tmp_path, {"prog.py": """\
+        import sys
+        import numpy as np
+        print("out", np.exp(np.zeros(1)), end="")
+        sys.exit(3)
+        """})
+    plain = _run(root, ["prog.py"])
+    assert plain == (3, "out [1.]", "")
+    run = ["-m", "np2torch", "run", "--report", "none", "--report-file"]
+    (tmp_path / "stdout").symlink_to("/dev/stdout")  # a link of the test's own: never /dev's, should it be replaced
+    status, out, err = _run(root, [*run, str(tmp_path / "stdout"), "prog.py"])
+    assert (status, out[:len(plain[1])], err) == plain and json.loads(out[len(plain[1]):])["exit_status"] == 3
+    (tmp_path / "real.json").write_text("old")
+    (tmp_path / "link.json").symlink_to(tmp_path / "real.json")
+    assert _run(root, [*run, str(tmp_path / "link.json"), "prog.py"]) == plain
+    assert (tmp_path / "link.json").is_symlink() and json.loads((tmp_path / "real.json").read_text())["sites"]
+    missing = tmp_path / "nowhere" / "r.json"
+    assert _run(root, [*run, str(missing), "prog.py"]) == (3, plain[1], f"np2torch run: cannot write {missing}: "
+                                                                        "No such file or directory\n")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE, text=True) as reader:
+        assert _run(root, [*run, str(fifo), "prog.py"]) == plain
+        assert json.loads(reader.communicate(timeout=60)[0])["exit_status"] == 3
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+
+
+def test_a_relative_report_file_is_where_the_run_started_whatever_the_program_does(tmp_path: Path) -> None:
+    root = _project(tmp_path, {"prog.py": "import os\nimport numpy as np\nos.chdir('sub')\nprint(np.exp(np.zeros(1)))\n",
+                               "sub/keep": ""})
+    plain = _run(root, ["prog.py"])
+    assert _run(root, ["-m", "np2torch", "run", "--report", "none", "--report-file", "r.json", "prog.py"]) == plain
+    assert calls(json.loads((root / "r.json").read_text())) == {("prog.py", 4): 1}
+    assert not (root / "sub" / "r.json").exists()
+
+
+def test_orig_argv_is_pythons_and_a_program_restarting_itself_from_it_runs_rewritten(tmp_path: Path) -> None:
+    # sys.orig_argv: the interpreter and its options, then the program's command line (a reloader restarts
+    # the program from it: the restarted program runs under the same rewrite, not a second np2torch run).
+    root = _project(tmp_path, {"prog.py": """\
+        import subprocess, sys
+        import numpy as np
+        print(sys.orig_argv[1:], np.exp(np.zeros(1)))
+        if sys.argv[-1] != "again":
+            print(subprocess.run([sys.executable, *sys.orig_argv[1:], "again"], capture_output=True, text=True).stdout)
+        """})
+    flags = ["-W", "ignore", "-X", "dev", "-O"]
+    report = tmp_path / "report.json"
+    plain = _run(root, [*flags, "prog.py", "a"])
+    under = _run(root, [*flags, "-m", "np2torch", "run", "--report", "none", "--report-file", str(report), "prog.py", "a"])
+    assert plain[1].startswith("['-W', 'ignore', '-X', 'dev', '-O', 'prog.py', 'a'] [1.]\n")
+    assert under == plain
+    assert calls(json.loads(report.read_text())) == {("prog.py", 3): 2}
+
+
+def test_a_patched_original_is_called_as_python_calls_it(tmp_path: Path) -> None:
+    # A site's reference is evaluated as the program wrote it: when it no longer names the original (a test's
+    # mock.patch, the program's own assignment), the program's line calls what it names, uncounted.
+    root = _project(tmp_path, {"prog.py": """\
+        from unittest import mock
+        import numpy as np
+        import scipy.special as sc
+        from scipy.special import erf
+
+        def f(x):
+            return np.exp(x), sc.erf(x), erf(x)
+
+        print(f(np.ones(1)))
+        with mock.patch("numpy.exp", return_value="exp patched"), mock.patch("scipy.special.erf", return_value="erf"):
+            print(f(np.ones(1)))  # np.exp and sc.erf are the modules' attributes; erf still names the original
+        with mock.patch("__main__.erf", side_effect=ValueError("from the mock")):
+            f(np.ones(1))
+        """})
+    plain, under, report = both(root, ["prog.py"])
+    assert "('exp patched', 'erf', array([0.84270079]))" in plain[1] and "ValueError: from the mock" in plain[2]
+    assert under == plain
+    assert sorted((site["col"], site["calls"]) for site in report["sites"]) == [(12, 2), (23, 2), (34, 2)]
+
+
+def test_a_site_reads_its_arguments_size_without_running_the_programs_code(tmp_path: Path) -> None:
+    # A size property or a __len__ of the program's own runs, and prints or raises, as often as under python.
+    root = _project(tmp_path, {"prog.py": """\
+        import numpy as np
+
+        class Seq:
+            def __init__(self, values): self.values = values
+            def __len__(self):
+                print("len")
+                return len(self.values)
+            def __getitem__(self, i): return self.values[i]
+
+        class Sized:
+            @property
+            def size(self):
+                raise RuntimeError("size read")
+            def __array__(self, dtype=None, copy=None): return np.zeros(3)
+
+        for _ in range(2):
+            print(np.exp(Seq([1.0, 2.0])), np.sin(Sized()), np.exp([0.0, 1.0]))
+        """})
+    plain, under, report = both(root, ["prog.py"])
+    assert plain[0] == 0 and plain[1].count("len\n") == 4
+    assert under == plain
+    assert sorted((site["col"], site["calls"], site["elements"]) for site in report["sites"]) == \
+        [(11, 2, 2), (36, 2, 2), (53, 2, 4)]  # 1 element for what has no native size
+
+
+def test_the_report_goes_to_the_processs_stderr_not_the_stream_the_program_put_there(tmp_path: Path) -> None:
+    root = _project(tmp_path, {"prog.py": """\
+        import sys
+        import numpy as np
+        sys.stderr = open("log.txt", "w")
+        print("to the log", np.exp(np.zeros(1)), file=sys.stderr)
+        """})
+    plain = _run(root, ["prog.py"])
+    log = (root / "log.txt").read_text()
+    status, out, err = _run(root, ["-m", "np2torch", "run", "prog.py"])
+    assert (status, out) == plain[:2] and (root / "log.txt").read_text() == log == "to the log [1.]\n"
+    assert err.startswith("np2torch run report: prog.py\n")
+
+
+def test_a_program_that_execs_itself_runs_rewritten_and_is_reported(tmp_path: Path) -> None:
+    # os.execv of the interpreter (a reloader): the new image is the run's own process, rewritten, and writes the
+    # report at its exit (the counts of the image it replaced are gone with it); the spool folder is removed.
+    root = _project(tmp_path, {"prog.py": """\
+        import os, sys
+        import numpy as np
+        print("run", len(sys.argv), np.exp(np.zeros(1)), flush=True)
+        if len(sys.argv) < 3:
+            os.execv(sys.executable, [sys.executable, *sys.argv, "again"])
+        sys.exit(5)
+        """})
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    plain, under, report = both(root, ["prog.py", "a"], {"TMPDIR": str(spool)})
+    assert plain == (5, "run 2 [1.]\nrun 3 [1.]\n", "")
+    assert under == plain
+    assert calls(report) == {("prog.py", 3): 1} and report["exit_status"] == 5
+    assert report["command"] == ["np2torch", "run", "prog.py", "a"] and list(spool.iterdir()) == []
+
+
+def test_run_path_of_a_program_file_is_runpys_own_but_for_the_code(tmp_path: Path) -> None:
+    # The program's own runpy.run_path: its module attributes, the file named as given, <frozen runpy>'s frames.
+    root = _project(tmp_path, {
+        "other.py": "import sys\nimport numpy as np\nprint(__name__, sys.argv[0], __file__, np.exp(np.zeros(1)), x)\n",
+        "bad.py": "import numpy as np\nnp.log(np.ones(2), out=np.ones(3))\n",
+        "prog.py": """\
+            import runpy
+            ns = runpy.run_path("other.py", {"x": 2}, run_name="custom")
+            print(sorted(ns), ns["__loader__"], ns["__spec__"], repr(ns["__package__"]), runpy.run_path.__module__)
+            runpy.run_path("bad.py")
+            """})
+    plain, under, report = both(root, ["prog.py"])
+    assert plain[0] == 1 and '"<frozen runpy>"' in plain[2] and 'File "bad.py", line 2' in plain[2]
+    assert under == plain
+    assert calls(report) == {("other.py", 3): 1, ("bad.py", 2): 1}

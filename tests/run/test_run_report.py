@@ -354,3 +354,25 @@ def test_the_folded_record_is_the_sum_over_its_calls(batches: List[List[tuple]],
         sizes[str(n)] = sizes.get(str(n), 0) + 1
     assert record["paths"] == paths
     assert record["sizes"] == (sizes if len(sizes) <= sites._DISTINCT_SIZES else None)
+
+
+def test_an_exception_raised_in_a_sites_own_bookkeeping_leaves_it_without_the_runtimes_frames(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A Ctrl-C (or a signal handler's exception) lands wherever the interpreter is: in the site's counting
+    # as well as in either arm; the program sees its own line, as a C ufunc call shows under python.
+    import traceback
+
+    from np2torch.runtime import _errstate, sites
+
+    site = sites.table("bookkeeping-test", "bookkeeping.py", [(1, 1, "exp", "numpy.exp", "NPT001", ())])[0]
+
+    def interrupted(self: Any, bits: int) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sites.Site, "lane", interrupted)
+    with pytest.raises(KeyboardInterrupt) as caught:
+        site(np.zeros(3))  # the first call of a size band makes its lane
+    frames = [(frame.filename, frame.name) for frame in traceback.extract_tb(caught.value.__traceback__)]
+    assert frames == [(__file__, "test_an_exception_raised_in_a_sites_own_bookkeeping_leaves_it_without_the_runtimes_"
+                                 "frames"), (__file__, "interrupted")]
+    assert not any(name.startswith(_errstate.RUNTIME_FOLDER) for name, _function in frames)

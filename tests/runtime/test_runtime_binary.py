@@ -10,6 +10,7 @@ Values: NaN/inf/zero identical (signs included), finite values within 4 ULP.
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import warnings
 from typing import Any, Callable
@@ -224,7 +225,9 @@ def test_hypothesis(case: tuple[str, str], data: st.DataObject) -> None:
 
 def _random_layout(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
     a = rng.standard_normal(shape)
-    kind = rng.integers(0, 5)
+    kind = rng.integers(0, 6)
+    if kind == 5 and a.ndim:  # a broadcast view: a zero stride, which a cast copy does not keep
+        return np.broadcast_to(a[..., :1], shape)
     if kind == 1:
         return np.asfortranarray(a)
     if kind == 2 and a.ndim > 1:
@@ -255,10 +258,10 @@ def test_result_layout_is_the_ufuncs() -> None:
         if rng.random() < 0.2:
             second = 2.0
         if rng.random() < 0.3:
-            first = first.astype(np.int64)
-        arrays = [x for x in (first, second) if type(x) is np.ndarray]
-        got = _allocate(arrays, first.astype(np.float64), np.asarray(second, dtype=np.float64), np.dtype(np.float64))
+            first = first.astype(np.int64) if rng.random() < 0.5 else first.astype(np.float32)
         want = np.hypot(first, second)
+        loop = want.dtype
+        got = _allocate(first, second, first.astype(loop), np.asarray(second, dtype=loop), loop)
         assert got.shape == want.shape and got.strides == want.strides, (first.strides, np.shape(second), want.strides, got.strides)
         checked += 1
     assert checked == 3000
@@ -272,6 +275,48 @@ def test_default_settings(name: str, dtype: str) -> None:
     assert got[1] == want[1]
     assert got[0].strides == want[0].strides
     assert_same_values(got[0], want[0])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_signature_is_the_originals(name):
+    assert inspect.signature(getattr(np2t, name)) == inspect.signature(original(name))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_length_one_axis_with_a_negative_stride(name):
+    # C-contiguous all the same (a length-1 axis's stride does not count): torch still rejects it.
+    dtype = next(row for row in ROWS if row.name == name).loops.keys().__iter__().__next__()
+    x = np.linspace(0.5, 2, 6, dtype=dtype).reshape(6, 1)[:, ::-1]
+    assert x.strides[1] < 0 and x.flags.c_contiguous
+    assert_parity(name, x, np.linspace(1, 3, 4, dtype=dtype).reshape(1, 4))
+    assert_parity(name, x, 2.0)
+
+
+class _Duck:
+    """A duck array: ufuncs through ``__array_ufunc__``, every other NumPy function refused."""
+
+    def __init__(self, value: np.ndarray) -> None:
+        self.value = value
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        inputs = tuple(x.value if isinstance(x, _Duck) else x for x in inputs)
+        return _Duck(getattr(ufunc, method)(*inputs, **kwargs))
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        return NotImplemented
+
+
+@pytest.mark.parametrize("min_size", [None, 0], ids=["default settings", "torch forced"])
+@pytest.mark.parametrize("name", NAMES)
+def test_a_duck_array_beside_an_ndarray_is_the_originals(name, min_size):
+    # np.shape(duck) calls its __array_function__, which refuses it: the helper raised TypeError.
+    x = np.linspace(0.5, 2, 50, dtype=next(iter(next(row for row in ROWS if row.name == name).loops)))
+    for args in ((x, _Duck(x)), (_Duck(x), x)):
+        with np2t.using(min_size=min_size):
+            got = getattr(np2t, name)(*args)
+        want = original(name)(*args)
+        assert type(got) is _Duck
+        assert got.value.tobytes() == want.value.tobytes()
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -1,4 +1,4 @@
-"""Threads and fork: concurrent calls stay exact, and a forked Pool never hangs."""
+"""Threads, fork and exit: concurrent calls stay exact, a forked Pool never hangs, a call at exit is the original's."""
 
 from __future__ import annotations
 
@@ -130,3 +130,49 @@ def test_a_child_forked_while_a_thread_holds_the_runtime_lock_does_not_hang(tmp_
         proc.communicate()
         pytest.fail("the forked child hung on a lock a parent's thread held at the fork")
     assert proc.returncode == 0 and out.split() == ["0"], err
+
+
+AT_EXIT_SCRIPT = textwrap.dedent(
+    """
+    import atexit, sys, threading
+    import numpy as np, scipy.special
+    import np2torch.runtime as np2t
+
+    x = np.linspace(-3, 3, 64)
+    CASES = [(np2t.exp, np.exp, (x,)), (np2t.erf, scipy.special.erf, (x,)), (np2t.hypot, np.hypot, (x, 2.0))]
+    with np2t.using(device="numpy"):  # the originals loaded, torch not imported
+        for helper, _, args in CASES:
+            helper(*args)
+
+    def compare():
+        for helper, original, args in CASES:
+            got, want = helper(*args), original(*args)
+            same = type(got) is type(want) and got.dtype == want.dtype and got.tobytes() == want.tobytes()
+            sys.stdout.write(f"{helper.__name__} {same}\\n")
+
+    class AtFinalization:
+        def __del__(self):
+            compare()
+
+    when = sys.argv[1]
+    if when == "thread after the main one":
+        threading.Thread(target=lambda: (threading.main_thread().join(), compare())).start()
+    elif when == "atexit":
+        atexit.register(compare)
+    else:
+        keep = AtFinalization()
+    """
+)
+
+
+@pytest.mark.parametrize("when", ["thread after the main one", "atexit", "finalization"])
+def test_a_call_at_exit_returns_the_originals_result(tmp_path, when):
+    # Importing torch once the interpreter shuts down raises ("can't register atexit after
+    # shutdown"), and while it finalizes NumPy's Python parts cannot be imported: np.exp still runs.
+    script = tmp_path / "at_exit.py"
+    script.write_text(AT_EXIT_SCRIPT)
+    env = {**os.environ, "NP2TORCH_MIN_SIZE": "0", "NP2TORCH_PROFILE": "builtin"}
+    proc = subprocess.run([sys.executable, str(script), when], capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n") == ["exp True", "erf True", "hypot True", ""], proc.stderr
+

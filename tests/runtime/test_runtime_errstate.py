@@ -153,6 +153,45 @@ def test_fallback_calls_warn_at_the_callers_line_too():
     assert [(w.filename, w.lineno) for w in caught] == [(__file__, CALL_LINE)] * 2
 
 
+def _messages(function: Callable[..., Any], *args: Any, **kwargs: Any) -> List[str]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        function(*args, **kwargs)
+    return [f"{w.category.__name__}: {w.message}" for w in caught]
+
+
+CAST_CASES = {
+    "an input cast by dtype=": ("exp", (np.array([1e300, 1.0]),), {"dtype": np.float32, "casting": "unsafe"}),
+    "an input cast by signature=": ("log", (np.array([1e300, 0.0]),), {"signature": ("f", "f"), "casting": "unsafe"}),
+    "a Python int into a float16 loop": ("hypot", (np.ones(3, np.float16), 70000), {}),
+    "a Python float into a float16 loop, first": ("arctan2", (1e5, np.ones(3, np.float16)), {}),
+    "a Python float into a float32 loop": ("logaddexp", (np.ones(3, np.float32), 1e39), {}),
+}
+
+
+@pytest.mark.parametrize("min_size", [None, 0], ids=["default settings", "torch forced"])
+@pytest.mark.parametrize("case", list(CAST_CASES))
+def test_a_casts_warning_names_the_cast_as_numpys_does(case, min_size):
+    # NumPy's call-mode handler is told the flag, not what raised it: a redirected call
+    # said "overflow encountered in hypot" where NumPy says "... in cast".
+    name, args, kwargs = CAST_CASES[case]
+    want = _messages(getattr(np, name), *args, **kwargs)
+    assert want  # the case does warn
+    with np2t.using(min_size=min_size):
+        assert _messages(getattr(np2t, name), *args, **kwargs) == want
+
+
+def test_a_python_original_running_several_ufuncs_names_each():
+    # np2torch run's sampled calls run SciPy's logsumexp through the same call: its
+    # warnings name its own ufuncs ("... in subtract"), never "... in logsumexp".
+    from np2torch.runtime._errstate import numpy_call
+
+    a = np.array([1e308, -1e308])
+    want = _messages(scipy.special.logsumexp, a)
+    assert want == ["RuntimeWarning: overflow encountered in subtract"]
+    assert _messages(numpy_call, scipy.special.logsumexp, "logsumexp", a) == want
+
+
 def test_ignore_pays_nothing(monkeypatch):
     checks: List[Any] = []
     real = _ufunc._all_finite
@@ -348,14 +387,23 @@ def test_code_numpy_runs_for_the_input_sees_the_callers_error_state(make, state,
     assert seen[np.exp]
 
 
-_FLOAT16_ROWS = [row for row in ELEMENTWISE_FUNCTIONS if "float16" in row.loops]
-# float16 inputs whose underflow flag NumPy 2.4's contiguous and strided loops disagree on (AVX512:
-# log1p, expm1, tanh, arctanh, arcsinh, sinh, exp2), with their neighbours.
-_TINY_FLOAT16 = [6.104e-05, -6.104e-05, 1.192e-07, -1.192e-07, -5.96e-08, 3.576e-07, 1.19e-06, 6.557e-07,
-                 3.24e-05, 3.624e-05, -149.5, -150.0, 5.96e-08, 6.0e-05]
+# Inputs whose underflow flag NumPy 2.4's contiguous and strided loops disagree on, with their
+# neighbours: float16 (AVX512: log1p, expm1, tanh, arctanh, arcsinh, sinh, exp2); float32 and float64
+# subnormals, whose reversed (negative-stride) loops flag underflow and contiguous ones do not (this
+# VM: tan, arcsin, arctan, expm1, log1p, sinh, arcsinh, arctanh).
+_TINY = {
+    "float16": [6.104e-05, -6.104e-05, 1.192e-07, -1.192e-07, -5.96e-08, 3.576e-07, 1.19e-06, 6.557e-07,
+                3.24e-05, 3.624e-05, -149.5, -150.0, 5.96e-08, 6.0e-05],
+    **{
+        name: [float(info.smallest_subnormal), -float(info.smallest_subnormal), float(info.smallest_normal) / 3,
+               -float(info.smallest_normal) / 3, float(info.smallest_normal), 1e-30]
+        for name, info in (("float32", np.finfo(np.float32)), ("float64", np.finfo(np.float64)))
+    },
+}
+_TINY_CASES = [(row, dtype) for dtype in _TINY for row in ELEMENTWISE_FUNCTIONS if dtype in row.loops]
 
 
-def _float16_layouts(values: np.ndarray) -> dict:
+def _layouts(values: np.ndarray) -> dict:
     n = values.size
     tiled = np.resize(values, 8 * n)
     return {
@@ -369,12 +417,12 @@ def _float16_layouts(values: np.ndarray) -> dict:
 
 
 @pytest.mark.parametrize("state", [{"under": "warn"}, {"all": "warn"}, {"all": "raise"}], ids=["under", "all warn", "raise"])
-@pytest.mark.parametrize("row", _FLOAT16_ROWS, ids=[row.name for row in _FLOAT16_ROWS])
-def test_float16_underflow_flags_match_numpys_loop_for_the_layout(row, state):
+@pytest.mark.parametrize("row,dtype", _TINY_CASES, ids=[f"{row.name}-{dtype}" for row, dtype in _TINY_CASES])
+def test_underflow_flags_match_numpys_loop_for_the_layout(row, dtype, state):
     helper, original = getattr(np2t, row.name), getattr(importlib.import_module(row.module), row.name)
     filler = float(np.mean(row.domain))
-    for value in _TINY_FLOAT16:
-        for name, x in _float16_layouts(np.array([filler, value, filler], dtype=np.float16)).items():
+    for value in _TINY[dtype]:
+        for name, x in _layouts(np.array([filler, value, filler], dtype=dtype)).items():
             seen = []
             for func in (helper, original):
                 with np2t.using(device="cpu", min_size=0), np.errstate(**state), \

@@ -7,6 +7,7 @@ new row runs through the whole matrix.
 from __future__ import annotations
 
 import importlib
+import inspect
 import re
 import warnings
 from typing import Any, Callable
@@ -437,6 +438,34 @@ def test_dtype_keyword_with_out(forced, helper, original):
         assert_parity(helper, original, x, out=out_a, dtype=out_dtype)
         original(x, out=out_b, dtype=out_dtype)
         assert_same_values(out_a, out_b)
+
+
+@pytest.mark.parametrize("helper,original", PAIRS)
+@pytest.mark.parametrize("code,wide", [("e", "f"), ("e", "d"), ("f", "d")])
+@pytest.mark.parametrize("via", ["dtype", "out"])
+@pytest.mark.parametrize("errs", ["warn", "raise"])
+def test_wider_loop_under_a_reporting_errstate(forced, helper, original, code, wide, via, errs):
+    # The elements the error check re-runs must run the call's loop, not the input's own:
+    # float32 exp(-740) is 0 and flags underflow where the float64 loop gives a subnormal.
+    with np.errstate(all="ignore"):
+        x = np.concatenate([special_values(np.dtype(code)), np.linspace(-760, 760, 77).astype(code)])
+    keywords = [{"dtype": wide}] if via == "dtype" else [{"out": np.zeros(x.shape, wide)} for _ in range(2)]
+    with np.errstate(all=errs):
+        got = outcome(helper, x, **keywords[0])
+        want = outcome(original, x, **keywords[-1])
+    if via == "out":
+        assert_same_values(keywords[0]["out"], keywords[-1]["out"])
+    if isinstance(want[0], np.ndarray):
+        assert_same_result(got[0], want[0])
+    else:
+        assert got[0] == want[0]
+    assert got[1] == want[1]
+
+
+@pytest.mark.parametrize("helper,original", PAIRS)
+def test_signature_is_the_originals(helper, original):
+    # help() and inspect show the ufunc's keywords (out=, where=, casting=, ...), not (x, *args, **kwargs).
+    assert inspect.signature(helper) == inspect.signature(original)
 
 
 def test_int_input_with_float32_out_computes_like_numpy(forced, torch_calls):

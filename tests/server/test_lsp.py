@@ -331,6 +331,52 @@ def test_settings_come_from_the_nearest_pyproject_and_are_read_again_when_it_cha
     run_editor(scenario, cwd=tmp_path)
 
 
+@pytest.mark.parametrize("name, table", [(".np2torch.toml", ""), ("np2torch.toml", ""),
+                                         ("pyproject.toml", "[tool.np2torch]\n")])
+def test_every_configuration_file_is_watched_and_read_again(tmp_path: Path, name: str, table: str) -> None:
+    config = tmp_path / name
+    config.write_text(table + 'select = ["NPT001"]\n')
+    module = tmp_path / "mod.py"
+    module.write_text(SOURCE)
+
+    async def scenario(editor: Editor) -> None:
+        uri, diagnostics = await editor.open(module)
+        assert {d.code for d in diagnostics} == {"NPT001"}
+        (registration,) = editor.registrations
+        options: Any = registration.register_options  # as the client received it: JSON
+        watched = {watcher["globPattern"] for watcher in options["watchers"]}
+        assert watched == {"**/.np2torch.toml", "**/np2torch.toml", "**/pyproject.toml"}
+        seen = editor.published[uri]
+        config.write_text(table + 'select = ["NPT002"]\n')
+        editor.client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(changes=[
+            types.FileEvent(uri=from_fs_path(str(config)) or "", type=types.FileChangeType.Changed)]))
+        assert {d.code for d in await editor.published_after(uri, seen)} == {"NPT002"}
+
+    run_editor(scenario, cwd=tmp_path)
+
+
+def test_unsafe_fixes_follow_the_clients_settings(tmp_path: Path) -> None:
+    module = tmp_path / "lse.py"
+    module.write_text(LSE)
+
+    async def offered(editor: Editor, uri: str) -> list[str]:
+        pattern = next(d for d in editor.diagnostics[uri] if d.code == "NPT901")
+        actions = await editor.actions(uri, pattern.range, only=[types.CodeActionKind.QuickFix])
+        return [a.title for a in actions if "NPT901" in a.title and a.title.startswith("Replace")]
+
+    async def scenario(editor: Editor) -> None:
+        uri, _ = await editor.open(module)
+        assert await offered(editor, uri) == []
+        for unsafe, titles in ((True, ["Replace with `np2t.logsumexp` (NPT901)"]), (False, [])):
+            seen = editor.published[uri]
+            editor.client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+                settings={"np2torch": {"unsafeFixes": unsafe}}))
+            await editor.published_after(uri, seen)
+            assert await offered(editor, uri) == titles
+
+    run_editor(scenario, cwd=tmp_path)
+
+
 @pytest.mark.parametrize("how, offered", [
     pytest.param({}, [], id="not configured: reported, no fix"),
     pytest.param({"args": ["--unsafe-fixes"]}, ["Replace with `np2t.logsumexp` (NPT901)"],

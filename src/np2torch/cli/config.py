@@ -327,8 +327,8 @@ def project_file(path: str) -> Path | None:
     """The nearest ``pyproject.toml`` at or above ``path``'s folder, with or without ``[tool.np2torch]``."""
     folder = Path(os.path.abspath(path)).parent
     for candidate in (folder, *folder.parents):
-        if (candidate / "pyproject.toml").is_file():
-            return candidate / "pyproject.toml"
+        if (candidate / PYPROJECT).is_file():
+            return candidate / PYPROJECT
     return None
 
 

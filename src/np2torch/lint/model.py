@@ -139,6 +139,7 @@ class Lines:
     """Source lines split as the tokenizer splits them, and byte-to-character columns."""
 
     def __init__(self, text: str) -> None:
+        self._text = text
         self._lines = _NEWLINE.split(text)
 
     @property
@@ -151,6 +152,10 @@ class Lines:
     def spells(self, word: str) -> bool:
         """Whether ``word`` occurs anywhere in the text (comments and strings included)."""
         return any(word in line for line in self._lines)
+
+    def matches(self, pattern: re.Pattern[str]) -> bool:
+        """Whether ``pattern`` matches in the text (comments and strings included)."""
+        return pattern.search(self._text) is not None
 
     def char_col(self, line: int, byte_col: int) -> int:
         """``ast`` columns are UTF-8 byte offsets; findings count characters."""

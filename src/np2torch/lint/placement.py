@@ -49,6 +49,7 @@ first cell that can run a rewritten call.
 from __future__ import annotations
 
 import ast
+import re
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import Collection, Iterable, Iterator, Mapping, Optional, Sequence
@@ -376,6 +377,10 @@ class _Functions:
 
 _NESTED = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
+_MAY_BE_GLOBAL = re.compile(r"(?:^|[;:\r])[ \t\f]*global(?!\w)", re.MULTILINE)
+"""Where a ``global`` statement may stand: the keyword at a line's start (after its indentation), after a ``;``
+or a compound statement's ``:`` (a keyword is ASCII: ``ｇｌｏｂａｌ`` is a name)."""
+
 
 def _own_names(tree: ast.Module, lines: Lines) -> set[str]:
     """The module-level names the module binds other than by absolute imports: code that runs on import
@@ -386,7 +391,7 @@ def _own_names(tree: ast.Module, lines: Lines) -> set[str]:
     name from inside one -- ``global``, and ``:=`` in a comprehension -- for which every binding of any
     scope counts (:func:`bound_names`, a walk of the whole tree).
     """
-    if lines.spells("global") or lines.spells(":="):
+    if lines.matches(_MAY_BE_GLOBAL) or lines.spells(":="):
         return {name for name, kinds in bound_names(tree).items() if "other" in kinds}
     names: set[str] = set()
     stack: list[ast.AST] = list(tree.body)

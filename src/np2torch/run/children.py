@@ -25,7 +25,7 @@ import sys
 import tempfile
 import threading
 import types
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List
 
 from np2torch.cli.config import Overrides
 from np2torch.run.hook import Rewriter, Scope, install
@@ -49,12 +49,15 @@ class Run:
         """The pid of the ``np2torch run`` process, which writes the report."""
         self.cache = cache
         self.rewriter = Rewriter(scope, overrides, config_path, cache=cache)
+        self.report: Dict[str, Any] | None = None
+        """What the owner reports and where (``mode``, ``file``, ``command``, ``started``): the owner's process
+        reports from it when the program replaced it with ``os.exec*``."""
 
     def as_environment(self) -> str:
         overrides = self.overrides
         return json.dumps({
             "scope": self.scope.as_dict(), "config": self.config_path, "spool": self.spool, "owner": self.owner,
-            "cache": self.cache,
+            "cache": self.cache, "report": self.report,
             "overrides": {"select": overrides.select, "ignore": list(overrides.ignore),
                           "extend_select": list(overrides.extend_select), "unsafe_fixes": overrides.unsafe_fixes},
         })
@@ -67,8 +70,10 @@ class Run:
         unsafe = raw["unsafe_fixes"]
         overrides = Overrides(select=select, ignore=tuple(raw["ignore"]), extend_select=tuple(raw["extend_select"]),
                               unsafe_fixes=None if unsafe is None else bool(unsafe))
-        return cls(Scope.from_dict(data["scope"]), overrides, data["config"], data["spool"], int(data["owner"]),
-                   bool(data.get("cache", True)))
+        run = cls(Scope.from_dict(data["scope"]), overrides, data["config"], data["spool"], int(data["owner"]),
+                  bool(data.get("cache", True)))
+        run.report = data.get("report")
+        return run
 
 
 _CURRENT: List[Run] = []
@@ -172,10 +177,17 @@ def _run_and_exit(program: Any, run: Run) -> None:
 
     from np2torch.run.program import execute
 
+    outcome: Dict[str, Any] = {"status": None}
+    before: Callable[[], None] = _nothing
+    if os.getpid() == run.owner and run.report is not None:  # the run's own process, the program exec'd itself
+        from np2torch.run.at_exit import after_exec
+
+        before = after_exec(run, outcome, flush)
     try:
-        status = execute(program, run.rewriter, starting=True)
+        status = execute(program, run.rewriter, before=before, starting=True)
     except SystemExit as exc:
         status = _exit_status(exc.code)
+    outcome["status"] = status
     shutdown = getattr(threading, "_shutdown", None)
     if shutdown is not None:
         shutdown()
@@ -186,6 +198,10 @@ def _run_and_exit(program: Any, run: Run) -> None:
         except (OSError, ValueError, AttributeError):
             pass
     os._exit(status)
+
+
+def _nothing() -> None:
+    pass
 
 
 def _exit_status(code: object) -> int:
@@ -299,47 +315,30 @@ def patch_pool(module: types.ModuleType) -> None:
 
 def _rewrite_run_path(run: Run) -> None:
     """``runpy.run_path`` of one of the program's ``.py`` files runs its instrumented code (multiprocessing
-    runs a script's ``__mp_main__`` so in its spawned children)."""
+    runs a script's ``__mp_main__`` so in its spawned children): the code is what ``runpy._get_code_from_file``
+    returns, so everything else -- the module's attributes, ``sys.argv[0]``, the ``<frozen runpy>`` frames of a
+    traceback, the file named as the caller spelled it -- is ``run_path``'s own."""
     import runpy
 
-    original: Callable[..., Dict[str, Any]] = runpy.run_path
-    if getattr(original, "__np2torch__", False):
+    original: Callable[..., Any] | None = getattr(runpy, "_get_code_from_file", None)
+    if original is None or getattr(original, "__np2torch__", False):
         return
 
-    def run_path(path_name: Any, init_globals: Optional[Dict[str, Any]] = None,
-                 run_name: Optional[str] = None) -> Dict[str, Any]:
-        code = _code_of(run, path_name)
+    def get_code_from_file(*args: Any) -> Any:
+        # (run_name, fname) -> (code, fname) before Python 3.12; (fname) -> code from 3.12 on
+        fname = args[-1]
+        code = _code_of(run, fname)
         if code is None:
-            return original(path_name, init_globals, run_name)
-        name = run_name if run_name is not None else "<run_path>"
-        module = types.ModuleType(name)
-        namespace = module.__dict__
-        if init_globals is not None:
-            namespace.update(init_globals)
-        namespace.update(__name__=name, __file__=os.fspath(path_name), __cached__=None, __doc__=None,
-                         __loader__=None, __package__="", __spec__=None)
-        saved_module = sys.modules.get(name)
-        saved_argv0 = sys.argv[0] if sys.argv else None
-        sys.modules[name] = module
-        if sys.argv:
-            sys.argv[0] = os.fspath(path_name)
-        try:
-            exec(code, namespace)
-        finally:
-            if sys.argv and saved_argv0 is not None:
-                sys.argv[0] = saved_argv0
-            if saved_module is None:
-                sys.modules.pop(name, None)
-            else:
-                sys.modules[name] = saved_module
-        return namespace.copy()
+            return original(*args)
+        return (code, fname) if len(args) == 2 else code
 
-    run_path.__np2torch__ = True  # type: ignore[attr-defined]
-    run_path.__doc__ = original.__doc__
-    runpy.run_path = run_path
+    get_code_from_file.__np2torch__ = True  # type: ignore[attr-defined]
+    get_code_from_file.__wrapped__ = original  # type: ignore[attr-defined]
+    runpy._get_code_from_file = get_code_from_file  # type: ignore[attr-defined]
 
 
 def _code_of(run: Run, path_name: Any) -> Any:
+    """The instrumented code of one of the program's ``.py`` files, compiled under the name it was given as."""
     try:
         path = os.fspath(path_name)
     except TypeError:
@@ -354,4 +353,4 @@ def _code_of(run: Run, path_name: Any) -> Any:
             source = file.read()
     except OSError:
         return None
-    return run.rewriter.code_for(os.path.abspath(path), source, included)
+    return run.rewriter.code_for(os.path.abspath(path), source, included, filename=path)

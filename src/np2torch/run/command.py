@@ -7,7 +7,6 @@ script or ``-m MODULE`` is the program's, ``--help`` included.
 from __future__ import annotations
 
 import atexit
-import json
 import os
 import shutil
 import sys
@@ -164,11 +163,14 @@ def command(argv: tuple[str, ...]) -> None:
 
 def main(options: Options) -> NoReturn:
     """Run the program under the options; never returns (the program's exit is the process's)."""
-    from np2torch.run.children import Run, activate, follow_children
+    from np2torch.run import at_exit
+    from np2torch.run.children import Run, activate, flush, follow_children
     from np2torch.run.hook import Scope, ScopeError, project_root
     from np2torch.run.program import Program, ProgramError, execute
 
     program = Program(options.script, options.module, tuple(options.args))
+    if options.report_file:
+        options.report_file = os.path.abspath(options.report_file)  # where it is now: the program may chdir
     try:
         scope = Scope.build([project_root(program.folder())], options.include, options.exclude)
     except ScopeError as exc:
@@ -180,6 +182,8 @@ def main(options: Options) -> NoReturn:
         run = Run(scope, overrides, options.config, spool, os.getpid(), cache=options.cache)
     except ConfigError as exc:
         _fail(str(exc), 2)
+    run.report = {"mode": options.report, "file": options.report_file, "command": program.command,
+                  "started": time.time()}
     activate(run)
     if options.children:
         follow_children(run)
@@ -187,7 +191,11 @@ def main(options: Options) -> NoReturn:
     start = time.perf_counter()
 
     def report_at_exit() -> None:
-        _report(run, options, program.command, time.perf_counter() - start, outcome["status"])
+        if os.getpid() != run.owner:  # a child forked by the program itself: its counts go to the spool
+            flush()
+            return
+        at_exit.report(run, options.report, options.report_file, program.command, time.perf_counter() - start,
+                       outcome["status"])
 
     def before() -> None:  # registered once the program is in place: after its atexit handlers, it reports
         atexit.register(report_at_exit)
@@ -204,56 +212,3 @@ def main(options: Options) -> NoReturn:
         raise
     outcome["status"] = status
     sys.exit(status)
-
-
-def _report(run: Any, options: Options, command: Sequence[str], wall: float, status: int | None) -> None:
-    from np2torch.run import children, report
-    from np2torch.runtime import sites
-
-    if os.getpid() != run.owner:  # a child forked by the program itself: its counts go to the spool
-        children.flush()
-        return
-    records = sites.snapshot()
-    skipped = [item.as_dict() for item in run.rewriter.skipped]
-    files = dict(run.rewriter.digests)
-    rewrite = {"compiled": run.rewriter.compiled, "cached": run.rewriter.cache_hits}
-    if run.spool:
-        for name in sorted(os.listdir(run.spool)) if os.path.isdir(run.spool) else ():
-            if not name.endswith(".json"):
-                continue
-            try:
-                with open(os.path.join(run.spool, name), encoding="utf-8") as file:
-                    data = json.load(file)
-            except (OSError, ValueError):
-                continue
-            records += data.get("sites", [])
-            skipped += data.get("skipped", [])
-            files.update(data.get("files", {}))
-            for name, count in data.get("rewrite", {}).items():
-                rewrite[name] = rewrite.get(name, 0) + int(count)
-        shutil.rmtree(run.spool, ignore_errors=True)
-    built = report.build(["np2torch", "run", *command], wall, records, skipped, files, status, rewrite,
-                         torch_imported="torch" in sys.modules)
-    if options.report_file:
-        try:
-            _write(options.report_file, report.dump(built) + "\n")
-        except OSError as exc:
-            print(f"np2torch run: cannot write {options.report_file}: {exc.strerror or exc}", file=sys.stderr)
-    if options.report != "none":
-        try:
-            sys.stderr.flush()
-            print(report.text(built) if options.report == "text" else report.dump(built), file=sys.stderr, flush=True)
-        except (OSError, ValueError):
-            pass
-
-
-def _write(path: str, text: str) -> None:
-    folder = os.path.dirname(os.path.abspath(path))
-    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".np2torch-report-")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            file.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise

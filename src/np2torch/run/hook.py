@@ -41,7 +41,7 @@ from np2torch.runtime.sites import cache_dir
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 """np2torch itself: never rewritten."""
 
-_CACHE_FORMAT = 3
+_CACHE_FORMAT = 4
 
 _STDLIB_NAMES = frozenset(getattr(sys, "stdlib_module_names", ()))
 """Top-level names the standard library holds (Python >= 3.10): never looked at."""
@@ -215,8 +215,10 @@ class Rewriter:
             return settings_for_file(path, self.overrides, self.configs)
         return run_settings(self.configs.for_file(path), self.overrides, path)
 
-    def code_for(self, path: str, source: bytes, included: bool, optimize: int = -1) -> Any:
-        """The instrumented code of the file at ``path`` holding ``source``; None: import it unchanged."""
+    def code_for(self, path: str, source: bytes, included: bool, optimize: int = -1,
+                 filename: str | None = None) -> Any:
+        """The instrumented code of the file at ``path`` holding ``source``, compiled as ``filename`` (default
+        ``path``: ``runpy.run_path`` names a file as its caller spelled it); None: import it unchanged."""
         settings = self.settings_for(path, included)
         if settings is None:
             return None
@@ -226,14 +228,14 @@ class Rewriter:
             return None  # Python reports a bad encoding when it reads the file itself
         if not may_contain(text, settings.lint.rules):
             return None  # no finding possible (the engine's own prefilter): the original loader, as fast
-        key = self._key(path, source, settings, optimize)
+        key = self._key(path, source, settings, optimize, filename)
         cached = self._read(key)
         if cached is not None:
             code, skipped = cached
             self.cache_hits += code is not None
         else:
             try:
-                result = instrument(text, path, settings.lint, optimize=optimize)
+                result = instrument(text, path, settings.lint, optimize=optimize, filename=filename)
             except SyntaxError:
                 return None  # Python reports it when it compiles the file itself, as it would without np2torch
             except SourceError:
@@ -253,12 +255,13 @@ class Rewriter:
 
     # -- the cache -------------------------------------------------------------------------------------
 
-    def _key(self, path: str, source: bytes, settings: RunSettings, optimize: int) -> str:
+    def _key(self, path: str, source: bytes, settings: RunSettings, optimize: int, filename: str | None) -> str:
         if self._fingerprint is None:
             self._fingerprint = tool_fingerprint()
         digest = hashlib.sha256()
         for part in (self._fingerprint, importlib.util.MAGIC_NUMBER.hex(), str(optimize if optimize >= 0
-                     else sys.flags.optimize), settings_key(settings), os.path.realpath(path)):
+                     else sys.flags.optimize), settings_key(settings), os.path.realpath(path),
+                     "" if filename is None else "as " + filename):
             digest.update(part.encode("utf-8", "surrogateescape") + b"\0")
         digest.update(source)
         return digest.hexdigest()
@@ -300,14 +303,22 @@ def _stderr(line: str) -> None:
 
 class RewritingLoader(importlib.machinery.SourceFileLoader):
     """The original source loader, except that ``get_code`` returns the instrumented code (and caches
-    none of it in ``__pycache__``) when the file has sites."""
+    none of it in ``__pycache__``) when the file has sites.
 
-    def __init__(self, fullname: str, path: str, rewriter: Rewriter, included: bool) -> None:
+    It is the spec's loader only until its code is asked for: then the spec and the module (``__loader__``)
+    get the plain :class:`~importlib.machinery.SourceFileLoader` Python would have given them, so the
+    program sees its own loader (its type, its ``repr`` in ``__spec__``, its ``get_code``)."""
+
+    def __init__(self, fullname: str, path: str, rewriter: Rewriter, included: bool,
+                 spec: importlib.machinery.ModuleSpec | None = None) -> None:
         super().__init__(fullname, path)
         self.rewriter = rewriter
         self.included = included
+        self.spec = spec
+        self.plain = importlib.machinery.SourceFileLoader(fullname, path)
 
     def get_code(self, fullname: str) -> Any:
+        _hand_back(self, self.plain, self.spec, sys.modules.get(fullname))
         path = self.get_filename(fullname)
         try:
             source = self.get_data(path)
@@ -344,7 +355,7 @@ class Finder(importlib.abc.MetaPathFinder):
         included = self.rewriter.scope.covers(spec.origin)
         if included is None:
             return spec
-        spec.loader = RewritingLoader(fullname, spec.origin, self.rewriter, included)
+        spec.loader = RewritingLoader(fullname, spec.origin, self.rewriter, included, spec)
         return spec
 
     def _others(self, fullname: str, path: Optional[Sequence[str]],
@@ -376,11 +387,21 @@ class _AfterExec(importlib.abc.Loader):
         return self.loader.create_module(spec)
 
     def exec_module(self, module: Any) -> None:
+        _hand_back(self, self.loader, getattr(module, "__spec__", None), module)
         self.loader.exec_module(module)
         self.then(module)
 
     def __getattr__(self, name: str) -> Any:  # get_source, get_code, is_package, ... of the real loader
         return getattr(self.loader, name)
+
+
+def _hand_back(ours: Any, theirs: Any, spec: importlib.machinery.ModuleSpec | None, module: Any) -> None:
+    """``spec``'s and ``module``'s loader ``theirs`` where it is ``ours`` (the import system took ``ours``
+    from the spec already: ``runpy`` and ``importlib`` then give the module the one it would have had)."""
+    if spec is not None and spec.loader is ours:
+        spec.loader = theirs
+    if module is not None and getattr(module, "__loader__", None) is ours:
+        module.__loader__ = theirs
 
 
 def install(rewriter: Rewriter) -> Finder:

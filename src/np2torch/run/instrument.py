@@ -1,9 +1,13 @@
 """The rewrite ``np2torch fix`` would make, made on the ``ast`` tree of a module instead of its text.
 
 Text in, code object out, and nothing moves: each reference the fix would
-replace (``np.exp`` in ``np.exp(x)``) becomes ``<sites>[<file>][i]``, where
+replace (``np.exp`` in ``np.exp(x)``) becomes ``<sites>[<file>][i][np.exp]``, where
 ``<sites>`` is a name no source text can spell, bound in :mod:`builtins` (the
-module's own namespace, ``globals()``, stays as the program made it).  The new
+module's own namespace, ``globals()``, stays as the program made it): the
+reference, evaluated as the program wrote it, picks the site when it names the
+original and itself otherwise (a patched ``numpy.exp``,
+:class:`np2torch.runtime.sites.Pick`); a pattern rule's whole expression
+becomes ``<sites>[<file>][i](x, ...)``.  The new
 nodes carry the replaced node's line and columns, so tracebacks (with their
 ``^^^^`` markers), warnings, ``inspect``, coverage and pdb see the file on
 disk.  One expression statement placed before the module's first statement
@@ -51,9 +55,10 @@ class Instrumented:
     not_rewritten: Tuple[Finding, ...]
 
 
-def instrument(source: str, path: str, settings: Settings, *, optimize: int = -1) -> Instrumented:
-    """``source`` (the text of the file at ``path``) compiled with its fixable findings' calls going through
-    call sites.  Raises :class:`np2torch.lint.model.SourceError` when it cannot be analysed."""
+def instrument(source: str, path: str, settings: Settings, *, optimize: int = -1,
+               filename: str | None = None) -> Instrumented:
+    """``source`` (the text of the file at ``path``) compiled, as ``filename`` (default ``path``: what the
+    code's frames and tracebacks name), with its fixable findings' calls going through call sites.  Raises :class:`np2torch.lint.model.SourceError` when it cannot be analysed."""
     plan = plan_source(source, path, settings=settings)
     skipped = tuple(finding for finding in plan.findings if not finding.fixable)
     if not plan.fixes or plan.tree is None:
@@ -64,7 +69,7 @@ def instrument(source: str, path: str, settings: Settings, *, optimize: int = -1
     key = f"{path}#{hashlib.sha256(repr(specs).encode()).hexdigest()[:12]}"
     _Replace(key, {id(fix.ref.node): (index, fix) for index, fix in enumerate(fixes)}).visit(tree)
     _register_sites(tree, key, path, specs)
-    code = compile(tree, path, "exec", dont_inherit=True, optimize=optimize)
+    code = compile(tree, path if filename is None else filename, "exec", dont_inherit=True, optimize=optimize)
     return Instrumented(code, specs, skipped)
 
 
@@ -191,6 +196,13 @@ def _site(key: str, index: int, where: ast.AST) -> ast.expr:
     return node
 
 
+def _picked(site: ast.expr, reference: ast.AST) -> ast.expr:
+    """``<sites>[key][index][reference]``: the reference, evaluated as the program wrote it, picks the site's call
+    when it is the original and itself otherwise (:class:`np2torch.runtime.sites.Pick`), at its position."""
+    assert isinstance(reference, ast.expr)
+    return ast.copy_location(ast.Subscript(value=site, slice=reference, ctx=ast.Load()), reference)
+
+
 class _Replace(ast.NodeTransformer):
     def __init__(self, key: str, targets: dict[int, tuple[int, Planned]]) -> None:
         self.key = key
@@ -202,7 +214,7 @@ class _Replace(ast.NodeTransformer):
             return self.generic_visit(node)
         index, fix = target
         if not fix.rule.is_pattern:
-            return _site(self.key, index, node)
+            return _picked(_site(self.key, index, node), self.generic_visit(node))
         assert isinstance(node, (ast.Call, ast.BinOp))
         where = node.func if isinstance(node, ast.Call) else node
         return _collapse(self.generic_visit(node), _site(self.key, index, where))

@@ -88,6 +88,8 @@ def execute(program: Program, rewriter: Rewriter, before: Callable[[], None] = l
         assert program.module is not None
         _first_path(os.getcwd(), starting)
         sys.argv[:] = ["-m", *program.args]
+    if not starting and hasattr(sys, "orig_argv"):  # a child's is its own already
+        sys.orig_argv[:] = python_orig_argv(program, sys.orig_argv)
     previous_main = sys.modules.get("__main__")
     sys.modules["__main__"] = main
     before()
@@ -113,8 +115,27 @@ def execute(program: Program, rewriter: Rewriter, before: Callable[[], None] = l
 
 _REPLACED: list[Any] = []
 
+_OPTIONS_WITH_VALUE = ("-W", "-X", "--check-hash-based-pycs")
+"""The interpreter's options that take the next word as their value."""
+
+
+def python_orig_argv(program: Program, original: list[str]) -> list[str]:
+    """``sys.orig_argv`` of ``python [OPTIONS] SCRIPT|-m MODULE ARGS``: the interpreter and its options from
+    ``original`` (this process's), then the program's command line; np2torch's entry point and options left out."""
+    index = 1
+    while index < len(original):
+        word = original[index]
+        if word.startswith("-m") or not word.startswith("-") or word == "-":
+            break
+        index += 2 if word in _OPTIONS_WITH_VALUE else 1
+    return original[:index] + program.command
+
 
 def _first_path(folder: str, starting: bool) -> None:
+    """The program's folder first on ``sys.path``, in place of np2torch's own entry, as ``python`` puts it
+    there; nowhere under ``-P``/``PYTHONSAFEPATH``, which tells python to put it nowhere (nor np2torch's)."""
+    if sys.flags.safe_path:
+        return
     if starting:
         sys.path.insert(0, folder)
     else:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import threading
 import time
 import warnings
 from typing import TYPE_CHECKING, Iterator, Mapping
@@ -74,6 +75,11 @@ def load_torch() -> bool:
     """Import torch on first use, with the runtime's settings; whether it is installed (else NumPy serves everything)."""
     if PROCESS.torch_tried:
         return PROCESS.torch_found
+    if "torch" not in sys.modules and not threading.main_thread().is_alive():
+        # The interpreter is shutting down (an atexit handler, a __del__, a thread still running after
+        # the main one ended): importing torch now fails ("can't register atexit after shutdown", from
+        # its concurrent.futures import), where the original would just run.  NumPy serves the call.
+        return False
     with PROCESS.loading:
         if not PROCESS.torch_tried:
             start = time.perf_counter()

@@ -31,6 +31,7 @@ original's call, with its result or error.  CUDA: no loop verified.
 from __future__ import annotations
 
 import operator
+import sys
 import time
 from functools import reduce
 from typing import TYPE_CHECKING, Any, Callable, cast
@@ -42,7 +43,7 @@ from ._backend import can_view, load_torch, threads
 from ._config import RuntimeSettings
 from ._decide import Route, original_reason
 from ._errstate import error_checks, numpy_call, scipy_reports
-from ._helper import ABSENT, PUBLIC_MODULE, Helper
+from ._helper import ABSENT, PUBLIC_MODULE, Helper, ufunc_signature
 from ._state import PROCESS, SCOPED, TAKEN
 
 if TYPE_CHECKING:
@@ -138,7 +139,7 @@ class Binary(Helper):
         a1, a2 = _in_loop(x1, loop), _in_loop(x2, loop)
         if a1 is None or a2 is None or not load_torch():
             return None
-        result = _allocate([x for x in (x1, x2) if type(x) is np.ndarray], a1, a2, loop)
+        result = _allocate(x1, x2, a1, a2, loop)
         if not can_view(result):
             return None
         import torch
@@ -187,7 +188,7 @@ def _make_function(helper: Binary) -> Callable[..., Any]:
     def function(x1: Any = ABSENT, x2: Any = ABSENT, /, *args: Any, **kwargs: Any) -> Any:
         if x2 is ABSENT:
             return helper.original(*(() if x1 is ABSENT else (x1,)), **kwargs)
-        if not args and not kwargs:
+        if not args and not kwargs and not sys.is_finalizing():  # at exit only the original runs (Helper.admits)
             scoped = SCOPED.get()
             settings = PROCESS.settings if scoped is None else scoped
             prepared = helper.prepare(x1, x2, settings)
@@ -205,33 +206,40 @@ def _make_function(helper: Binary) -> Callable[..., Any]:
 
     function.__name__ = function.__qualname__ = helper.name
     function.__module__ = PUBLIC_MODULE
+    function.__signature__ = ufunc_signature(2)  # type: ignore[attr-defined]
     function.__doc__ = f"``{helper.row.qualname}(x1, x2, ...)``: same result, computed with torch where exact and faster."
     return function
 
 
-def _allocate(arrays: list[np.ndarray], a1: np.ndarray, a2: np.ndarray, loop: np.dtype) -> np.ndarray:
-    """The result array the ufunc allocates for these operands (``arrays``: the ones given as arrays).
+def _allocate(x1: Operand, x2: Operand, a1: np.ndarray, a2: np.ndarray, loop: np.dtype) -> np.ndarray:
+    """The result array the ufunc allocates for the operands ``x1``, ``x2`` (``a1``, ``a2``: them in the loop's dtype).
 
     NumPy's trivial loop first (numpy/_core/src/umath/ufunc_object.c,
     ``try_trivial_single_output_loop``): operands of the loop's dtype and the
     result's shape (0-d ones aside), all C- or all F-contiguous, give a plain C-
     or F-ordered result (C when all are both); else the iterator's
-    allocation for the pair (``order='K'``: broadcasting and length-1 axes).
+    allocation (``order='K'``: broadcasting and length-1 axes) for the operands
+    as given, casting them as the ufunc's buffered iterator does: a cast copy
+    has a layout of its own (``astype`` of a broadcast view is dense), which
+    the ufunc never sees.
     """
     shape = np.broadcast_shapes(a1.shape, a2.shape)
-    shaped = [a for a in arrays if a.ndim]
+    shaped = [x for x in (x1, x2) if type(x) is np.ndarray and x.ndim]
     if all(a.shape == shape and a.dtype == loop and a.flags.aligned for a in shaped):
         if all(a.flags.c_contiguous for a in shaped):
             return np.empty(shape, loop, order="C")
         if all(a.flags.f_contiguous for a in shaped):
             return np.empty(shape, loop, order="F")
-    return np.nditer(
-        [a1, a2, None],
-        flags=["refs_ok", "zerosize_ok"],
+    operands = [x if type(x) is np.ndarray else a for x, a in ((x1, a1), (x2, a2))]
+    allocated: np.ndarray = np.nditer(
+        [*operands, None],
+        flags=["refs_ok", "zerosize_ok", "buffered", "delay_bufalloc", "external_loop", "growinner"],
         op_flags=[["readonly"], ["readonly"], ["writeonly", "allocate", "no_broadcast"]],
         op_dtypes=[loop, loop, loop],
         order="K",
+        casting="unsafe",
     ).operands[2]
+    return allocated
 
 
 def _kind(x: Any) -> Any:
@@ -247,7 +255,10 @@ def _size(shape: tuple[int, ...]) -> int:
 
 
 def _elements(x1: Any, x2: Any) -> int:
-    """The call's element count (0 when the shapes do not broadcast: no decision was made on it)."""
+    """The call's element count (0 when no decision was made on it: an operand the torch path never takes, whose
+    ``np.shape`` could run its code -- a duck array's ``__array_function__`` -- or shapes that do not broadcast)."""
+    if _kind(x1) is None or _kind(x2) is None:
+        return 0
     try:
         return _size(np.broadcast_shapes(np.shape(x1), np.shape(x2)))
     except ValueError:
@@ -268,7 +279,9 @@ def _in_loop(x: Operand, loop: np.dtype) -> np.ndarray | None:
 def _tensor(a: np.ndarray) -> torch.Tensor:
     import torch
 
-    return torch.from_numpy(a if can_view(a) else np.ascontiguousarray(a))
+    # A copy, not np.ascontiguousarray: an array already C-contiguous (a length-1 axis
+    # with a negative stride) comes back from it unchanged, and torch rejects it.
+    return torch.from_numpy(a if can_view(a) else a.copy(order="C"))
 
 
 def _torch_op(name: str) -> Callable[..., Any]:

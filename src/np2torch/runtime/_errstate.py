@@ -26,7 +26,11 @@ This needs NumPy 2's ``numpy._core.umath._extobj_contextvar``/``_make_extobj``:
 NumPy has no public API to attribute a ufunc warning to a caller's frame.  On
 NumPy 1.x, or when the state mixes ``warn`` with ``call``/``log`` (which would
 need the single callback slot twice), the original is called plainly and its
-warnings point at the runtime's line (a documented gap).
+warnings point at the runtime's line (a documented gap).  So is a call whose
+warning the handler would misname, since NumPy tells it the flag and not what
+raised it: one that may report a cast's flag ("overflow encountered in cast":
+:func:`may_warn_in_a_cast`) and a Python-level original running several ufuncs
+(:func:`names_its_warnings`).
 
 The switched state is in force only while NumPy itself runs: an input that
 makes NumPy run the caller's Python code (a duck array's ``__array_ufunc__``,
@@ -40,6 +44,7 @@ NumPy 1.x.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import warnings
@@ -216,9 +221,65 @@ def call_redirected(redirect: object, original: Callable[..., Any], args: tuple[
 def numpy_call(original: Callable[..., Any], name: str, *args: Any, **kwargs: Any) -> Any:
     """``original(*args, **kwargs)`` reporting floating-point errors as NumPy would at the user's line."""
     redirect = warn_redirect(name)
-    if redirect is None or not (runs_only_numpy(args) and runs_only_numpy(tuple(kwargs.values()))):
+    if (
+        redirect is None
+        or not (runs_only_numpy(args) and runs_only_numpy(tuple(kwargs.values())))
+        or not names_its_warnings(original, name)
+        or may_warn_in_a_cast(getattr(original, "nin", len(args)), args, kwargs)
+    ):
         return original(*args, **kwargs)
     return call_redirected(redirect, original, args, kwargs)
+
+
+def names_its_warnings(original: Callable[..., Any], name: str) -> bool:
+    """Whether every warning NumPy issues in ``original`` says "... encountered in <name>".
+
+    The redirect's handler is told the flag, never the ufunc that raised it, so
+    it names ``name``: right for the ufunc itself (and the runtime's own stand-in
+    for one not imported yet), wrong for a Python function running several
+    (SciPy's ``logsumexp`` warns "overflow encountered in subtract").  Such a
+    function is called plainly: its warnings then point at its own line, as
+    the original's do.  The runtime's own callables keep the redirect, so that
+    their warnings point at the user's line (``np2torch run``'s spelled-out
+    patterns, :func:`.sites._spelled`, call each of their ufuncs and operators
+    through :func:`numpy_call` under its own name).
+    """
+    if type(original) is np.ufunc:
+        return bool(original.__name__ == name)
+    function = getattr(original, "__func__", original)
+    code = getattr(function, "__code__", None)
+    return code is None or code.co_filename.startswith(RUNTIME_FOLDER)
+
+
+_HALF_MAX = 65504.0
+"""The largest finite float16: a Python scalar beyond it may overflow a float16 (or float32) loop's cast."""
+
+
+def may_warn_in_a_cast(nin: int, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> bool:
+    """Whether NumPy may report an error of a cast in this ufunc call ("overflow encountered in cast").
+
+    The redirect's handler cannot tell a cast's flag from the loop's and would
+    name the ufunc, so such a call is not redirected.  A cast can overflow
+    where the call asks for a loop (``dtype=``, ``signature=``), where an
+    ``out=`` has a dtype of its own (a float64 result into float32), and where a
+    Python scalar (NumPy 2's weak scalar) is converted into a narrower float
+    loop (``hypot(float16_array, 70000)``).  Without those, every cast is safe.
+    """
+    if "dtype" in kwargs or "signature" in kwargs:
+        return True
+    inputs = args[:nin]
+    for value in inputs:
+        kind = type(value)
+        if (kind is float or kind is int or kind is complex) and _HALF_MAX < abs(value) < math.inf:
+            return True
+    outs = args[nin:] or kwargs.get("out")
+    if outs is None:
+        return False
+    dtypes = {value.dtype if type(value) is np.ndarray else None for value in inputs}
+    for out in outs if type(outs) is tuple else (outs,):
+        if out is not None and (type(out) is not np.ndarray or dtypes != {out.dtype}):
+            return True
+    return False
 
 
 def scipy_reports() -> bool:

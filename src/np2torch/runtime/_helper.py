@@ -12,6 +12,7 @@ one; :mod:`._api` calls it for the module each row names (``implementation``).
 from __future__ import annotations
 
 import importlib
+import inspect
 import sys
 from typing import TYPE_CHECKING, Any, Callable, Dict
 
@@ -33,6 +34,19 @@ ABSENT: Any = type("Absent", (), {"__repr__": lambda self: "<absent>"})()
 """The default of a ufunc helper's positional parameters: a call that leaves one out (``exp(x=a)``,
 ``hypot(a)``) goes to the original, which raises its own TypeError (Python's binding error for the
 helper's signature reads differently)."""
+
+
+def ufunc_signature(nin: int) -> inspect.Signature | None:
+    """The signature NumPy gives every ufunc of ``nin`` inputs (``(x, /, out=None, *, where=True, ...)``),
+    for a helper standing in for one; a SciPy original has it too, without importing SciPy for it.
+
+    None where NumPy gives ufuncs none (before 2.x): ``inspect.signature`` then reads the helper's own.
+    """
+    template = np.exp if nin == 1 else np.hypot
+    try:
+        return inspect.signature(template)
+    except (TypeError, ValueError):  # pragma: no cover - NumPy 1.x
+        return None
 
 
 class Helper:
@@ -86,18 +100,17 @@ class Helper:
         return found
 
     def admits(self, dtype: np.dtype, n: int, settings: RuntimeSettings) -> bool:
-        """Whether a call of ``n`` elements whose floor is kept under ``dtype`` may leave the original: the size floor;
-        never while the interpreter shuts down (a ``__del__`` run as modules are torn down: the imports
-        torch and NumPy's Python parts need fail there, an original already loaded does not).
+        """Whether a call of ``n`` elements whose floor is kept under ``dtype`` may leave the original: the size floor.
 
-        (The reductions and two-argument helpers; the elementwise dispatcher inlines it.)
+        (The reductions and two-argument helpers; the elementwise dispatcher inlines it.)  Never while the
+        interpreter finalizes: NumPy's Python parts (``dtype.name``) cannot be imported then, its ufuncs still run.
         """
+        if sys.is_finalizing():
+            return False
         if settings.gate is not None:
-            admitted = n >= settings.gate
-        else:
-            floor = self.floors.get(dtype)
-            admitted = self.past_floor(dtype, n) if floor is None else n >= floor
-        return admitted and not sys.is_finalizing()
+            return n >= settings.gate
+        floor = self.floors.get(dtype)
+        return self.past_floor(dtype, n) if floor is None else n >= floor
 
     def past_floor(self, dtype: np.dtype, n: int) -> bool:
         """Whether a call of ``n`` elements of ``dtype``, whose floor is not known yet, may leave the original.

@@ -52,7 +52,7 @@ from ._errstate import (
     numpy_call,
     scipy_reports,
 )
-from ._helper import ABSENT, PUBLIC_MODULE, Helper
+from ._helper import ABSENT, PUBLIC_MODULE, Helper, ufunc_signature
 from ._record import Record
 from ._state import PROCESS, SCOPED, TAKEN
 
@@ -277,6 +277,7 @@ def make_function(state: Ufunc) -> Callable[..., Any]:
 
     helper.__name__ = helper.__qualname__ = state.name
     helper.__module__ = PUBLIC_MODULE
+    helper.__signature__ = ufunc_signature(1)  # type: ignore[attr-defined]
     helper.__doc__ = (f"Drop-in for ``{state.row.qualname}``: same signature and results; torch computes large "
                       "arrays where that is faster here.")
     return helper
@@ -329,8 +330,8 @@ def _parse_call(args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> ParsedCall | N
 
 def _dispatch(state: Ufunc, settings: RuntimeSettings, x: np.ndarray,
               args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
-    if sys.is_finalizing():  # as Helper.admits: modules are being torn down, imports fail
-        return state.original(x, *args, **kwargs)
+    if sys.is_finalizing():  # a __del__ at exit: only the original runs then (Helper.admits)
+        return numpy_call(state.original, state.name, x, *args, **kwargs)
     result = _try_torch(state, settings, x, args, kwargs)
     if result is not _DECLINED:
         return result
@@ -398,17 +399,15 @@ def _prepare(state: Ufunc, settings: RuntimeSettings, x: np.ndarray, args: Tuple
         inplace = relation
     if inplace and checks is not None and out is not None and not _flat_pair(out, out):
         return Declined("in place under a reporting np.errstate on a non-contiguous array")
-    if checks is not None and checks.under and plan.name in _UNDERFLOW_BY_LAYOUT and not _dense_loop(x, out, order):
-        return Declined(f"NumPy's {plan.name} loops flag underflow by layout: a strided call is the original's")
+    if checks is not None and checks.under and not _dense_loop(x, out, order):
+        # NumPy's loops raise the underflow flag by layout: the contiguous float16 loops convert with SIMD
+        # instructions that raise none, the strided ones through npy_float_to_half, which does (NumPy 2.4 on
+        # AVX512: log1p(6.104e-05), tanh, arctanh, expm1); float32/float64 tan, arcsin, arctan, expm1, log1p,
+        # sinh, arcsinh and arctanh of a subnormal flag it when reversed, not when contiguous (this VM).  The
+        # flags are reported by re-running the original on a contiguous copy of the suspicious elements: under
+        # a reporting under=, only calls NumPy runs as one contiguous loop are torch's.
+        return Declined("NumPy's loops flag underflow by layout: a strided call under a reporting under= is the original's")
     return Call(route, plan, out, order, inplace, checks)
-
-
-_UNDERFLOW_BY_LAYOUT = frozenset({"float16"})
-"""Loops whose underflow flag NumPy raises differently for contiguous and strided operands (NumPy 2.4
-on AVX512: the contiguous float16 loops convert with SIMD instructions that raise no underflow, the
-strided ones through ``npy_float_to_half``, which does; e.g. ``log1p(6.104e-05)``, ``tanh``,
-``arctanh``, ``expm1``).  The runtime reports flags by re-running the original on a contiguous copy of
-the suspicious elements: under a reporting ``under``, only calls NumPy runs contiguous are torch's."""
 
 
 def _dense_loop(x: np.ndarray, out: np.ndarray | None, order: Order) -> bool:
@@ -643,6 +642,11 @@ def _settle(state: Ufunc, x: np.ndarray, result: np.ndarray, under: bool) -> np.
     if not mask.any():
         return None
     inputs: np.ndarray = x[mask]
+    if inputs.dtype != result.dtype:
+        # A staged call (float32 input with dtype=float64 or a float64 out=): the original must run
+        # the call's loop, not the one the input's own dtype picks (float32 exp underflows to 0 and
+        # flags it where the float64 loop gives a subnormal, or a normal number and no flag).
+        inputs = inputs.astype(result.dtype)  # exact: a plan stages only safe casts
     with np.errstate(all="ignore"):
         result[mask] = state.load()(inputs)
     return inputs

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import functools
 import importlib
 import itertools
 import operator
@@ -99,11 +100,12 @@ class Site:
     so a fold sums its columns with built-ins rather than stepping through entries.
     """
 
-    __slots__ = ("path", "line", "column", "function", "code", "helper", "original", "sampling", "bands", "paths",
-                 "sizes", "errors", "lock", "lanes", "call")
+    __slots__ = ("path", "line", "column", "function", "code", "helper", "original", "sampling", "spelled", "bands",
+                 "paths", "sizes", "errors", "lock", "lanes", "call")
 
     def __init__(self, path: str, line: int, column: int, function: str, code: str,
-                 helper: Callable[..., Any], original: Callable[..., Any], name: str, sampling: bool = True) -> None:
+                 helper: Callable[..., Any], original: Callable[..., Any], name: str, sampling: bool = True,
+                 spelled: bool = False) -> None:
         self.path = path
         self.line = line
         self.column = column
@@ -114,6 +116,8 @@ class Site:
         self.original = original
         self.sampling = sampling
         """False: the site never runs the original (code that is itself being timed)."""
+        self.spelled = spelled
+        """The original is a pattern's expression (:func:`_spelled`), which reports its pieces' errors itself."""
         self.bands: Dict[int, Band] = {}
         self.paths: Dict[str, int] = {}
         """Helper calls by the path they took: ``numpy`` (the original inside the helper), ``cpu``, ``cuda``."""
@@ -223,35 +227,43 @@ except ImportError:  # pragma: no cover - an interpreter without it
             mapping[item] = mapping.get(item, 0) + 1
 
 
+_NATIVE_ATTRIBUTES = (types.GetSetDescriptorType, types.MemberDescriptorType)
+
+
 def _size(x: Any) -> int:
-    """Elements of a call's first argument: an array's size, a sequence's length, else 1."""
-    size = getattr(x, "size", None)
-    if type(size) is int:
-        return size
-    try:
+    """Elements of a call's first argument, read without running any of the program's code (a ``size``
+    property or ``__len__`` of its own would run once more than under ``python``, and might print or raise):
+    a list's or tuple's length, the ``size`` a type implements natively (NumPy's arrays and scalars, their
+    subclasses that leave it alone, CuPy's), else 1."""
+    kind = type(x)
+    if kind is list or kind is tuple:
         return len(x)
-    except TypeError:
-        return 1
+    if isinstance(getattr(kind, "size", None), _NATIVE_ATTRIBUTES):
+        size = x.size
+        if type(size) is int:
+            return size
+    return 1
 
 
 def _without_runtime_frames(tb: types.TracebackType | None) -> types.TracebackType | None:
-    """``tb`` less the frames of the runtime's own files (a site's, the helper's, the errstate redirect's)."""
-    kept = []
-    while tb is not None:
-        if not tb.tb_frame.f_code.co_filename.startswith(_errstate.RUNTIME_FOLDER):
-            kept.append(tb)
+    """``tb`` from its first frame outside the runtime's files: without the site's, the helper's and the errstate
+    redirect's frames, with every frame the original's own call added (SciPy's, a duck array's method, and
+    whatever they call, np2torch's too)."""
+    while tb is not None and tb.tb_frame.f_code.co_filename.startswith(_errstate.RUNTIME_FOLDER):
         tb = tb.tb_next
-    rebuilt = None
-    for entry in reversed(kept):
-        rebuilt = types.TracebackType(rebuilt, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
-    return rebuilt
+    return tb
 
 
 def _failed(site: Site, exc: BaseException) -> None:
-    """Count a call that raised, and take the runtime's frames out of what the program will see.  A bare
-    ``raise`` re-raises with the exception's ``__traceback__`` from 3.11 on; before, with the one the handler
-    caught, whose head (the site's frame) can only be given a new tail."""
+    """Count a call that raised, and take the runtime's frames out of what the program will see."""
     site.errors += 1
+    _without_site(exc)
+
+
+def _without_site(exc: BaseException) -> None:
+    """Take the runtime's frames out of ``exc``'s traceback, as a site re-raises it.  A bare ``raise``
+    re-raises with the exception's ``__traceback__`` from 3.11 on; before, with the one the handler caught,
+    whose head (the site's frame) can only be given a new tail."""
     tb = exc.__traceback__
     if sys.version_info >= (3, 11):
         exc.__traceback__ = _without_runtime_frames(tb)
@@ -265,7 +277,9 @@ def _make_call(site: Site, name: str) -> Callable[..., Any]:
     clock = time.perf_counter
     taken = TAKEN
     every = SAMPLE_EVERY
-    numpy_call = _errstate.numpy_call
+    # the original's floating-point warnings name it and point at the program's line; a spelled expression's
+    # pieces do that each under its own name
+    run_original = original if site.spelled else functools.partial(_errstate.numpy_call, original, name)
     ndarray = np.ndarray
     lanes = site.lanes
     hold = _PAUSED if site.sampling else _NEVER
@@ -273,36 +287,40 @@ def _make_call(site: Site, name: str) -> Callable[..., Any]:
     first = every - 1
 
     def call(*args: Any, **kwargs: Any) -> Any:
-        x = args[0] if args else next(iter(kwargs.values()), None)
-        n = x.size if type(x) is ndarray else _size(x)
-        lane = lanes.get(n.bit_length())
-        if lane is None:
-            lane = site.lane(n.bit_length())
-        index = next(lane[0])
-        if not hold[0] and (not lane[3] or (not index & 1 if index < every else index % every == first)):
-            lane[3] = True
+        try:
+            x = args[0] if args else next(iter(kwargs.values()), None)
+            n = x.size if type(x) is ndarray else _size(x)
+            lane = lanes.get(n.bit_length())
+            if lane is None:
+                lane = site.lane(n.bit_length())
+            index = next(lane[0])
+            if not hold[0] and (not lane[3] or (not index & 1 if index < every else index % every == first)):
+                lane[3] = True
+                try:
+                    start = clock()
+                    result = run_original(*args, **kwargs)
+                    elapsed = clock() - start
+                except BaseException as exc:
+                    _failed(site, exc)
+                    raise
+                lane[2].append((n, "", start, elapsed))
+                return result
+            taken.device = None
             try:
                 start = clock()
-                result = numpy_call(original, name, *args, **kwargs)
+                result = helper(*args, **kwargs) if kwargs else helper(*args)
                 elapsed = clock() - start
             except BaseException as exc:
                 _failed(site, exc)
                 raise
-            lane[2].append((n, "", start, elapsed))
+            log = lane[1]
+            log.append((n, taken.device or "numpy", start, elapsed))
+            if len(log) >= fold_at:
+                site.fold()
             return result
-        taken.device = None
-        try:
-            start = clock()
-            result = helper(*args, **kwargs) if kwargs else helper(*args)
-            elapsed = clock() - start
-        except BaseException as exc:
-            _failed(site, exc)
+        except BaseException as exc:  # raised in the site's own bookkeeping: a signal handler's, Ctrl-C's
+            _without_site(exc)
             raise
-        log = lane[1]
-        log.append((n, taken.device or "numpy", start, elapsed))
-        if len(log) >= fold_at:
-            site.fold()
-        return result
 
     call.__name__ = call.__qualname__ = name
     call.__doc__ = getattr(helper, "__doc__", None)
@@ -346,25 +364,57 @@ def table(key: str, path: str, specs: Sequence[Tuple[int, int, str, str, str, Tu
     from . import _api  # the helpers and NumPy load with the first instrumented module, not before
 
     calls = []
+    entries: List[Any] = []
     with _LOCK:
         for line, column, name, function, code, pattern in specs:
             site = _SITES.get((path, line, column, code))
+            helper = _api.HELPERS[name]
             if site is None:
-                helper = _api.HELPERS[name]
                 original = _spelled(*pattern) if pattern else helper.original
-                site = Site(path, line, column, function, code, helper.function, original, name, sample)
+                site = Site(path, line, column, function, code, helper.function, original, name, sample,
+                            spelled=bool(pattern))
                 _SITES[site.key] = site
             calls.append(site.call)
-        vars(builtins).setdefault(BUILTIN, {})[key] = calls
+            entries.append(site.call if pattern else Pick(helper.load, site.call))
+        vars(builtins).setdefault(BUILTIN, {})[key] = entries
     return calls
+
+
+class Pick(Dict[Any, Any]):
+    """A reference site's entry in :data:`BUILTIN`: the program's code subscripts it with what its own reference
+    evaluates to when the call runs (``<sites>[key][i][np.exp](x)``), and gets the site's call when that is the
+    original, else that object itself, which the program's line then calls as ``python`` would: a test's
+    ``mock.patch("numpy.exp")``, a program's own ``np.exp = ...`` (neither counted nor timed).  The original is
+    the one the runtime computes (:meth:`Helper.load`); once it has been seen, a hit is a dict lookup."""
+
+    __slots__ = ("load", "call")
+
+    def __init__(self, load: Callable[[], Any], call: Callable[..., Any]) -> None:
+        super().__init__()
+        self.load = load
+        self.call = call
+
+    def __missing__(self, reference: Any) -> Any:
+        try:
+            original = self.load()
+        except Exception:
+            return reference  # the original cannot be imported here: the program's object is not it
+        if reference is not original:
+            return reference
+        self[reference] = self.call
+        return self.call
 
 
 def _spelled(*pattern: str) -> Callable[..., Any]:
     """The expression a pattern rule replaces, told by how many names it has (the linter's rule table gives each
     form its own count): ``outer(reduction(inner(x), *rest, **keywords))``; ``inner(x) / reduction(inner(x),
     *rest, keepdims=True, **keywords)``; ``x - reduction(x, *rest, keepdims=True, **keywords)`` (the helper's
-    call drops ``keepdims``; with no axis it changes nothing but the shape broadcast back to ``x``'s)."""
-    functions = [_load(name) for name in pattern]
+    call drops ``keepdims``; with no axis it changes nothing but the shape broadcast back to ``x``'s).
+
+    Each ufunc and operator of it reports its floating-point errors under its own name at the program's line
+    ("overflow encountered in exp", "... in divide"), as the expression does there; a reduction runs as it is
+    (NumPy's ``sum`` and SciPy's ``logsumexp`` warn from their own lines, as they do under ``python``)."""
+    functions = [_piece(_load(name)) for name in pattern]
     if len(functions) == 3:
         outer, reduction, inner = functions
 
@@ -376,15 +426,28 @@ def _spelled(*pattern: str) -> Callable[..., Any]:
         inner, reduction = functions
 
         def ratio(x: Any, *rest: Any, **keywords: Any) -> Any:
-            return inner(x) / reduction(inner(x), *rest, keepdims=True, **keywords)
+            return _DIVIDE(inner(x), reduction(inner(x), *rest, keepdims=True, **keywords))
 
         return ratio
     (reduction,) = functions
 
     def difference(x: Any, *rest: Any, **keywords: Any) -> Any:
-        return x - reduction(x, *rest, keepdims=True, **keywords)
+        return _SUBTRACT(x, reduction(x, *rest, keepdims=True, **keywords))
 
     return difference
+
+
+def _piece(function: Callable[..., Any]) -> Callable[..., Any]:
+    """A pattern's piece: a ufunc reports under its own name (see :func:`_spelled`), anything else runs as it is."""
+    if isinstance(function, np.ufunc):
+        return functools.partial(_errstate.numpy_call, function, function.__name__)
+    return function
+
+
+_DIVIDE = functools.partial(_errstate.numpy_call, operator.truediv, "divide")
+"""``a / b``, reporting as NumPy's ``divide`` does at the program's line."""
+_SUBTRACT = functools.partial(_errstate.numpy_call, operator.sub, "subtract")
+"""``a - b``, reporting as NumPy's ``subtract`` does at the program's line."""
 
 
 def _load(qualname: str) -> Callable[..., Any]:

@@ -12,11 +12,14 @@ What it serves (docs/editors.md):
 * **Hover** on a finding: its rule, what it finds, and the fix or why there is none.
 
 Settings are those ``np2torch check --force-exclude`` gives the file: the
-``[tool.np2torch]`` nearest to it, read again when a ``pyproject.toml`` changes
-(watched where the client can, and on saving one in the editor).  An excluded
-file gets no diagnostics; a broken config gets one diagnostic naming it.
-Unsafe fixes are offered only when configured: ``np2torch server --unsafe-fixes``,
-or ``{"unsafeFixes": true}`` as the client's initialization options.
+configuration nearest to it (``.np2torch.toml``, ``np2torch.toml`` or
+``[tool.np2torch]`` in ``pyproject.toml``), read again when one of those changes
+(watched where the client can, on saving one in the editor, and else looked at
+before each analysis).  An excluded file gets no diagnostics; a broken config gets
+one diagnostic naming it.  Unsafe fixes are offered only when configured:
+``np2torch server --unsafe-fixes``, or ``{"unsafeFixes": true}`` in the client's
+initialization options or in its ``np2torch`` settings
+(``workspace/didChangeConfiguration``).
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
 from np2torch import __version__
-from np2torch.cli.config import ConfigError, ConfigFinder, Overrides, RunSettings, settings_for_file
+from np2torch.cli.config import CONFIG_NAMES, ConfigError, ConfigFinder, Overrides, RunSettings, settings_for_file
 from np2torch.lint import engine, notebook
 from np2torch.lint.model import CellFinding, Finding
 from np2torch.lint.pages import rule_url
@@ -46,7 +49,6 @@ FIX_ALL = f"{types.CodeActionKind.SourceFixAll.value}.np2torch"
 """The fix-all action's kind: ``"source.fixAll.np2torch": "explicit"`` in VS Code's ``codeActionsOnSave``."""
 NOTEBOOK_FIX_ALL = "notebook.source.fixAll.np2torch"
 """The same for a whole notebook, answered only when asked for by name (VS Code's ``notebook.codeActionsOnSave``)."""
-CONFIG_FILE = "pyproject.toml"
 PYTHON_SUFFIXES = (".py", ".pyi")
 
 
@@ -85,6 +87,8 @@ class Server(LanguageServer):
         super().__init__(NAME, __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
                          notebook_document_sync=sync)
         self.unsafe_fixes = unsafe_fixes
+        self.started_unsafe = unsafe_fixes
+        """``np2torch server --unsafe-fixes``: no client setting turns them off."""
         self.finder = ConfigFinder()
         self.stamps: dict[str, tuple[int, int] | None] = {}
         """Each ``pyproject.toml`` looked for: its modification time and size, ``None`` while there is none."""
@@ -352,13 +356,26 @@ def _notebook_json(document: types.NotebookDocument, texts: dict[str, TextDocume
 
 
 def _config_candidates(path: str) -> list[str]:
-    """The ``pyproject.toml`` files that may hold the settings of ``path`` (:class:`ConfigFinder` looks there)."""
+    """The configuration files that may hold the settings of ``path`` (:class:`ConfigFinder` looks there)."""
     folder = os.path.dirname(path)
-    found = [os.path.join(folder, CONFIG_FILE)]
+    found = [os.path.join(folder, name) for name in CONFIG_NAMES]
     while os.path.dirname(folder) != folder:
         folder = os.path.dirname(folder)
-        found.append(os.path.join(folder, CONFIG_FILE))
+        found += [os.path.join(folder, name) for name in CONFIG_NAMES]
     return found
+
+
+def _is_config(uri: str) -> bool:
+    return uri.rpartition("/")[2] in CONFIG_NAMES
+
+
+def _unsafe_fixes_option(options: object) -> bool | None:
+    """``unsafeFixes`` in a client's initialization options or ``np2torch`` settings, when it is given."""
+    if isinstance(options, dict) and isinstance(options.get(NAME), dict):
+        options = options[NAME]  # {"np2torch": {...}}, as a client sends a settings section
+    if isinstance(options, dict) and isinstance(options.get("unsafeFixes"), bool):
+        return bool(options["unsafeFixes"])
+    return None
 
 
 def _stamp(path: str) -> tuple[int, int] | None:
@@ -432,15 +449,13 @@ def make_server(unsafe_fixes: bool = False) -> Server:
 
     @server.feature(types.INITIALIZE)
     def initialize(ls: Server, params: types.InitializeParams) -> None:
-        options = params.initialization_options
-        if isinstance(options, dict) and isinstance(options.get("unsafeFixes"), bool):
-            ls.unsafe_fixes = ls.unsafe_fixes or options["unsafeFixes"]
+        ls.unsafe_fixes = ls.unsafe_fixes or bool(_unsafe_fixes_option(params.initialization_options))
 
     @server.feature(types.INITIALIZED)
     def initialized(ls: Server, _params: types.InitializedParams) -> None:
         watched = ls.client_capabilities.workspace and ls.client_capabilities.workspace.did_change_watched_files
         if watched and watched.dynamic_registration:
-            watchers = [types.FileSystemWatcher(glob_pattern=f"**/{CONFIG_FILE}")]
+            watchers = [types.FileSystemWatcher(glob_pattern=f"**/{name}") for name in CONFIG_NAMES]
             ls.client_register_capability(types.RegistrationParams(registrations=[types.Registration(
                 id=f"{NAME}-config", method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
                 register_options=types.DidChangeWatchedFilesRegistrationOptions(watchers=watchers))]))
@@ -458,7 +473,7 @@ def make_server(unsafe_fixes: bool = False) -> Server:
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: Server, params: types.DidSaveTextDocumentParams) -> None:
         uri = params.text_document.uri
-        if uri.endswith(f"/{CONFIG_FILE}"):
+        if _is_config(uri):
             ls.reload_settings()
         elif _is_python(ls.workspace.get_text_document(uri)):
             ls.publish(uri)
@@ -487,7 +502,14 @@ def make_server(unsafe_fixes: bool = False) -> Server:
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     def watched_files(ls: Server, params: types.DidChangeWatchedFilesParams) -> None:
-        if any(change.uri.endswith(f"/{CONFIG_FILE}") for change in params.changes):
+        if any(_is_config(change.uri) for change in params.changes):
+            ls.reload_settings()
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    def configuration(ls: Server, params: types.DidChangeConfigurationParams) -> None:
+        unsafe = _unsafe_fixes_option(params.settings)
+        if unsafe is not None and unsafe != ls.unsafe_fixes:
+            ls.unsafe_fixes = unsafe or ls.started_unsafe
             ls.reload_settings()
 
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
