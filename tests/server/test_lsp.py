@@ -355,14 +355,19 @@ def test_every_configuration_file_is_watched_and_read_again(tmp_path: Path, name
     run_editor(scenario, cwd=tmp_path)
 
 
+async def pattern_fixes(editor: Editor, uri: str) -> list[types.CodeAction]:
+    """The quick fixes offered for the NPT901 finding of ``uri`` (an unsafe fix: offered only when configured)."""
+    pattern = next(d for d in editor.diagnostics[uri] if d.code == "NPT901")
+    actions = await editor.actions(uri, pattern.range, only=[types.CodeActionKind.QuickFix])
+    return [a for a in actions if "NPT901" in a.title and a.title.startswith("Replace")]
+
+
 def test_unsafe_fixes_follow_the_clients_settings(tmp_path: Path) -> None:
     module = tmp_path / "lse.py"
     module.write_text(LSE)
 
     async def offered(editor: Editor, uri: str) -> list[str]:
-        pattern = next(d for d in editor.diagnostics[uri] if d.code == "NPT901")
-        actions = await editor.actions(uri, pattern.range, only=[types.CodeActionKind.QuickFix])
-        return [a.title for a in actions if "NPT901" in a.title and a.title.startswith("Replace")]
+        return [a.title for a in await pattern_fixes(editor, uri)]
 
     async def scenario(editor: Editor) -> None:
         uri, _ = await editor.open(module)
@@ -389,13 +394,11 @@ def test_unsafe_fixes_only_when_configured(tmp_path: Path, how: dict[str, Any], 
     module.write_text(LSE)
 
     async def scenario(editor: Editor) -> None:
-        uri, diagnostics = await editor.open(module)
-        pattern = next(d for d in diagnostics if d.code == "NPT901")
-        actions = await editor.actions(uri, pattern.range, only=[types.CodeActionKind.QuickFix])
-        pattern_fixes = [a for a in actions if "NPT901" in a.title and a.title.startswith("Replace")]
-        assert [a.title for a in pattern_fixes] == offered
-        if pattern_fixes:
-            assert apply_edits(LSE, edits_of(pattern_fixes[0], uri)) == cli_fix(module, "--unsafe-fixes")
+        uri, _diagnostics = await editor.open(module)
+        fixes = await pattern_fixes(editor, uri)
+        assert [a.title for a in fixes] == offered
+        if fixes:
+            assert apply_edits(LSE, edits_of(fixes[0], uri)) == cli_fix(module, "--unsafe-fixes")
 
     run_editor(scenario, cwd=tmp_path, **how)
 

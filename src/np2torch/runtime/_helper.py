@@ -11,6 +11,7 @@ one; :mod:`._api` calls it for the module each row names (``implementation``).
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import sys
@@ -36,6 +37,7 @@ ABSENT: Any = type("Absent", (), {"__repr__": lambda self: "<absent>"})()
 helper's signature reads differently)."""
 
 
+@functools.lru_cache(maxsize=None)
 def ufunc_signature(nin: int) -> inspect.Signature | None:
     """The signature NumPy gives every ufunc of ``nin`` inputs (``(x, /, out=None, *, where=True, ...)``),
     for a helper standing in for one; a SciPy original has it too, without importing SciPy for it.
