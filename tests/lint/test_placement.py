@@ -287,3 +287,13 @@ def test_a_global_statement_after_a_carriage_return_only_line_end() -> None:
     from np2torch.lint.placement import _MAY_BE_GLOBAL
 
     assert Lines("def f():\r    global g\r").matches(_MAY_BE_GLOBAL)
+
+
+def test_a_global_statement_is_spelled_in_ascii() -> None:
+    # _MAY_BE_GLOBAL looks for the ASCII keyword only: an NFKC spelling of it is a name, never the statement.
+    import ast
+
+    with pytest.raises(SyntaxError):
+        ast.parse("def f():\n    \uff47\uff4c\uff4f\uff42\uff41\uff4c x\n")
+    (assign,) = ast.parse("\uff47\uff4c\uff4f\uff42\uff41\uff4c = 1\n").body
+    assert isinstance(assign, ast.Assign)
