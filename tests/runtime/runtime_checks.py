@@ -3,11 +3,24 @@
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator, List
+import warnings
+from typing import Any, Callable, Iterator, List
 
 import numpy as np
 
 from np2torch.runtime import _ufunc
+
+
+def outcome(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """The result (or the exception's type and message) and the warnings, recorded: what a call did."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            value = func(*args, **kwargs)
+        except Exception as exc:
+            value = (type(exc), str(exc))
+    return value, [(w.category, str(w.message)) for w in caught]
+
 
 _INT_FOR = {2: np.int16, 4: np.int32, 8: np.int64}
 

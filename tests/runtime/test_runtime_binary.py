@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import inspect
 import itertools
-import warnings
 from typing import Any, Callable
 
 import numpy as np
@@ -21,7 +20,7 @@ import scipy.special
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from runtime_checks import assert_same_values
+from runtime_checks import assert_same_values, outcome
 
 import np2torch.runtime as np2t
 from np2torch.runtime.table import BINARY, FUNCTIONS
@@ -33,17 +32,6 @@ NAMES = [row.name for row in ROWS]
 def original(name: str) -> Callable[..., Any]:
     row = next(row for row in ROWS if row.name == name)
     return getattr(scipy.special if row.module == "scipy.special" else np, name)
-
-
-def outcome(func: Callable, *args: Any, **kwargs: Any) -> Any:
-    """The result (or the exception's type and message) and the warnings, recorded."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            value = func(*args, **kwargs)
-        except Exception as exc:
-            value = (type(exc), str(exc))
-    return value, [(w.category, str(w.message)) for w in caught]
 
 
 def assert_parity(name: str, x1: Any, x2: Any, *, on_torch: bool = True) -> None:

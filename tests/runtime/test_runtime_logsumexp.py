@@ -27,7 +27,7 @@ import scipy.special
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from runtime_checks import ulp_distance
+from runtime_checks import outcome, ulp_distance
 
 import np2torch.runtime as np2t
 from np2torch.runtime import _logsumexp as lse
@@ -61,17 +61,6 @@ def on_torch(a: np.ndarray, axis: Any = None, keepdims: bool = False, return_sig
         pytest.skip(f"scipy {scipy.__version__}: {verdict} (see test_installed_scipy_passes_the_check)")
     assert result is not None, "the torch path declined"
     return result
-
-
-def outcome(func: Callable, *args: Any, **kwargs: Any) -> Any:
-    """The result, or the exception's type and message, with warnings recorded."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            value = func(*args, **kwargs)
-        except Exception as exc:
-            value = (type(exc), str(exc))
-    return value, [(w.category, str(w.message)) for w in caught]
 
 
 def reference(a: np.ndarray, axis: Any, keepdims: bool) -> np.ndarray:
@@ -338,7 +327,6 @@ def test_parity_with_a_few_maxima_per_block(axis: Any, monkeypatch: pytest.Monke
     for a in (rng.integers(-3, 3, (40, 25, 60)).astype(np.float64), rng.standard_normal((40, 25, 60)).astype(np.float32)):
         for return_sign in (False, True):
             assert_parity(a, axis, return_sign=return_sign)
-
 
 
 @pytest.mark.parametrize("layout", [pytest.param(lambda a: a, id="C"), pytest.param(np.asfortranarray, id="F")])

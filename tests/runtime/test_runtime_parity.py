@@ -18,7 +18,7 @@ import scipy.special
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from runtime_checks import assert_same_result, assert_same_values
+from runtime_checks import assert_same_result, assert_same_values, outcome
 
 import np2torch.runtime as np2t
 from np2torch.runtime import _ufunc
@@ -52,17 +52,6 @@ def forced():
     """Every array takes the torch path where it can (device cpu, no size threshold)."""
     with np2t.using(device="cpu", min_size=0):
         yield
-
-
-def outcome(func: Callable, *args: Any, **kwargs: Any) -> Any:
-    """The result, or the exception's type and message, with warnings recorded."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            value = func(*args, **kwargs)
-        except Exception as exc:
-            value = (type(exc), str(exc))
-    return value, [(w.category, str(w.message)) for w in caught]
 
 
 def assert_parity(helper: Callable, original: Callable, *args: Any, max_ulp: int = 4, **kwargs: Any) -> Any:

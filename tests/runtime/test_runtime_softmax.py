@@ -25,6 +25,7 @@ import scipy.special
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from runtime_checks import outcome
 
 import np2torch.runtime as np2t
 from np2torch.runtime import _softmax
@@ -39,17 +40,6 @@ def on_torch(name: str, a: np.ndarray, axis: Any = None) -> np.ndarray:
     result = _softmax.HELPERS[name].try_torch(a, axis, Route("cpu", "cpu", "forced"))
     assert result is not None, "the torch path declined"
     return result
-
-
-def outcome(func: Callable, *args: Any, **kwargs: Any) -> Any:
-    """The result (or the exception's type and message) and the warnings, recorded."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            value = func(*args, **kwargs)
-        except Exception as exc:
-            value = (type(exc), str(exc))
-    return value, [(w.category, str(w.message)) for w in caught]
 
 
 def reference(name: str, a: np.ndarray, axis: Any) -> np.ndarray:
