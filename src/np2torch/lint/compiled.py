@@ -45,8 +45,12 @@ outside it.
 from __future__ import annotations
 
 import ast
+import re
+from collections import deque
 import unicodedata
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Sequence
+
+from np2torch.lint import walk
 
 __all__ = ["COMPILERS", "MODULE_COMPILERS", "compiled_regions", "inside", "reason"]
 
@@ -86,6 +90,8 @@ _ALL = {**COMPILERS, **MODULE_COMPILERS}
 # the modules on the way to a compiler (`numba`, `numba.cuda`, `torch.jit`): `import numba as nb` binds one
 _PACKAGES = frozenset(q.rsplit(".", i)[0] for q in _ALL for i in range(1, q.count(".") + 1))
 _ROOTS = frozenset(q.partition(".")[0] for q in _ALL)
+# a package's name as a whole string literal (`"numba"`, `'torch.jit'`, `r"jax"`): what loading it by name spells
+_QUOTED_PACKAGE = re.compile("[\"']({})[\"']".format("|".join(sorted(map(re.escape, _PACKAGES), key=len, reverse=True))))
 
 _REASONS = {
     _NUMBA: "inside a numba-compiled function: np2torch.runtime helpers cannot be compiled by numba",
@@ -106,25 +112,31 @@ def reason(family: str) -> str:
     return _REASONS[family]
 
 
-def compiled_regions(tree: ast.Module, text: str) -> list[Region]:
-    """The bodies of the functions (and jitclasses, lambdas) that a compiler takes over (``text``: the source)."""
+def compiled_regions(
+    tree: ast.Module, text: str, imports: Sequence[ast.Import | ast.ImportFrom] | None = None
+) -> list[Region]:
+    """The bodies of the functions (and jitclasses, lambdas) that a compiler takes over (``text``: the source;
+    ``imports``: every import statement of ``tree``, when the caller has them: :attr:`Resolution.imports`)."""
     spelled = text if text.isascii() else unicodedata.normalize("NFKC", text)
     if not any(root in spelled for root in _ROOTS):
         return []  # every way to a compiler spells the name of its package
-    imports: list[ast.Import | ast.ImportFrom] = []
+    if imports is not None and not any(map(_binds_a_compiler, imports)) and not _loads(tree, spelled):
+        return []  # every way to a compiler starts at an import of its package or a call loading it by name
+    every, within = _walk(tree)  # the one walk of the whole module that the passes below share
+    imports = []
     loads = False  # a call loading a compiler's package by its name (`importlib.import_module("numba")`)
-    for node in ast.walk(tree):
+    for node in every:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             imports.append(node)
         elif type(node) is ast.Call and not loads:
             loads = _loaded(node) is not None
     if not loads and not any(_binds_a_compiler(stmt) for stmt in imports):
         return []  # every way to a compiler starts at an import of its package
-    names = _Compilers(imports, tree, _loaded_by_name(tree))
+    names = _Compilers(imports, every, within, _loaded_by_name(every))
     regions: list[Region] = []
     by_name: dict[str, str] = {}
     everything: str | None = None
-    for node in ast.walk(tree):
+    for node in every:
         if isinstance(node, _DEFS):
             family = next(filter(None, map(names.family, node.decorator_list)), None)
             if family is not None:
@@ -149,14 +161,40 @@ def compiled_regions(tree: ast.Module, text: str) -> list[Region]:
                 else:
                     by_name.setdefault(target, family)
     if by_name:
-        everything = _follow(tree, by_name, regions) or everything
+        everything = _follow(every, by_name, regions) or everything
     if everything is not None or by_name:
-        for node in ast.walk(tree):
+        for node in every:
             if everything is not None and isinstance(node, (*_DEFS, ast.Lambda)):
                 regions.append(_body_region(node, everything))
             elif isinstance(node, _DEFS) and node.name in by_name:
                 regions.append(_body_region(node, by_name[node.name]))
     return regions
+
+
+def _walk(tree: ast.Module) -> tuple[list[ast.AST], dict[int, list[ast.Return | ast.Call]]]:
+    """Every node in ``ast.walk``'s order, and for each function (by id) the returns and calls inside it
+    (nested functions' included, its decorators' and defaults' too, as ``ast.walk(function)`` gives them)."""
+    every: list[ast.AST] = []
+    within: dict[int, list[ast.Return | ast.Call]] = {}
+    queue: deque[tuple[ast.AST, tuple[int, ...]]] = deque([(tree, ())])
+    while queue:
+        node, functions = queue.popleft()
+        every.append(node)
+        if isinstance(node, _FUNCTIONS):
+            functions = (*functions, id(node))
+            within[id(node)] = []
+        if functions and isinstance(node, (ast.Return, ast.Call)):
+            for function in functions:
+                within[function].append(node)
+        queue.extend((child, functions) for child in ast.iter_child_nodes(node))
+    return every, within
+
+
+def _loads(tree: ast.Module, spelled: str) -> bool:
+    """A call loads a compiler's package by its name (``importlib.import_module("numba")``): it spells the
+    name as a string literal, so only the statements spelling one are walked (:mod:`np2torch.lint.walk`)."""
+    lines = walk.line_numbers(spelled, [_QUOTED_PACKAGE])
+    return any(type(node) is ast.Call and _loaded(node) is not None for node, _p, _m in walk.nodes(tree, lines))
 
 
 def inside(node: ast.AST, regions: list[Region]) -> str | None:
@@ -178,8 +216,10 @@ class _Compilers:
     """Every name that any binding makes a compiler (or a package holding one), scopes ignored."""
 
     def __init__(
-        self, imports: Iterable[ast.Import | ast.ImportFrom], tree: ast.Module, loaded: Iterable[tuple[str, str]] = ()
+        self, imports: Iterable[ast.Import | ast.ImportFrom], every: Sequence[ast.AST],
+        within: dict[int, list[ast.Return | ast.Call]], loaded: Iterable[tuple[str, str]] = (),
     ) -> None:
+        self._within = within
         self.packages: dict[str, str] = {}  # name -> the package it is bound to (`nb` -> `numba`)
         self.compilers: dict[str, str] = {}  # name -> the compiler's qualified name
         for name, qualname in [*(pair for stmt in imports for pair in _bound(stmt)), *loaded]:
@@ -187,8 +227,8 @@ class _Compilers:
                 self.compilers.setdefault(name, qualname)
             elif qualname in _PACKAGES:
                 self.packages.setdefault(name, qualname)
-        assignments = list(_assignments(tree))
-        wrappers = [node for node in ast.walk(tree) if isinstance(node, _FUNCTIONS)]
+        assignments = list(_assignments(every))
+        wrappers = [node for node in every if isinstance(node, _FUNCTIONS)]
         changed = True
         while changed:  # `a = njit(cache=True)`, `b = a`, `def jit(f): return a(f)`: until nothing new
             changed = False
@@ -210,7 +250,7 @@ class _Compilers:
         (``def jit(f, **kw): return numba.njit(**kw)(f)``, ``def register(f): KERNELS.append(njit(f))``)."""
         args = wrapper.args
         params = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg] if a}
-        for node in ast.walk(wrapper):
+        for node in self._within.get(id(wrapper), ()):
             if type(node) is ast.Return and node.value is not None:
                 found = self.qualname(node.value)
                 if found is not None:
@@ -279,11 +319,11 @@ def _bound(stmt: ast.Import | ast.ImportFrom) -> Iterator[tuple[str, str]]:
             yield alias.asname or alias.name, f"{stmt.module}.{alias.name}"
 
 
-def _loaded_by_name(tree: ast.Module) -> Iterator[tuple[str, str]]:
+def _loaded_by_name(every: Sequence[ast.AST]) -> Iterator[tuple[str, str]]:
     """(name, module) for a name assigned a module loaded by its name in a string
     (``numba = import_optional_dependency("numba")``, ``importlib.import_module("numba")``,
     ``pytest.importorskip("numba")``, ``__import__("numba")``): what an import of it binds."""
-    for name, value in _assignments(tree):
+    for name, value in _assignments(every):
         module = _loaded(value)
         if module is not None:
             yield name, module
@@ -298,8 +338,8 @@ def _loaded(value: ast.expr) -> str | None:
     return None
 
 
-def _assignments(tree: ast.Module) -> Iterator[tuple[str, ast.expr]]:
-    for node in ast.walk(tree):
+def _assignments(every: Sequence[ast.AST]) -> Iterator[tuple[str, ast.expr]]:
+    for node in every:
         if type(node) is ast.Assign:
             for target in node.targets:
                 if type(target) is ast.Name:
@@ -332,15 +372,15 @@ def _applied_to(call: ast.Call) -> Iterator[str | ast.Lambda]:
         yield from _held(arg)
 
 
-def _follow(tree: ast.Module, by_name: dict[str, str], regions: list[Region]) -> str | None:
+def _follow(every: Sequence[ast.AST], by_name: dict[str, str], regions: list[Region]) -> str | None:
     """Adds to ``by_name`` what the compiled names may hold: ``model = Net()`` then ``torch.compile(model)``,
     ``for fn in (f, g): njit(fn)``, ``kernels = [f, g]`` then ``for k in kernels: njit(k)``; returns the
     family of a compiled name that may hold a function taken from a container (every function then counts)."""
     sources: dict[str, list[tuple[ast.expr, bool]]] = {}  # name -> (what it is assigned, or iterates over)
-    for assigned, value in _assignments(tree):
+    for assigned, value in _assignments(every):
         sources.setdefault(assigned, []).append((value, False))
     unpacked: set[str] = set()  # bound by unpacking (`for name, fn in KERNELS.items()`, `f, g = pair`): any item
-    for node in ast.walk(tree):
+    for node in every:
         if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
             if type(node.target) is ast.Name:
                 sources.setdefault(node.target.id, []).append((node.iter, True))

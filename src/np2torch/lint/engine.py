@@ -68,7 +68,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Collection, Sequence
 
-from np2torch.lint import compiled, placement
+from np2torch.lint import compiled, placement, walk
 from np2torch.lint.model import DEFAULT_SETTINGS, Finding, FixError, FixResult, Lines, Planned, Settings, SourceError
 from np2torch.lint.resolve import NamespaceWrites, Ref, Resolution, bound_names, namespace_writes, resolve
 from np2torch.lint.rules import DIFFERENCE, RATIO, RULES, RULES_BY_CODE, Rule
@@ -110,7 +110,10 @@ _FUNCTION_TARGETS: frozenset[str] = frozenset(rule.qualname for rule in RULES if
 # Pattern rules (NPT9xx) also need the names of their inner calls resolved (`numpy.sum`).
 _ALL_TARGETS: frozenset[str] = _FUNCTION_TARGETS | frozenset(name for rule in RULES for name in rule.pattern)
 _KNOWN: frozenset[str] = _ALL_TARGETS | CONSTANTS
-_FOCUS: frozenset[str] = _ALL_TARGETS
+# Every finding starts from a reference to a function rule's name or a pattern's first name (its outer call, or
+# the name a ratio or difference starts from): the statements spelling those are all the resolver needs to walk
+# (a pattern's inner calls and a call's constant arguments are in the same statement).
+_FOCUS: frozenset[str] = _FUNCTION_TARGETS | frozenset(rule.pattern[0] for rule in RULES if rule.pattern)
 
 # Builtins whose argument is the function object itself, not something it computes.
 _INSPECTORS = frozenset(
@@ -160,34 +163,55 @@ def _reason_rebound(by: str) -> str:
 
 
 def may_contain(text: str, rules: Sequence[Rule]) -> bool:
-    """False only when no rule can match: a finding needs its module's root and its name spelled.
+    """False only when no rule can match: a finding needs its module's root and its name spelled, the name
+    where a reference to it can stand.
 
     Every way to reach ``numpy.exp`` spells ``numpy`` (in an import) and ``exp``
-    (as an imported or attribute name), each as a whole identifier; a star
-    import from ``numpy`` is read as spelling the names it provides.  The
-    parser NFKC-normalises non-ASCII identifiers (``ｅｘｐ`` is ``exp``), so
-    non-ASCII text is normalised before looking.
+    (as an imported or attribute name), each as a whole identifier: an attribute
+    after a dot (``np.exp``, ``numpy . exp``), or a name a ``from numpy...`` import
+    binds (``from numpy import exp``; a star import from ``numpy`` is read as
+    spelling the names it provides).  The parser NFKC-normalises non-ASCII
+    identifiers (``ｅｘｐ`` is ``exp``), so non-ASCII text is normalised before looking.
     """
     if any(rule.is_meta for rule in rules) and "noqa" in text.lower():
         return True  # NPT801 judges the file's noqa comments, whatever it calls
     if not text.isascii():
         text = unicodedata.normalize("NFKC", text)
-    for root, name, root_word, name_word in _prefilter_patterns(tuple(rules)):
+    for root, name, root_word, name_word, from_root in _prefilter_patterns(tuple(rules)):
         if root in text and name in text and root_word.search(text) and name_word.search(text):
-            return True
+            if from_root.search(text) or _after_a_dot(text, name_word):
+                return True
     return False
 
 
+def _after_a_dot(text: str, word: re.Pattern[str]) -> bool:
+    """``word`` spelled as an attribute: after a dot and whitespace (line continuations included); a line
+    ending in a comment before it counts too (``(np.  # why\n exp)``)."""
+    for match in word.finditer(text):
+        i = match.start() - 1
+        while i >= 0 and text[i] in " \t\f\r\n\\":
+            i -= 1
+        if i >= 0 and text[i] == ".":
+            return True
+        skipped = text[i + 1:match.start()]
+        if i >= 0 and ("\n" in skipped or "\r" in skipped):
+            line_start = max(text.rfind("\n", 0, i), text.rfind("\r", 0, i)) + 1
+            if "#" in text[line_start:i + 1]:
+                return True  # maybe a comment between the dot and the name: look no further
+    return False
 
 
 @functools.lru_cache(maxsize=64)
-def _prefilter_patterns(rules: tuple[Rule, ...]) -> list[tuple[str, str, re.Pattern[str], re.Pattern[str]]]:
+def _prefilter_patterns(
+    rules: tuple[Rule, ...],
+) -> list[tuple[str, str, re.Pattern[str], re.Pattern[str], re.Pattern[str]]]:
     patterns = []
     for rule in rules:
         if rule.is_meta:
             continue
         root, name = rule.qualname.partition(".")[0], rule.qualname.rpartition(".")[2]
-        patterns.append((root, name, _whole_word(root), _whole_word(name)))
+        from_root = re.compile(rf"\bfrom[\s\\]+{re.escape(root)}(?!\w)")
+        patterns.append((root, name, _whole_word(root), _whole_word(name), from_root))
     return patterns
 
 
@@ -421,7 +445,7 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
         return analysis
     tree = analysis.tree = _parse(text)
     res = analysis.resolution = resolve(tree, _KNOWN, text, focus=_FOCUS)
-    regions = compiled.compiled_regions(tree, text) if res.refs else []
+    regions = compiled.compiled_regions(tree, text, res.imports) if res.refs else []
     enabled = {rule.qualname: rule for rule in rules if rule.is_function}
     lines = Lines(text)
     printed = _self_documenting_fields(tree, text, lines) if res.refs else []
@@ -545,6 +569,8 @@ def _unless_compiled(
 _Span = tuple[tuple[int, int], tuple[int, int]]
 # `=` then the end of the field (`}`), its conversion (`!r`) or its format spec (`:`): a self-documenting field
 _DEBUG_SPECIFIER = re.compile(r"=[ \t\r\n\f]*[}!:]")
+# what the start of an f-string spells (`rf'` and `F"""` spell `f'` and `F"`): only they have fields
+_F_STRING = tuple(prefix + quote for prefix in ("f", "F", "fr", "fR", "Fr", "FR") for quote in "\"'")
 
 
 def _self_documenting_fields(tree: ast.Module, text: str, lines: Lines) -> list[_Span]:
@@ -553,10 +579,10 @@ def _self_documenting_fields(tree: ast.Module, text: str, lines: Lines) -> list[
     ``ast`` keeps no trace of the ``=`` (the text becomes a constant before the value); the source
     does: after the expression, only whitespace and then ``=``.
     """
-    if not _DEBUG_SPECIFIER.search(text):
+    if not any(start in text for start in _F_STRING):
         return []
     spans = []
-    for node in ast.walk(tree):
+    for node, _parent, _module_level in walk.nodes(tree, walk.line_numbers(text, [_DEBUG_SPECIFIER])):
         if type(node) is ast.FormattedValue:
             value = node.value
             end = (value.end_lineno or value.lineno, value.end_col_offset or 0)

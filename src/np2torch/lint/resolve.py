@@ -44,6 +44,9 @@ import unicodedata
 from bisect import bisect_left
 from typing import Any, Collection, Iterable, Iterator, Optional, Sequence
 
+from np2torch.lint.walk import line_numbers
+from np2torch.lint.walk import nodes as walk_nodes
+
 __all__ = ["NamespaceWrites", "Ref", "Resolution", "bound_names", "namespace_writes", "resolve"]
 
 # A binding: (qualified name or None for "not an import", typing_only, alias node or None, line of an import)
@@ -117,8 +120,12 @@ class Ref:
 class Resolution:
     """The result of :func:`resolve`: every reference whose qualified name is in ``known``."""
 
-    def __init__(self, refs: list[Ref], import_froms: dict[int, ast.ImportFrom]) -> None:
+    def __init__(
+        self, refs: list[Ref], import_froms: dict[int, ast.ImportFrom], imports: Sequence[ast.Import | ast.ImportFrom] = ()
+    ) -> None:
         self.refs = refs
+        self.imports = imports
+        """Every import statement of the module, in any scope (what a cheap first pass of the other analyses reads)."""
         self.by_node: dict[int, Ref] = {id(r.node): r for r in refs}
         # id(alias) -> the ImportFrom statement holding it (for unused-import removal)
         self.import_froms = import_froms
@@ -156,7 +163,7 @@ def _iter_child_bodies(stmt: ast.stmt) -> Iterator[list[ast.stmt]]:
         yield case.body
 
 
-def _collect_imports(body: list[ast.stmt], out: list[ast.stmt]) -> None:
+def _collect_imports(body: list[ast.stmt], out: list[ast.Import | ast.ImportFrom]) -> None:
     for stmt in body:
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
             out.append(stmt)
@@ -539,7 +546,7 @@ def resolve(
     roots = {q.partition(".")[0] for q in known}
     last_names = {q.rpartition(".")[2] for q in known}
 
-    imports: list[ast.stmt] = []
+    imports: list[ast.Import | ast.ImportFrom] = []
     _collect_imports(tree.body, imports)
     candidates: set[str] = set()
     import_lines: list[int] = []
@@ -556,7 +563,7 @@ def resolve(
             else:
                 candidates.add(name)
     if not candidates:
-        return Resolution([], {})
+        return Resolution([], {}, imports)
 
     lines = None
     if source is not None and source.isascii():
@@ -583,7 +590,7 @@ def resolve(
         if qualname in known:
             binding = () if attrs else aliases
             refs.append(Ref(node, qualname, parent, grand, binding, scope.kind == "class", aliases, rebound_by))
-    return Resolution(refs, walker.import_froms)
+    return Resolution(refs, walker.import_froms, imports)
 
 
 def bound_names(tree: ast.Module) -> dict[str, list[str]]:
@@ -659,13 +666,17 @@ class NamespaceWrites:
                 self.names.setdefault(name, where)
 
 
-# words that must be spelled for a namespace write to exist
-_DYNAMIC_WORDS = re.compile(r"\b(?:globals|vars|locals|exec|eval|modules|__main__)\b")
+# what must be spelled for a namespace write to exist: a call of a builtin that reaches the namespace
+# (`globals()`, `exec(`), the modules table (`sys.modules[...]`) or `__main__`; each word first, so that `re`
+# scans for it quickly
+_DYNAMIC_WORDS = {
+    **{word: re.compile(rf"{word}(?<!\w{word})[\s\\]*\(") for word in ("globals", "vars", "locals", "exec", "eval")},
+    **{word: re.compile(rf"{word}(?<!\w{word})(?!\w)") for word in ("modules", "__main__")},
+}
 _READ_METHODS = frozenset({"get", "keys", "values", "items", "copy", "__getitem__", "__contains__", "__len__",
                            "__iter__"})
 _READ_CALLS = frozenset({"len", "list", "dict", "sorted", "set", "tuple", "print", "repr", "str", "iter", "id"})
 _NAMESPACE_BUILTINS = frozenset({"globals", "vars", "locals"})
-_SCOPE_BODIES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
 def namespace_writes(tree: ast.Module, source: str) -> NamespaceWrites | None:
@@ -677,19 +688,16 @@ def namespace_writes(tree: ast.Module, source: str) -> NamespaceWrites | None:
     Reading (``globals()["x"]``, ``globals().get``, ``"x" in globals()``) is no write; handing the namespace
     to anything else (``exec(code, globals())``, ``g = globals()``) may write any name.
     """
-    if not _DYNAMIC_WORDS.search(source if source.isascii() else unicodedata.normalize("NFKC", source)):
-        return None
+    # only the statements spelling one are walked (np2torch.lint.walk)
+    spelled = source if source.isascii() else unicodedata.normalize("NFKC", source)
+    lines = line_numbers(spelled, [pattern for word, pattern in _DYNAMIC_WORDS.items() if word in spelled])
     writes = NamespaceWrites()
-    stack: list[tuple[ast.AST, ast.AST | None, bool]] = [(tree, None, True)]
-    while stack:
-        node, parent, module_level = stack.pop()
+    for node, parent, module_level in walk_nodes(tree, lines):
         if type(node) is ast.Call:
             _call_writes(node, parent, module_level, writes)
         elif type(node) is ast.Attribute and _is_this_module(node.value):
             if node.attr == "__dict__" or type(node.ctx) is not ast.Load:
                 writes.add(node, None if node.attr == "__dict__" else [node.attr])
-        inner = module_level and not isinstance(node, _SCOPE_BODIES)
-        stack.extend((child, node, inner) for child in ast.iter_child_nodes(node))
     return writes if writes.every or writes.names else None
 
 

@@ -1,0 +1,82 @@
+"""One traversal of the statements that can matter, shared by the analyses that look at a whole module.
+
+An analysis that needs a whole-module look (namespace writes, compiled regions, self-documenting f-string
+fields) can only be triggered by code that spells something: ``globals(``, a compiler's package name,
+``=}``.  :class:`Spelled` finds the lines that spell what any of them asked for (regular expressions over
+the text, the cheap first pass), and :func:`nodes` walks only the statements holding those lines, once,
+handing each node to every analysis that asked (as the resolver walks only the statements spelling a
+candidate name, :mod:`np2torch.lint.resolve`).  A compound statement (``def``, ``if``, ``try``, ...) is
+entered when one of its lines is wanted; only its wanted statements are walked in full.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from bisect import bisect_left
+from typing import Iterator, Sequence
+
+__all__ = ["Visit", "line_numbers", "nodes"]
+
+Visit = tuple[ast.AST, "ast.AST | None", bool]
+"""A node, its parent, and whether it is evaluated at module level (outside every ``def``, ``lambda`` and
+``class`` body; their decorators, defaults and bases are not at module level either)."""
+
+_SCOPE_BODIES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+_BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def line_numbers(text: str, patterns: Sequence[re.Pattern[str]]) -> list[int]:
+    """The sorted numbers of the lines on which a match of any of ``patterns`` starts."""
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    positions = sorted(match.start() for pattern in patterns for match in pattern.finditer(text))
+    lines: list[int] = []
+    line, last = 1, 0
+    for pos in positions:
+        line += text.count("\n", last, pos)
+        last = pos
+        if not lines or lines[-1] != line:
+            lines.append(line)
+    return lines
+
+
+def nodes(tree: ast.Module, lines: Sequence[int]) -> Iterator[Visit]:
+    """Every node of the statements (at any depth) whose lines hold one of ``lines``, each once, parents
+    before children; a compound statement holding a wanted line is visited itself (its header) and its
+    wanted statements are walked."""
+    if not lines:
+        return
+    stack: list[tuple[ast.AST, ast.AST | None, bool]] = [
+        (stmt, tree, True) for stmt in reversed(tree.body) if _holds(stmt, lines)
+    ]
+    while stack:
+        node, parent, module_level = stack.pop()
+        yield node, parent, module_level
+        inner = module_level and not isinstance(node, _SCOPE_BODIES)
+        children: list[tuple[ast.AST, ast.AST | None, bool]] = []
+        for field, value in ast.iter_fields(node):
+            if type(value) is list:
+                if field in _BLOCKS and value and isinstance(value[0], (ast.stmt, ast.excepthandler, _MATCH_CASE)):
+                    children.extend((child, node, inner) for child in value if _holds(child, lines))
+                else:
+                    children.extend((child, node, inner) for child in value if isinstance(child, ast.AST))
+            elif isinstance(value, ast.AST):
+                children.append((value, node, inner))
+        stack.extend(reversed(children))
+
+
+_MATCH_CASE: type = getattr(ast, "match_case", ast.excepthandler)
+
+
+def _holds(stmt: ast.AST, lines: Sequence[int]) -> bool:
+    """Whether one of ``lines`` (sorted) lies within the statement (its decorators included)."""
+    if isinstance(stmt, _MATCH_CASE) and not isinstance(stmt, ast.excepthandler):  # a `match` case: no position
+        first, last = stmt.pattern.lineno, stmt.body[-1].end_lineno or stmt.body[-1].lineno
+    else:
+        assert isinstance(stmt, (ast.stmt, ast.excepthandler))
+        decorators: list[ast.expr] = getattr(stmt, "decorator_list", None) or []
+        first = min([stmt.lineno, *(d.lineno for d in decorators)])
+        last = stmt.end_lineno or stmt.lineno
+    i = bisect_left(lines, first)
+    return i < len(lines) and lines[i] <= last
