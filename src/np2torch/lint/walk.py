@@ -43,12 +43,13 @@ def line_numbers(text: str, patterns: Sequence[re.Pattern[str]]) -> list[int]:
 
 def nodes(tree: ast.Module, lines: Sequence[int]) -> Iterator[Visit]:
     """Every node of the statements (at any depth) whose lines hold one of ``lines``, each once, parents
-    before children; a compound statement holding a wanted line is visited itself (its header) and its
-    wanted statements are walked."""
+    before children, the last child first (a depth-first walk off a stack: what an analysis that keeps the
+    first of several findings reports is the one furthest down); a compound statement holding a wanted
+    line is visited itself (its header) and its wanted statements are walked."""
     if not lines:
         return
     stack: list[tuple[ast.AST, ast.AST | None, bool]] = [
-        (stmt, tree, True) for stmt in reversed(tree.body) if _holds(stmt, lines)
+        (stmt, tree, True) for stmt in tree.body if _holds(stmt, lines)
     ]
     while stack:
         node, parent, module_level = stack.pop()
@@ -63,7 +64,7 @@ def nodes(tree: ast.Module, lines: Sequence[int]) -> Iterator[Visit]:
                     children.extend((child, node, inner) for child in value if isinstance(child, ast.AST))
             elif isinstance(value, ast.AST):
                 children.append((value, node, inner))
-        stack.extend(reversed(children))
+        stack.extend(children)
 
 
 _MATCH_CASE: type = getattr(ast, "match_case", ast.excepthandler)
