@@ -192,12 +192,12 @@ def _writes_something(node: ast.AST) -> bool:
 class _Fixes:
     """The rewritten expressions, by position."""
 
-    def __init__(self, refs: Iterable[Ref], own_names: Collection[str], classes: Collection[str] = ()) -> None:
+    def __init__(self, refs: Iterable[Ref], layout: Layout) -> None:
         found = sorted(((ref.node.lineno, ref.node.col_offset), id(ref.node)) for ref in refs)
         self.positions = [pos for pos, _id in found]
         self.ids = [node_id for _pos, node_id in found]
-        self.own_names = own_names
-        self.classes = classes
+        self.layout = layout
+        self.classes = layout.classes
         """The names the module's class statements bind: subscripting one runs its ``__class_getitem__``."""
 
     def effects(self, nodes: Sequence[ast.AST], calls: bool = False) -> tuple[bool, bool, bool]:
@@ -213,10 +213,11 @@ class _Fixes:
         for root in nodes:
             start, end = _span(root)
             inside = set(self.ids[bisect_left(self.positions, start):bisect_left(self.positions, end)])
-            calling = own = False
+            calling = False
+            names: set[str] = set()
             for node in _import_time_nodes(root):
                 if type(node) is ast.Name:
-                    own = own or node.id in self.own_names
+                    names.add(node.id)
                 elif isinstance(node, _CALLING) or (
                     isinstance(node, (ast.Attribute, ast.Subscript)) and not isinstance(node.ctx, ast.Load)
                 ):  # a write into another object may hand it a function to call later (`sys.excepthook = hook`)
@@ -228,7 +229,7 @@ class _Fixes:
                 if id(node) in inside:
                     inside.discard(id(node))
                     runs = True
-            calls = calls or (calling and own)
+            calls = calls or (calling and not self.layout.own.isdisjoint(names))
             creates = creates or bool(inside)
         return runs, creates, calls
 
@@ -283,11 +284,29 @@ class Layout:
         self.units = units_of(tree)
         self.owners = _module_level_imports(self.units)
         self.stars = _star_imports(self.units)
-        self.own = _own_names(tree, lines)
         self.classes = _class_names(tree, lines)
+        self._own: set[str] | None = None
+        self._deadlines: dict[frozenset[int], int] = {}
+
+    @property
+    def own(self) -> set[str]:
+        """The module-level names the module binds other than by absolute imports (:func:`_own_names`),
+        computed when a statement that can call code first needs them."""
+        if self._own is None:
+            self._own = _own_names(self.tree, self.lines)
+        return self._own
 
     def fixes(self, refs: Iterable[Ref]) -> _Fixes:
-        return _Fixes(refs, self.own, self.classes)
+        return _Fixes(refs, self)
+
+    def deadline(self, refs: Collection[Ref]) -> int:
+        """The index of the first unit that can run a rewritten call of ``refs`` (:func:`_deadline`), computed
+        once for each set of refs (:func:`before_their_import` and :func:`import_place` ask for the same)."""
+        key = frozenset(id(ref.node) for ref in refs)
+        found = self._deadlines.get(key)
+        if found is None:
+            found = self._deadlines[key] = _deadline(self.units, self.fixes(refs))
+        return found
 
 
 def import_place(layout: Layout, refs: Sequence[Ref], runtime_module: str, alias: str) -> ImportPlace | str:
@@ -295,7 +314,7 @@ def import_place(layout: Layout, refs: Sequence[Ref], runtime_module: str, alias
     :data:`STAR_AFTER`); see the module docstring."""
     units, owners, stars, lines = layout.units, layout.owners, layout.stars, layout.lines
     fixes = layout.fixes(refs)
-    deadline = _deadline(units, fixes)
+    deadline = layout.deadline(refs)
     for unit in units[:deadline]:
         if any(_is_runtime_import(stmt, runtime_module, alias) for stmt in unit.stmts):
             return ImportPlace(unit.last, existing=True)
@@ -329,7 +348,7 @@ def before_their_import(layout: Layout, refs: Sequence[Ref]) -> list[Ref]:
     inside its deadline statement is left to :func:`import_place` (it follows the import, or there is none).
     """
     units, owners, stars = layout.units, layout.owners, layout.stars
-    deadline = _deadline(units, layout.fixes(refs))
+    deadline = layout.deadline(refs)
     early = []
     functions: _Functions | None = None
     for ref in refs:
@@ -342,7 +361,7 @@ def before_their_import(layout: Layout, refs: Sequence[Ref]) -> list[Ref]:
         found = [units.index_of(owners[id(a)].lineno) for a in aliases]
         first = min((i for i in found if i is not None), default=None)
         # the deadline of all refs comes no later than any one's: only a first import after it needs a look
-        if first is not None and first > deadline and _deadline(units, layout.fixes([ref])) < first:
+        if first is not None and first > deadline and layout.deadline([ref]) < first:
             early.append(ref)
     return early
 

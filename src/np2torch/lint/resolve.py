@@ -41,10 +41,9 @@ from __future__ import annotations
 import ast
 import re
 import unicodedata
-from bisect import bisect_left
 from typing import Any, Collection, Iterable, Iterator, Optional, Sequence
 
-from np2torch.lint.walk import line_numbers
+from np2torch.lint.walk import holds, line_numbers
 from np2torch.lint.walk import nodes as walk_nodes
 
 __all__ = ["NamespaceWrites", "Ref", "Resolution", "bound_names", "namespace_writes", "resolve"]
@@ -58,6 +57,7 @@ _Star = tuple[Optional[str], int, str]
 _Meaning = tuple[Optional[str], tuple[ast.alias, ...], Optional[str]]
 
 _FUNC_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_IMPORT = re.compile(r"import(?<!\wimport)(?!\w)")
 _COMPS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 _TRY = (ast.Try, ast.TryStar) if hasattr(ast, "TryStar") else (ast.Try,)
 _MATCH_NAMED = tuple(getattr(ast, n) for n in ("MatchAs", "MatchStar") if hasattr(ast, n))
@@ -163,26 +163,22 @@ def _iter_child_bodies(stmt: ast.stmt) -> Iterator[list[ast.stmt]]:
         yield case.body
 
 
-def _collect_imports(body: list[ast.stmt], out: list[ast.Import | ast.ImportFrom]) -> None:
+def _collect_imports(body: list[ast.stmt], out: list[ast.Import | ast.ImportFrom], lines: list[int] | None) -> None:
+    """The import statements in ``body`` at any depth (``lines``: only those holding one of these lines)."""
     for stmt in body:
+        if lines is not None and not holds(stmt, lines):
+            continue
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
             out.append(stmt)
         else:
             for child in _iter_child_bodies(stmt):
-                _collect_imports(child, out)
+                _collect_imports(child, out, lines)
 
 
 def is_type_checking(test: ast.expr) -> bool:
     if isinstance(test, ast.Name):
         return test.id == "TYPE_CHECKING"
     return isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-
-
-def _stmt_first_line(stmt: ast.stmt) -> int:
-    decorators: list[ast.expr] | None = getattr(stmt, "decorator_list", None)
-    if decorators:
-        return min(stmt.lineno, min(d.lineno for d in decorators))
-    return stmt.lineno
 
 
 def _interesting_lines(source: str, focus_names: Collection[str], candidates: Collection[str]) -> list[int]:
@@ -238,11 +234,7 @@ class _Walker:
             scope.bindings.setdefault(name, []).append(binding)
 
     def wanted(self, stmt: ast.stmt) -> bool:
-        lines = self.lines
-        if lines is None:
-            return True
-        i = bisect_left(lines, _stmt_first_line(stmt))
-        return i < len(lines) and lines[i] <= (stmt.end_lineno or stmt.lineno)
+        return self.lines is None or holds(stmt, self.lines)
 
     # -- statements ----------------------------------------------------------
     def stmts(self, body: Iterable[ast.stmt], scope: Scope, typing_only: bool) -> None:
@@ -547,7 +539,8 @@ def resolve(
     last_names = {q.rpartition(".")[2] for q in known}
 
     imports: list[ast.Import | ast.ImportFrom] = []
-    _collect_imports(tree.body, imports)
+    # an import statement spells `import` (a keyword is ASCII: `ｉｍｐｏｒｔ` is a name)
+    _collect_imports(tree.body, imports, line_numbers(source, [_IMPORT]) if source is not None else None)
     candidates: set[str] = set()
     import_lines: list[int] = []
     for stmt in imports:

@@ -16,7 +16,7 @@ import re
 from bisect import bisect_left
 from typing import Iterator, Sequence
 
-__all__ = ["Visit", "line_numbers", "nodes"]
+__all__ = ["Visit", "holds", "line_numbers", "nodes"]
 
 Visit = tuple[ast.AST, "ast.AST | None", bool]
 """A node, its parent, and whether it is evaluated at module level (outside every ``def``, ``lambda`` and
@@ -49,7 +49,7 @@ def nodes(tree: ast.Module, lines: Sequence[int]) -> Iterator[Visit]:
     if not lines:
         return
     stack: list[tuple[ast.AST, ast.AST | None, bool]] = [
-        (stmt, tree, True) for stmt in tree.body if _holds(stmt, lines)
+        (stmt, tree, True) for stmt in tree.body if holds(stmt, lines)
     ]
     while stack:
         node, parent, module_level = stack.pop()
@@ -59,7 +59,7 @@ def nodes(tree: ast.Module, lines: Sequence[int]) -> Iterator[Visit]:
         for field, value in ast.iter_fields(node):
             if type(value) is list:
                 if field in _BLOCKS and value and isinstance(value[0], (ast.stmt, ast.excepthandler, _MATCH_CASE)):
-                    children.extend((child, node, inner) for child in value if _holds(child, lines))
+                    children.extend((child, node, inner) for child in value if holds(child, lines))
                 else:
                     children.extend((child, node, inner) for child in value if isinstance(child, ast.AST))
             elif isinstance(value, ast.AST):
@@ -70,14 +70,16 @@ def nodes(tree: ast.Module, lines: Sequence[int]) -> Iterator[Visit]:
 _MATCH_CASE: type = getattr(ast, "match_case", ast.excepthandler)
 
 
-def _holds(stmt: ast.AST, lines: Sequence[int]) -> bool:
+def holds(stmt: ast.AST, lines: Sequence[int]) -> bool:
     """Whether one of ``lines`` (sorted) lies within the statement (its decorators included)."""
-    if isinstance(stmt, _MATCH_CASE) and not isinstance(stmt, ast.excepthandler):  # a `match` case: no position
+    first: int | None = getattr(stmt, "lineno", None)
+    if first is None:  # a `match` case has no position: its pattern's first line to its body's last
+        assert isinstance(stmt, _MATCH_CASE)
         first, last = stmt.pattern.lineno, stmt.body[-1].end_lineno or stmt.body[-1].lineno
     else:
-        assert isinstance(stmt, (ast.stmt, ast.excepthandler))
-        decorators: list[ast.expr] = getattr(stmt, "decorator_list", None) or []
-        first = min([stmt.lineno, *(d.lineno for d in decorators)])
-        last = stmt.end_lineno or stmt.lineno
+        decorators: list[ast.expr] | None = getattr(stmt, "decorator_list", None)
+        if decorators:
+            first = min(first, *(d.lineno for d in decorators))
+        last = getattr(stmt, "end_lineno", None) or first
     i = bisect_left(lines, first)
     return i < len(lines) and lines[i] <= last
