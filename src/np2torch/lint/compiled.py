@@ -46,8 +46,8 @@ from __future__ import annotations
 
 import ast
 import re
-from collections import deque
 import unicodedata
+from collections import deque
 from typing import Iterable, Iterator, Sequence
 
 from np2torch.lint import walk

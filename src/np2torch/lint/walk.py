@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 from bisect import bisect_left
 from typing import Iterator, Sequence
 
@@ -73,8 +74,8 @@ _MATCH_CASE: type = getattr(ast, "match_case", ast.excepthandler)
 def holds(stmt: ast.AST, lines: Sequence[int]) -> bool:
     """Whether one of ``lines`` (sorted) lies within the statement (its decorators included)."""
     first: int | None = getattr(stmt, "lineno", None)
-    if first is None:  # a `match` case has no position: its pattern's first line to its body's last
-        assert isinstance(stmt, _MATCH_CASE)
+    if first is None:  # a `match` case (Python >= 3.10) has no position: its pattern's first line to its body's last
+        assert sys.version_info >= (3, 10) and isinstance(stmt, ast.match_case)
         first, last = stmt.pattern.lineno, stmt.body[-1].end_lineno or stmt.body[-1].lineno
     else:
         decorators: list[ast.expr] | None = getattr(stmt, "decorator_list", None)
