@@ -191,3 +191,31 @@ def test_nothing_below_the_run_layer_imports_it() -> None:
 def test_the_run_layer_uses_the_runtime_only_through_its_public_modules() -> None:
     # what rewritten code calls is np2torch.runtime.sites (and the helpers behind it); nothing private
     assert _private_runtime_imports("np2torch.run") == []
+
+
+MAX_FUNCTION_LINES = 80
+
+
+def _long_functions(path: Path, source: str) -> List[str]:
+    """``path:name (N lines)`` for each function (methods and nested ones too) longer than
+    :data:`MAX_FUNCTION_LINES`, its decorators counted."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            length = (node.end_lineno or node.lineno) - first + 1
+            if length > MAX_FUNCTION_LINES:
+                found.append(f"{path}:{node.name} ({length} lines)")
+    return found
+
+
+def test_no_function_is_longer_than_80_lines() -> None:
+    long = [found for path in sorted(SRC.rglob("*.py")) for found in
+            _long_functions(path.relative_to(SRC.parent), path.read_text(encoding="utf-8"))]
+    assert long == []
+
+
+def test_the_length_check_sees_a_long_function() -> None:
+    body = "".join(f"    x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES))
+    assert _long_functions(Path("m.py"), f"@decorated\ndef f():\n{body}") == ["m.py:f (82 lines)"]
+    assert _long_functions(Path("m.py"), f"def f():\n{body[:-len('    x79 = 79') - 1]}") == []

@@ -209,6 +209,27 @@ def test_not_a_softmax(line: str) -> None:
     assert "softmax" not in fix_source(source, settings=SOFTMAX)
 
 
+@pytest.mark.parametrize(
+    ("source", "code", "by"),
+    [
+        pytest.param(HEADER + "globals().update(table)\np = np.exp(x) / np.exp(x).sum(axis=1, keepdims=True)\n",
+                     "NPT902", "`globals().update`", id="softmax beside a namespace write"),
+        pytest.param(HEADER + "globals().update(table)\np = x - logsumexp(x, axis=-1, keepdims=True)\n",
+                     "NPT903", "`globals().update`", id="log_softmax beside a namespace write"),
+        pytest.param("from numpy import exp\nfrom math import *\np = exp(x) / exp(x).sum(axis=1, keepdims=True)\n",
+                     "NPT902", "`from math import *`", id="softmax after a star import that may rebind exp"),
+        pytest.param("from scipy.special import logsumexp\nfrom helpers import *\n"
+                     "p = x - logsumexp(x, axis=-1, keepdims=True)\n",
+                     "NPT903", "`from helpers import *`", id="log_softmax after a star import"),
+    ],
+)
+def test_a_ratio_or_difference_whose_name_may_be_rebound_is_not_fixed(source: str, code: str, by: str) -> None:
+    # once crashed (AttributeError: the division has no `.value`), or was fixed after a star import
+    (found,) = [f for f in check_source(source, settings=SOFTMAX) if f.code == code]
+    assert not found.fixable and found.reason is not None and by in found.reason
+    assert "softmax" not in fix_source(source, settings=SOFTMAX)
+
+
 def test_the_rewrites_are_the_functions_and_fix_overflow() -> None:
     import scipy.special
 

@@ -330,18 +330,10 @@ def _run(mode: str, *, paths: tuple[str, ...], select: tuple[str, ...] | None, i
                           extend_select=extend_select or ())
     report = None
     if from_run is not None:
-        if STDIN in paths or stdin_filename is not None:
-            _error("error: --from-run fixes files the run measured, not stdin")
-            return 2
-        try:
-            report = RunReport.load(from_run)
-        except ConfigError as exc:
-            _error(f"error: {exc}")
-            return 2
-        paths = paths or tuple(display_path(path) for path in report.paths())
-        if not paths:
-            _error(f"warning: no file {from_run} measured exists; nothing to fix")
-            return 0
+        loaded = _load_report(from_run, paths, stdin_filename)
+        if isinstance(loaded, int):
+            return loaded
+        report, paths = loaded
     try:
         finder = _finder(config_options, isolated, exclude, extend_exclude)
         project = finder.project()
@@ -399,6 +391,25 @@ def _run(mode: str, *, paths: tuple[str, ...], select: tuple[str, ...] | None, i
         if code == 0 and exit_non_zero_on_fix and any(r.changed for r in results):
             return 1
         return code
+
+
+def _load_report(from_run: str, paths: tuple[str, ...],
+                 stdin_filename: str | None) -> tuple[RunReport, tuple[str, ...]] | int:
+    """``--from-run``'s report and the paths to fix (those given, else the files the run measured), or the
+    exit status when there is nothing to do."""
+    if STDIN in paths or stdin_filename is not None:
+        _error("error: --from-run fixes files the run measured, not stdin")
+        return 2
+    try:
+        report = RunReport.load(from_run)
+    except ConfigError as exc:
+        _error(f"error: {exc}")
+        return 2
+    paths = paths or tuple(display_path(path) for path in report.paths())
+    if not paths:
+        _error(f"warning: no file {from_run} measured exists; nothing to fix")
+        return 0
+    return report, paths
 
 
 def _finder(config_options: Sequence[str], isolated: bool, exclude: Sequence[str],

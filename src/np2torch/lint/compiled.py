@@ -197,9 +197,9 @@ def _loads(tree: ast.Module, spelled: str) -> bool:
     return any(type(node) is ast.Call and _loaded(node) is not None for node, _p, _m in walk.nodes(tree, lines))
 
 
-def inside(node: ast.AST, regions: list[Region]) -> str | None:
+def inside(node: ast.expr, regions: list[Region]) -> str | None:
     """The family of the compiled region holding ``node``, or None."""
-    pos = (node.lineno, node.col_offset)  # type: ignore[attr-defined]
+    pos = (node.lineno, node.col_offset)
     for start, end, family in regions:
         if start <= pos < end:
             return family
@@ -264,10 +264,9 @@ class _Compilers:
 
     def qualname(self, expr: ast.expr) -> str | None:
         """The compiler ``expr`` is, makes (a call of one: ``njit(cache=True)``) or wraps (``partial(jit, ...)``)."""
-        t = type(expr)
-        if t is ast.Name:
-            return self.compilers.get(expr.id)  # type: ignore[attr-defined]
-        if t is ast.Attribute:
+        if isinstance(expr, ast.Name):
+            return self.compilers.get(expr.id)
+        if isinstance(expr, ast.Attribute):
             parts: list[str] = []
             node: ast.expr = expr
             while type(node) is ast.Attribute:
@@ -276,21 +275,21 @@ class _Compilers:
             package = self.packages.get(node.id) if type(node) is ast.Name else _loaded(node)
             qualname = ".".join([package, *reversed(parts)]) if package else None
             return qualname if qualname in _ALL else None
-        if t is ast.Call:
-            call: ast.Call = expr  # type: ignore[assignment]
-            if _is_getattr(call):  # `getattr(numba, "njit")`
-                attribute = ast.Attribute(value=call.args[0], attr=call.args[1].value)  # type: ignore[attr-defined]
-                return self.qualname(attribute)
+        if isinstance(expr, ast.Call):
+            call = expr
+            name = _getattr_name(call)
+            if name is not None:  # `getattr(numba, "njit")`
+                return self.qualname(ast.Attribute(value=call.args[0], attr=name))
             own = self.qualname(call.func)
             if own is None and _is_partial(call.func) and call.args:
                 own = self.qualname(call.args[0])
             return own
-        if t is ast.IfExp:
-            return self.qualname(expr.body) or self.qualname(expr.orelse)  # type: ignore[attr-defined]
-        if t is ast.Lambda:  # `jit = lambda f: numba.njit(f)`
-            return self.qualname(expr.body)  # type: ignore[attr-defined]
-        if t is ast.BoolOp:
-            return next(filter(None, map(self.qualname, expr.values)), None)  # type: ignore[attr-defined]
+        if isinstance(expr, ast.IfExp):
+            return self.qualname(expr.body) or self.qualname(expr.orelse)
+        if isinstance(expr, ast.Lambda):  # `jit = lambda f: numba.njit(f)`
+            return self.qualname(expr.body)
+        if isinstance(expr, ast.BoolOp):
+            return next(filter(None, map(self.qualname, expr.values)), None)
         return None
 
     def handed(self, expr: ast.expr) -> str | None:
@@ -344,15 +343,18 @@ def _assignments(every: Sequence[ast.AST]) -> Iterator[tuple[str, ast.expr]]:
             for target in node.targets:
                 if type(target) is ast.Name:
                     yield target.id, node.value
-        elif type(node) in (ast.AnnAssign, ast.NamedExpr):
-            if type(node.target) is ast.Name and node.value is not None:  # type: ignore[attr-defined]
-                yield node.target.id, node.value  # type: ignore[attr-defined]
+        elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)):
+            if type(node.target) is ast.Name and node.value is not None:
+                yield node.target.id, node.value
 
 
-def _is_getattr(call: ast.Call) -> bool:
+def _getattr_name(call: ast.Call) -> str | None:
+    """The attribute ``getattr(x, "name")`` reads (a constant identifier), or None for any other call."""
     second = call.args[1] if len(call.args) >= 2 else None
-    return (type(call.func) is ast.Name and call.func.id == "getattr"
-            and isinstance(second, ast.Constant) and isinstance(second.value, str) and second.value.isidentifier())
+    if (type(call.func) is ast.Name and call.func.id == "getattr"
+            and isinstance(second, ast.Constant) and isinstance(second.value, str) and second.value.isidentifier()):
+        return second.value
+    return None
 
 
 def _is_partial(func: ast.expr) -> bool:
@@ -446,7 +448,8 @@ def _values(node: ast.AST) -> list[ast.expr]:
         return [a.value if type(a) is ast.Starred else a for a in args] + [k.value for k in node.keywords]
     if type(node) is ast.Dict:
         return list(node.values)
-    return [e.value if type(e) is ast.Starred else e for e in node.elts]  # type: ignore[attr-defined]
+    assert isinstance(node, (ast.List, ast.Tuple, ast.Set))
+    return [e.value if type(e) is ast.Starred else e for e in node.elts]
 
 
 def _stored_names(target: ast.expr) -> Iterator[str]:
@@ -460,10 +463,10 @@ def _stored_names(target: ast.expr) -> Iterator[str]:
 _FUNCTION_KEYWORDS = frozenset({"fun", "f", "func", "fn", "function", "pyfunc", "model", "obj"})
 
 
-def _body_region(target: ast.AST, family: str) -> Region:
-    if type(target) is ast.Lambda:
+def _body_region(target: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda, family: str) -> Region:
+    if isinstance(target, ast.Lambda):
         body = target.body
-        return (body.lineno, body.col_offset), (body.end_lineno, body.end_col_offset), family  # type: ignore[return-value]
-    first = target.body[0]  # type: ignore[attr-defined]
-    end = (target.end_lineno, target.end_col_offset)  # type: ignore[attr-defined]
+        return (body.lineno, body.col_offset), (body.end_lineno or body.lineno, body.end_col_offset or 0), family
+    first = target.body[0]
+    end = (target.end_lineno or target.lineno, target.end_col_offset or 0)
     return (first.lineno, first.col_offset), end, family

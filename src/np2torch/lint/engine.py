@@ -63,10 +63,11 @@ import dataclasses
 import functools
 import io
 import re
+import sys
 import tokenize
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Any, Collection, Sequence
+from typing import Collection, Sequence
 
 from np2torch.lint import compiled, placement, walk
 from np2torch.lint.model import DEFAULT_SETTINGS, Finding, FixError, FixResult, Lines, Planned, Settings, SourceError
@@ -308,25 +309,23 @@ def _is_inspector(func: ast.expr) -> bool:
 
 def _is_constant(expr: ast.expr, res: Resolution) -> bool:
     """A numeric constant expression; iterative because operator chains can nest deeply."""
-    # Any: the loop dispatches on `type(node) is X` held in a variable, which mypy does not narrow
-    stack: list[Any] = [expr]
+    stack: list[ast.expr] = [expr]
     while stack:
         node = stack.pop()
-        t = type(node)
-        if t is ast.Constant:
+        if isinstance(node, ast.Constant):
             if type(node.value) not in (int, float, complex):
                 return False
-        elif t is ast.UnaryOp:
+        elif isinstance(node, ast.UnaryOp):
             if type(node.op) not in (ast.USub, ast.UAdd, ast.Invert):
                 return False
             stack.append(node.operand)
-        elif t is ast.BinOp:
+        elif isinstance(node, ast.BinOp):
             stack.append(node.left)
             stack.append(node.right)
-        elif t is ast.Name or t is ast.Attribute:
+        elif isinstance(node, (ast.Name, ast.Attribute)):
             if res.qualname(node) not in CONSTANTS:
                 return False
-        elif t is ast.Call:
+        elif isinstance(node, ast.Call):
             if res.qualname(node.func) not in _FUNCTION_TARGETS:
                 return False
             stack.extend(node.args)
@@ -344,33 +343,33 @@ def _classify(ref: Ref, res: Resolution) -> tuple[bool, str | None] | None:
     static check follows it (``t = np.exp; t is np.exp``, ``INV[t]``).
     """
     node, parent, grand = ref.node, ref.parent, ref.grand
-    pt = type(parent)
-    if pt is ast.Call:
-        if parent.func is node:  # type: ignore[union-attr]
-            args = [*parent.args, *(k.value for k in parent.keywords)]  # type: ignore[union-attr]
+    if isinstance(parent, ast.Call):
+        if parent.func is node:
+            args = [*parent.args, *(k.value for k in parent.keywords)]
             if all(_is_constant(a, res) for a in args):
                 return None
             return True, None
-        if _is_inspector(parent.func):  # type: ignore[union-attr]
+        if _is_inspector(parent.func):
             return False, REASON_INSPECTED
         return False, REASON_REFERENCE
-    if pt is ast.keyword:
-        if type(grand) is ast.Call and _is_inspector(grand.func):
+    if isinstance(parent, ast.keyword):
+        if isinstance(grand, ast.Call) and _is_inspector(grand.func):
             return False, REASON_INSPECTED
         return False, REASON_REFERENCE
-    if pt is ast.Attribute:  # the function is the value of an attribute access
-        if type(grand) is ast.Call and grand.func is parent:
-            return False, _reason_method(parent.attr)  # type: ignore[attr-defined]
+    if isinstance(parent, ast.Attribute):  # the function is the value of an attribute access
+        if isinstance(grand, ast.Call) and grand.func is parent:
+            return False, _reason_method(parent.attr)
         return None
-    if pt is ast.Compare or (pt in (ast.Tuple, ast.List, ast.Set) and type(grand) is ast.Compare):
+    if isinstance(parent, ast.Compare) or (isinstance(parent, (ast.Tuple, ast.List, ast.Set))
+                                           and isinstance(grand, ast.Compare)):
         return False, REASON_COMPARED
-    if pt is getattr(ast, "MatchValue", None):
+    if sys.version_info >= (3, 10) and isinstance(parent, ast.MatchValue):
         return False, REASON_COMPARED
-    if pt is ast.Set:
+    if isinstance(parent, ast.Set):
         return False, REASON_KEY
-    if pt is ast.Dict and any(key is node for key in parent.keys):  # type: ignore[union-attr]
+    if isinstance(parent, ast.Dict) and any(key is node for key in parent.keys):
         return False, REASON_KEY
-    if pt is ast.Subscript and parent.slice is node:  # type: ignore[union-attr]
+    if isinstance(parent, ast.Subscript) and parent.slice is node:
         return False, REASON_KEY
     if ref.in_class and _becomes_class_attribute(node, parent, grand):
         return False, REASON_CLASS_ATTRIBUTE
@@ -433,7 +432,12 @@ def _parse(text: str) -> ast.Module:
 
 def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = True,
              only: Collection[tuple[int, int, str]] | None = None, import_line: bool = True) -> _Analysis:
-    """``import_line``: the fix binds the runtime to an alias with an import line (a text fix), which needs a
+    """The analysis both check and fix run, as a pipeline: which rules can match (the text prefilter), the
+    parse, the names resolved, each reference's verdict (:func:`_verdicts`, with what the whole module says
+    about it: :class:`_Module`), the verdicts narrowed by ``only`` and by where the file is, where the runtime
+    import goes (:func:`_place`), then the findings and the fixes (:func:`_record`) and NPT801's.
+
+    ``import_line``: the fix binds the runtime to an alias with an import line (a text fix), which needs a
     place (np2torch.lint.placement); ``np2torch run``'s rewrite binds nothing and needs none."""
     bom = "\ufeff" if source.startswith("\ufeff") else ""
     text = source[len(bom) :]
@@ -445,13 +449,68 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
         return analysis
     tree = analysis.tree = _parse(text)
     res = analysis.resolution = resolve(tree, _KNOWN, text, focus=_FOCUS)
-    regions = compiled.compiled_regions(tree, text, res.imports) if res.refs else []
-    enabled = {rule.qualname: rule for rule in rules if rule.is_function}
     lines = Lines(text)
-    printed = _self_documenting_fields(tree, text, lines) if res.refs else []
-    writes = namespace_writes(tree, text) if res.refs else None
+    module = _Module(tree, text, lines, res)
     noqa = _Noqa(text, lines)
-    pending: list[tuple[Ref, Rule, bool, str | None]] = []
+    verdicts = _verdicts(res, rules, settings, module, noqa)
+    if only is not None:
+        verdicts = [v if not v.fixable or _key(v.ref.node, v.rule.code, lines) in only
+                    else v.unfixable(REASON_LEFT_OUT) for v in verdicts]
+    if any(v.fixable for v in verdicts) and in_runtime_module(path, settings.runtime_module):
+        itself = no_fix_reason(settings.runtime_module)  # the fix would make the runtime import itself
+        verdicts = [v.unfixable(itself) if v.fixable else v for v in verdicts]
+    verdicts = _place(analysis, verdicts, settings, module, import_line)
+    _record(analysis, verdicts, path, settings, lines)
+    meta = next((rule for rule in rules if rule.is_meta), None)
+    if meta is not None:
+        _judge_noqa(analysis, noqa, meta, rules, path, only)
+    analysis.findings.sort(key=lambda f: (f.line, f.column, f.code))
+    return analysis
+
+
+@dataclass(frozen=True)
+class _Verdict:
+    """What a reference (or a pattern's whole expression) is: a finding of ``rule``, fixable or not (why)."""
+
+    ref: Ref
+    rule: Rule
+    fixable: bool
+    reason: str | None
+
+    def unfixable(self, reason: str) -> _Verdict:
+        return _Verdict(self.ref, self.rule, False, reason)
+
+
+class _Module:
+    """What the whole module says about a reference, each part computed only where it can matter (there are
+    references at all, and the text spells what the part looks for): the compiled regions
+    (:mod:`np2torch.lint.compiled`), the self-documenting f-string fields, the namespace writes
+    (:func:`np2torch.lint.resolve.namespace_writes`); and the layout placement reads, made when asked."""
+
+    def __init__(self, tree: ast.Module, text: str, lines: Lines, res: Resolution) -> None:
+        self.tree, self.text, self.lines = tree, text, lines
+        self.regions = compiled.compiled_regions(tree, text, res.imports) if res.refs else []
+        self.printed = _self_documenting_fields(tree, text, lines) if res.refs else []
+        self.writes = namespace_writes(tree, text) if res.refs else None
+        self._layout: placement.Layout | None = None
+
+    @property
+    def layout(self) -> placement.Layout:
+        if self._layout is None:
+            self._layout = placement.Layout(self.tree, self.lines)
+        return self._layout
+
+    def judge(self, ref: Ref, verdict: tuple[bool, str | None]) -> tuple[bool, str | None]:
+        """``verdict``, unless the reference is printed, may be rebound or is compiled (no fix then)."""
+        return _unless_compiled(ref, self.regions, _unless_printed_or_rebound(ref, verdict, self.printed, self.writes))
+
+
+def _verdicts(res: Resolution, rules: Sequence[Rule], settings: Settings, module: _Module,
+              noqa: _Noqa) -> list[_Verdict]:
+    """Each reference's verdict for the function rules, then each pattern rule's matches; none for what a
+    ``# noqa`` suppresses."""
+    found = []
+    enabled = {rule.qualname: rule for rule in rules if rule.is_function}
     for ref in res.refs:
         rule = enabled.get(ref.qualname)
         if rule is None:
@@ -459,44 +518,41 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
         verdict = _classify(ref, res)
         if verdict is None or noqa.suppresses(ref.node.lineno, rule.code):
             continue
-        verdict = _unless_printed_or_rebound(ref, verdict, printed, writes)
+        verdict = _unless_printed_or_rebound(ref, verdict, module.printed, module.writes)
         if verdict[1] is REASON_REFERENCE and settings.unsafe_fixes:
             verdict = (True, None)
-        pending.append((ref, rule, *_unless_compiled(ref, regions, verdict)))
+        found.append(_Verdict(ref, rule, *_unless_compiled(ref, module.regions, verdict)))
     for rule in rules:
         if rule.is_pattern:
             for ref in _pattern_matches(rule, res):
                 if not noqa.suppresses(ref.node.lineno, rule.code):
                     unsafe = rule.fix_safety == "unsafe" and not settings.unsafe_fixes
-                    verdict = (not unsafe, REASON_UNSAFE if unsafe else None)
-                    verdict = _unless_printed_or_rebound(ref, verdict, printed, writes)
-                    pending.append((ref, rule, *_unless_compiled(ref, regions, verdict)))
-    if only is not None:
-        pending = [(ref, rule, fixable and _key(ref.node, rule.code, lines) in only,
-                    why if not fixable or _key(ref.node, rule.code, lines) in only else REASON_LEFT_OUT)
-                   for ref, rule, fixable, why in pending]
-    if any(fixable for _r, _u, fixable, _why in pending) and in_runtime_module(path, settings.runtime_module):
-        itself = no_fix_reason(settings.runtime_module)  # the fix would make the runtime import itself
-        pending = [(ref, rule, False, why if not fixable else itself) for ref, rule, fixable, why in pending]
-    layout = None
-    if import_line and any(fixable for _r, _u, fixable, _why in pending):
-        layout = placement.Layout(tree, lines)
-        early = placement.before_their_import(layout, [ref for ref, _rule, fixable, _why in pending if fixable])
-        pending = [(ref, rule, False, REASON_BEFORE_ITS_IMPORT) if fixable and ref in early else (ref, rule, fixable, why)
-                   for ref, rule, fixable, why in pending]
-    if any(fixable for _r, _u, fixable, _why in pending):
-        analysis.alias = _choose_alias(tree, text, settings, writes)
+                    found.append(_Verdict(ref, rule, *module.judge(ref, (not unsafe, REASON_UNSAFE if unsafe else None))))
+    return found
+
+
+def _place(analysis: _Analysis, verdicts: list[_Verdict], settings: Settings, module: _Module,
+           import_line: bool) -> list[_Verdict]:
+    """The alias and (``import_line``) where the runtime import goes (:mod:`np2torch.lint.placement`); a fix
+    that can run before its own import, or that no place serves, is none."""
+    if import_line and any(v.fixable for v in verdicts):
+        early = placement.before_their_import(module.layout, [v.ref for v in verdicts if v.fixable])
+        verdicts = [v.unfixable(REASON_BEFORE_ITS_IMPORT) if v.fixable and v.ref in early else v for v in verdicts]
+    if any(v.fixable for v in verdicts):
+        analysis.alias = _choose_alias(module.tree, module.text, settings, module.writes)
     if import_line and analysis.alias is not None:
-        refs = [ref for ref, _rule, fixable, _why in pending if fixable]
-        place = placement.import_place(layout or placement.Layout(tree, lines), refs, settings.runtime_module,
-                                       analysis.alias)
+        refs = [v.ref for v in verdicts if v.fixable]
+        place = placement.import_place(module.layout, refs, settings.runtime_module, analysis.alias)
         if isinstance(place, str):  # nowhere: no fix at all
-            pending = [(ref, rule, False, why if not fixable else _NO_PLACE_REASONS[place])
-                       for ref, rule, fixable, why in pending]
-        else:
-            analysis.place = place
-    for ref, rule, fixable, reason in pending:
-        node = ref.node
+            return [v.unfixable(_NO_PLACE_REASONS[place]) if v.fixable else v for v in verdicts]
+        analysis.place = place
+    return verdicts
+
+
+def _record(analysis: _Analysis, verdicts: list[_Verdict], path: str, settings: Settings, lines: Lines) -> None:
+    """The findings (positions in characters, 1-based) and the fixable ones' plans."""
+    for verdict in verdicts:
+        node, rule, fixable = verdict.ref.node, verdict.rule, verdict.fixable
         end_line = node.end_lineno or node.lineno
         finding = Finding(
             path=path,
@@ -508,21 +564,22 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
             message=rule.message(settings.runtime_module),
             fixable=fixable,
             fix_title=rule.fix_title(analysis.alias) if fixable and analysis.alias else None,
-            reason=reason,
+            reason=verdict.reason,
         )
         analysis.findings.append(finding)
         if fixable:
-            analysis.fixes.append(Planned(finding, ref, rule))
-    meta = next((rule for rule in rules if rule.is_meta), None)
-    if meta is not None:
-        unused = _unused_noqa(noqa, meta, {rule.code for rule in rules}, path)
-        if only is not None:
-            unused = [dataclasses.replace(f, fixable=False, fix_title=None, reason=REASON_NOT_A_SITE) for f in unused]
-        analysis.findings.extend(unused)
-        analysis.noqa_fixes = [f for f in unused if f.fixable]
-        analysis.comments = noqa.comments()
-    analysis.findings.sort(key=lambda f: (f.line, f.column, f.code))
-    return analysis
+            analysis.fixes.append(Planned(finding, verdict.ref, rule))
+
+
+def _judge_noqa(analysis: _Analysis, noqa: _Noqa, meta: Rule, rules: Sequence[Rule], path: str,
+                only: Collection[tuple[int, int, str]] | None) -> None:
+    """NPT801's findings (:func:`_unused_noqa`), and the comments its fixes edit."""
+    unused = _unused_noqa(noqa, meta, {rule.code for rule in rules}, path)
+    if only is not None:
+        unused = [dataclasses.replace(f, fixable=False, fix_title=None, reason=REASON_NOT_A_SITE) for f in unused]
+    analysis.findings.extend(unused)
+    analysis.noqa_fixes = [f for f in unused if f.fixable]
+    analysis.comments = noqa.comments()
 
 
 def _unless_printed_or_rebound(
@@ -538,9 +595,18 @@ def _unless_printed_or_rebound(
 
 
 def _root_name(node: ast.expr) -> str:
-    """The name a reference starts from: ``np`` in ``np.exp`` and in the call ``np.log(...)``."""
-    while type(node) is not ast.Name:
-        node = node.func if type(node) is ast.Call else node.value  # type: ignore[attr-defined]
+    """The name a reference starts from: ``np`` in ``np.exp``, in the call ``np.log(...)``, and in the
+    expressions a ratio or difference pattern spans (their call: the division's left, the subtraction's
+    right); "" for anything else."""
+    while not isinstance(node, ast.Name):
+        if isinstance(node, ast.Call):
+            node = node.func
+        elif isinstance(node, ast.Attribute):
+            node = node.value
+        elif isinstance(node, ast.BinOp):
+            node = node.left if isinstance(node.op, ast.Div) else node.right
+        else:
+            return ""
     return node.id
 
 
@@ -604,8 +670,8 @@ def _next_character(lines: Lines, line: int, byte_col: int) -> str:
         rest = lines[line]
 
 
-def _inside(node: ast.AST, spans: list[_Span]) -> bool:
-    pos = (node.lineno, node.col_offset)  # type: ignore[attr-defined]
+def _inside(node: ast.expr, spans: list[_Span]) -> bool:
+    pos = (node.lineno, node.col_offset)
     return any(start <= pos < end for start, end in spans)
 
 
@@ -670,7 +736,7 @@ def _ratio_matches(rule: Rule, res: Resolution) -> list[Ref]:
         method = res.qualname(total.func) != reduction  # inner(x).sum(...): the axis comes first
         again = total.func.value if method and type(total.func) is ast.Attribute else total.args[0]
         if type(again) is ast.Call and _same(again.args[0], call.args[0]) and _keeps_dims(total, axis_at=0 if method else 1):
-            found.append(Ref(division, inner, None, None, (), ref.in_class, ref.bindings))
+            found.append(Ref(division, inner, None, None, (), ref.in_class, ref.bindings, ref.rebound_by))
     return found
 
 
@@ -689,7 +755,7 @@ def _difference_matches(rule: Rule, res: Resolution) -> list[Ref]:
         if any(type(a) is ast.Starred for a in call.args) or not _plain(difference.left):
             continue
         if _same(call.args[0], difference.left) and _keeps_dims(call, axis_at=1):
-            found.append(Ref(difference, reduction, None, None, (), ref.in_class, ref.bindings))
+            found.append(Ref(difference, reduction, None, None, (), ref.in_class, ref.bindings, ref.rebound_by))
     return found
 
 

@@ -65,7 +65,9 @@ _DECODER = json.JSONDecoder()
 
 
 def _ws(text: str, i: int) -> int:
-    return _WS.match(text, i).end()  # type: ignore[union-attr]
+    blank = _WS.match(text, i)
+    assert blank is not None  # `*`: it matches the empty string
+    return blank.end()
 
 
 def _members(text: str, i: int) -> list[tuple[str, int, int]]:

@@ -52,10 +52,10 @@ import ast
 import re
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
-from typing import Collection, Iterable, Iterator, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Collection, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
 from np2torch.lint.model import Lines
-from np2torch.lint.resolve import Ref, bound_names, is_type_checking
+from np2torch.lint.resolve import Ref, bound_names, is_type_checking, pattern_or_type_binding
 
 __all__ = [
     "NO_PLACE", "STAR_AFTER", "ImportPlace", "Layout", "Unit", "Units", "before_their_import", "import_place",
@@ -70,6 +70,9 @@ STAR_AFTER = "star import after"
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (*_DEFS, ast.ClassDef)
 _Pos = tuple[int, int]
+if TYPE_CHECKING:
+    _Located = Union[ast.stmt, ast.expr, ast.pattern]
+    """A node with a position (a statement, an expression, a ``match`` pattern)."""
 
 
 # --------------------------------------------------------------------------- top-level statements
@@ -200,7 +203,7 @@ class _Fixes:
         self.classes = layout.classes
         """The names the module's class statements bind: subscripting one runs its ``__class_getitem__``."""
 
-    def effects(self, nodes: Sequence[ast.AST], calls: bool = False) -> tuple[bool, bool, bool]:
+    def effects(self, nodes: Sequence[_Located], calls: bool = False) -> tuple[bool, bool, bool]:
         """(runs a fix on import, defines a function holding one, can call this module's code on import)
         for ``nodes`` (``calls``: evaluating them calls code besides, as entering a ``with`` does).
 
@@ -234,16 +237,16 @@ class _Fixes:
         return runs, creates, calls
 
 
-def _span(node: ast.AST) -> tuple[_Pos, _Pos]:
+def _span(node: _Located) -> tuple[_Pos, _Pos]:
     """Where ``node`` starts (its first decorator's line) and ends."""
-    first = first_line(node) if isinstance(node, ast.stmt) else node.lineno  # type: ignore[attr-defined]
-    begin = (first, 0 if first < node.lineno else node.col_offset)  # type: ignore[attr-defined]
-    return begin, (node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
+    first = first_line(node) if isinstance(node, ast.stmt) else node.lineno
+    begin = (first, 0 if first < node.lineno else node.col_offset)
+    return begin, (node.end_lineno or node.lineno, node.end_col_offset or 0)
 
 
-def _within(node: ast.AST, holder: ast.AST) -> bool:
+def _within(node: _Located, holder: _Located) -> bool:
     start, end = _span(holder)
-    return start <= (node.lineno, node.col_offset) < end  # type: ignore[attr-defined]
+    return start <= (node.lineno, node.col_offset) < end
 
 
 class _Runner:
@@ -253,7 +256,7 @@ class _Runner:
         self.fixes = fixes
         self.holder = holder
 
-    def may_run(self, stmts: Sequence[ast.AST], calls: bool = False) -> bool:
+    def may_run(self, stmts: Sequence[_Located], calls: bool = False) -> bool:
         """Whether running ``stmts`` (next, in order) can run a rewritten call."""
         runs, creates, calls = self.fixes.effects(stmts, calls)
         if runs or (calls and (creates or self.holder)):
@@ -366,20 +369,23 @@ def before_their_import(layout: Layout, refs: Sequence[Ref]) -> list[Ref]:
     return early
 
 
+_Function = Union[ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda]
+
+
 class _Functions:
     """Which function holds each import and each name or attribute: where a function's import binds."""
 
     def __init__(self, tree: ast.Module) -> None:
-        self.imports: dict[int, tuple[ast.AST, ast.stmt]] = {}  # id(alias) -> (its function, its import)
-        self.holder: dict[int, ast.AST | None] = {}  # id(expression) -> its innermost function
-        stack: list[tuple[ast.AST, ast.AST | None]] = [(tree, None)]
+        self.imports: dict[int, tuple[_Function, ast.stmt]] = {}  # id(alias) -> (its function, its import)
+        self.holder: dict[int, _Function | None] = {}  # id(expression) -> its innermost function
+        stack: list[tuple[ast.AST, _Function | None]] = [(tree, None)]
         while stack:
             node, function = stack.pop()
             if isinstance(node, (ast.Import, ast.ImportFrom)) and function is not None:
                 self.imports.update((id(alias), (function, node)) for alias in node.names)
             elif isinstance(node, (ast.Name, ast.Attribute)):
                 self.holder[id(node)] = function
-            inner = node if isinstance(node, (*_DEFS, ast.Lambda)) else function
+            inner = node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) else function
             stack.extend((child, inner) for child in ast.iter_child_nodes(node))
 
     def binds_later(self, ref: Ref) -> bool:
@@ -395,6 +401,9 @@ class _Functions:
 
 
 _NESTED = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+# what binds a name besides assignments, imports and definitions at module level: `except ... as`, `match` patterns
+_OTHER_BINDERS: tuple[type, ...] = (ast.ExceptHandler, *(
+    getattr(ast, name) for name in ("MatchAs", "MatchStar", "MatchMapping") if hasattr(ast, name)))
 
 _MAY_BE_GLOBAL = re.compile(r"(?:^|[;:\r])[ \t\f]*global(?!\w)", re.MULTILINE)
 """Where a ``global`` statement may stand: the keyword at a line's start (after its indentation), after a ``;``
@@ -416,10 +425,9 @@ def _own_names(tree: ast.Module, lines: Lines) -> set[str]:
     stack: list[ast.AST] = list(tree.body)
     while stack:
         node = stack.pop()
-        t = type(node)
-        if t is ast.Name:
-            if type(node.ctx) is not ast.Load:  # type: ignore[attr-defined]
-                names.add(node.id)  # type: ignore[attr-defined]
+        if isinstance(node, ast.Name):
+            if type(node.ctx) is not ast.Load:
+                names.add(node.id)
             continue
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             names.add(node.name)
@@ -431,14 +439,12 @@ def _own_names(tree: ast.Module, lines: Lines) -> set[str]:
             continue
         if isinstance(node, _NESTED):
             continue
-        if t is ast.ImportFrom and node.level:  # type: ignore[attr-defined]
-            names.update(alias.asname or alias.name for alias in node.names)  # type: ignore[attr-defined]
-        elif t is ast.ExceptHandler and node.name:  # type: ignore[attr-defined]
-            names.add(node.name)  # type: ignore[attr-defined]
-        elif t.__name__ in ("MatchAs", "MatchStar") and getattr(node, "name", None):
-            names.add(node.name)  # type: ignore[attr-defined]
-        elif t.__name__ == "MatchMapping" and getattr(node, "rest", None):
-            names.add(node.rest)  # type: ignore[attr-defined]
+        if isinstance(node, ast.ImportFrom) and node.level:
+            names.update(alias.asname or alias.name for alias in node.names)
+        elif isinstance(node, _OTHER_BINDERS):
+            bound = pattern_or_type_binding(node)
+            if bound:
+                names.add(bound)
         stack.extend(ast.iter_child_nodes(node))
     return names
 
@@ -618,7 +624,7 @@ def _runs_first(path: list[_Level], runner: _Runner) -> bool:
     return True
 
 
-def _headers(stmt: ast.stmt) -> list[ast.AST]:
+def _headers(stmt: ast.stmt) -> list[_Located]:
     """What a compound statement evaluates before its blocks: a test, an iterable, context managers, a subject."""
     if isinstance(stmt, (ast.If, ast.While)):
         return [stmt.test]

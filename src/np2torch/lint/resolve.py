@@ -40,13 +40,16 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 import unicodedata
-from typing import Any, Collection, Iterable, Iterator, Optional, Sequence
+from typing import Any, Callable, Collection, Iterable, Iterator, Optional, Sequence
 
 from np2torch.lint.walk import holds, line_numbers
 from np2torch.lint.walk import nodes as walk_nodes
 
-__all__ = ["NamespaceWrites", "Ref", "Resolution", "bound_names", "namespace_writes", "resolve"]
+__all__ = [
+    "NamespaceWrites", "Ref", "Resolution", "bound_names", "namespace_writes", "pattern_or_type_binding", "resolve",
+]
 
 # A binding: (qualified name or None for "not an import", typing_only, alias node or None, line of an import)
 _Binding = tuple[Optional[str], bool, Optional[ast.alias], int]
@@ -56,6 +59,9 @@ _Star = tuple[Optional[str], int, str]
 # What a name means in a scope: (qualified name or None, the import aliases binding it, what may rebind it or None)
 _Meaning = tuple[Optional[str], tuple[ast.alias, ...], Optional[str]]
 
+# An expression the walk has still to visit: (node, parent, grandparent, scope).  The node is Any: the hot loop
+# dispatches on `type(node) is X` held in a variable, which mypy does not narrow.
+_Pending = tuple[Any, Optional[ast.AST], Optional[ast.AST], "Scope"]
 _FUNC_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _IMPORT = re.compile(r"import(?<!\wimport)(?!\w)")
 _COMPS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
@@ -340,8 +346,7 @@ class _Walker:
     def expr(self, root: ast.AST, parent: ast.AST | None, grand: ast.AST | None, scope: Scope) -> None:
         cand = self.cand
         raw = self.raw
-        # node: Any, as this hot loop dispatches on `type(node) is X` held in a variable, which mypy does not narrow
-        stack: list[tuple[Any, ast.AST | None, ast.AST | None, Scope]] = [(root, parent, grand, scope)]
+        stack: list[_Pending] = [(root, parent, grand, scope)]
         pop = stack.pop
         push = stack.append
         Name, Attribute, Constant, Load = ast.Name, ast.Attribute, ast.Constant, ast.Load
@@ -376,8 +381,8 @@ class _Walker:
                 continue
             if t is ast.NamedExpr:
                 target_scope = scope
-                while target_scope.kind == "comprehension":
-                    target_scope = target_scope.parent  # type: ignore[assignment]
+                while target_scope.kind == "comprehension" and target_scope.parent is not None:
+                    target_scope = target_scope.parent
                 self.bind(target_scope, node.target.id)
                 push((node.value, node, parent, scope))
                 continue
@@ -398,8 +403,9 @@ class _Walker:
     def bind_target(self, scope: Scope, name: str) -> None:
         self.bind(scope, name)
 
-    def comprehension(self, node: ast.AST, parent: ast.AST | None, scope: Scope, push) -> None:  # type: ignore[no-untyped-def]
-        generators = node.generators  # type: ignore[attr-defined]
+    def comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp,
+                      parent: ast.AST | None, scope: Scope, push: Callable[[_Pending], None]) -> None:
+        generators = node.generators
         inner = self.new_scope("comprehension", scope)
         # Pushed in reverse of evaluation order (the stack pops last-in first); order does
         # not matter for correctness, only the scope each part is evaluated in.
@@ -407,7 +413,7 @@ class _Walker:
             push((node.key, node, parent, inner))
             push((node.value, node, parent, inner))
         else:
-            push((node.elt, node, parent, inner))  # type: ignore[attr-defined]
+            push((node.elt, node, parent, inner))
         for i, gen in enumerate(generators):
             for cond in gen.ifs:
                 push((cond, gen, node, inner))
@@ -431,13 +437,13 @@ class _Walker:
                     scope.bindings[name].append(_OTHER)
 
 
-_FIELDS_CACHE: dict[type, tuple[str, ...]] = {}
+_FIELDS_CACHE: dict[type[ast.AST], tuple[str, ...]] = {}
 
 
-def _fields(t: type) -> tuple[str, ...]:
+def _fields(t: type[ast.AST]) -> tuple[str, ...]:
     fields = _FIELDS_CACHE.get(t)
     if fields is None:
-        fields = tuple(f for f in t._fields if f not in _SKIP_FIELDS)  # type: ignore[attr-defined]
+        fields = tuple(f for f in t._fields if f not in _SKIP_FIELDS)
         _FIELDS_CACHE[t] = fields
     return fields
 
@@ -576,7 +582,8 @@ def resolve(
         while type(value) is ast.Attribute:
             attrs.append(value.attr)
             value = value.value
-        meaning, aliases, rebound_by = lookup.meaning(scope, value.id)  # type: ignore[attr-defined]
+        assert isinstance(value, ast.Name)  # what the walk collects starts at a candidate name
+        meaning, aliases, rebound_by = lookup.meaning(scope, value.id)
         if meaning is None:
             continue
         qualname = meaning + "." + ".".join(reversed(attrs)) if attrs else meaning
@@ -602,34 +609,53 @@ def bound_names(tree: ast.Module) -> dict[str, list[str]]:
         names.setdefault(name, []).append(kind)
 
     for node in ast.walk(tree):
-        t = type(node)
-        if t is ast.Name:
-            add(node.id, "use" if type(node.ctx) is ast.Load else "other")  # type: ignore[attr-defined]
-        elif t is ast.Import:
-            for alias in node.names:  # type: ignore[attr-defined]
+        if isinstance(node, ast.Name):
+            add(node.id, "use" if type(node.ctx) is ast.Load else "other")
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
                 if alias.asname:
                     add(alias.asname, f"import {alias.name}")
                 else:
                     add(alias.name.partition(".")[0], "import")
-        elif t is ast.ImportFrom:
-            module = node.module if not node.level else None  # type: ignore[attr-defined]
-            for alias in node.names:  # type: ignore[attr-defined]
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module if not node.level else None
+            for alias in node.names:
                 add(alias.asname or alias.name, f"from {module}.{alias.name}" if module else "other")
-        elif t is ast.arg:
-            add(node.arg, "other")  # type: ignore[attr-defined]
-        elif t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
-            add(node.name, "other")  # type: ignore[attr-defined]
-        elif t in (ast.Global, ast.Nonlocal):
-            for name in node.names:  # type: ignore[attr-defined]
+        elif isinstance(node, ast.arg):
+            add(node.arg, "other")
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            add(node.name, "other")
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            for name in node.names:
                 add(name, "other")
-        elif t is ast.ExceptHandler or (_MATCH_NAMED and isinstance(node, _MATCH_NAMED)):
-            if node.name:  # type: ignore[attr-defined]
-                add(node.name, "other")  # type: ignore[attr-defined]
-        elif _MATCH_MAPPING and t is _MATCH_MAPPING and node.rest:  # type: ignore[attr-defined]
-            add(node.rest, "other")  # type: ignore[attr-defined]
-        elif t.__name__ in ("TypeVar", "ParamSpec", "TypeVarTuple"):
-            add(node.name, "other")  # type: ignore[attr-defined]
+        else:
+            bound = pattern_or_type_binding(node) if isinstance(node, _OTHER_BINDERS) else None
+            if bound:
+                add(bound, "other")
     return names
+
+
+# what binds a name besides assignments, imports, parameters, definitions and declarations: an `except`
+# clause, a `match` pattern (Python >= 3.10), a type parameter (>= 3.12)
+_OTHER_BINDERS: tuple[type, ...] = (ast.ExceptHandler, *(
+    getattr(ast, name) for name in ("MatchAs", "MatchStar", "MatchMapping", "TypeVar", "ParamSpec", "TypeVarTuple")
+    if hasattr(ast, name)
+))
+
+
+def pattern_or_type_binding(node: ast.AST) -> str | None:
+    """The name an ``except ... as name``, a ``match`` pattern (``case [x, *rest]``, ``case {**rest}``) or a
+    type parameter binds, if any."""
+    if isinstance(node, ast.ExceptHandler):
+        return node.name
+    if sys.version_info >= (3, 10):
+        if isinstance(node, (ast.MatchAs, ast.MatchStar)):
+            return node.name
+        if isinstance(node, ast.MatchMapping):
+            return node.rest
+    if sys.version_info >= (3, 12) and isinstance(node, (ast.TypeVar, ast.ParamSpec, ast.TypeVarTuple)):
+        return node.name
+    return None
 
 
 # --------------------------------------------------------------------------- writes no binding spells
@@ -650,8 +676,8 @@ class NamespaceWrites:
         """Where ``name`` may be rebound, or None."""
         return self.every or self.names.get(name)
 
-    def add(self, node: ast.AST, names: Iterable[str] | None) -> None:
-        where = f"`{_snippet(node)}` (line {node.lineno})"  # type: ignore[attr-defined]
+    def add(self, node: ast.expr, names: Iterable[str] | None) -> None:
+        where = f"`{_snippet(node)}` (line {node.lineno})"
         if names is None:
             self.every = self.every or where
         else:

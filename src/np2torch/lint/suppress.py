@@ -64,7 +64,9 @@ def file_suppression(text: str) -> FileSuppression:
         return NOTHING
     codes: set[str] = set()
     for comment in _own_line_comments(text):
-        rest = comment[_HEAD.match(comment).end():]  # type: ignore[union-attr]
+        head = _HEAD.match(comment)
+        assert head is not None  # _own_line_comments gives the comments that start so
+        rest = comment[head.end():]
         if not rest.lstrip(" \t").startswith(":"):
             return EVERYTHING  # `# np2torch: noqa` or flake8's file-wide pragma (`generated` after it)
         listed = _CODES.match(rest)
