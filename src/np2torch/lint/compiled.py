@@ -186,7 +186,7 @@ def _walk(tree: ast.Module) -> tuple[list[ast.AST], dict[int, list[ast.Return | 
         if functions and isinstance(node, (ast.Return, ast.Call)):
             for function in functions:
                 within[function].append(node)
-        queue.extend((child, functions) for child in ast.iter_child_nodes(node))
+        queue.extend((child, functions) for child in walk.children(node))
     return every, within
 
 

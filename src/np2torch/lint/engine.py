@@ -178,16 +178,21 @@ def may_contain(text: str, rules: Sequence[Rule]) -> bool:
         return True  # NPT801 judges the file's noqa comments, whatever it calls
     if not text.isascii():
         text = unicodedata.normalize("NFKC", text)
+    imports_from: dict[str, bool] = {}  # root -> whether a `from <root>...` import is spelled
     for root, name, root_word, name_word, from_root in _prefilter_patterns(tuple(rules)):
         if root in text and name in text and root_word.search(text) and name_word.search(text):
-            if from_root.search(text) or _after_a_dot(text, name_word):
+            if root not in imports_from:
+                imports_from[root] = from_root.search(text) is not None
+            if imports_from[root] or _after_a_dot(text, name, name_word):
                 return True
     return False
 
 
-def _after_a_dot(text: str, word: re.Pattern[str]) -> bool:
-    """``word`` spelled as an attribute: after a dot and whitespace (line continuations included); a line
-    ending in a comment before it counts too (``(np.  # why\n exp)``)."""
+def _after_a_dot(text: str, name: str, word: re.Pattern[str]) -> bool:
+    """``name`` (``word``: its pattern) spelled as an attribute: after a dot and whitespace (line continuations
+    included); a line ending in a comment before it counts too (``(np.  # why\n exp)``)."""
+    if f".{name}" in text and _dotted(name).search(text):
+        return True  # as it is mostly spelled: `np.exp`
     for match in word.finditer(text):
         i = match.start() - 1
         while i >= 0 and text[i] in " \t\f\r\n\\":
@@ -211,9 +216,15 @@ def _prefilter_patterns(
         if rule.is_meta:
             continue
         root, name = rule.qualname.partition(".")[0], rule.qualname.rpartition(".")[2]
-        from_root = re.compile(rf"\bfrom[\s\\]+{re.escape(root)}(?!\w)")
+        from_root = re.compile(rf"from(?<!\wfrom)[\s\\]+{re.escape(root)}(?!\w)")  # `from` first: scanned quickly
         patterns.append((root, name, _whole_word(root), _whole_word(name), from_root))
     return patterns
+
+
+@functools.lru_cache(maxsize=None)
+def _dotted(name: str) -> re.Pattern[str]:
+    """``.name`` not followed by more of an identifier (``.exp``, not ``.expm1``)."""
+    return re.compile(rf"\.{re.escape(name)}(?!\w)")
 
 
 def _whole_word(word: str) -> re.Pattern[str]:
@@ -813,7 +824,7 @@ def _runs_strings(names: dict[str, list[str]]) -> bool:
 
 def _words_in_strings(tree: ast.Module) -> frozenset[str]:
     words = set()
-    for node in ast.walk(tree):
+    for node in walk.every(tree):
         if type(node) is ast.Constant and isinstance(node.value, str):
             words.update(re.findall(r"\w+", node.value))
     return frozenset(words)

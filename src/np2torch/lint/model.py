@@ -150,8 +150,8 @@ class Lines:
         return self._lines[line - 1] if 0 < line <= len(self._lines) else ""
 
     def spells(self, word: str) -> bool:
-        """Whether ``word`` occurs anywhere in the text (comments and strings included)."""
-        return any(word in line for line in self._lines)
+        """Whether ``word`` (no line break in it) occurs anywhere in the text (comments and strings included)."""
+        return word in self._text
 
     def matches(self, pattern: re.Pattern[str]) -> bool:
         """Whether ``pattern`` matches in the text (comments and strings included)."""

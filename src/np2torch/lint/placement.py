@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING, Collection, Iterable, Iterator, Mapping, Optio
 
 from np2torch.lint.model import Lines
 from np2torch.lint.resolve import Ref, bound_names, is_type_checking, pattern_or_type_binding
+from np2torch.lint.walk import children, every
 
 __all__ = [
     "NO_PLACE", "STAR_AFTER", "ImportPlace", "Layout", "Unit", "Units", "before_their_import", "import_place",
@@ -164,7 +165,7 @@ def _import_time_nodes(node: ast.AST) -> Iterator[ast.AST]:
         elif isinstance(current, ast.Lambda):
             stack.append(current.args)
         else:
-            stack.extend(ast.iter_child_nodes(current))
+            stack.extend(children(current))
 
 
 _CALLING = (ast.Call, ast.Await, ast.Raise, ast.With, ast.AsyncWith, ast.AsyncFor)
@@ -386,7 +387,7 @@ class _Functions:
             elif isinstance(node, (ast.Name, ast.Attribute)):
                 self.holder[id(node)] = function
             inner = node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) else function
-            stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+            stack.extend((child, inner) for child in children(node))
 
     def binds_later(self, ref: Ref) -> bool:
         """Whether a function import may not have bound the ref's name when the ref runs: a ``global`` one in
@@ -445,7 +446,7 @@ def _own_names(tree: ast.Module, lines: Lines) -> set[str]:
             bound = pattern_or_type_binding(node)
             if bound:
                 names.add(bound)
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(children(node))
     return names
 
 
@@ -454,7 +455,7 @@ def _class_names(tree: ast.Module, lines: Lines) -> set[str]:
     the module defines a ``__class_getitem__`` (else subscripting its classes runs none of its code)."""
     if not lines.spells("__class_getitem__"):
         return set()
-    return {node.name for node in ast.walk(tree) if type(node) is ast.ClassDef}
+    return {node.name for node in every(tree) if type(node) is ast.ClassDef}
 
 
 # What the runtime's import reads: the environment (NP2TORCH_DEVICE and NP2TORCH_MIN_SIZE when it loads;

@@ -44,6 +44,7 @@ import sys
 import unicodedata
 from typing import Any, Callable, Collection, Iterable, Iterator, Optional, Sequence
 
+from np2torch.lint.walk import every as walk_every
 from np2torch.lint.walk import holds, line_numbers
 from np2torch.lint.walk import nodes as walk_nodes
 
@@ -548,6 +549,7 @@ def resolve(
     # an import statement spells `import` (a keyword is ASCII: `ｉｍｐｏｒｔ` is a name)
     _collect_imports(tree.body, imports, line_numbers(source, [_IMPORT]) if source is not None else None)
     candidates: set[str] = set()
+    reached: set[str] = set()  # what those imports bind: a qualified name resolves only as one of them + attributes
     import_lines: list[int] = []
     for stmt in imports:
         # imports are walked whatever they spell (`import np.linalg` binds np; a star
@@ -559,8 +561,10 @@ def resolve(
             if name == "*":
                 star = meaning.rpartition(".")[0]
                 candidates.update(q.rpartition(".")[2] for q in known if q.rpartition(".")[0] == star)
+                reached.add(star)
             else:
                 candidates.add(name)
+                reached.add(meaning)
     if not candidates:
         return Resolution([], {}, imports)
 
@@ -568,7 +572,7 @@ def resolve(
     if source is not None and source.isascii():
         # Non-ASCII identifiers are NFKC-normalised by the parser, so spelling-based
         # pruning is only exact for ASCII text.
-        focus_names = {q.rpartition(".")[2] for q in focus}
+        focus_names = {q.rpartition(".")[2] for q in focus if _reachable(q, reached)}
         lines = sorted({*_interesting_lines(source, focus_names, candidates), *import_lines})
     walker = _Walker(candidates, last_names, lines)
     walker.stmts(tree.body, walker.module, False)
@@ -593,6 +597,11 @@ def resolve(
     return Resolution(refs, walker.import_froms, imports)
 
 
+def _reachable(qualname: str, reached: Collection[str]) -> bool:
+    """Whether ``qualname`` is one of ``reached`` or an attribute (of an attribute...) of one."""
+    return any(qualname == name or qualname.startswith(name + ".") for name in reached)
+
+
 def bound_names(tree: ast.Module) -> dict[str, list[str]]:
     """Every identifier in ``tree`` (any scope) -> how it occurs.
 
@@ -608,7 +617,7 @@ def bound_names(tree: ast.Module) -> dict[str, list[str]]:
     def add(name: str, kind: str) -> None:
         names.setdefault(name, []).append(kind)
 
-    for node in ast.walk(tree):
+    for node in walk_every(tree):
         if isinstance(node, ast.Name):
             add(node.id, "use" if type(node.ctx) is ast.Load else "other")
         elif isinstance(node, ast.Import):

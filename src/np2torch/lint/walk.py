@@ -15,9 +15,10 @@ import ast
 import re
 import sys
 from bisect import bisect_left
+from collections import deque
 from typing import Iterator, Sequence
 
-__all__ = ["Visit", "holds", "line_numbers", "nodes"]
+__all__ = ["Visit", "children", "every", "holds", "line_numbers", "nodes"]
 
 Visit = tuple[ast.AST, "ast.AST | None", bool]
 """A node, its parent, and whether it is evaluated at module level (outside every ``def``, ``lambda`` and
@@ -25,6 +26,40 @@ Visit = tuple[ast.AST, "ast.AST | None", bool]
 
 _SCOPE_BODIES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {}
+
+
+def children(node: ast.AST) -> list[ast.AST]:
+    """``ast.iter_child_nodes(node)`` as a list, in the same order, at a fraction of its cost (the field
+    names of each node type are looked up once, and never those that cannot hold a node)."""
+    t = type(node)
+    fields = _FIELDS.get(t)
+    if fields is None:
+        fields = _FIELDS[t] = tuple(f for f in t._fields if f not in _LEAF_FIELDS)
+    found: list[ast.AST] = []
+    for field in fields:
+        value = getattr(node, field, None)
+        if type(value) is list:
+            found.extend(item for item in value if isinstance(item, ast.AST))
+        elif isinstance(value, ast.AST):
+            found.append(value)
+    return found
+
+
+def every(root: ast.AST) -> Iterator[ast.AST]:
+    """``ast.walk(root)``: every node, breadth first, in the same order (through :func:`children`)."""
+    queue = deque([root])
+    while queue:
+        node = queue.popleft()
+        queue.extend(children(node))
+        yield node
+
+
+# fields that never hold a node: identifiers, constants, flags
+_LEAF_FIELDS = frozenset({"id", "name", "arg", "attr", "module", "level", "type_comment", "is_async", "conversion",
+                          "kind"})
 
 
 def line_numbers(text: str, patterns: Sequence[re.Pattern[str]]) -> list[int]:
@@ -56,16 +91,16 @@ def nodes(tree: ast.Module, lines: Sequence[int]) -> Iterator[Visit]:
         node, parent, module_level = stack.pop()
         yield node, parent, module_level
         inner = module_level and not isinstance(node, _SCOPE_BODIES)
-        children: list[tuple[ast.AST, ast.AST | None, bool]] = []
+        found: list[tuple[ast.AST, ast.AST | None, bool]] = []
         for field, value in ast.iter_fields(node):
             if type(value) is list:
                 if field in _BLOCKS and value and isinstance(value[0], (ast.stmt, ast.excepthandler, _MATCH_CASE)):
-                    children.extend((child, node, inner) for child in value if holds(child, lines))
+                    found.extend((child, node, inner) for child in value if holds(child, lines))
                 else:
-                    children.extend((child, node, inner) for child in value if isinstance(child, ast.AST))
+                    found.extend((child, node, inner) for child in value if isinstance(child, ast.AST))
             elif isinstance(value, ast.AST):
-                children.append((value, node, inner))
-        stack.extend(children)
+                found.append((value, node, inner))
+        stack.extend(found)
 
 
 _MATCH_CASE: type = getattr(ast, "match_case", ast.excepthandler)
