@@ -24,7 +24,8 @@ Rows: ruff (--no-cache); np2torch cold (an empty cache folder each run, so it
 includes writing the cache); cold with --jobs 1; warm (cache filled, nothing
 changed); with --compare, the same three rows for a second np2torch (another
 checkout), run for run with the first.  Ratios are against ruff on the same scope.  The targets
-(docs/benchmarks.md): cold <= 10x ruff, warm <= 1x ruff.  Timings on a busy machine are noise.
+(docs/benchmarks.md, issue 27): cold <= 5x ruff on scikit-learn and <= 6x on SciPy, warm <= 1x ruff.
+Timings on a busy machine are noise: compare CPU seconds of rows from the same run.
 """
 
 from __future__ import annotations

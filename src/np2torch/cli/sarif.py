@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import PurePath
-from typing import Any, Sequence
+from typing import Sequence
 from urllib.parse import quote
 
 from np2torch import __version__
@@ -48,7 +48,7 @@ def _text(text: str) -> str:
         return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def _rule_descriptor(rule: Rule) -> dict[str, Any]:
+def _rule_descriptor(rule: Rule) -> dict[str, object]:
 
     return {
         "id": rule.code,
@@ -62,14 +62,17 @@ def _rule_descriptor(rule: Rule) -> dict[str, Any]:
     }
 
 
-def _result(finding: Finding, index: dict[str, int]) -> dict[str, Any]:
+def _result(finding: Finding, index: dict[str, int]) -> dict[str, object]:
     cell = finding.cell if isinstance(finding, CellFinding) else None
     text = finding.message if cell is None else f"cell {cell}: {finding.message}"
     if finding.fixable:
         text += " (fixable with `np2torch fix`)"
     elif finding.reason:
         text += f" (no fix: {finding.reason})"
-    result: dict[str, Any] = {
+    properties: dict[str, object] = {"fixable": bool(finding.fixable)}
+    if cell is not None:
+        properties["cell"] = cell
+    result: dict[str, object] = {
         "ruleId": finding.code,
         "level": LEVEL,
         "message": {"text": _text(text)},
@@ -86,16 +89,14 @@ def _result(finding: Finding, index: dict[str, int]) -> dict[str, Any]:
                 }
             }
         ],
-        "properties": {"fixable": bool(finding.fixable)},
+        "properties": properties,
     }
     if finding.code in index:
         result["ruleIndex"] = index[finding.code]
-    if cell is not None:
-        result["properties"]["cell"] = cell
     return result
 
 
-def sarif_log(findings: Sequence[Finding], errors: Sequence[str] = (), rules: Sequence[Rule] = RULES) -> dict[str, Any]:
+def sarif_log(findings: Sequence[Finding], errors: Sequence[str] = (), rules: Sequence[Rule] = RULES) -> dict[str, object]:
     """The SARIF log as a dict: one run, every rule of the table, one result per finding."""
     index = {rule.code: i for i, rule in enumerate(rules)}
     return {

@@ -38,7 +38,7 @@ import os
 import re
 from dataclasses import dataclass
 from json.decoder import scanstring  # type: ignore[attr-defined]
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from np2torch.lint import engine
 from np2torch.lint.model import CellFinding
@@ -119,14 +119,18 @@ class NotebookError(engine.SourceError):
     """The file is not a notebook this module can read (bad JSON, unexpected structure)."""
 
 
-def _load(text: str) -> tuple[dict[str, Any], list[_Cell]]:
+_Object = dict[str, object]
+"""A JSON object: what each value is, the code asks with ``isinstance``."""
+
+
+def _load(text: str) -> tuple[_Object, list[_Cell]]:
     try:
         return _load_unguarded(text)
     except RecursionError:  # json recurses once per nested array or object
         raise NotebookError("not a notebook: the JSON is nested too deeply") from None
 
 
-def _load_unguarded(text: str) -> tuple[dict[str, Any], list[_Cell]]:
+def _load_unguarded(text: str) -> tuple[_Object, list[_Cell]]:
     body = text[1:] if text.startswith("\ufeff") else text
     shift = len(text) - len(body)
     try:
@@ -137,14 +141,15 @@ def _load_unguarded(text: str) -> tuple[dict[str, Any], list[_Cell]]:
         raise NotebookError("not a notebook: the JSON document is not an object")
     cells: list[_Cell] = []
     top = {key: (start, end) for key, start, end in _members(body, _ws(body, 0))}
-    if "cells" not in top or not isinstance(document.get("cells"), list):
+    every_cell = document.get("cells")
+    if "cells" not in top or not isinstance(every_cell, list):
         return document, cells
     for number, (start, _end) in enumerate(_items(body, top["cells"][0]), 1):
         if body[start] != "{":
             continue
         members = {key: (s, e) for key, s, e in _members(body, start)}
-        cell = document["cells"][number - 1]
-        if cell.get("cell_type") != "code" or "source" not in members:
+        cell = every_cell[number - 1]  # an object: its text starts with `{`
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code" or "source" not in members:
             continue
         value = cell["source"]
         if isinstance(value, list) and all(isinstance(line, str) for line in value):
@@ -158,7 +163,7 @@ def _load_unguarded(text: str) -> tuple[dict[str, Any], list[_Cell]]:
     return document, cells
 
 
-def _is_python(document: dict[str, Any]) -> bool:
+def _is_python(document: _Object) -> bool:
     metadata = _object(document, "metadata", "metadata")
     languages = [
         _object(metadata, "language_info", "metadata.language_info").get("name"),
@@ -170,7 +175,7 @@ def _is_python(document: dict[str, Any]) -> bool:
 _JSON_TYPES = ((bool, "a boolean"), (str, "a string"), (list, "an array"), ((int, float), "a number"))
 
 
-def _object(parent: dict[str, Any], key: str, where: str) -> dict[str, Any]:
+def _object(parent: _Object, key: str, where: str) -> _Object:
     """``parent[key]``, which nbformat says is an object; absent or null: an empty one."""
     value = parent.get(key)
     if value is None:
