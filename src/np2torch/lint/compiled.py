@@ -191,10 +191,31 @@ def _walk(tree: ast.Module) -> tuple[list[ast.AST], dict[int, list[ast.Return | 
 
 
 def _loads(tree: ast.Module, spelled: str) -> bool:
-    """A call loads a compiler's package by its name (``importlib.import_module("numba")``): it spells the
-    name as a string literal, so only the statements spelling one are walked (:mod:`np2torch.lint.walk`)."""
+    """A compiler's package loaded by its name can name a compiler: assigned to a name
+    (``numba = import_optional_dependency("numba")``), an attribute read off it
+    (``importlib.import_module("numba").njit``) or handed to ``getattr`` (``getattr(import_module("numba"),
+    "njit")``).  Such a call spells the package as a string literal, so only the statements spelling one are
+    walked (:mod:`np2torch.lint.walk`); a call that does none of these (``skip_backend("torch")``) names none."""
+    if not any(package in spelled for package in _PACKAGES):
+        return False
     lines = walk.line_numbers(spelled, [_QUOTED_PACKAGE])
-    return any(type(node) is ast.Call and _loaded(node) is not None for node, _p, _m in walk.nodes(tree, lines))
+    for node, parent, _module_level in walk.nodes(tree, lines):
+        if type(node) is ast.Call and _loaded(node) is not None and _names_a_compiler(node, parent):
+            return True
+    return False
+
+
+def _names_a_compiler(call: ast.Call, parent: ast.AST | None) -> bool:
+    """Whether what ``call`` loads can become a compiler where it stands (see :func:`_loads`)."""
+    if isinstance(parent, ast.Attribute):
+        return parent.value is call
+    if isinstance(parent, ast.Call):
+        return _getattr_name(parent) is not None and parent.args[0] is call
+    if isinstance(parent, ast.Assign):
+        return parent.value is call and any(type(target) is ast.Name for target in parent.targets)
+    if isinstance(parent, (ast.AnnAssign, ast.NamedExpr)):
+        return parent.value is call and type(parent.target) is ast.Name
+    return False
 
 
 def inside(node: ast.expr, regions: list[Region]) -> str | None:
