@@ -204,6 +204,14 @@ class _Fixes:
         self.classes = layout.classes
         """The names the module's class statements bind: subscripting one runs its ``__class_getitem__``."""
 
+    def within(self, nodes: Sequence[_Located]) -> bool:
+        """Whether a rewritten expression lies within ``nodes``."""
+        for node in nodes:
+            start, end = _span(node)
+            if bisect_left(self.positions, start) < bisect_left(self.positions, end):
+                return True
+        return False
+
     def effects(self, nodes: Sequence[_Located], calls: bool = False) -> tuple[bool, bool, bool]:
         """(runs a fix on import, defines a function holding one, can call this module's code on import)
         for ``nodes`` (``calls``: evaluating them calls code besides, as entering a ``with`` does).
@@ -259,6 +267,8 @@ class _Runner:
 
     def may_run(self, stmts: Sequence[_Located], calls: bool = False) -> bool:
         """Whether running ``stmts`` (next, in order) can run a rewritten call."""
+        if not self.holder and not self.fixes.within(stmts):
+            return False  # no fix in them and none defined yet: whatever they call runs no rewritten call
         runs, creates, calls = self.fixes.effects(stmts, calls)
         if runs or (calls and (creates or self.holder)):
             return True
