@@ -222,3 +222,14 @@ runner.run_job = in_worker
     assert done.returncode == 0, done.stderr
     assert set((tmp_path / "workers").read_text().split()) == {"True"}  # the pool did the work
     assert (tmp_path / "writers").read_text().split() == ["True"] * 12
+
+
+def test_files_are_analysed_with_fewer_collections_and_the_collector_is_restored() -> None:
+    import gc
+
+    before, frozen = gc.get_threshold(), gc.get_freeze_count()
+    with runner.fewer_collections():
+        assert gc.get_threshold()[0] >= runner.GC_THRESHOLD
+        assert gc.get_freeze_count() > 0  # what existed before is never scanned again
+    assert gc.get_threshold() == before
+    assert gc.get_freeze_count() == frozen
