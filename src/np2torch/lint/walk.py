@@ -1,12 +1,13 @@
-"""One traversal of the statements that can matter, shared by the analyses that look at a whole module.
+"""Walks of only the statements that can matter, shared by the analyses that look at a whole module.
 
-An analysis that needs a whole-module look (namespace writes, compiled regions, self-documenting f-string
-fields) can only be triggered by code that spells something: ``globals(``, a compiler's package name,
-``=}``.  :class:`Spelled` finds the lines that spell what any of them asked for (regular expressions over
-the text, the cheap first pass), and :func:`nodes` walks only the statements holding those lines, once,
-handing each node to every analysis that asked (as the resolver walks only the statements spelling a
-candidate name, :mod:`np2torch.lint.resolve`).  A compound statement (``def``, ``if``, ``try``, ...) is
-entered when one of its lines is wanted; only its wanted statements are walked in full.
+An analysis that needs a whole-module look (namespace writes, self-documenting f-string fields, compilers
+loaded by name) can only be triggered by code that spells something: ``globals(``, ``=}``, a compiler's
+package name in quotes.  :func:`line_numbers` finds the lines that spell it (regular expressions over the
+text: the cheap first pass), and :func:`nodes` walks only the statements holding those lines, as the
+resolver walks only the statements spelling a candidate name (:mod:`np2torch.lint.resolve`, with
+:func:`holds`).  A compound statement (``def``, ``if``, ``try``, ...) holding a wanted line is visited
+with its header; of its blocks only the wanted statements are walked.  :func:`children` and :func:`every`
+are ``ast.iter_child_nodes`` and ``ast.walk`` for the analyses that need the whole tree, at less cost.
 """
 
 from __future__ import annotations
