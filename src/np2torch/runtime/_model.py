@@ -113,8 +113,19 @@ def _positive_number(value: Any) -> bool:
     return type(value) in (int, float) and math.isfinite(value) and value > 0
 
 
-def curve_key(name: str, dtype: str) -> str:
-    return f"{name}/{dtype}"
+def curve_key(name: str, dtype: str, klass: str = "") -> str:
+    """A profile's key for (function, loop dtype) and, for a reduction, its shape class (:data:`REDUCTION_CLASSES`)."""
+    return f"{name}/{dtype}/{klass}" if klass else f"{name}/{dtype}"
+
+
+REDUCED_LENGTHS = (("short", 16), ("medium", 1024), ("long", None))
+"""A reduction's length class: the product of the reduced axes' lengths up to the bound (None: any)."""
+REDUCED_LAYOUTS = ("inner", "outer")
+"""``inner``: the reduced axes are the input's contiguous ones (``axis=-1`` of a C array); ``outer``: not."""
+REDUCTION_CLASSES = tuple(f"{length}-{layout}" for length, _ in REDUCED_LENGTHS for layout in REDUCED_LAYOUTS)
+"""The shape classes a reduction is decided by, each measured by ``np2torch tune`` as a curve of its own."""
+CLASS_LENGTHS = {"short": 4, "medium": 128, "long": 8192}
+"""The reduced length ``np2torch tune`` times each length class at (or the whole size, when smaller)."""
 
 
 class Profile(Record):
