@@ -611,3 +611,32 @@ def test_the_builtin_profile_is_valid_and_read_as_validated():
     validated = _profile.read_profile(path)
     assert validated.curves == _profile.load_builtin().curves and validated.curves
     assert validated.import_seconds > 0 and validated.threads >= 1
+
+
+def test_a_process_gets_the_same_bits_with_omp_num_threads_1_or_unset_and_a_busy_pool():
+    # Fresh processes, the default dispatch on the built-in profile: OMP_NUM_THREADS changes how many
+    # blocks run at once, never the path (it is not in the fingerprint) nor the bits; so does a pool the
+    # load shrank to one thread.
+    code = """
+        import hashlib, sys, torch, numpy as np, np2torch.runtime as r
+        from np2torch.runtime import _load
+        if sys.argv[-1] == "busy":
+            _load.free_cores = lambda threads: 1
+        rng = np.random.default_rng(3)
+        x = rng.normal(size=1_500_001)
+        h = hashlib.sha256()
+        for result in (r.erf(x), r.exp(x.astype(np.float32)), r.expit(x), r.logsumexp(x[:1_500_000].reshape(-1, 500), axis=0),
+                       r.logsumexp(x[:15_000].reshape(5000, 3), axis=1)):
+            h.update(np.ascontiguousarray(result).tobytes())
+        print(h.hexdigest(), [r.which("erf", x)[0]])
+    """
+    seen = set()
+    for env, argv in (({}, "quiet"), ({"OMP_NUM_THREADS": "1"}, "quiet"), ({}, "busy"), ({"OMP_NUM_THREADS": "3"}, "quiet")):
+        full = {k: v for k, v in os.environ.items() if not k.startswith("NP2TORCH_") and k != "OMP_NUM_THREADS"}
+        full.update({"NP2TORCH_PROFILE": "builtin", **env})
+        proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code), argv], capture_output=True, text=True, env=full,
+                              timeout=300, cwd=ROOT)
+        assert proc.returncode == 0, proc.stderr
+        seen.add(proc.stdout.strip())
+    assert len(seen) == 1, seen
+    assert "['cpu']" in seen.pop()  # erf over 1.5e6 takes torch on the built-in profile: torch's bits were compared

@@ -244,7 +244,7 @@ def _blocked(op: Callable[..., Any], compute: torch.dtype, t1: torch.Tensor, t2:
         else:
             dst.copy_(op(a.to(compute), b.to(compute)))
 
-    flat_out = _flat_view(out)
+    flat_out = _flat_view(out) if out.dim() else None
     if flat_out is None or not all(t.dim() == 0 or (t.shape == out.shape and t.stride() == out.stride()) for t in (t1, t2)):
         _parallel.run([functools.partial(whole, t1, t2, out)], 1)
         return

@@ -5,7 +5,7 @@ A kind (:mod:`._ufunc` for the elementwise rows, a reduction's own module)
 subclasses :class:`Helper`: it makes the public function, says where a call
 would run without running it (:meth:`Helper.which`) and runs one path on a
 scratch input (:meth:`Helper.run_path`), which is what ``np2torch tune`` and
-on-the-spot calibration time.  ``make_helper(row)`` in the kind's module makes
+``np2torch tune`` times.  ``make_helper(row)`` in the kind's module makes
 one; :mod:`._api` calls it for the module each row names (``implementation``).
 """
 

@@ -253,7 +253,10 @@ def _try_torch(a: np.ndarray, axis: object, keepdims: object, return_sign: objec
     view, flipped = _positive_strides(a)
     if not can_view(view) or not load_torch():
         return None
-    reduced = _reduce(view, dims, work, device, route.threads)
+    if device == "cpu" and dims == (view.ndim - 1,) and view.shape[-1] <= _SHORT and view.flags.c_contiguous:
+        reduced: Parts | None = _short_rows(view, work, route.threads)
+    else:
+        reduced = _reduce(view, dims, work, device, route.threads)
     if reduced is None:
         return None
     a_max = reduced[0]
@@ -320,6 +323,55 @@ def _reduce(view: np.ndarray, dims: Tuple[int, ...], work: np.dtype, device: str
             return None
     a_max, count, total = _blockwise(t, dims, getattr(torch, work.name), t.device, block, threads)
     return a_max.cpu().numpy(), count.cpu().numpy(), total.cpu().numpy()
+
+
+_SHORT = 16
+"""Slices at most this long along the contiguous last axis (``logsumexp(x, axis=1)`` over a few mixture
+components) are computed column by column (:func:`_short_rows`): torch's reduction kernels pay more per
+slice than the arithmetic of a short one."""
+
+
+def _short_rows(view: np.ndarray, work: np.dtype, threads: int) -> Parts:
+    """``(a_max, m, s)`` of a C-contiguous ``view`` reduced along its short last axis, one column at a time.
+
+    Each quantity is a few elementwise ops over the rows per column, in column order (the order NumPy's
+    own sum adds so few terms in), in blocks of rows fixed by the shape (:mod:`._parallel`).
+    """
+    import torch
+
+    length = view.shape[-1]
+    rows = view.size // length if length else 0
+    t = torch.from_numpy(view.reshape(rows, length))
+    if t.dtype == torch.bool:
+        t = t.view(torch.uint8)
+    dtype = getattr(torch, work.name)
+    a_max = torch.empty(rows, dtype=dtype)
+    total = torch.empty(rows, dtype=dtype)
+    count = torch.empty(rows, dtype=torch.int64)
+
+    def block(start: int, stop: int) -> None:
+        x = t[start:stop]
+        if x.dtype != dtype:
+            x = x.to(dtype)  # SciPy's astype(float64)
+        top = a_max[start:stop]
+        top.copy_(x[:, 0])
+        for j in range(1, length):
+            torch.maximum(top, x[:, j], out=top)
+        shifted = x - top[:, None]
+        hit = shifted == 0  # the maxima: exp(0) - 1.0 is exactly 0, as in SciPy's masked sum
+        shifted.exp_().masked_fill_(hit, 0.0)
+        found, counted = total[start:stop], count[start:stop]
+        found.copy_(shifted[:, 0])
+        counted.copy_(hit[:, 0])
+        for j in range(1, length):
+            found.add_(shifted[:, j])
+            counted.add_(hit[:, j])
+
+    per_block = max(1, _CPU_BLOCK // max(length, 1))
+    spans = _parallel.bounds(rows, per_block)
+    _parallel.run([functools.partial(block, a, b) for a, b in spans], threads)
+    shape = view.shape[:-1] + (1,)
+    return a_max.numpy().reshape(shape), count.numpy().reshape(shape), total.numpy().reshape(shape)
 
 
 def _chunk_dim(shape: Sequence[int], strides: Sequence[int], block: int) -> tuple[int, int]:
@@ -569,6 +621,8 @@ def _laid_out(a: np.ndarray, dims: tuple[int, ...], flipped: tuple[int, ...], va
     like this (checked over all axis permutations, flips and reductions of
     3-d and 4-d arrays).
     """
+    if not flipped and a.flags.c_contiguous and values.flags.c_contiguous and values.dtype == work:
+        return values  # a C-ordered input's reduction is C-ordered: nothing to lay out
     order = sorted(range(a.ndim), key=lambda i: -abs(a.strides[i]))
     shape = [1 if i in dims else a.shape[i] for i in range(a.ndim)]
     result = np.empty([shape[i] for i in order], dtype=work).transpose(np.argsort(order))

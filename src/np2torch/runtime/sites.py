@@ -82,7 +82,7 @@ class Band:
         self.original_s = 0.0
         self.first_original_s: float | None = None
         self.one_time_s = 0.0
-        """One-time work the process did inside this band's helper calls (``import torch``, an on-the-spot
+        """One-time work the process did inside this band's helper calls (``import torch``, a
         measurement: :attr:`._state.Process.one_time`), taken out of their timings."""
 
     def as_dict(self) -> Dict[str, Any]:
