@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from np2torch.runtime._model import ALL_PATHS, CPU_PATHS, Curve, Profile, curve_key
+from np2torch.runtime._model import ALL_PATHS, CPU_PATHS, Curve, Profile
 
 ROOT = Path(__file__).resolve().parents[2]
 _SPEC = importlib.util.spec_from_file_location("replay", ROOT / "scripts" / "replay.py")
