@@ -311,7 +311,7 @@ def _reduce(view: np.ndarray, dims: Tuple[int, ...], work: np.dtype, device: str
     if t.dtype == torch.bool:
         t = t.view(torch.uint8)
     if device == "cpu":
-        block = _CPU_BLOCK
+        block = _parallel.block_elements(t.numel(), min(_parallel.MIN_BLOCK, _CPU_BLOCK), _CPU_BLOCK)
     else:
         # One host -> device copy (the reduction reads the input twice when
         # slices span blocks); blocks then only bound the device temporaries.

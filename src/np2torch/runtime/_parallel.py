@@ -40,18 +40,19 @@ if TYPE_CHECKING:
 
 ALIGN = 1 << 10
 """Block boundaries fall on multiples of this many elements: past twice the widest vector (AVX-512's 32 half floats)."""
-MIN_BLOCK = 1 << 15
-"""The smallest block: about 10 us of work per block against ~5 us of Python around it."""
+MIN_BLOCK = 1 << 16
+"""The smallest block: tens of microseconds of work (a float32 exp's ~20 us) against ~5 us of Python around it."""
 MAX_BLOCK = 1 << 20
 """The largest block: a call of 1e8 elements is ~100 blocks, so threads finish together."""
-BLOCKS_PER_CALL = 64
+BLOCKS_PER_CALL = 32
 """A call is cut into about this many blocks while they stay between the two sizes above."""
 
 
-def block_elements(n: int) -> int:
-    """The block size for a call over ``n`` elements: a power of two between MIN_BLOCK and MAX_BLOCK, from ``n`` alone."""
-    size = MIN_BLOCK
-    while size < MAX_BLOCK and size * BLOCKS_PER_CALL < n:
+def block_elements(n: int, smallest: int = MIN_BLOCK, largest: int = MAX_BLOCK) -> int:
+    """The block size for a call over ``n`` elements: a power of two between ``smallest`` and ``largest``
+    (about :data:`BLOCKS_PER_CALL` blocks), from ``n`` alone."""
+    size = smallest
+    while size < largest and size * BLOCKS_PER_CALL < n:
         size *= 2
     return size
 

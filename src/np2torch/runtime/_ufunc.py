@@ -522,16 +522,21 @@ def _run(
 def _compute_cpu(op_name: str, plan: Plan, src: np.ndarray, dst: np.ndarray, threads: int, check: bool) -> bool:
     """``dst[...] = op(src)`` with torch on the host, in blocks fixed by the size (:mod:`._parallel`): the same
     bits on any number of threads.  Returns whether every result is finite (True unasked: ``check`` False)."""
-    if not _flat_pair(src, dst):
-        if dst.flags.c_contiguous or dst.flags.f_contiguous:
-            np.copyto(dst, src, casting="unsafe")  # NumPy's exact copy into the result's own dense layout
-            return _compute_cpu(op_name, plan, dst, dst, threads, check)
-        # An out= that is not dense: computed in a dense buffer, then copied into it.
-        dense = np.empty(dst.shape, dst.dtype)
-        np.copyto(dense, src, casting="unsafe")
-        finite = _compute_cpu(op_name, plan, dense, dense, threads, check)
-        np.copyto(dst, dense)
-        return finite
+    if _flat_pair(src, dst):
+        return _blocks(op_name, plan, src, dst, threads, check)
+    if dst.flags.c_contiguous or dst.flags.f_contiguous:
+        np.copyto(dst, src, casting="unsafe")  # NumPy's exact copy into the result's own dense layout
+        return _blocks(op_name, plan, dst, dst, threads, check)
+    # An out= that is not dense: computed in a dense buffer, then copied into it.
+    dense = np.empty(dst.shape, dst.dtype)
+    np.copyto(dense, src, casting="unsafe")
+    finite = _blocks(op_name, plan, dense, dense, threads, check)
+    np.copyto(dst, dense)
+    return finite
+
+
+def _blocks(op_name: str, plan: Plan, src: np.ndarray, dst: np.ndarray, threads: int, check: bool) -> bool:
+    """:func:`_compute_cpu` of a dense ``src`` and ``dst`` laid out alike, as 1-D blocks."""
     import torch
 
     op = torch_op(op_name)
