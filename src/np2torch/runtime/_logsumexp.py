@@ -350,22 +350,22 @@ def _short_rows(view: np.ndarray, work: np.dtype, threads: int) -> Parts:
     count = torch.empty(rows, dtype=torch.int64)
 
     def block(start: int, stop: int) -> None:
-        x = t[start:stop]
-        if x.dtype != dtype:
-            x = x.to(dtype)  # SciPy's astype(float64)
+        # Columns as contiguous rows: every op below runs torch's vectorized loop over the points.
+        columns = torch.empty((length, stop - start), dtype=dtype)  # always a copy: the input is never written
+        columns.copy_(t[start:stop].t())  # (SciPy's astype(float64) for integers and bools)
         top = a_max[start:stop]
-        top.copy_(x[:, 0])
+        top.copy_(columns[0])
         for j in range(1, length):
-            torch.maximum(top, x[:, j], out=top)
-        shifted = x - top[:, None]
-        hit = shifted == 0  # the maxima: exp(0) - 1.0 is exactly 0, as in SciPy's masked sum
-        shifted.exp_().masked_fill_(hit, 0.0)
-        found, counted = total[start:stop], count[start:stop]
-        found.copy_(shifted[:, 0])
-        counted.copy_(hit[:, 0])
+            torch.maximum(top, columns[j], out=top)
+        columns.sub_(top)
+        hit = torch.eq(columns, 0).to(dtype)  # the maxima: exp(0) - 1.0 is exactly 0, as in SciPy's masked sum
+        columns.exp_().sub_(hit)
+        found = total[start:stop]
+        found.copy_(columns[0])
         for j in range(1, length):
-            found.add_(shifted[:, j])
-            counted.add_(hit[:, j])
+            found.add_(columns[j])
+            hit[0].add_(hit[j])
+        count[start:stop].copy_(hit[0])
 
     per_block = max(1, _CPU_BLOCK // max(length, 1))
     spans = _parallel.bounds(rows, per_block)
