@@ -48,7 +48,7 @@ from ._config import RuntimeSettings
 from ._dask import DASK_ARRAY, BlockCall, explicit_settings, is_dask_array
 from ._decide import Route, original_reason
 from ._helper import PUBLIC_MODULE, Helper
-from ._slices import OVERFLOW_FROM, positive_strides, reduced_dims
+from ._slices import OVERFLOW_FROM, positive_strides, reduced_dims, shape_class
 from ._state import PROCESS, SCOPED, TAKEN
 from .table import FUNCTIONS_BY_NAME
 
@@ -84,11 +84,15 @@ class Softmax(Helper):
         work = self.work(dtype)
         return None if work is None else work.name
 
-    def route_call(self, n: int, work: np.dtype, settings: RuntimeSettings, dry_run: bool = False) -> Route | None:
-        """Where the settings and the machine profile send this call (None: SciPy; never CUDA, none verified)."""
-        if settings.device == "numpy":
+    def route_call(self, x: np.ndarray, axis: object, work: np.dtype, settings: RuntimeSettings,
+                   dry_run: bool = False) -> Route | None:
+        """Where the settings and the machine profile send this call, by its size and shape class (None: SciPy;
+        never CUDA, none verified)."""
+        dims = reduced_dims(axis, x.ndim) if x.ndim else None
+        if settings.device == "numpy" or dims is None:
             return None
-        found = self.route(work.name, n, settings, work.name in self.row.cuda_loops, dry_run)
+        klass = shape_class(x.shape, x.strides, dims)
+        found = self.route(work.name, x.size, settings, work.name in self.row.cuda_loops, dry_run, klass)
         return None if found is not None and found.device != "cpu" else found
 
     def run_path(self, path: str, x: np.ndarray) -> object:
@@ -109,7 +113,7 @@ class Softmax(Helper):
             settings = PROCESS.settings if scoped is None else scoped
             if self.admits(x.dtype, x.size, settings):
                 work = self.work(x.dtype)
-                route = None if work is None or x.size == 0 else self.route_call(x.size, work, settings)
+                route = None if work is None or x.size == 0 else self.route_call(x, axis, work, settings)
                 result = None if route is None else self.try_torch(x, axis, route)
                 if result is not None:
                     return result
@@ -167,10 +171,12 @@ class Softmax(Helper):
         work = self.work(x.dtype)
         if work is None:
             return "numpy", f"{self.name} of {x.dtype}: SciPy (not a loop torch serves)"
-        route = self.route_call(x.size, work, settings, dry_run=True)
+        route = self.route_call(x, axis, work, settings, dry_run=True)
         if route is None:
+            dims = reduced_dims(axis, x.ndim) if x.ndim else None
+            klass = "" if dims is None else shape_class(x.shape, x.strides, dims)
             return "numpy", f"{self.name} over {x.size:,} elements of {work}: " + original_reason(
-                self.name, work.name, x.size, settings.device, settings.min_size)
+                self.name, work.name, x.size, settings.device, settings.min_size, klass)
         return "cpu", f"{self.name} over {x.size:,} elements of {work}: {route.why} (special values are checked at the call)"
 
 
