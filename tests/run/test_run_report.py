@@ -570,3 +570,14 @@ def test_an_exception_raised_in_a_sites_own_bookkeeping_leaves_it_without_the_ru
     assert frames == [(__file__, "test_an_exception_raised_in_a_sites_own_bookkeeping_leaves_it_without_the_runtimes_"
                                  "frames"), (__file__, "interrupted")]
     assert not any(name.startswith(_errstate.RUNTIME_FOLDER) for name, _function in frames)
+
+
+def test_a_long_log_is_binned_as_each_call_is() -> None:
+    # a fold of a long log bins it in NumPy: the same histogram as one call at a time
+    times = list(np.random.default_rng(0).lognormal(-9, 3, 5000)) + [0.0, 1e-12, 3.0]
+    folded: Dict[int, int] = {}
+    sites._bin_all(folded, times)
+    one_by_one: Dict[int, int] = {}
+    for seconds in times:
+        one_by_one[sites.time_bin(seconds)] = one_by_one.get(sites.time_bin(seconds), 0) + 1
+    assert folded == one_by_one

@@ -7,12 +7,17 @@ took (the original, torch on the CPU, CUDA).  The share is an A/B sample taken
 per size band (powers of two of the element count): the first
 :data:`SAMPLE_EVERY` calls of a band alternate between the original and the
 helper (the original first), and after them one call in :data:`SAMPLE_EVERY`
-runs the original.  Each arm's first call in a band is
-kept apart from its other timings: it may import torch, measure the machine, or
-be the first to touch memory of that size.  Both arms are timed on this machine
-and this program's data, so the saving a report states is measured, not
-predicted.  A sampled call returns the original's own result (bits and all):
-sampling never gives the program a value the original would not have.
+runs the original: which calls do is a function of the count of calls per site
+and band, never of a clock or chance, so every run samples the same calls.
+Each arm's clock wraps the call alone, as the program pays it: the original's
+warning redirect is set up before the clock starts (:func:`_make_call`).  Each
+arm's first call in a band is kept apart from its other timings: it may import
+torch, measure the machine, or be the first to touch memory of that size; the
+others are summed and kept as a histogram of their times (:func:`time_bin`),
+whose medians the report reads.  Both arms are timed on this machine and this
+program's data, so the saving a report states is measured, not predicted.  A
+sampled call returns the original's own result (bits and all): sampling never
+gives the program a value the original would not have.
 
 Two things turn sampling off, the calls still counted (and timed as the
 helper's): a site made with ``table(..., sample=False)`` never samples (code
@@ -53,8 +58,8 @@ from . import _errstate
 from ._profile import cache_dir
 from ._state import PROCESS, TAKEN
 
-__all__ = ["BUILTIN", "SAMPLE_EVERY", "Band", "Site", "after_fork_in_child", "cache_dir", "calls_since_mark", "mark",
-           "paused", "snapshot", "table"]
+__all__ = ["BINS_PER_OCTAVE", "BUILTIN", "SAMPLE_EVERY", "Band", "Site", "after_fork_in_child", "bin_seconds",
+           "cache_dir", "calls_since_mark", "mark", "paused", "snapshot", "table", "time_bin"]
 
 SAMPLE_EVERY = 8
 """A size band's first this many calls alternate between the arms; after them one in this many runs the original."""
@@ -107,6 +112,16 @@ _SHORTEST = 1e-9
 def time_bin(seconds: float) -> int:
     """The histogram bin of a call that took ``seconds``: ``floor(log2(seconds) * BINS_PER_OCTAVE)``."""
     return math.floor(math.log2(seconds if seconds > _SHORTEST else _SHORTEST) * BINS_PER_OCTAVE)
+
+
+def _bin_all(histogram: Dict[int, int], seconds: List[float]) -> None:
+    """Add calls of ``seconds`` to ``histogram`` (a long log at once, in NumPy: the same bins as :func:`time_bin`)."""
+    if len(seconds) < 64:
+        _count(histogram, map(time_bin, seconds))
+        return
+    bins, counts = np.unique(np.floor(np.log2(np.maximum(seconds, _SHORTEST)) * BINS_PER_OCTAVE), return_counts=True)
+    for index, count in zip(bins.tolist(), counts.tolist()):
+        histogram[int(index)] = histogram.get(int(index), 0) + count
 
 
 def bin_seconds(index: int) -> float:
@@ -210,13 +225,13 @@ class Site:
                 band.first_helper_s = seconds.pop(0)
             band.helper_n += len(seconds)
             band.helper_s += sum(seconds)
-            _count(band.helper_times, map(time_bin, seconds))
+            _bin_all(band.helper_times, seconds)
         else:
             if band.first_original_s is None:
                 band.first_original_s = seconds.pop(0)
             band.original_n += len(seconds)
             band.original_s += sum(seconds)
-            _count(band.original_times, map(time_bin, seconds))
+            _bin_all(band.original_times, seconds)
 
     def record(self) -> Dict[str, Any]:
         """The site's counts as plain data (JSON-ready)."""
