@@ -44,7 +44,6 @@ from typing import Any, Dict, Iterable, List, Mapping, NamedTuple, Sequence, Tup
 from np2torch import __version__
 from np2torch.cli.config import display_path
 from np2torch.cli.from_run import FORMAT, VERDICTS, computed_by_torch, format_seconds
-from np2torch.runtime.sites import bin_seconds, time_bin
 
 FEW = 3
 Z = 1.959964
@@ -112,6 +111,8 @@ class Arm(NamedTuple):
 
 def _ranked(histogram: Mapping[int, int], ranks: Sequence[int]) -> List[float]:
     """The times of the calls of 1-based ``ranks`` (ascending) in ``histogram``."""
+    from np2torch.runtime.sites import bin_seconds  # NumPy loads with the program, not before (docs/run.md)
+
     values = []
     seen = 0
     pending = list(ranks)
@@ -138,6 +139,8 @@ def median_interval(histogram: Mapping[int, int]) -> Tuple[float, float, float]:
 def _arm(band: Mapping[str, Any], arm: str) -> Tuple[Arm | None, float]:
     """One arm of one band, and its warm-up (what its first calls took beyond the median): the statistics of
     the calls after the first when there are any, else of the first calls."""
+    from np2torch.runtime.sites import bin_seconds, time_bin
+
     firsts: List[float] = band[f"{arm}_firsts"]
     histogram: Dict[int, int] = band[f"{arm}_times"]
     timed, seconds = band[f"{arm}_n"] + len(firsts), band[f"{arm}_s"] + sum(firsts)
