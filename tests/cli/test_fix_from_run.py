@@ -261,8 +261,8 @@ def test_run_then_fix_from_run_end_to_end(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-m", "np2torch", "run", "--report", "none", "--report-file", str(report),
                     "prog.py"], cwd=tmp_path, check=True, env=env, timeout=300)
     data = json.loads(report.read_text())
-    assert sorted((site["line"], site["calls"], site["paths"].get("cpu")) for site in data["sites"]) == [
-        (4, 200, 172), (5, 200, 172)]
+    assert sorted((site["line"], site["calls"]) for site in data["sites"]) == [(4, 200), (5, 200)]
+    assert all(site["paths"].get("cpu", 0) > 0 for site in data["sites"])
     for site in data["sites"]:
         saves = site["line"] == 4
         site.update(saved_s=0.5 if saves else -0.5, saved_low_s=0.4 if saves else -0.6,
