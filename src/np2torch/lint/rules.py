@@ -229,10 +229,11 @@ _EVERY_HELPER_GAPS = (
 )
 
 _MEASURED_PER_MACHINE = (
-    "Which dtypes and sizes run on torch is measured on each machine (`np2torch tune`, or on the "
-    "spot the first time a call could pay off): where torch is not faster -- NumPy 2's SIMD "
-    "float64 loops on a 2-core AVX2 machine, for instance -- the original runs, so there is no "
-    "slow-down. "
+    "Which dtypes and sizes run on torch is measured on each machine (`np2torch tune`; without it "
+    "the built-in profile decides): where torch is not faster -- NumPy 2's SIMD float64 loops on a "
+    "2-core AVX2 machine, for instance -- the original runs, so there is no slow-down. The path is "
+    "decided by the call and the profile alone, and torch's work is cut into blocks fixed by the "
+    "shape, so a program gives the same bits on every run of the machine. "
 )
 
 _UFUNC_WHY = (

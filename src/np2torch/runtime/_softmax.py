@@ -38,13 +38,12 @@ call of the helper; otherwise SciPy builds its own graph.
 from __future__ import annotations
 
 import sys
-import time
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from . import _decide
-from ._backend import can_view, load_torch, threads
+from . import _parallel
+from ._backend import can_view, load_torch
 from ._config import RuntimeSettings
 from ._dask import DASK_ARRAY, BlockCall, explicit_settings, is_dask_array
 from ._decide import Route, original_reason
@@ -114,12 +113,6 @@ class Softmax(Helper):
                 result = None if route is None else self.try_torch(x, axis, route)
                 if result is not None:
                     return result
-                pending = _decide.renting(x.size)
-                if pending is not None:  # the ski rental declined it: what torch would have saved counts
-                    start = time.perf_counter()
-                    result = self.original(x, axis=axis)
-                    _decide.credit(pending, time.perf_counter() - start)
-                    return result
         elif DASK_ARRAY in sys.modules and is_dask_array(x):
             return self.on_dask(x, axis)
         return self.original(x, axis=axis)
@@ -140,9 +133,10 @@ class Softmax(Helper):
         view, flipped = positive_strides(x)
         if not can_view(view) or not load_torch():
             return None
-        # The pool as configured, never shrunk under load: the sum's bits depend on how it is split.
-        with threads(route.threads, adapt=False):
-            result = _compute(self.name, x, view, flipped, dims, work, modes["over"] == "ignore")
+        # On one torch thread: the sums' and torch's exp's bits would depend on how torch splits them
+        # between threads (the elementwise helpers and logsumexp split into blocks fixed by the shape
+        # instead: not done here yet, so softmax does not use the pool).
+        result = _parallel.run([lambda: _compute(self.name, x, view, flipped, dims, work, modes["over"] == "ignore")], 1)[0]
         if result is not None:
             TAKEN.device = "cpu"  # which path this call took, for np2torch run's sites
         return result

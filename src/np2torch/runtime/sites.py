@@ -92,7 +92,7 @@ class Band:
         self.original_times: Dict[int, int] = {}
         """The timed original calls after the first, as :attr:`helper_times`."""
         self.one_time_s = 0.0
-        """One-time work the process did inside this band's helper calls (``import torch``, an on-the-spot
+        """One-time work the process did inside this band's helper calls (``import torch``, a
         measurement: :attr:`._state.Process.one_time`), taken out of their timings."""
 
     def as_dict(self) -> Dict[str, Any]:
