@@ -14,7 +14,7 @@ A site is rewritten only when the report says it ``saves`` and its saving,
 net of its warm-up, clears ``--min-saving`` (default: 10 % of the site's
 original time and 1 ms over the run).  Its warm-up is its own (what its first
 calls took beyond their median) plus its share of the process's one-time
-work (``import torch``, measurements): a fixed program pays that once
+work (``import torch``): a fixed program pays that once
 whichever rewritten site calls first, so the sites kept share it in
 proportion to their savings (:func:`decide`).  Every other finding is left as
 it is, with one line saying why.

@@ -6,7 +6,7 @@ original as ``python`` calls it (np2torch's warning redirect, which makes the
 original's warnings point at the program's line, is set up before the clock
 starts and reset after it stops; a spelled-out pattern's pieces take the time
 they spend on it out of the expression's).  One-time work the runtime does
-inside a helper call (``import torch``, an on-the-spot measurement) is taken
+inside a helper call (``import torch``: :attr:`np2torch.runtime._state.Process.one_time`) is taken
 out of that call's time and charged to the site as ``one_time_s``: the site
 whose call was in flight when it happened.
 
@@ -51,7 +51,7 @@ Z = 1.959964
 
 TIMING = ("each arm's time.perf_counter around the call alone (the original without np2torch's warning redirect); "
           "per size band the median call of each arm with a 95% order-statistic interval; bands combined in "
-          "quadrature; one-time work (import torch, measurements) charged to the site whose call it was in")
+          "quadrature; one-time work (import torch) charged to the site whose call it was in")
 """How the report's figures were measured (its ``timing``)."""
 
 
