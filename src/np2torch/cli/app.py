@@ -42,7 +42,7 @@ from np2torch.cli.config import (
 )
 from np2torch.cli.discovery import Target, discover
 from np2torch.cli.files import FileError, decode_notebook, decode_source, is_notebook, read_bytes
-from np2torch.cli.from_run import Margin, RunReport, parse_margin, plan_file
+from np2torch.cli.from_run import Margin, RunReport, decide, parse_margin, plan_file, project_root, within
 from np2torch.cli.output import (
     FORMATS,
     TEXT_FORMATS,
@@ -329,6 +329,7 @@ def _run(mode: str, *, paths: tuple[str, ...], select: tuple[str, ...] | None, i
                           unsafe_fixes=unsafe_fixes, target_version=target_version,
                           extend_select=extend_select or ())
     report = None
+    outside: list[runner.FileResult] = []
     if from_run is not None:
         if STDIN in paths or stdin_filename is not None:
             _error("error: --from-run fixes files the run measured, not stdin")
@@ -338,8 +339,13 @@ def _run(mode: str, *, paths: tuple[str, ...], select: tuple[str, ...] | None, i
         except ConfigError as exc:
             _error(f"error: {exc}")
             return 2
-        paths = paths or tuple(display_path(path) for path in report.paths())
-        if not paths:
+        if not paths:  # a report may come from elsewhere: alone, it names files of this project only
+            root = project_root(os.getcwd())
+            paths = tuple(display_path(path) for path in report.paths() if within(path, root))
+            outside = [runner.FileResult(display_path(path), errors=[
+                f"{display_path(path)}: error: outside the project of the working directory ({root}); not fixed "
+                "from the report unless named on the command line"]) for path in report.paths() if not within(path, root)]
+        if not paths and not outside:
             _error(f"warning: no file {from_run} measured exists; nothing to fix")
             return 0
     try:
@@ -375,15 +381,21 @@ def _run(mode: str, *, paths: tuple[str, ...], select: tuple[str, ...] | None, i
             return 2
 
         cache = None if no_cache else Cache(cache_folder(cache_dir, project))
-        results = [runner.FileResult(e.path, errors=[str(e)]) for e in missing]
+        results = [runner.FileResult(e.path, errors=[str(e)]) for e in missing] + outside
         only: dict[str, frozenset[tuple[int, int, str]]] = {}
+        left_out = 0
         if report is not None:
-            targets, refused = _plan_from_run(report, margin or Margin(), targets, lambda t: settings[t.path],
-                                              only, quiet)
+            targets, refused, left_out = _plan_from_run(report, margin or Margin(), targets,
+                                                        lambda t: settings[t.path], only, quiet)
             results += refused
         results += runner.run(targets, lambda t: settings[t.path], mode, jobs=jobs, cache=cache,
                               progress_factory=None if quiet else _progress_bar,
                               only_for=(lambda t: only.get(t.path, frozenset())) if report is not None else None)
+        if report is not None:  # each site left out has had its line: not a finding np2torch cannot fix
+            from np2torch.lint.engine import REASON_LEFT_OUT, REASON_NOT_A_SITE
+
+            for result in results:
+                result.findings = [f for f in result.findings if f.reason not in (REASON_LEFT_OUT, REASON_NOT_A_SITE)]
         results.sort(key=lambda r: r.display)
         if cache is not None and cache.write_error and not quiet:
             _error(f"warning: cannot write the cache ({cache.write_error}); --no-cache skips it")
@@ -391,7 +403,7 @@ def _run(mode: str, *, paths: tuple[str, ...], select: tuple[str, ...] | None, i
         if not results and not missing and not quiet:
             _error("warning: no Python files found under the given paths")
         code = _report(mode, results, fmt=fmt, quiet=quiet, exit_zero=exit_zero, stats=statistics,
-                       show_fixes=show_fixes, out=out)
+                       show_fixes=show_fixes, out=out, left_out=left_out)
         if mode == runner.FIX and not quiet and fmt in TEXT_FORMATS:  # a hint, as the `--unsafe-fixes` one
             notice = dependency_notice(results)
             if notice:
@@ -458,12 +470,14 @@ class _Output:
 
 def _plan_from_run(report: RunReport, margin: Margin, targets: list[Target],
                    settings_for: Callable[[Target], RunSettings], only: dict[str, frozenset[tuple[int, int, str]]],
-                   quiet: bool) -> tuple[list[Target], list[runner.FileResult]]:
+                   quiet: bool) -> tuple[list[Target], list[runner.FileResult], int]:
     """``fix --from-run``: per target, the sites that paid (into ``only``); a file changed since the run is
-    refused with one line; one line on stderr per site left out and why."""
+    refused with one line; one line on stderr per site left out and why, and how many were."""
     from np2torch.lint import engine
 
+    decisions = decide(report, margin)
     kept, refused = [], []
+    left_out = 0
     for target in targets:
         try:
             raw, _stamp = read_bytes(target.path, target.display)
@@ -477,16 +491,17 @@ def _plan_from_run(report: RunReport, margin: Margin, targets: list[Target],
         except engine.SourceError:
             kept.append(target)  # the run reports it as it reports any unparsable file
             continue
-        plan = plan_file(report, margin, target.path, raw, findings)
+        plan = plan_file(report, decisions, target.path, raw, findings)
         if plan.error is not None or plan.keep is None:
             refused.append(runner.FileResult(target.display, errors=[plan.error or f"{target.display}: error"]))
             continue
         only[target.path] = plan.keep
         kept.append(target)
+        left_out += len(plan.lines)
         if not quiet:
             for line in plan.lines:
                 _error(line)
-    return kept, refused
+    return kept, refused, left_out
 
 
 RUNTIME_DISTRIBUTION = "np2torch"
@@ -560,8 +575,9 @@ _RULE_NAMES = {rule.code: rule.name for rule in RULES}
 
 def _report(mode: str, results: list[runner.FileResult], *, fmt: str, quiet: bool, exit_zero: bool,
             stats: bool = False, show_fixes: bool = False, err: bool = False, out: _Output | None = None,
-            stdin: tuple[str, str | None] | None = None) -> int:
-    """Print the results (to stderr with ``err``: stdout carries the fixed source) and return the exit code."""
+            stdin: tuple[str, str | None] | None = None, left_out: int = 0) -> int:
+    """Print the results (to stderr with ``err``: stdout carries the fixed source) and return the exit code
+    (``left_out``: the sites ``fix --from-run`` left as they are, counted in the summary, not in the code)."""
     out = out or _Output(None)
     failed = sum(1 for r in results if r.errors)
     for result in results:
@@ -603,7 +619,8 @@ def _report(mode: str, results: list[runner.FileResult], *, fmt: str, quiet: boo
         if mode == runner.CHECK:
             summary = check_summary(len(findings), fixable, failed, hidden)
         else:
-            summary = fix_summary(sum(r.fixed for r in results), len(changed), len(findings), fixable, failed, hidden)
+            summary = fix_summary(sum(r.fixed for r in results), len(changed), len(findings), fixable, failed, hidden,
+                                  left_out)
         for line in summary:
             out.echo(line, err=err)
     if failed:

@@ -425,8 +425,9 @@ def check_summary(found: int, fixable: int, failed: int, hidden: int = 0) -> lis
 
 
 def fix_summary(fixed: int, files_changed: int, remaining: int, fixable: int, failed: int,
-                hidden: int = 0) -> list[str]:
-    """``remaining``: findings left, of which ``fixable`` could not be written and ``hidden`` need ``--unsafe-fixes``."""
+                hidden: int = 0, left_out: int = 0) -> list[str]:
+    """``remaining``: findings left, of which ``fixable`` could not be written and ``hidden`` need ``--unsafe-fixes``;
+    ``left_out``: sites ``fix --from-run`` left as they are on purpose (each had its line)."""
     lines = []
     if fixed:
         lines.append(f"Fixed {plural(fixed, 'error')} in {plural(files_changed, 'file')}.")
@@ -436,7 +437,10 @@ def fix_summary(fixed: int, files_changed: int, remaining: int, fixable: int, fa
         lines.append(f"Found {plural(unfixable, 'error')} that np2torch cannot fix{tail}.")
     if hidden:
         lines.append(f"Found {plural(hidden, 'error')} that `--unsafe-fixes` would fix.")
-    if not fixed and not failed and not remaining:
+    if left_out:
+        lines.append(f"Left {plural(left_out, 'site')} as {'it is' if left_out == 1 else 'they are'}: left out by "
+                     "the report (one line each above).")
+    if not fixed and not failed and not remaining and not left_out:
         lines.append("All checks passed!")
     if failed:
         lines.append(f"{plural(failed, 'file')} could not be checked or fixed.")

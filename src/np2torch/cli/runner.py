@@ -296,7 +296,7 @@ def _from_cache(cache: Cache, job: Job) -> FileResult | None:
     ``--add-noqa`` when there is nothing."""
     if not job.digest:
         return None
-    entries = cache.get(job.path, job.settings, job.digest)
+    entries = cache.get(job.path, job.settings, job.digest, job.only)
     findings = None if entries is None else cached_findings(entries, job.display)
     if findings is None or (job.mode != CHECK and any(f.fixable for f in findings)):
         return None
@@ -516,7 +516,7 @@ def run(
         for result in done:
             if result.digest is not None and not result.errors:
                 job = by_display[result.display]
-                cache.put(job.path, job.settings, result.digest, result.findings)
+                cache.put(job.path, job.settings, result.digest, result.findings, job.only)
     results.extend(done)
     results.sort(key=lambda r: r.display)
     return results
