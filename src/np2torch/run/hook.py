@@ -41,7 +41,7 @@ from np2torch.runtime.sites import cache_dir
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 """np2torch itself: never rewritten."""
 
-_CACHE_FORMAT = 4
+_CACHE_FORMAT = 5
 
 _STDLIB_NAMES = frozenset(getattr(sys, "stdlib_module_names", ()))
 """Top-level names the standard library holds (Python >= 3.10): never looked at."""
@@ -321,11 +321,26 @@ class RewritingLoader(importlib.machinery.SourceFileLoader):
         _hand_back(self, self.plain, self.spec, sys.modules.get(fullname))
         path = self.get_filename(fullname)
         try:
-            source = self.get_data(path)
+            code = self.rewriter.code_for(path, self.get_data(path), self.included)
         except OSError:
+            code = None
+        if code is not None:
+            return code
+        try:
             return super().get_code(fullname)
-        code = self.rewriter.code_for(path, source, self.included)
-        return code if code is not None else super().get_code(fullname)
+        except BaseException as exc:  # a syntax error in the file: the traceback python shows, without this frame
+            _without_own_frame(exc)
+            raise
+
+
+def _without_own_frame(exc: BaseException) -> None:
+    """``exc`` re-raised by a bare ``raise`` without the frame that raises it (Python 3.11 and later: before,
+    ``raise`` puts it back).  Between the import system's own frames, it would keep them from being trimmed
+    as python trims them (the chunk of ``<frozen importlib...>`` frames ending in ``_call_with_frames_removed``):
+    the traceback of a syntax error in a module the program imports would gain seven frames."""
+    tb = exc.__traceback__
+    if sys.version_info >= (3, 11) and tb is not None:
+        exc.__traceback__ = tb.tb_next
 
 
 class Finder(importlib.abc.MetaPathFinder):

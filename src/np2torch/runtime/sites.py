@@ -41,20 +41,18 @@ import functools
 import importlib
 import itertools
 import operator
+import os
 import sys
 import threading
 import time
 import types
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Sequence, Tuple
 
-import numpy as np
-
-from . import _errstate
-from ._profile import cache_dir
+from ._config import cache_dir
 from ._state import PROCESS, TAKEN
 
 __all__ = ["BUILTIN", "SAMPLE_EVERY", "Band", "Site", "after_fork_in_child", "cache_dir", "calls_since_mark", "mark",
-           "paused", "snapshot", "table"]
+           "paused", "register", "snapshot", "table"]
 
 SAMPLE_EVERY = 8
 """A size band's first this many calls alternate between the arms; after them one in this many runs the original."""
@@ -245,11 +243,15 @@ def _size(x: Any) -> int:
     return 1
 
 
+_RUNTIME_FOLDER = os.path.dirname(__file__) + os.sep
+"""The runtime's files (:data:`._errstate.RUNTIME_FOLDER`, without importing NumPy for it)."""
+
+
 def _without_runtime_frames(tb: types.TracebackType | None) -> types.TracebackType | None:
     """``tb`` from its first frame outside the runtime's files: without the site's, the helper's and the errstate
     redirect's frames, with every frame the original's own call added (SciPy's, a duck array's method, and
     whatever they call, np2torch's too)."""
-    while tb is not None and tb.tb_frame.f_code.co_filename.startswith(_errstate.RUNTIME_FOLDER):
+    while tb is not None and tb.tb_frame.f_code.co_filename.startswith(_RUNTIME_FOLDER):
         tb = tb.tb_next
     return tb
 
@@ -273,6 +275,10 @@ def _without_site(exc: BaseException) -> None:
 
 def _make_call(site: Site, name: str) -> Callable[..., Any]:
     """The callable the program calls at ``site``: the helper's signature, the record kept on the side."""
+    import numpy as np
+
+    from . import _errstate
+
     helper, original = site.helper, site.original
     clock = time.perf_counter
     taken = TAKEN
@@ -380,6 +386,29 @@ def table(key: str, path: str, specs: Sequence[Tuple[int, int, str, str, str, Tu
     return calls
 
 
+def register(key: str, path: str, specs: Sequence[Tuple[int, int, str, str, str, Tuple[str, ...]]], *,
+             sample: bool = True) -> None:
+    """What an instrumented module runs before its first statement: :func:`table` for its sites, made when the
+    program first reaches one of them.  Until then nothing is imported -- not the helpers, not NumPy: everything
+    the program does before its own ``import numpy`` (``OPENBLAS_NUM_THREADS``, ``warnings`` filters) acts as
+    it does under ``python``."""
+    vars(builtins).setdefault(BUILTIN, {})[key] = _Waiting(key, path, tuple(specs), sample)
+
+
+class _Waiting:
+    """A file's entry in :data:`BUILTIN` until the program reaches one of its sites (``<sites>[key][i]``): then
+    :func:`table` makes them, puts the real entries in its place, and the subscript gets the real entry."""
+
+    __slots__ = ("key", "path", "specs", "sample")
+
+    def __init__(self, key: str, path: str, specs: Tuple[Any, ...], sample: bool) -> None:
+        self.key, self.path, self.specs, self.sample = key, path, specs, sample
+
+    def __getitem__(self, index: int) -> Any:
+        table(self.key, self.path, self.specs, sample=self.sample)
+        return vars(builtins)[BUILTIN][self.key][index]
+
+
 class Pick(Dict[Any, Any]):
     """A reference site's entry in :data:`BUILTIN`: the program's code subscripts it with what its own reference
     evaluates to when the call runs (``<sites>[key][i][np.exp](x)``), and gets the site's call when that is the
@@ -414,7 +443,12 @@ def _spelled(*pattern: str) -> Callable[..., Any]:
     Each ufunc and operator of it reports its floating-point errors under its own name at the program's line
     ("overflow encountered in exp", "... in divide"), as the expression does there; a reduction runs as it is
     (NumPy's ``sum`` and SciPy's ``logsumexp`` warn from their own lines, as they do under ``python``)."""
+    from . import _errstate
+
     functions = [_piece(_load(name)) for name in pattern]
+    # ``a / b`` and ``a - b``, reporting as NumPy's ``divide`` and ``subtract`` do at the program's line
+    divide = functools.partial(_errstate.numpy_call, operator.truediv, "divide")
+    subtract = functools.partial(_errstate.numpy_call, operator.sub, "subtract")
     if len(functions) == 3:
         outer, reduction, inner = functions
 
@@ -426,28 +460,28 @@ def _spelled(*pattern: str) -> Callable[..., Any]:
         inner, reduction = functions
 
         def ratio(x: Any, *rest: Any, **keywords: Any) -> Any:
-            return _DIVIDE(inner(x), reduction(inner(x), *rest, keepdims=True, **keywords))
+            return divide(inner(x), reduction(inner(x), *rest, keepdims=True, **keywords))
 
         return ratio
     (reduction,) = functions
 
     def difference(x: Any, *rest: Any, **keywords: Any) -> Any:
-        return _SUBTRACT(x, reduction(x, *rest, keepdims=True, **keywords))
+        return subtract(x, reduction(x, *rest, keepdims=True, **keywords))
 
     return difference
 
 
 def _piece(function: Callable[..., Any]) -> Callable[..., Any]:
     """A pattern's piece: a ufunc reports under its own name (see :func:`_spelled`), anything else runs as it is."""
+    import numpy as np
+
+    from . import _errstate
+
     if isinstance(function, np.ufunc):
         return functools.partial(_errstate.numpy_call, function, function.__name__)
     return function
 
 
-_DIVIDE = functools.partial(_errstate.numpy_call, operator.truediv, "divide")
-"""``a / b``, reporting as NumPy's ``divide`` does at the program's line."""
-_SUBTRACT = functools.partial(_errstate.numpy_call, operator.sub, "subtract")
-"""``a - b``, reporting as NumPy's ``subtract`` does at the program's line."""
 
 
 def _load(qualname: str) -> Callable[..., Any]:
