@@ -52,7 +52,7 @@ from ._config import cache_dir
 from ._state import PROCESS, TAKEN
 
 __all__ = ["BUILTIN", "SAMPLE_EVERY", "Band", "Site", "after_fork_in_child", "cache_dir", "calls_since_mark", "mark",
-           "paused", "register", "snapshot", "table"]
+           "clear", "paused", "register", "snapshot", "table"]
 
 SAMPLE_EVERY = 8
 """A size band's first this many calls alternate between the arms; after them one in this many runs the original."""
@@ -510,6 +510,14 @@ def calls_since_mark() -> bool:
     for site in list(_SITES.values()):
         total += site.pending() + sum(band.calls for band in site.bands.values())
     return total != _MARK[0]
+
+
+def clear() -> None:
+    """Every site counts from zero (``%load_ext np2torch`` again: a fresh report)."""
+    with _LOCK:
+        for site in list(_SITES.values()):
+            site.clear()
+        _MARK[0] = 0
 
 
 def after_fork_in_child() -> None:
