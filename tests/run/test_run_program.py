@@ -610,3 +610,31 @@ def test_a_syntax_error_in_a_module_the_program_imports_is_pythons_traceback(tmp
     assert plain[0] == 1 and plain[2].startswith("Traceback") and "SyntaxError: '(' was never closed" in plain[2]
     assert "np2torch" not in under[2]
     assert under == plain
+
+
+def test_a_program_using_torch_that_forks_is_told_once_that_its_children_run_torch_on_one_thread(
+        tmp_path: Path) -> None:
+    # The runtime's fork hook is in every process of the run: one line names the file that imports torch and
+    # starts processes (not its children, not a file that does only one of the two); the rest is python's.
+    pytest.importorskip("torch")
+    root = _project(tmp_path, {"helper.py": "import multiprocessing\nimport numpy as np\nONE = np.exp(0.0)\n",
+                               "prog.py": """\
+        import multiprocessing as mp
+        import numpy as np
+        import torch
+        import helper
+
+        def work(n):
+            return float(np.exp(np.zeros(n)).sum() * helper.ONE)
+
+        if __name__ == "__main__":
+            with mp.get_context("fork").Pool(2) as pool:
+                print(pool.map(work, [3, 4]), torch.ones(2).sum().item())
+        """})
+    plain, under, report = both(root, ["prog.py"])
+    assert plain == (0, "[3.0, 4.0] 2.0\n", "")
+    notice = (f"np2torch run: {root / 'prog.py'}: imports torch and starts processes (multiprocessing): a child it "
+              "forks runs torch on one thread once np2torch.runtime is imported (docs/runtime.md, \"Fork and the "
+              "program's own torch use\")\n")
+    assert under == (0, plain[1], notice)
+    assert calls(report)[("prog.py", 7)] == 2
