@@ -27,10 +27,13 @@ frames in its traceback (Python 3.11 and later; before, the site's own frame
 stays): the program, its ``traceback.print_exc()``, pytest and the interpreter
 show what the original call shows.
 
-A program's sites are registered per file (:func:`table`); a file executed
-again (``__main__`` and ``__mp_main__``, ``importlib.reload``) gets the same
-sites, so its counts add up.  :func:`snapshot` reads every site's record;
-:func:`after_fork_in_child` starts a forked child's counts from zero.
+A program's sites are registered per file (:func:`register`, which leaves
+making them -- :func:`table` -- to the first time the program reaches one: this
+module imports neither NumPy nor the helpers); a file executed again
+(``__main__`` and ``__mp_main__``, ``importlib.reload``) gets the same sites, so
+its counts add up.  :func:`snapshot` reads every site's record;
+:func:`after_fork_in_child` starts a forked child's counts from zero, and
+:func:`clear` every site's.
 """
 
 from __future__ import annotations
