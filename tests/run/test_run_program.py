@@ -638,3 +638,13 @@ def test_a_program_using_torch_that_forks_is_told_once_that_its_children_run_tor
               "program's own torch use\")\n")
     assert under == (0, plain[1], notice)
     assert calls(report)[("prog.py", 7)] == 2
+
+
+def test_a_site_the_program_never_reaches_is_in_the_report_uncalled(tmp_path: Path) -> None:
+    # Its file's sites are made when the program first reaches one of them: one never reached is still reported.
+    root = _project(tmp_path, {
+        "prog.py": "import numpy as np\n\ndef unused(x):\n    return np.log(x)\nimport never\nprint(np.exp(np.zeros(1)))\n",
+        "never.py": "import sys\nif sys.argv[1:]:\n    import numpy as np\n    np.exp(np.ones(1))\n"})
+    plain, under, report = both(root, ["prog.py"])
+    assert under == plain == (0, "[1.]\n", "")
+    assert calls(report) == {("prog.py", 4): 0, ("prog.py", 6): 1, ("never.py", 4): 0}

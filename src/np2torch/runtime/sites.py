@@ -375,6 +375,7 @@ def table(key: str, path: str, specs: Sequence[Tuple[int, int, str, str, str, Tu
     calls = []
     entries: List[Any] = []
     with _LOCK:
+        _WAITING.pop(key, None)
         for line, column, name, function, code, pattern in specs:
             site = _SITES.get((path, line, column, code))
             helper = _api.HELPERS[name]
@@ -395,7 +396,14 @@ def register(key: str, path: str, specs: Sequence[Tuple[int, int, str, str, str,
     program first reaches one of them.  Until then nothing is imported -- not the helpers, not NumPy: everything
     the program does before its own ``import numpy`` (``OPENBLAS_NUM_THREADS``, ``warnings`` filters) acts as
     it does under ``python``."""
-    vars(builtins).setdefault(BUILTIN, {})[key] = _Waiting(key, path, tuple(specs), sample)
+    waiting = _Waiting(key, path, tuple(specs), sample)
+    with _LOCK:
+        _WAITING[key] = waiting
+        vars(builtins).setdefault(BUILTIN, {})[key] = waiting
+
+
+_WAITING: Dict[str, _Waiting] = {}
+"""Key -> a file registered whose sites are not made yet (:func:`snapshot` reports them, uncalled)."""
 
 
 class _Waiting:
@@ -494,8 +502,20 @@ def _load(qualname: str) -> Callable[..., Any]:
 
 
 def snapshot() -> List[Dict[str, Any]]:
-    """Every site's record, in the order the sites were registered."""
-    return [site.record() for site in list(_SITES.values())]
+    """Every site's record, in the order the sites were made, then those of files whose sites were registered and
+    never reached (no call: :func:`register` had not made them)."""
+    records = [site.record() for site in list(_SITES.values())]
+    for waiting in list(_WAITING.values()):
+        records += [_unreached(waiting.path, spec, waiting.sample) for spec in waiting.specs
+                    if (waiting.path, spec[0], spec[1], spec[4]) not in _SITES]
+    return records
+
+
+def _unreached(path: str, spec: Tuple[int, int, str, str, str, Tuple[str, ...]], sample: bool) -> Dict[str, Any]:
+    """The record of a site the program never reached: :meth:`Site.record`'s, with no call."""
+    line, column, _helper, function, code, _pattern = spec
+    return {"path": path, "line": line, "col": column, "function": function, "code": code, "sampling": sample,
+            "errors": 0, "paths": {}, "sizes": {}, "bands": {}}
 
 
 _MARK = [0]
