@@ -325,3 +325,26 @@ def test_the_vscode_task_locates_each_finding_left_and_no_notebook_cell(capsys: 
     code, out, _err = run(capsys, "check", "--no-cache", "nb.ipynb")
     assert code == 1 and "nb.ipynb:cell 1:2:10: NPT001" in out
     assert not any(pattern.match(line) for line in out.splitlines())
+
+
+FORKS = ("imports torch and starts processes ({how}): a child it forks runs torch on one thread once "
+         "np2torch.runtime is imported")
+
+
+@pytest.mark.parametrize(("starts", "how"), [
+    pytest.param("import multiprocessing as mp\n", "multiprocessing", id="multiprocessing"),
+    pytest.param("from concurrent.futures import ProcessPoolExecutor\n", "ProcessPoolExecutor", id="a process pool"),
+    pytest.param("import os\nif os.fork() == 0:\n    os._exit(0)\n", "os.fork", id="os.fork"),
+])
+def test_fix_says_once_that_a_file_using_torch_that_forks_gets_one_torch_thread_in_its_children(
+        capsys: pytest.CaptureFixture[str], starts: str, how: str) -> None:
+    write("uses_torch.py", f"import torch\n{starts}{EXP}")
+    write("no_torch.py", f"{starts}{EXP}")
+    write("no_processes.py", f"import torch\n{EXP}")
+    code, _out, err = run(capsys, "fix", ".")
+    notes = [line for line in err.splitlines() if "starts processes" in line]
+    assert code == 0 and notes == [f"uses_torch.py: note: {FORKS.format(how=how)} (docs/runtime.md, "
+                                   "\"Fork and the program's own torch use\")"]
+    write("uses_torch.py", Path("uses_torch.py").read_text() + "z = np.log(x)\n")
+    code, _out, err = run(capsys, "fix", ".")  # it imports the runtime already: said once
+    assert code == 0 and "starts processes" not in err and "np2t.log" in Path("uses_torch.py").read_text()

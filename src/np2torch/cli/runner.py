@@ -70,7 +70,8 @@ class FileResult:
     runtime_import: str | None = None
     """``fix``/``--diff``: the runtime module the fix made this file import, when it did not before."""
     warnings: list[str] = field(default_factory=list)
-    """One-line warnings that do not fail the run (a file in a newer Python's syntax, skipped)."""
+    """One-line warnings that do not fail the run (a file in a newer Python's syntax, skipped; a fixed file whose
+    forked children's torch runs on one thread)."""
 
 
 @dataclass(frozen=True)
@@ -234,6 +235,7 @@ def _fixed(job: Job, outcome: FixResult) -> FileResult:
     statement = f"import {runtime_module}"
     if fixed.count(statement) > text.count(statement):
         result.runtime_import = runtime_module
+        _notice_forks(result, text)
     try:
         new_bytes = job.source.encode(fixed)
     except UnicodeEncodeError as exc:
@@ -244,6 +246,16 @@ def _fixed(job: Job, outcome: FixResult) -> FileResult:
         return result
     result.new_bytes = new_bytes
     return result
+
+
+def _notice_forks(result: FileResult, text: str) -> None:
+    """The file now imports the runtime: when it imports torch and starts processes, its forked children's torch
+    runs on one thread; one line says so."""
+    from np2torch.lint.forks import NOTICE, forks_with_torch
+
+    how = forks_with_torch(text)
+    if how is not None:
+        result.warnings.append(f"{result.display}: note: {NOTICE.format(how=how)}")
 
 
 def write_back(job: Job, result: FileResult) -> FileResult:

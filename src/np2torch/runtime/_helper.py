@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict
 
 import numpy as np
 
-from . import _decide
+from . import _decide, _original
 from ._decide import Route
 from ._model import REDUCTION_CLASSES
 from ._state import PROCESS
@@ -64,12 +64,14 @@ class Helper:
         self.floors: Dict[np.dtype, int] = PROCESS.floor_table()
         """Input dtype -> the size below which a call takes the original (from the profile; a dtype
         not seen yet has none, so its first call learns it)."""
-        self.loaded: Callable[..., Any] | None = getattr(np, row.name) if row.module == "numpy" else None
+        self.loaded: Callable[..., Any] | None = _original.find(row, np) if row.module == "numpy" else None
         self.original: Callable[..., Any] = self.loaded if self.loaded is not None else self._load_and_call
-        """The original function; until it is imported, a stand-in that imports it and calls it."""
+        """The original function; until it is imported (and found: :mod:`._original`), a stand-in that imports
+        it and calls it."""
 
     def load(self) -> Callable[..., Any]:
-        """The original, imported on first use (SciPy's only when a call needs it)."""
+        """The original, imported on first use (SciPy's only when a call needs it); never a patch in force then
+        (:mod:`._original`: when none is found, what the module holds now, not kept)."""
         if self.loaded is None:
             with PROCESS.loading:
                 if self.loaded is None:
@@ -79,8 +81,12 @@ class Helper:
                             f"np2torch.runtime: {self.row.qualname} cannot be imported in this process: it was forked "
                             f"while another thread was importing {module} (import it before forking)"
                         )
-                    self.loaded = getattr(importlib.import_module(self.row.module), self.name)
-                    self.original = self.loaded
+                    imported = importlib.import_module(module)
+                    found = _original.find(self.row, imported)
+                    if found is None:
+                        current: Callable[..., Any] = getattr(imported, self.name)
+                        return current
+                    self.loaded = self.original = found
         assert self.loaded is not None
         return self.loaded
 

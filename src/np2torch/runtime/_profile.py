@@ -33,13 +33,13 @@ from typing import Any, Iterator, Mapping
 
 import numpy as np
 
+from ._config import cache_dir
 from ._errstate import user_stacklevel
 from ._load import usable_cores
 from ._model import Active, Curve, Profile, ProfileError
 from ._state import PROCESS
 
 PROFILE_ENV = "NP2TORCH_PROFILE"
-CACHE_ENV = "NP2TORCH_CACHE_DIR"
 BUILTIN = "builtin"
 _BUILTIN_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "builtin_profile.json")
 
@@ -140,20 +140,6 @@ def package_version(name: str) -> str | None:
 
 
 # ---------------------------------------------------------------- where profiles live
-
-
-def cache_dir() -> str:
-    """np2torch's folder in the user's cache directory (``NP2TORCH_CACHE_DIR`` overrides)."""
-    explicit = os.environ.get(CACHE_ENV)
-    if explicit:
-        return explicit
-    home = os.path.expanduser("~")
-    if sys.platform == "win32":
-        base = os.environ.get("LOCALAPPDATA") or os.path.join(home, "AppData", "Local")
-        return os.path.join(base, "np2torch", "Cache")
-    if sys.platform == "darwin":
-        return os.path.join(home, "Library", "Caches", "np2torch")
-    return os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache"), "np2torch")
 
 
 def default_path(print_: Mapping[str, Any] | None = None) -> str:

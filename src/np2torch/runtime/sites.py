@@ -32,10 +32,13 @@ frames in its traceback (Python 3.11 and later; before, the site's own frame
 stays): the program, its ``traceback.print_exc()``, pytest and the interpreter
 show what the original call shows.
 
-A program's sites are registered per file (:func:`table`); a file executed
-again (``__main__`` and ``__mp_main__``, ``importlib.reload``) gets the same
-sites, so its counts add up.  :func:`snapshot` reads every site's record;
-:func:`after_fork_in_child` starts a forked child's counts from zero.
+A program's sites are registered per file (:func:`register`, which leaves
+making them -- :func:`table` -- to the first time the program reaches one: this
+module imports neither NumPy nor the helpers); a file executed again
+(``__main__`` and ``__mp_main__``, ``importlib.reload``) gets the same sites, so
+its counts add up.  :func:`snapshot` reads every site's record;
+:func:`after_fork_in_child` starts a forked child's counts from zero, and
+:func:`clear` every site's.
 """
 
 from __future__ import annotations
@@ -46,20 +49,18 @@ import importlib
 import itertools
 import math
 import operator
+import os
 import sys
 import threading
 import time
 import types
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Sequence, Tuple
 
-import numpy as np
-
-from . import _errstate
-from ._profile import cache_dir
+from ._config import cache_dir
 from ._state import PROCESS, TAKEN
 
 __all__ = ["BINS_PER_OCTAVE", "BUILTIN", "SAMPLE_EVERY", "Band", "Site", "after_fork_in_child", "bin_seconds",
-           "cache_dir", "calls_since_mark", "mark", "paused", "snapshot", "table", "time_bin"]
+           "cache_dir", "calls_since_mark", "clear", "mark", "paused", "register", "snapshot", "table", "time_bin"]
 
 SAMPLE_EVERY = 8
 """A size band's first this many calls alternate between the arms; after them one in this many runs the original."""
@@ -119,6 +120,8 @@ def _bin_all(histogram: Dict[int, int], seconds: List[float]) -> None:
     if len(seconds) < 64:
         _count(histogram, map(time_bin, seconds))
         return
+    import numpy as np  # the report's side, once the program has run (np2torch run imports nothing before it)
+
     bins, counts = np.unique(np.floor(np.log2(np.maximum(seconds, _SHORTEST)) * BINS_PER_OCTAVE), return_counts=True)
     for index, count in zip(bins.tolist(), counts.tolist()):
         histogram[int(index)] = histogram.get(int(index), 0) + count
@@ -287,11 +290,15 @@ def _size(x: Any) -> int:
     return 1
 
 
+_RUNTIME_FOLDER = os.path.dirname(__file__) + os.sep
+"""The runtime's files (:data:`._errstate.RUNTIME_FOLDER`, without importing NumPy for it)."""
+
+
 def _without_runtime_frames(tb: types.TracebackType | None) -> types.TracebackType | None:
     """``tb`` from its first frame outside the runtime's files: without the site's, the helper's and the errstate
     redirect's frames, with every frame the original's own call added (SciPy's, a duck array's method, and
     whatever they call, np2torch's too)."""
-    while tb is not None and tb.tb_frame.f_code.co_filename.startswith(_errstate.RUNTIME_FOLDER):
+    while tb is not None and tb.tb_frame.f_code.co_filename.startswith(_RUNTIME_FOLDER):
         tb = tb.tb_next
     return tb
 
@@ -315,6 +322,10 @@ def _without_site(exc: BaseException) -> None:
 
 def _make_call(site: Site, name: str) -> Callable[..., Any]:
     """The callable the program calls at ``site``: the helper's signature, the record kept on the side."""
+    import numpy as np
+
+    from . import _errstate
+
     helper, original = site.helper, site.original
     clock = time.perf_counter
     taken = TAKEN
@@ -424,6 +435,7 @@ def table(key: str, path: str, specs: Sequence[Tuple[int, int, str, str, str, Tu
     calls = []
     entries: List[Any] = []
     with _LOCK:
+        _WAITING.pop(key, None)
         for line, column, name, function, code, pattern in specs:
             site = _SITES.get((path, line, column, code))
             helper = _api.HELPERS[name]
@@ -436,6 +448,36 @@ def table(key: str, path: str, specs: Sequence[Tuple[int, int, str, str, str, Tu
             entries.append(site.call if pattern else Pick(helper.load, site.call))
         vars(builtins).setdefault(BUILTIN, {})[key] = entries
     return calls
+
+
+def register(key: str, path: str, specs: Sequence[Tuple[int, int, str, str, str, Tuple[str, ...]]], *,
+             sample: bool = True) -> None:
+    """What an instrumented module runs before its first statement: :func:`table` for its sites, made when the
+    program first reaches one of them.  Until then nothing is imported -- not the helpers, not NumPy: everything
+    the program does before its own ``import numpy`` (``OPENBLAS_NUM_THREADS``, ``warnings`` filters) acts as
+    it does under ``python``."""
+    waiting = _Waiting(key, path, tuple(specs), sample)
+    with _LOCK:
+        _WAITING[key] = waiting
+        vars(builtins).setdefault(BUILTIN, {})[key] = waiting
+
+
+_WAITING: Dict[str, _Waiting] = {}
+"""Key -> a file registered whose sites are not made yet (:func:`snapshot` reports them, uncalled)."""
+
+
+class _Waiting:
+    """A file's entry in :data:`BUILTIN` until the program reaches one of its sites (``<sites>[key][i]``): then
+    :func:`table` makes them, puts the real entries in its place, and the subscript gets the real entry."""
+
+    __slots__ = ("key", "path", "specs", "sample")
+
+    def __init__(self, key: str, path: str, specs: Tuple[Any, ...], sample: bool) -> None:
+        self.key, self.path, self.specs, self.sample = key, path, specs, sample
+
+    def __getitem__(self, index: int) -> Any:
+        table(self.key, self.path, self.specs, sample=self.sample)
+        return vars(builtins)[BUILTIN][self.key][index]
 
 
 class Pick(Dict[Any, Any]):
@@ -472,6 +514,7 @@ def _spelled(*pattern: str) -> Callable[..., Any]:
     Each ufunc and operator of it reports its floating-point errors under its own name at the program's line
     ("overflow encountered in exp", "... in divide"), as the expression does there; a reduction runs as it is
     (NumPy's ``sum`` and SciPy's ``logsumexp`` warn from their own lines, as they do under ``python``)."""
+
     functions = [_piece(_load(name)) for name in pattern]
     divide, subtract = _redirected(operator.truediv, "divide"), _redirected(operator.sub, "subtract")
     if len(functions) == 3:
@@ -498,6 +541,9 @@ def _spelled(*pattern: str) -> Callable[..., Any]:
 
 def _piece(function: Callable[..., Any]) -> Callable[..., Any]:
     """A pattern's piece: a ufunc reports under its own name (see :func:`_spelled`), anything else runs as it is."""
+    import numpy as np
+
+
     if isinstance(function, np.ufunc):
         return _redirected(function, function.__name__)
     return function
@@ -516,6 +562,8 @@ _OVERHEAD = _Overhead()
 def _redirected(function: Callable[..., Any], name: str) -> Callable[..., Any]:
     """``function`` reporting its floating-point errors under ``name`` at the program's line, as
     :func:`._errstate.numpy_call` does, adding the time that takes it to :data:`_OVERHEAD`."""
+    from . import _errstate
+
     clock = time.perf_counter
     extobj = _errstate.EXTOBJ_VAR
     redirect_for = _errstate.redirect_for
@@ -544,8 +592,20 @@ def _load(qualname: str) -> Callable[..., Any]:
 
 
 def snapshot() -> List[Dict[str, Any]]:
-    """Every site's record, in the order the sites were registered."""
-    return [site.record() for site in list(_SITES.values())]
+    """Every site's record, in the order the sites were made, then those of files whose sites were registered and
+    never reached (no call: :func:`register` had not made them)."""
+    records = [site.record() for site in list(_SITES.values())]
+    for waiting in list(_WAITING.values()):
+        records += [_unreached(waiting.path, spec, waiting.sample) for spec in waiting.specs
+                    if (waiting.path, spec[0], spec[1], spec[4]) not in _SITES]
+    return records
+
+
+def _unreached(path: str, spec: Tuple[int, int, str, str, str, Tuple[str, ...]], sample: bool) -> Dict[str, Any]:
+    """The record of a site the program never reached: :meth:`Site.record`'s, with no call."""
+    line, column, _helper, function, code, _pattern = spec
+    return {"path": path, "line": line, "col": column, "function": function, "code": code, "sampling": sample,
+            "errors": 0, "paths": {}, "sizes": {}, "bands": {}}
 
 
 _MARK = [0]
@@ -563,6 +623,14 @@ def calls_since_mark() -> bool:
     for site in list(_SITES.values()):
         total += site.pending() + sum(band.calls for band in site.bands.values())
     return total != _MARK[0]
+
+
+def clear() -> None:
+    """Every site counts from zero (``%load_ext np2torch`` again: a fresh report)."""
+    with _LOCK:
+        for site in list(_SITES.values()):
+            site.clear()
+        _MARK[0] = 0
 
 
 def after_fork_in_child() -> None:
