@@ -163,12 +163,17 @@ class Protocol(LanguageServerProtocol):
         if not hasattr(message, "jsonrpc"):  # valid JSON, but no request, notification or response
             msg_id = message.get("id") if isinstance(message, dict) else None
             log.error("%s: not a JSON-RPC message: %.200s", NAME, json.dumps(message))
-            self._send_data(types.ResponseErrorMessage(id=msg_id if isinstance(msg_id, (int, str)) else None,
-                                                       error=types.ResponseError(
-                                                           code=types.ErrorCodes.InvalidRequest,
-                                                           message="Invalid Request: not a JSON-RPC 2.0 message")))
+            _answer_error(self, msg_id if isinstance(msg_id, (int, str)) else None, types.ErrorCodes.InvalidRequest,
+                          "Invalid Request: not a JSON-RPC 2.0 message")
             return
         super().handle_message(message)
+
+
+def _answer_error(protocol: LanguageServerProtocol, msg_id: int | str | None, code: types.ErrorCodes,
+                  message: str) -> None:
+    """An error response; ``"id": null`` written out, as the specification asks when the id is unknown (a
+    response built from lsprotocol's classes would leave it out)."""
+    protocol._send_data({"jsonrpc": "2.0", "id": msg_id, "error": {"code": code.value, "message": message}})
 
 
 class _NoTraceback(logging.Filter):
@@ -588,8 +593,7 @@ class Server(LanguageServer):
     def report_server_error(self, error: Exception, source: Any) -> None:
         if isinstance(error, json.JSONDecodeError):  # the specification's answer: a Parse error, id null
             log.error("%s: a message that is not JSON: %s", NAME, error)
-            self.protocol._send_data(types.ResponseErrorMessage(id=None, error=types.ResponseError(
-                code=types.ErrorCodes.ParseError, message=f"Parse error: {error}")))
+            _answer_error(self.protocol, None, types.ErrorCodes.ParseError, f"Parse error: {error}")
             return
         super().report_server_error(error, source)
 
