@@ -370,7 +370,7 @@ class Server(LanguageServer):
             work.line_index_builds += 1
             work.indexed_characters += sum(map(len, index.lines))
         work.seconds = time.perf_counter() - started
-        log.info("%s: analysed %s (version %s) in %.3f s", NAME, snapshot.key, snapshot.version, work.seconds)
+        log.debug("%s: analysed %s (version %s) in %.3f s", NAME, snapshot.key, snapshot.version, work.seconds)
         return analysis
 
     def _analysed(self, snapshot: Snapshot, previous: Analysis | None) -> Analysis:
