@@ -581,7 +581,7 @@ class Server(LanguageServer):
             "documents": {key: {"analyses": work.analyses, "lineIndexBuilds": work.line_index_builds,
                                 "indexedCharacters": work.indexed_characters, "published": work.published,
                                 "lastAnalysisSeconds": round(work.seconds, 6)}
-                          for key, work in self.work.items()},
+                          for key, work in list(self.work.items())},  # the worker adds to it
         }
 
     # ------------------------------------------------------------ errors
