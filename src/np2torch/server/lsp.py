@@ -15,9 +15,10 @@ What it serves (docs/editors.md):
 * **Commands** (``workspace/executeCommand``): ``np2torch.applyAutofix`` (fix all),
   ``np2torch.showSettings`` (a file's settings), ``np2torch.printDebugInformation``.
 
-Latest wins: a document is analysed in a worker thread, one analysis at a time,
-after a pause in the edits (half the document's last analysis time, at most
-:data:`MAX_DELAY`); the result of a version the document has left is never
+Latest wins: a document is analysed in a worker thread (:mod:`.worker`), one
+analysis at a time, after a pause in the edits (half the document's last analysis
+time, at most :data:`MAX_DELAY`); an edit stops the analysis under way of the
+version it leaves, and the result of a version the document has left is never
 published.  Each analysis splits the text into lines once (:class:`LineIndex`),
 and every position is counted from that.
 
@@ -37,7 +38,6 @@ import logging
 import os
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -62,6 +62,7 @@ from np2torch.lint.suppress import add_noqa
 from np2torch.server.edits import spans
 from np2torch.server.index import Codec, LineIndex
 from np2torch.server.options import LOG_LEVELS, ClientSettings, client_settings, merged, section
+from np2torch.server.worker import Superseded, Worker
 
 NAME = "np2torch"
 FIX_ALL = f"{types.CodeActionKind.SourceFixAll.value}.np2torch"
@@ -211,7 +212,8 @@ class Server(LanguageServer):
         self.tasks: dict[str, asyncio.Task[None]] = {}
         """Per document or notebook URI: the analysis and publication waiting for the edits to pause."""
         self.work: dict[str, Work] = {}
-        self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="np2torch-analysis")
+        self.worker: Worker[Analysis] = Worker("np2torch-analysis")
+        """Where documents are analysed, one at a time; a document's edit stops its analysis under way."""
         self.pulls = False
         """The client pulls diagnostics (``textDocument/diagnostic``): nothing is pushed."""
         self.resolves = False
@@ -324,6 +326,7 @@ class Server(LanguageServer):
         waiting = self.tasks.pop(key, None)
         if waiting is not None:
             waiting.cancel()
+        self.worker.interrupt(lambda tag: tag == key)  # its version is stale now
         self.tasks[key] = asyncio.ensure_future(self._publish_later(key, 0.0 if at_once else self.delay(key)))
 
     async def _publish_later(self, key: str, delay: float) -> None:
@@ -340,18 +343,22 @@ class Server(LanguageServer):
 
     async def analysis(self, key: str) -> Analysis | None:
         """The analysis of ``key`` as it is now: the one made already, the one under way, or a new one."""
-        snapshot = self.snapshot(key)
-        if snapshot is None:
-            return None
-        latest = self.analyses.get(key)
-        if latest is not None and latest.snapshot.token == snapshot.token:
-            return latest
-        running = self.computing.get(key)
-        if running is None or running[0] != snapshot.token:
-            future = asyncio.get_running_loop().run_in_executor(self.worker, self.compute, snapshot, latest)
-            future.add_done_callback(lambda done: self._computed(key, snapshot.token, done))
-            running = self.computing[key] = (snapshot.token, future)
-        return await asyncio.shield(running[1])
+        while True:
+            snapshot = self.snapshot(key)
+            if snapshot is None:
+                return None
+            latest = self.analyses.get(key)
+            if latest is not None and latest.snapshot.token == snapshot.token:
+                return latest
+            running = self.computing.get(key)
+            if running is None or running[0] != snapshot.token:
+                future = asyncio.wrap_future(self.worker.submit(key, lambda: self.compute(snapshot, latest)))
+                future.add_done_callback(lambda done: self._computed(key, snapshot.token, done))
+                running = self.computing[key] = (snapshot.token, future)
+            try:
+                return await asyncio.shield(running[1])
+            except Superseded:  # the document changed meanwhile: its new version's
+                continue
 
     def _computed(self, key: str, token: tuple[object, ...], done: asyncio.Future[Analysis]) -> None:
         if key in self.computing and self.computing[key][0] == token:
@@ -430,6 +437,7 @@ class Server(LanguageServer):
         waiting = self.tasks.pop(key, None)
         if waiting is not None:
             waiting.cancel()
+        self.worker.interrupt(lambda tag: tag == key)
         self.analyses.pop(key, None)
         self.work.pop(key, None)
         if not self.pulls:
@@ -577,6 +585,7 @@ class Server(LanguageServer):
     def debug_information(self) -> dict[str, Any]:
         return {
             "version": __version__, "pullDiagnostics": self.pulls, "resolveCodeActions": self.resolves,
+            "interruptedAnalyses": self.worker.interruptions,
             "settings": dict(self.client.raw), "logLevel": self.client.log_level,
             "documents": {key: {"analyses": work.analyses, "lineIndexBuilds": work.line_index_builds,
                                 "indexedCharacters": work.indexed_characters, "published": work.published,
@@ -880,7 +889,7 @@ def serve(unsafe_fixes: bool = False) -> int:
     try:
         server.start_io()
     finally:
-        server.worker.shutdown(wait=False, cancel_futures=True)
+        server.worker.stop()
     return 0 if server.shut_down else 1
 
 
