@@ -14,7 +14,8 @@ stdio opens the file and waits for its diagnostics.  Columns, per size:
   (``resource.getrusage(RUSAGE_CHILDREN)``);
 * the ratio server/check of CPU seconds.
 
-``--burst LINES``: ten edits of a file of LINES lines, 0.1 s apart (a typist),
+``--burst LINES``: ten edits of a file of LINES lines, ``--pause`` seconds apart
+(0.1 s: a typist; 1 s or more: edits that come while an analysis runs),
 then the seconds from the last edit to the diagnostics of the last version,
 against one analysis of it (an edit analysed alone); the server's CPU seconds
 for the whole burst against those of the one analysis; which versions were published.
@@ -136,10 +137,13 @@ async def burst(path: Path, edits: int = 10, pause: float = 0.1) -> None:
         await asyncio.sleep(pause)
     _count, when = await session.version(uri, 2 + edits)
     versions = [version for version, _n, _when in session.published[uri]]
+    information = await session.client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="np2torch.printDebugInformation"))
     print(f"burst: {edits} edits {pause:.1f} s apart of {path.stat().st_size // 1000} kB: latest diagnostics "
           f"{when - last:.2f} s after the last edit, one analysis {one:.2f} s (ratio {(when - last) / one:.2f}); "
           f"server CPU for the burst {cpu_seconds(pid) - cpu:.2f} s, for one analysis {one_cpu:.2f} s; "
-          f"versions published {versions}")
+          f"versions published {versions}; analyses {information['documents'][uri]['analyses']}, "
+          f"{information['interruptedAnalyses']} of them stopped by an edit")
     await session.stop()
 
 
@@ -147,6 +151,7 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     parser.add_argument("--lines", type=int, nargs="*", default=[1000, 4000, 16000, 50000])
     parser.add_argument("--burst", type=int, metavar="LINES", help="also time ten quick edits of LINES lines")
+    parser.add_argument("--pause", type=float, default=0.1, help="seconds between the burst's edits (0.1)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as folder:
         print(f"{'lines':>7} {'findings':>9} {'server wall':>12} {'server CPU':>11} {'check wall':>11} "
@@ -161,7 +166,7 @@ def main(argv: list[str]) -> int:
         if args.burst:
             path = Path(folder, f"burst{args.burst}.py")
             path.write_text(two_findings_a_line(args.burst))
-            asyncio.run(burst(path))
+            asyncio.run(burst(path, pause=args.pause))
     return 0
 
 
