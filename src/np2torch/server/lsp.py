@@ -242,8 +242,8 @@ class Server(LanguageServer):
         return settings_for_file(path, self.overrides, self.finder)
 
     def _refresh(self, path: str) -> None:
-        if self._configs_changed(path):
-            self._new_finder()
+        if self._configs_changed(path):  # found by looking, not told: every open document is stale
+            self.reload_settings()
 
     def _new_finder(self) -> None:
         try:
