@@ -77,6 +77,26 @@ def test_a_burst_of_edits_publishes_only_the_latest_version(tmp_path: Path) -> N
     run_editor(scenario, cwd=tmp_path)
 
 
+def test_incremental_changes_are_applied_and_analysed(tmp_path: Path) -> None:
+    module = tmp_path / "mod.py"
+    module.write_text(SETTINGS_SOURCE)
+
+    async def scenario(editor: Editor) -> None:
+        uri, diagnostics = await editor.open(module)
+        seen = editor.published[uri]
+        line = SETTINGS_SOURCE.splitlines().index("b = np.log(x)")
+        editor.client.text_document_did_change(types.DidChangeTextDocumentParams(
+            types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            [types.TextDocumentContentChangePartial(  # `np.log` becomes `abs`, as a client sends a keystroke
+                range=types.Range(start=types.Position(line=line, character=4),
+                                  end=types.Position(line=line, character=10)), text="abs")]))
+        after = await editor.published_after(uri, seen)
+        assert [d.code for d in after] == [d.code for d in diagnostics if d.code != "NPT002"]
+        assert editor.published_versions[uri] == [1, 2]
+
+    run_editor(scenario, cwd=tmp_path)
+
+
 # ---------------------------------------------------------------- pull diagnostics
 
 
