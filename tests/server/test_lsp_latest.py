@@ -58,7 +58,9 @@ def test_each_version_is_indexed_once_whatever_its_findings(tmp_path: Path) -> N
 
 def test_a_burst_of_edits_publishes_only_the_latest_version(tmp_path: Path) -> None:
     module = tmp_path / "mod.py"
-    text = two_findings_a_line(300)
+    # Long enough that the server's pause before an analysis (half the last one's wall time, so longer on a
+    # busy machine) outlasts reading ten queued messages.
+    text = two_findings_a_line(2000)
     module.write_text(text)
 
     async def scenario(editor: Editor) -> None:

@@ -425,8 +425,8 @@ class Server(LanguageServer):
     # ------------------------------------------------------------ diagnostics
 
     def publish(self, analysis: Analysis) -> None:
-        if self.pulls and not analysis.cells:
-            return  # the client asks (textDocument/diagnostic)
+        if self.pulls:
+            return  # the client asks (textDocument/diagnostic), for a notebook's cells too
         work = self.work.setdefault(analysis.snapshot.key, Work())
         work.published.append(analysis.snapshot.version)
         for uri, diagnostics in analysis.diagnostics.items():
