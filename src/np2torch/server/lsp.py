@@ -100,6 +100,8 @@ class Snapshot:
     """A notebook's cell document URIs, in cell order (a :class:`CellFinding`'s ``cell`` counts from 1)."""
     cell_texts: Mapping[str, str] = field(default_factory=dict)
     """The text of each cell the client synced."""
+    edits: int = 0
+    """How many edits (and settings changes) of the document the server had seen: a later one makes it stale."""
 
 
 @dataclass(frozen=True)
@@ -212,6 +214,8 @@ class Server(LanguageServer):
         self.tasks: dict[str, asyncio.Task[None]] = {}
         """Per document or notebook URI: the analysis and publication waiting for the edits to pause."""
         self.work: dict[str, Work] = {}
+        self.edits: dict[str, int] = {}
+        """Per document or notebook URI, its edits and settings changes so far (:attr:`Snapshot.edits`)."""
         self.worker: Worker[Analysis] = Worker("np2torch-analysis")
         """Where documents are analysed, one at a time; a document's edit stops its analysis under way."""
         self.pulls = False
@@ -302,7 +306,7 @@ class Server(LanguageServer):
         path = _path(key)
         self._refresh(path)
         return Snapshot(key, (self.generation, document.version), document.version, document.source, path,
-                        document.position_codec)
+                        document.position_codec, edits=self.edits.get(key, 0))
 
     def _notebook_snapshot(self, document: types.NotebookDocument) -> Snapshot:
         texts = self.workspace.text_documents
@@ -312,7 +316,7 @@ class Server(LanguageServer):
         self._refresh(path)
         token = (self.generation, document.version, *(synced[cell].version for cell in cells if cell in synced))
         return Snapshot(document.uri, token, None, text, path, self.workspace.position_codec, cells,
-                        {cell: doc.source for cell, doc in synced.items()})
+                        {cell: doc.source for cell, doc in synced.items()}, self.edits.get(document.uri, 0))
 
     def delay(self, key: str) -> float:
         """How long the edits of ``key`` must pause before it is analysed again."""
@@ -326,8 +330,13 @@ class Server(LanguageServer):
         waiting = self.tasks.pop(key, None)
         if waiting is not None:
             waiting.cancel()
-        self.worker.interrupt(lambda tag: tag == key)  # its version is stale now
+        self.stale(key)
         self.tasks[key] = asyncio.ensure_future(self._publish_later(key, 0.0 if at_once else self.delay(key)))
+
+    def stale(self, key: str) -> None:
+        """``key`` changed: its analysis under way stops, one waiting for the worker will not start."""
+        self.edits[key] = self.edits.get(key, 0) + 1
+        self.worker.interrupt(lambda tag: tag == key)
 
     async def _publish_later(self, key: str, delay: float) -> None:
         if delay:
@@ -369,6 +378,8 @@ class Server(LanguageServer):
     # ------------------------------------------------------------ analysis (in the worker thread)
 
     def compute(self, snapshot: Snapshot, previous: Analysis | None) -> Analysis:
+        if self.edits.get(snapshot.key, 0) != snapshot.edits:
+            raise Superseded(f"{snapshot.key} changed while this analysis waited for the worker")
         started = time.perf_counter()
         work = self.work.setdefault(snapshot.key, Work())
         work.analyses += 1
@@ -437,7 +448,7 @@ class Server(LanguageServer):
         waiting = self.tasks.pop(key, None)
         if waiting is not None:
             waiting.cancel()
-        self.worker.interrupt(lambda tag: tag == key)
+        self.stale(key)
         self.analyses.pop(key, None)
         self.work.pop(key, None)
         if not self.pulls:
