@@ -134,14 +134,16 @@ CAPABILITIES = types.ClientCapabilities(
 
 
 def run_editor(scenario: Callable[[Editor], Awaitable[None]], *, cwd: Path, options: Any = None,
-               args: Sequence[str] = (), capabilities: types.ClientCapabilities = CAPABILITIES) -> None:
+               args: Sequence[str] = (), capabilities: types.ClientCapabilities = CAPABILITIES,
+               root: Path | None = None) -> None:
+    """Run ``scenario`` against a server started in ``cwd``, for the workspace ``root`` (``cwd`` unless given)."""
     async def session() -> None:
         client = LanguageClient("np2torch-tests", "1")
         editor = Editor(client)
         await client.start_io(sys.executable, "-m", "np2torch", "server", *args, cwd=str(cwd))
         try:
             result = await client.initialize_async(types.InitializeParams(
-                capabilities=capabilities, root_uri=from_fs_path(str(cwd)), initialization_options=options))
+                capabilities=capabilities, root_uri=from_fs_path(str(root or cwd)), initialization_options=options))
             assert result.server_info is not None and result.server_info.name == "np2torch"
             client.initialized(types.InitializedParams())
             await scenario(editor)

@@ -149,7 +149,7 @@ SETTINGS_SOURCE = HEADER + "a = np.exp(x)\nb = np.log(x)\nc = erf(x)\nd = np.tan
     pytest.param({"lint": {"perFileIgnores": {"mod.py": ["NPT001", "NPT002"]}}}, ["NPT003"],
                  id="lint.perFileIgnores"),
     pytest.param({"configuration": {"select": ["NPT003"]}}, ["NPT003"], id="configuration: inline"),
-    pytest.param({"configuration": "other/np2torch.toml"}, ["NPT001"], id="configuration: a file"),
+    pytest.param({"configuration": "np2torch.toml"}, ["NPT001"], id="configuration: a file"),
     pytest.param({"settings": {"lint": {"select": ["NPT002"]}}}, ["NPT002"], id="as ruff's extension sends them"),
     pytest.param({"np2torch": {"lint": {"select": ["NPT002"]}}}, ["NPT002"], id="as a settings section"),
 ])
@@ -164,7 +164,7 @@ def test_initialization_options_change_the_findings(tmp_path: Path, options: Any
         _uri, diagnostics = await editor.open(module)
         assert sorted({str(d.code) for d in diagnostics}) == codes
 
-    run_editor(scenario, cwd=tmp_path, options=options)
+    run_editor(scenario, cwd=tmp_path, root=tmp_path / "other", options=options)  # paths: from the root
 
 
 def test_settings_changed_later_lint_again_and_a_wrong_one_is_shown(tmp_path: Path) -> None:

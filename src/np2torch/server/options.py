@@ -42,7 +42,7 @@ class ClientSettings:
     lint: Mapping[str, Any] = field(default_factory=dict)
     """``lint.*`` as :class:`~np2torch.cli.config.Config` field values (``select``, ``extend_select``, ...)."""
     configuration: str | None = None
-    """A configuration file for every document (``~`` and ``$VARIABLES`` expanded)."""
+    """A configuration file for every document (``~`` and ``$VARIABLES`` expanded; relative to the workspace root)."""
     inline: Mapping[str, Any] = field(default_factory=dict)
     """An inline ``configuration`` table, as :class:`~np2torch.cli.config.Config` field values."""
     unsafe_fixes: bool | None = None
@@ -60,7 +60,7 @@ class ClientSettings:
         values = {**self.inline}
         if "per_file_ignores" in self.lint:
             values["per_file_ignores"] = self.lint["per_file_ignores"]
-        override = load_explicit_config(self.configuration) if self.configuration else None
+        override = load_explicit_config(os.path.join(root, self.configuration)) if self.configuration else None
         return ConfigFinder(override, root, overlay=Overlay(values, cwd=root))
 
 
