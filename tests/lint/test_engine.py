@@ -280,6 +280,27 @@ def test_rules_subset_finds_and_fixes_only_those() -> None:
     assert fix_source(source, settings=settings).endswith("y = np2t.exp(x) + np.log(x)\n")
 
 
+def test_rules_take_codes_and_selectors_as_select_does() -> None:
+    # A user has codes, not Rule objects: np2torch.Settings(rules=["NPT001"]) crashed with AttributeError.
+    source = "import numpy as np\ny = np.exp(x) + np.log(x) + np.tanh(x)\n"
+    assert spans(source, settings=np2torch.Settings(rules=["NPT001"])) == ["2:5-2:11 NPT001"]
+    assert np2torch.Settings(rules="NPT001") == np2torch.Settings(rules=["NPT001"]) == Settings(rules=select_rules(["NPT001"]))
+    assert np2torch.Settings(rules=["NPT0"]).rules == select_rules(["NPT0"])  # opt-in rules too, as --select
+    assert np2torch.Settings(rules=["ALL"]).rules == select_rules(["ALL"])
+    mixed = np2torch.Settings(rules=[RULES_BY_CODE["NPT002"], "npt001", "NPT002"])
+    assert [rule.code for rule in mixed.rules] == ["NPT002", "NPT001"]
+    assert fix_source(source, settings=np2torch.Settings(rules=["NPT0"])).endswith(
+        "y = np2t.exp(x) + np2t.log(x) + np2t.tanh(x)\n")
+
+
+def test_rules_of_another_type_say_what_to_pass() -> None:
+    for bad in ([1], 3, [None]):
+        with pytest.raises(TypeError, match=r"Settings\(rules=\.\.\.\) takes rule codes or selectors such as 'NPT001'"):
+            np2torch.Settings(rules=bad)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="unknown rule selector 'NPX1'"):
+        np2torch.Settings(rules=["NPX1"])
+
+
 def test_no_rules_no_findings() -> None:
     assert check_source("import numpy as np\nnp.exp(x)\n", settings=Settings(rules=())) == []
 
