@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import click
 import numpy as np
 
+from np2torch.tools.originals import importable
+
 if TYPE_CHECKING:
     from np2torch.runtime.tuning import Profile
 
@@ -46,7 +48,8 @@ def pairs(names: Sequence[str] | None = None, everything: bool = False) -> list[
         if unknown:
             raise click.BadParameter(f"unknown function(s) {', '.join(unknown)}; choose from {', '.join(known)}", param_hint="--functions")
     chosen = [row for row in FUNCTIONS if (row.name in names if names is not None else everything or row.default)]
-    return [(row.name, dtype) for row in chosen for dtype in row.loops]
+    kept = importable([row.name for row in chosen], [row.qualname for row in chosen], named=names is not None, tool="tune")
+    return [(row.name, dtype) for row in chosen if row.name in kept for dtype in row.loops]
 
 
 def measure_import_seconds(repeat: int = 3) -> float:
@@ -63,8 +66,9 @@ def measure_import_seconds(repeat: int = 3) -> float:
     return sorted(runs)[len(runs) // 2]
 
 
-def run_tune(names: Sequence[str] | None, quick: bool, cuda: bool, progress: Any = None, everything: bool = False) -> Profile:
-    """Measure and return a :class:`Profile` (not written)."""
+def run_tune(names: Sequence[str] | None, quick: bool, cuda: bool, progress: Any = None, everything: bool = False,
+             chosen: Sequence[tuple[str, str]] | None = None) -> Profile:
+    """Measure and return a :class:`Profile` (not written); ``chosen``: the :func:`pairs` already computed."""
     from np2torch.runtime import tuning
     from np2torch.runtime.table import FUNCTIONS_BY_NAME
 
@@ -75,7 +79,7 @@ def run_tune(names: Sequence[str] | None, quick: bool, cuda: bool, progress: Any
     use_cuda = cuda and tuning.cuda_available()
     sizes = QUICK_SIZES if quick else SIZES
     curves = {}
-    for name, dtype in pairs(names, everything):
+    for name, dtype in pairs(names, everything) if chosen is None else chosen:
         paths = ["numpy", "cpu1", "cpu"]
         if use_cuda and dtype in FUNCTIONS_BY_NAME[name].cuda_loops:
             paths.append("cuda")
@@ -194,7 +198,7 @@ def command(quick: bool, function_text: str | None, everything: bool, output: st
     warn_if_busy("the profile will be pessimistic about torch's thread pool: run it again on a quiet machine")
     started = time.perf_counter()
     with click.progressbar(length=len(chosen) * len(sizes) + 1, label="np2torch tune", file=sys.stderr) as bar:
-        profile = run_tune(names, quick, not no_cuda, bar, everything)
+        profile = run_tune(names, quick, not no_cuda, bar, everything, chosen)
     target = _target(output)
     with tuning.locked(target):
         if names is not None or not everything:
