@@ -115,7 +115,7 @@ def test_using_is_local_to_its_thread():
     release = threading.Event()
 
     def other() -> None:
-        inside.wait(10)
+        inside.wait(120)
         seen["other"] = np2t.current_settings()
         release.set()
 
@@ -123,8 +123,8 @@ def test_using_is_local_to_its_thread():
     thread.start()
     with np2t.using(device="numpy", min_size=0):
         inside.set()
-        release.wait(10)
-    thread.join(10)
+        release.wait(120)
+    thread.join(120)
     assert seen["other"] == PROCESS.settings
 
 
