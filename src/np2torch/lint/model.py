@@ -55,8 +55,8 @@ class Settings:
     unsafe_fixes: bool
     """Also make the findings of rules whose ``fix_safety`` is ``unsafe`` fixable."""
 
-    def __init__(self, rules: str | Iterable[Rule | str] = DEFAULT_RULES, runtime_module: str = "np2torch.runtime",
-                 alias: str = "np2t", unsafe_fixes: bool = False) -> None:
+    def __init__(self, rules: str | Iterable[str] | Iterable[Rule] = DEFAULT_RULES,
+                 runtime_module: str = "np2torch.runtime", alias: str = "np2t", unsafe_fixes: bool = False) -> None:
         object.__setattr__(self, "rules", _rules(rules))
         object.__setattr__(self, "runtime_module", check_module(runtime_module))
         object.__setattr__(self, "alias", check_alias(alias))
