@@ -59,3 +59,23 @@ def test_the_quick_start_installs_what_the_next_section_runs() -> None:
 def test_the_linter_alone_is_the_small_install() -> None:
     assert "-c constraints.txt -e .`" in _section("Quick start")  # the small install, named
     assert "never imports torch" in _section("Quick start")
+
+
+def test_the_cpu_only_install_names_the_pinned_torch() -> None:
+    # README shows PyTorch's CPU index for the CPU build (the package index's torch is CUDA's on Linux): the
+    # versions it installs are constraints.txt's pins, or the next command would replace them.
+    requirements = pytest.importorskip("packaging.requirements")
+    section = _section("Quick start")
+    assert "--index-url https://download.pytorch.org/whl/cpu" in section and "CUDA" in section
+    shown = re.search(r"pip install torch==(\S+) --index-url https://download\.pytorch\.org/whl/cpu", section)
+    oldest = re.search(r"Python 3\.9's pin is `torch==([^`]+)`", section)
+    assert shown and oldest
+    pins = {}
+    for line in (ROOT / "constraints.txt").read_text(encoding="utf-8").splitlines():
+        line = line.split("#")[0].strip()
+        if line.startswith("torch=="):
+            requirement = requirements.Requirement(line)
+            for version in ("3.9", "3.13"):
+                if requirement.marker is None or requirement.marker.evaluate({"python_version": version}):
+                    pins[version] = next(iter(requirement.specifier)).version
+    assert pins == {"3.9": oldest.group(1), "3.13": shown.group(1)}
