@@ -27,6 +27,7 @@ from np2torch.lint.engine import (
     may_contain,
 )
 from np2torch.lint.rules import RULES, RULES_BY_CODE, select_rules
+from np2torch.lint.syntax import newer_syntax, syntax_version
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 ALL_FIXTURES = sorted(FIXTURES.rglob("*.py"))
@@ -177,12 +178,23 @@ def test_text_that_never_compiled_can_still_be_fixed() -> None:
     assert fix_source(source).endswith("return np2t.exp(x)\n")
 
 
+def test_syntax_of_a_later_python_than_the_oldest_supported_is_recognised() -> None:
+    # Under Python 3.9, `match` is valid code np2torch cannot analyse (skipped with a warning), not a syntax error.
+    assert syntax_version("match x:\n    case 1:\n        y = np.exp(x)\n") == (3, 10)
+    assert syntax_version("try:\n    pass\nexcept* ValueError:\n    pass\n") == (3, 11)
+    assert syntax_version("type X = int\n") == (3, 12)
+    assert syntax_version("import numpy as np\nnp.exp(x)\n") is None
+
+
 # --------------------------------------------------------------------------- prefilter
 
 
 @pytest.mark.parametrize("path", ALL_FIXTURES, ids=lambda p: p.relative_to(FIXTURES).as_posix())
 def test_prefilter_is_exact_on_fixtures(path: Path) -> None:
     source = path.read_bytes().decode("utf-8")
+    needed = newer_syntax(source)
+    if needed is not None:
+        pytest.skip(f"needs Python >= {needed[0]}.{needed[1]}")  # `match` under 3.9: np2torch skips the file
     for rules in [RULES, *((rule,) for rule in RULES)]:
         settings = Settings(rules=rules)
         unfiltered = _analyze(source, str(path), settings, prefilter=False).findings
@@ -278,6 +290,27 @@ def test_rules_subset_finds_and_fixes_only_those() -> None:
     source = "import numpy as np\ny = np.exp(x) + np.log(x)\n"
     assert spans(source, settings=settings) == ["2:5-2:11 NPT001"]
     assert fix_source(source, settings=settings).endswith("y = np2t.exp(x) + np.log(x)\n")
+
+
+def test_rules_take_codes_and_selectors_as_select_does() -> None:
+    # A user has codes, not Rule objects: np2torch.Settings(rules=["NPT001"]) crashed with AttributeError.
+    source = "import numpy as np\ny = np.exp(x) + np.log(x) + np.tanh(x)\n"
+    assert spans(source, settings=np2torch.Settings(rules=["NPT001"])) == ["2:5-2:11 NPT001"]
+    assert np2torch.Settings(rules="NPT001") == np2torch.Settings(rules=["NPT001"]) == Settings(rules=select_rules(["NPT001"]))
+    assert np2torch.Settings(rules=["NPT0"]).rules == select_rules(["NPT0"])  # opt-in rules too, as --select
+    assert np2torch.Settings(rules=["ALL"]).rules == select_rules(["ALL"])
+    mixed = np2torch.Settings(rules=[RULES_BY_CODE["NPT002"], "npt001", "NPT002"])
+    assert [rule.code for rule in mixed.rules] == ["NPT002", "NPT001"]
+    assert fix_source(source, settings=np2torch.Settings(rules=["NPT0"])).endswith(
+        "y = np2t.exp(x) + np2t.log(x) + np2t.tanh(x)\n")
+
+
+def test_rules_of_another_type_say_what_to_pass() -> None:
+    for bad in ([1], 3, [None]):
+        with pytest.raises(TypeError, match=r"Settings\(rules=\.\.\.\) takes rule codes or selectors such as 'NPT001'"):
+            np2torch.Settings(rules=bad)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="unknown rule selector 'NPX1'"):
+        np2torch.Settings(rules=["NPX1"])
 
 
 def test_no_rules_no_findings() -> None:

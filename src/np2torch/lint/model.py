@@ -12,9 +12,9 @@ from __future__ import annotations
 import keyword
 import re
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Iterable, Optional
 
-from np2torch.lint.rules import DEFAULT_RULES, RULES_BY_CODE, Rule
+from np2torch.lint.rules import DEFAULT_RULES, RULES_BY_CODE, Rule, select_rules
 
 if TYPE_CHECKING:
     from np2torch.lint.resolve import Ref
@@ -39,20 +39,28 @@ def check_module(value: object) -> str:
     raise ValueError(f"runtime module must be a dotted module name, got {value!r}")
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, repr=False, init=False)
 class Settings:
-    """What the engine looks for and how a fix spells the helper."""
+    """What the engine looks for and how a fix spells the helper.
 
-    rules: tuple[Rule, ...] = DEFAULT_RULES
-    """The default selection, as ``np2torch check`` without ``--select`` (opt-in rules need ``select_rules``)."""
-    runtime_module: str = "np2torch.runtime"
-    alias: str = "np2t"
-    unsafe_fixes: bool = False
+    ``rules`` takes rule codes and selectors as ``--select`` does (``"NPT001"``, a prefix such as
+    ``"NPT0"``, ``"ALL"``; one string or several), :class:`~np2torch.lint.rules.Rule` objects, or both;
+    it holds the rules.  An unknown selector is a ``ValueError``, anything else a ``TypeError``.
+    """
+
+    rules: tuple[Rule, ...]
+    """The rules to run; by default the default selection, as ``np2torch check`` without ``--select``."""
+    runtime_module: str
+    alias: str
+    unsafe_fixes: bool
     """Also make the findings of rules whose ``fix_safety`` is ``unsafe`` fixable."""
 
-    def __post_init__(self) -> None:
-        check_module(self.runtime_module)
-        check_alias(self.alias)
+    def __init__(self, rules: str | Iterable[str] | Iterable[Rule] = DEFAULT_RULES,
+                 runtime_module: str = "np2torch.runtime", alias: str = "np2t", unsafe_fixes: bool = False) -> None:
+        object.__setattr__(self, "rules", _rules(rules))
+        object.__setattr__(self, "runtime_module", check_module(runtime_module))
+        object.__setattr__(self, "alias", check_alias(alias))
+        object.__setattr__(self, "unsafe_fixes", unsafe_fixes)
 
     def __repr__(self) -> str:  # the rules by code: their documentation would fill a screen
         values = [f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if f.name != "rules"]
@@ -64,6 +72,27 @@ class Settings:
         values = {f.name: getattr(self, f.name) for f in fields(self)}
         values["rules"] = tuple(rule.code if RULES_BY_CODE.get(rule.code) is rule else rule for rule in self.rules)
         return _settings, (values,)
+
+
+def _rules(rules: object) -> tuple[Rule, ...]:
+    """``Settings.rules`` from what a caller passes: rules, and codes or selectors that stand for them."""
+    if isinstance(rules, tuple) and all(isinstance(rule, Rule) for rule in rules):
+        return rules
+    items = [rules] if isinstance(rules, str) else rules
+    if not isinstance(items, Iterable):
+        raise TypeError(f"Settings(rules=...) takes rule codes or selectors such as 'NPT001', 'NPT0' or 'ALL' "
+                        f"(or np2torch's Rule objects), got {type(rules).__name__}")
+    chosen: dict[str, Rule] = {}
+    for item in items:
+        if isinstance(item, Rule):
+            chosen.setdefault(item.code, item)
+        elif isinstance(item, str):
+            for rule in select_rules([item]):
+                chosen.setdefault(rule.code, rule)
+        else:
+            raise TypeError(f"Settings(rules=...) takes rule codes or selectors such as 'NPT001', 'NPT0' or 'ALL' "
+                            f"(or np2torch's Rule objects), got {item!r}")
+    return tuple(chosen.values())
 
 
 def _settings(values: dict[str, Any]) -> Settings:

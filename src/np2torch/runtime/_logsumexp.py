@@ -288,6 +288,10 @@ def _which(a: Any, axis: Any = None, b: Any = None, keepdims: Any = False, retur
     if route is None:
         return "numpy", f"{NAME} over {a.size:,} elements of {work}: " + original_reason(
             NAME, work.name, a.size, settings.device, settings.min_size, shape_class(a.shape, a.strides, dims))
+    if route.path == "cuda" and route.basis is None and not cuda_available():
+        # The call hands it to SciPy (route_call); asking loads torch, as the call would.
+        return "numpy", (f"{NAME} over {a.size:,} elements of {work}: SciPy: configured for device "
+                         f"{settings.device!r}, but torch reports no usable CUDA device")
     kind = "cuda" if route.path == "cuda" else "cpu"
     return kind, f"{NAME} over {a.size:,} elements of {work}: {route.why} (SciPy's behaviour is checked at the call)"
 

@@ -151,10 +151,7 @@ class Ufunc(Helper):
         """:meth:`route`, and a clear error for an explicit CUDA device without CUDA."""
         found = self.route(plan.name, size, settings, plan.cuda_ok, dry_run)
         if found is not None and found.path == "cuda" and not dry_run and not cuda_available():
-            raise RuntimeError(
-                f"np2torch.runtime is configured for device {settings.device!r} (NP2TORCH_DEVICE or "
-                "configure()), but torch reports no usable CUDA device; use 'auto' to fall back"
-            )
+            raise no_cuda(settings)
         return found
 
     def run_path(self, path: str, x: np.ndarray) -> object:
@@ -179,9 +176,19 @@ class Ufunc(Helper):
             return "numpy", f"{self.name} over {x.size:,} elements of {x.dtype}: {prepared.reason}"
         assert type(prepared) is Call
         route = prepared.route
+        if route.path == "cuda" and route.basis is None and not cuda_available():
+            # The call raises (route_call): a CUDA device set explicitly, not a profile's prediction (which the
+            # call itself moves off CUDA when there is none).  Asking loads torch, as the call would.
+            raise no_cuda(settings)
         kind = "cuda" if route.path == "cuda" else ("numpy" if route.path == "numpy" else "cpu")
         threads_text = " (one thread)" if route.path == "cpu1" else ""
         return kind, f"{self.name} over {x.size:,} elements of {prepared.plan.name}{threads_text}: {route.why}"
+
+
+def no_cuda(settings: RuntimeSettings) -> RuntimeError:
+    """What a call (and :func:`which`) raises when the settings name a CUDA device and torch has none."""
+    return RuntimeError(f"np2torch.runtime is configured for device {settings.device!r} (NP2TORCH_DEVICE or "
+                        "configure()), but torch reports no usable CUDA device; use 'auto' to fall back")
 
 
 def make_helper(row: Function) -> Ufunc:

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import click
 import numpy as np
 
+from np2torch.tools.originals import importable
+
 if TYPE_CHECKING:
     from np2torch.runtime.tuning import Profile
 
@@ -50,7 +52,8 @@ def pairs(names: Sequence[str] | None = None, everything: bool = False) -> list[
         if unknown:
             raise click.BadParameter(f"unknown function(s) {', '.join(unknown)}; choose from {', '.join(known)}", param_hint="--functions")
     chosen = [row for row in FUNCTIONS if (row.name in names if names is not None else everything or row.default)]
-    return [(row.name, dtype) for row in chosen for dtype in row.loops]
+    kept = importable([row.name for row in chosen], [row.qualname for row in chosen], named=names is not None, tool="tune")
+    return [(row.name, dtype) for row in chosen if row.name in kept for dtype in row.loops]
 
 
 def measure_import_seconds(repeat: int = 3) -> float:
@@ -67,8 +70,9 @@ def measure_import_seconds(repeat: int = 3) -> float:
     return sorted(runs)[len(runs) // 2]
 
 
-def run_tune(names: Sequence[str] | None, quick: bool, cuda: bool, progress: Any = None, everything: bool = False) -> Profile:
-    """Measure and return a :class:`Profile` (not written)."""
+def run_tune(names: Sequence[str] | None, quick: bool, cuda: bool, progress: Any = None, everything: bool = False,
+             chosen: Sequence[tuple[str, str]] | None = None) -> Profile:
+    """Measure and return a :class:`Profile` (not written); ``chosen``: the :func:`pairs` already computed."""
     from np2torch.runtime import tuning
     from np2torch.runtime.table import FUNCTIONS_BY_NAME
 
@@ -84,7 +88,7 @@ def run_tune(names: Sequence[str] | None, quick: bool, cuda: bool, progress: Any
     torch.set_num_threads(tuning.usable_cores())
     curves = {}
     try:
-        for name, dtype, klass in measured_curves(names, everything):
+        for name, dtype, klass in measured_curves(pairs(names, everything) if chosen is None else chosen):
             sizes = sizes_for(klass, quick)
             paths = ["numpy", "cpu1", "cpu"]
             if use_cuda and dtype in FUNCTIONS_BY_NAME[name].cuda_loops:
@@ -104,11 +108,12 @@ def run_tune(names: Sequence[str] | None, quick: bool, cuda: bool, progress: Any
     return tuning.Profile("", tuning.fingerprint(), import_seconds, threads, curves)
 
 
-def measured_curves(names: Sequence[str] | None, everything: bool) -> list[tuple[str, str, str]]:
-    """(function, loop dtype, shape class) of every curve tune measures: a reduction's per shape class."""
+def measured_curves(chosen: Sequence[tuple[str, str]]) -> list[tuple[str, str, str]]:
+    """(function, loop dtype, shape class) of every curve tune measures for the :func:`pairs` ``chosen``: a
+    reduction's per shape class."""
     from np2torch.runtime.table import FUNCTIONS_BY_NAME
 
-    return [(name, dtype, klass) for name, dtype in pairs(names, everything)
+    return [(name, dtype, klass) for name, dtype in chosen
             for klass in (tuning_classes() if FUNCTIONS_BY_NAME[name].kind == "reduction" else ("",))]
 
 
@@ -221,13 +226,14 @@ def command(quick: bool, function_text: str | None, everything: bool, output: st
         _show(as_json)
         return
     names = None if function_text is None else [n.strip() for n in function_text.split(",") if n.strip()]
-    steps = sum(len(sizes_for(klass, quick)) for _, _, klass in measured_curves(names, everything))
+    chosen = pairs(names, everything)
+    steps = sum(len(sizes_for(klass, quick)) for _, _, klass in measured_curves(chosen))
     from np2torch.tools.bench import warn_if_busy
 
     warn_if_busy("the profile will be pessimistic about torch's thread pool: run it again on a quiet machine")
     started = time.perf_counter()
     with click.progressbar(length=steps + 1, label="np2torch tune", file=sys.stderr) as bar:
-        profile = run_tune(names, quick, not no_cuda, bar, everything)
+        profile = run_tune(names, quick, not no_cuda, bar, everything, chosen)
     target = _target(output)
     with tuning.locked(target):
         if names is not None or not everything:
