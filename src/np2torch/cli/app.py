@@ -43,6 +43,7 @@ from np2torch.cli.config import (
 from np2torch.cli.discovery import Target, discover
 from np2torch.cli.files import FileError, decode_notebook, decode_source, is_notebook, read_bytes
 from np2torch.cli.from_run import Margin, RunReport, parse_margin, plan_file
+from np2torch.cli.index import ProjectIndex
 from np2torch.cli.output import (
     FORMATS,
     TEXT_FORMATS,
@@ -375,15 +376,17 @@ def _run(mode: str, *, paths: tuple[str, ...], select: tuple[str, ...] | None, i
             return 2
 
         cache = None if no_cache else Cache(cache_folder(cache_dir, project))
+        index = _project_index(cache)
         results = [runner.FileResult(e.path, errors=[str(e)]) for e in missing]
         only: dict[str, frozenset[tuple[int, int, str]]] = {}
         if report is not None:
-            targets, refused = _plan_from_run(report, margin or Margin(), targets, lambda t: settings[t.path],
-                                              only, quiet)
+            targets, refused = _plan_from_run(report, margin or Margin(), targets,
+                                              lambda t: index.settings(t.path, settings[t.path]), only, quiet)
             results += refused
         results += runner.run(targets, lambda t: settings[t.path], mode, jobs=jobs, cache=cache,
                               progress_factory=None if quiet else _progress_bar,
-                              only_for=(lambda t: only.get(t.path, frozenset())) if report is not None else None)
+                              only_for=(lambda t: only.get(t.path, frozenset())) if report is not None else None,
+                              indexed=index.settings)
         results.sort(key=lambda r: r.display)
         if cache is not None and cache.write_error and not quiet:
             _error(f"warning: cannot write the cache ({cache.write_error}); --no-cache skips it")
@@ -399,6 +402,13 @@ def _run(mode: str, *, paths: tuple[str, ...], select: tuple[str, ...] | None, i
         if code == 0 and exit_non_zero_on_fix and any(r.changed for r in results):
             return 1
         return code
+
+
+def _project_index(cache: Cache | None) -> ProjectIndex:
+    """The run's project index (np2torch.cli.index), its parses kept beside the lint cache's entries."""
+    if cache is None:
+        return ProjectIndex()
+    return ProjectIndex(cache.folder, fingerprint=cache.fingerprint, tag=True)
 
 
 def _finder(config_options: Sequence[str], isolated: bool, exclude: Sequence[str],
@@ -528,6 +538,9 @@ def _run_stdin(mode: str, stdin_filename: str | None, overrides: Overrides, find
         if not excluded:
             settings = run_settings(config, overrides, path)
             source = (decode_notebook if is_notebook(path) else decode_source)(raw, display)
+            if stdin_filename is not None and not is_notebook(path) and runner.might_have_findings(source.text,
+                                                                                                     settings):
+                settings = _project_index(None).settings(path, settings)  # the project the file says it is in
             result = runner.run_job(runner.Job(display, path, source, None, settings, mode, ""))
     except ConfigError as exc:
         result = runner.FileResult(display, errors=[f"error: {exc}"])

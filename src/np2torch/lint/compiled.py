@@ -48,7 +48,8 @@ import ast
 import unicodedata
 from typing import Iterable, Iterator
 
-__all__ = ["COMPILERS", "MODULE_COMPILERS", "compiled_regions", "inside", "reason"]
+__all__ = ["COMPILERS", "MODULE_COMPILERS", "compiled_elsewhere", "compiled_regions", "handed_to_compilers", "inside",
+           "reason"]
 
 _NUMBA = "numba"
 _JAX = "jax"
@@ -96,14 +97,20 @@ _REASONS = {
 
 _Pos = tuple[int, int]
 Region = tuple[_Pos, _Pos, str]
-"""(start, end, family): a compiled body, positions as ``ast`` gives them (line, byte column)."""
+"""(start, end, family): a compiled body, positions as ``ast`` gives them (line, byte column); the family of a
+function another module compiles names that module too (:func:`compiled_elsewhere`)."""
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _DEFS = (*_FUNCTIONS, ast.ClassDef)
 
 
 def reason(family: str) -> str:
-    return _REASONS[family]
+    """Why a call inside a compiled function is not fixed (``family``: as :func:`inside` gives it)."""
+    family, _, by = family.partition(_BY)
+    if not by:
+        return _REASONS[family]
+    where, colon, why = _REASONS[family].partition(": ")
+    return f"{where} (compiled in {by}){colon}{why}"
 
 
 def compiled_regions(tree: ast.Module, text: str) -> list[Region]:
@@ -427,3 +434,53 @@ def _body_region(target: ast.AST, family: str) -> Region:
     first = target.body[0]  # type: ignore[attr-defined]
     end = (target.end_lineno, target.end_col_offset)  # type: ignore[attr-defined]
     return (first.lineno, first.col_offset), end, family
+
+
+# --------------------------------------------------------------------------- across modules (np2torch.lint.project)
+
+
+def handed_to_compilers(tree: ast.Module, text: str) -> list[tuple[ast.expr, str]]:
+    """What each call of a compiler is applied to (``numba.njit(k.kernel)``: ``k.kernel``), with the compiler's
+    family: :mod:`np2torch.lint.project` follows it into the module it comes from."""
+    spelled = text if text.isascii() else unicodedata.normalize("NFKC", text)
+    if not any(root in spelled for root in _ROOTS):
+        return []
+    imports = [node for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))]
+    names = _Compilers(imports, tree, _loaded_by_name(tree))
+    handed: list[tuple[ast.expr, str]] = []
+    for node in ast.walk(tree):
+        if type(node) is ast.Call:
+            family = names.family(node.func)
+            if family is not None:
+                arguments = [*node.args[:1], *(k.value for k in node.keywords if k.arg in _FUNCTION_KEYWORDS)]
+                handed.extend((argument, family) for argument in arguments)
+    return handed
+
+
+def compiled_elsewhere(tree: ast.Module, elsewhere: Iterable[tuple[str, str, str]]) -> list[Region]:
+    """The bodies of the functions of this module that other modules compile: ``elsewhere`` holds
+    (name, family, the compiling module) for each (:attr:`np2torch.lint.model.Settings.compiled_elsewhere`;
+    the name ``*``: any function).  Every def or class of the name counts, and what the name is assigned,
+    as for a name compiled in the module."""
+    by_name: dict[str, str] = {}
+    everything: str | None = None
+    for name, family, by in elsewhere:
+        key = f"{family}{_BY}{by}"
+        if name == "*":
+            everything = everything or key
+        else:
+            by_name.setdefault(name, key)
+    regions: list[Region] = []
+    if by_name:
+        everything = _follow(tree, by_name, regions) or everything
+    if everything is not None or by_name:
+        for node in ast.walk(tree):
+            if everything is not None and isinstance(node, (*_DEFS, ast.Lambda)):
+                regions.append(_body_region(node, everything))
+            elif isinstance(node, _DEFS) and node.name in by_name:
+                regions.append(_body_region(node, by_name[node.name]))
+    return regions
+
+
+_BY = " in "
+"""Between a family and the module that compiles the function, in a region's family (``numba in main.py``)."""
