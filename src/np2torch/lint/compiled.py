@@ -35,7 +35,9 @@ anything but a name or a literal: ``for fn in KERNELS.values()``, a name bound b
 ``{k: njit(v) for k, v in KERNELS.items()}``) may be any of them, so every function of
 the module counts; so it does when a compiler is handed on as a value (``map(numba.njit, fs)``,
 ``[numba.njit][0](f)``, ``{"fast": numba.njit}``), other than as the function ``partial`` wraps.  A function reached otherwise (returned by a call, read from another module's
-attribute) is not followed: the rule pages say so.
+attribute) is not followed here: the rule pages say so.  A function that another module of the project
+hands to a compiler (``numba.njit(kernels.kernel)``) is found by the project index
+(:mod:`np2torch.lint.project`), and :func:`compiled_elsewhere` gives its body.
 :data:`MODULE_COMPILERS` called anywhere (``numba.jit_module(nopython=True)``)
 compile every function of the module.  Everything inside a compiled body
 counts, nested functions included; decorators and defaults are evaluated
