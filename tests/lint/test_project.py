@@ -9,7 +9,7 @@ from typing import Dict
 import pytest
 
 from np2torch.lint.engine import Settings, check_source, fix_source
-from np2torch.lint.project import ANY, Summary, answers, summarize
+from np2torch.lint.project import ANY, Summary, answers, may_hand, summarize
 
 
 def _summary(text: str) -> Summary:
@@ -47,6 +47,12 @@ def test_what_a_module_hands_to_a_compiler(text: str, handed: list) -> None:  # 
 ])
 def test_what_hands_nothing_from_another_module(text: str) -> None:
     assert _summary(text).handed == ()
+
+
+def test_only_text_that_spells_a_compiler_can_hand_one_a_function() -> None:
+    assert not may_hand("s = '\xe9'\nimport numpy as np\n")  # non-ASCII text is normalised, once
+    assert may_hand("import \uff4e\uff55\uff4d\uff42\uff41\n")  # fullwidth `numba`: the parser reads `numba`
+    assert may_hand("import jax\n") and not may_hand("import numpy\n")
 
 
 def test_module_level_from_imports_are_kept_for_re_exports() -> None:

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import ast
 import os
+import unicodedata
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
@@ -84,13 +85,8 @@ def _shaped(item: object, types: tuple[type, ...]) -> bool:
 
 def may_hand(text: str) -> bool:
     """False only when the module can hand nothing to a compiler (every way spells a compiler's package)."""
-    return any(root in text for root in _ROOTS) or (not text.isascii() and may_hand(_nfkc(text)))
-
-
-def _nfkc(text: str) -> str:
-    import unicodedata
-
-    return unicodedata.normalize("NFKC", text)
+    spelled = text if text.isascii() else unicodedata.normalize("NFKC", text)  # as the parser reads names
+    return any(root in spelled for root in _ROOTS)
 
 
 def summarize(tree: ast.Module, text: str) -> Summary:
