@@ -74,7 +74,7 @@ def test_checking_one_file_sees_the_project_and_the_lint_cache_follows_the_index
     root = _project(tmp_path / "p")
     monkeypatch.delenv("NP2TORCH_LINT_CACHE_DIR")  # the project's own .np2torch_cache
     compiled = ("pkg/kernels.py:5:12: NPT001 `numpy.exp` can run on torch via `np2torch.runtime.exp` (no fix: inside "
-                "a numba-compiled function (compiled in main.py): np2torch.runtime helpers cannot be compiled by numba)")
+                "a numba-compiled function (compiled by main.py): np2torch.runtime helpers cannot be compiled by numba)")
     for _ in range(2):  # cold, then from the lint cache
         assert _check(root, ["pkg/kernels.py"], capsys, monkeypatch).splitlines()[0] == compiled
     assert (root / ".np2torch_cache" / "CACHEDIR.TAG").exists() and (root / ".np2torch_cache" / "index").is_dir()
@@ -90,4 +90,4 @@ def test_stdin_with_a_filename_sees_the_project(tmp_path: Path, capsys: pytest.C
     root = _project(tmp_path / "p")
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(KERNELS.encode())))
     out = _check(root, ["--stdin-filename", "pkg/kernels.py", "-"], capsys, monkeypatch)
-    assert "(compiled in main.py)" in out
+    assert "(compiled by main.py)" in out

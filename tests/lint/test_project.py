@@ -72,14 +72,17 @@ def test_module_level_from_imports_are_kept_for_re_exports() -> None:
 def test_a_summary_survives_json_and_a_torn_one_is_refused() -> None:
     summary = _summary("import numba\nfrom .k import f\nnumba.njit(f)\n")
     assert Summary.from_json(summary.as_json()) == summary
-    assert Summary.from_json({"handed": [[0, "a.b"]], "imports": []}) is None
-    assert Summary.from_json({"handed": [], "imports": [["a", True, "b"]]}) is None
+    empty = {"handed": [], "imports": [], "compilers": [], "applied": []}
+    assert Summary.from_json(empty) == Summary()
+    assert Summary.from_json({**empty, "handed": [[0, "a.b"]]}) is None
+    assert Summary.from_json({**empty, "imports": [["a", True, "b"]]}) is None
+    assert Summary.from_json({"handed": [], "imports": []}) is None
     assert Summary.from_json([]) is None
 
 
 def _answers(files: Dict[str, str]) -> Dict[str, tuple]:  # type: ignore[type-arg]
     summaries = {f"/p/{path}": _summary(text) for path, text in files.items()}
-    handing = {path: s for path, s in summaries.items() if s.handed}
+    handing = {path: s for path, s in summaries.items() if s.handed or s.applied}
     return {path[3:]: answer for path, answer in answers(handing, list(summaries), summaries.get,
                                                          lambda path: path[3:]).items()}
 
@@ -105,6 +108,36 @@ def test_answers_follow_re_exports_and_star_imports() -> None:
     })
     assert found["pkg/kernels.py"] == (("step_impl", "jax", "main.py"),)
     assert ("stride", "jax", "main.py") in found["pkg/more.py"]
+
+
+def test_a_compiler_another_module_binds_compiles_what_it_is_applied_to() -> None:
+    found = _answers({
+        "pkg/util.py": "import numba\nfrom numba import njit\n\ndef jit(f, **kw):\n    return numba.njit(**kw)(f)\n",
+        "pkg/compat.py": "from .util import *\n",
+        "pkg/kernels.py": "from .util import jit\nfrom .compat import njit as nj\nfrom . import util\n\n"
+                          "@jit(cache=True)\ndef a(x):\n    return x\n\ndef b(x):\n    return x\n\n"
+                          "def c(x):\n    return x\n\nB = nj(b)\nC = util.jit(c)\n\n@other\ndef d(x):\n    return x\n",
+    })
+    assert found == {"pkg/kernels.py": (("a", "numba", "`jit` from pkg/util.py"), ("b", "numba", "`njit` from pkg/compat.py"),
+                                        ("c", "numba", "`jit` from pkg/util.py"))}
+
+
+def test_what_a_module_applies_and_the_compilers_it_binds() -> None:
+    summary = _summary("""
+        import numba
+        from .util import jit, helper
+
+        def wrap(f):
+            return numba.njit(f)
+
+        @jit
+        def a(x):
+            return helper(x)   # inside a function: not a module-level application
+
+        FAST = jit(cache=True)(a)
+    """)
+    assert summary.compilers == (("wrap", "numba"),)
+    assert summary.applied == ((1, "util.jit", "a"),)
 
 
 def test_a_relative_import_names_one_file_an_absolute_one_every_file_it_may_be() -> None:
@@ -137,7 +170,7 @@ def test_the_engine_leaves_the_functions_other_modules_compile() -> None:
     settings = Settings(compiled_elsewhere=(("kernel", "numba", "main.py"),))
     findings = check_source(KERNELS, "kernels.py", settings=settings)
     assert [(f.line, f.fixable, f.reason) for f in findings] == [
-        (4, False, "inside a numba-compiled function (compiled in main.py): np2torch.runtime helpers cannot be "
+        (4, False, "inside a numba-compiled function (compiled by main.py): np2torch.runtime helpers cannot be "
                    "compiled by numba"),
         (9, True, None),
     ]

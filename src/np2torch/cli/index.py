@@ -18,8 +18,9 @@ module left out of checking can still compile a function of one that is
 checked.
 
 Every file is read; only those that spell a compiler's package (``numba``,
-``jax``, ``torch``, ``cupy``) are parsed, and those a compiled name leads to (a
-re-export).  Each parse is cached in the folder's ``index/``, one JSON entry per
+``jax``, ``torch``, ``cupy``) are parsed, then those that spell a name such a
+module binds to a compiler (``jit`` of ``def jit(f): return numba.njit(f)``),
+and those a compiled name leads to (a re-export).  Each parse is cached in the folder's ``index/``, one JSON entry per
 file (keyed by its path, holding the SHA-256 of its bytes and the tool's
 fingerprint, as the lint cache's entries), so a warm run parses nothing.
 """
@@ -30,6 +31,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -111,13 +113,26 @@ class ProjectIndex:
 
     def _build(self, roots: tuple[str, ...]) -> dict[str, Answer]:
         files = sorted({path for root in roots for path in project_files(root)})
-        handing: dict[str, Summary] = {}
+        summaries: dict[str, Summary] = {}
+        others: list[tuple[str, tuple[str, str]]] = []
         for path in files:
             text = _text(path)
-            if text is not None and may_hand(text[0]):
-                summary = self._summary(path, *text)
-                if summary is not None and summary.handed:
-                    handing[path] = summary
+            if text is None:
+                continue
+            summary = self._summary(path, *text) if may_hand(text[0]) else None
+            if summary is not None:
+                summaries[path] = summary
+            else:
+                others.append((path, text))
+        exported = sorted({name for summary in summaries.values() for name, _family in summary.compilers})
+        if exported:  # a module that imports one of them (`from .util import jit`) need not spell numba
+            spells = re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, exported)))
+            for path, text in others:
+                if spells.search(text[0]):
+                    summary = self._summary(path, *text)
+                    if summary is not None:
+                        summaries[path] = summary
+        handing = {path: summary for path, summary in summaries.items() if summary.handed or summary.applied}
         if not handing:
             return {}
         shown_from = os.path.realpath(roots[0]) if os.path.isdir(roots[0]) else os.path.dirname(roots[0])

@@ -50,8 +50,8 @@ import ast
 import unicodedata
 from typing import Iterable, Iterator
 
-__all__ = ["COMPILERS", "MODULE_COMPILERS", "compiled_elsewhere", "compiled_regions", "handed_to_compilers", "inside",
-           "reason"]
+__all__ = ["COMPILERS", "MODULE_COMPILERS", "compiled_elsewhere", "compiled_regions", "compiler_names",
+           "handed_to_compilers", "inside", "reason"]
 
 _NUMBA = "numba"
 _JAX = "jax"
@@ -112,7 +112,7 @@ def reason(family: str) -> str:
     if not by:
         return _REASONS[family]
     where, colon, why = _REASONS[family].partition(": ")
-    return f"{where} (compiled in {by}){colon}{why}"
+    return f"{where} (compiled by {by}){colon}{why}"
 
 
 def compiled_regions(tree: ast.Module, text: str) -> list[Region]:
@@ -461,7 +461,7 @@ def handed_to_compilers(tree: ast.Module, text: str) -> list[tuple[ast.expr, str
 
 def compiled_elsewhere(tree: ast.Module, elsewhere: Iterable[tuple[str, str, str]]) -> list[Region]:
     """The bodies of the functions of this module that other modules compile: ``elsewhere`` holds
-    (name, family, the compiling module) for each (:attr:`np2torch.lint.model.Settings.compiled_elsewhere`;
+    (name, family, what compiles it: a module, or a compiler from one) for each (:attr:`np2torch.lint.model.Settings.compiled_elsewhere`;
     the name ``*``: any function).  Every def or class of the name counts, and what the name is assigned,
     as for a name compiled in the module."""
     by_name: dict[str, str] = {}
@@ -484,5 +484,17 @@ def compiled_elsewhere(tree: ast.Module, elsewhere: Iterable[tuple[str, str, str
     return regions
 
 
-_BY = " in "
-"""Between a family and the module that compiles the function, in a region's family (``numba in main.py``)."""
+_BY = " by "
+"""Between a family and what compiles the function, in a region's family (``numba by main.py``)."""
+
+
+def compiler_names(tree: ast.Module, text: str) -> dict[str, str]:
+    """The names the module binds to a compiler, scopes ignored (``from numba import njit``, ``jit =
+    numba.njit(cache=True)``, ``def jit(f): return numba.njit(f)``) -> family: what a module importing one
+    of them from this module applies (:mod:`np2torch.lint.project`)."""
+    spelled = text if text.isascii() else unicodedata.normalize("NFKC", text)
+    if not any(root in spelled for root in _ROOTS):
+        return {}
+    imports = [node for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))]
+    names = _Compilers(imports, tree, _loaded_by_name(tree))
+    return {name: _ALL[qualname] for name, qualname in sorted(names.compilers.items())}

@@ -51,7 +51,7 @@ class Settings:
     """Also make the findings of rules whose ``fix_safety`` is ``unsafe`` fixable."""
     compiled_elsewhere: tuple[tuple[str, str, str], ...] = ()
     """The functions of this module that other modules of its project hand to a compiler, as
-    ``(name, family, compiling module)`` (``("kernel", "numba", "main.py")``; the name ``*``: any function):
+    ``(name, family, what compiles it)`` (``("kernel", "numba", "main.py")``; the name ``*``: any function):
     the project index's answer for the module (:mod:`np2torch.lint.project`).  Calls in them are reported
     without a fix, as in a function the module compiles itself."""
 

@@ -61,21 +61,31 @@ class Summary:
     imports: tuple[tuple[str, int, str], ...] = ()
     """(bound name, level, dotted name) of each name a module-level ``from``-import binds:
     ``("kernel", 1, "kernels.kernel")`` for ``from .kernels import kernel``; a star import binds :data:`ANY`."""
+    compilers: tuple[tuple[str, str], ...] = ()
+    """(name, family) of each name the module binds to a compiler (``from numba import njit``, ``def jit(f):
+    return numba.njit(f)``): another module that imports it compiles what it applies it to."""
+    applied: tuple[tuple[int, str, str], ...] = ()
+    """(level, dotted name, function) where an imported name decorates one of the module's functions or,
+    in a module-level statement, is called with one (``@jit`` on ``kernel`` after ``from .util import jit``:
+    ``(1, "util.jit", "kernel")``): a compiler when the module it comes from binds it to one."""
 
     def as_json(self) -> dict[str, Any]:
-        return {"handed": [list(item) for item in self.handed], "imports": [list(item) for item in self.imports]}
+        return {name: [list(item) for item in getattr(self, name)] for name in _SHAPES}
 
     @classmethod
     def from_json(cls, data: object) -> Summary | None:
         """The summary ``data`` describes, or None when it is not one (a cache entry edited or torn)."""
-        if not isinstance(data, dict) or set(data) != {"handed", "imports"}:
+        if not isinstance(data, dict) or set(data) != set(_SHAPES):
             return None
-        handed, imports = data["handed"], data["imports"]
-        if not (isinstance(handed, list) and all(_shaped(item, (int, str, str)) for item in handed)):
-            return None
-        if not (isinstance(imports, list) and all(_shaped(item, (str, int, str)) for item in imports)):
-            return None
-        return cls(tuple(tuple(item) for item in handed), tuple(tuple(item) for item in imports))
+        for name, types in _SHAPES.items():
+            items = data[name]
+            if not (isinstance(items, list) and all(_shaped(item, types) for item in items)):
+                return None
+        return cls(**{name: tuple(tuple(item) for item in data[name]) for name in _SHAPES})
+
+
+_SHAPES: dict[str, tuple[type, ...]] = {"handed": (int, str, str), "imports": (str, int, str), "compilers": (str, str),
+                                        "applied": (int, str, str)}
 
 
 def _shaped(item: object, types: tuple[type, ...]) -> bool:
@@ -100,7 +110,45 @@ def summarize(tree: ast.Module, text: str) -> Summary:
                 handed.add((level, dotted, family))
     imports = [(name, level, dotted) for stmt in _module_level(tree.body) if type(stmt) is ast.ImportFrom
                for name, (level, dotted) in _bound(stmt)]
-    return Summary(tuple(sorted(handed)), tuple(imports))
+    compilers = tuple(compiled.compiler_names(tree, text).items()) if may_hand(text) else ()
+    return Summary(tuple(sorted(handed)), tuple(imports), compilers, tuple(sorted(_applied(tree, bindings))))
+
+
+def _applied(tree: ast.Module, bindings: Mapping[str, list[Ref]]) -> set[tuple[int, str, str]]:
+    """Where an imported name decorates a function of the module, or is called with one in a module-level
+    statement (``fast = jit(kernel)``, ``jit(cache=True)(kernel)``): (level, what the name names, function)."""
+    if not bindings:
+        return set()
+    found: set[tuple[int, str, str]] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for decorator in node.decorator_list:
+                found.update((level, dotted, node.name) for level, dotted in _dotted(_callee(decorator), bindings))
+    for stmt in _module_level(tree.body):
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for node in _expressions(stmt):
+            if type(node) is ast.Call and node.args and type(node.args[0]) is ast.Name:
+                found.update((level, dotted, node.args[0].id) for level, dotted in _dotted(_callee(node.func), bindings)
+                             if node.args[0].id not in bindings)
+    return found
+
+
+def _callee(expr: ast.expr) -> ast.expr:
+    """``jit`` in ``jit``, ``jit(cache=True)``, ``jit(cache=True)(...)``: the name that makes the compiler."""
+    while type(expr) is ast.Call:
+        expr = expr.func
+    return expr
+
+
+def _expressions(stmt: ast.stmt) -> Iterator[ast.AST]:
+    """The nodes of a module-level statement's own expressions (not those of the statements it holds)."""
+    for field, value in ast.iter_fields(stmt):
+        if field in ("body", "orelse", "finalbody", "handlers"):
+            continue
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, ast.AST):
+                yield from ast.walk(item)
 
 
 def _module_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
@@ -200,8 +248,9 @@ def _is_partial(func: ast.expr) -> bool:
 
 
 Answer = tuple[tuple[str, str, str], ...]
-"""(function name, family, the compiling module's path as shown) for each function of a module that another
-module compiles, sorted: what :attr:`np2torch.lint.model.Settings.compiled_elsewhere` takes."""
+"""(function name, family, what compiles it: the module that does, or a compiler and the module it is from) for
+each function of a module that another module compiles, sorted: what
+:attr:`np2torch.lint.model.Settings.compiled_elsewhere` takes."""
 
 
 def answers(handing: Mapping[str, Summary], files: Sequence[str], summary_of: Callable[[str], Summary | None],
@@ -222,6 +271,12 @@ def answers(handing: Mapping[str, Summary], files: Sequence[str], summary_of: Ca
             for target in modules.named(path, level, module):
                 if target != path:  # its own functions: its own analysis finds them
                     todo.append((target, name, family, shown(path)))
+        for level, dotted, function in summary.applied:  # `@jit` imported from a module that binds it to a compiler
+            module, _, name = dotted.rpartition(".")
+            for target in modules.named(path, level, module):
+                compiler = _compiler(modules, target, name, handing, summary_of, set())
+                if compiler is not None and target != path:
+                    todo.append((path, function, compiler, f"`{name}` from {shown(target)}"))
     seen: set[tuple[str, str]] = set()
     while todo:
         path, name, family, by = todo.pop()
@@ -238,6 +293,29 @@ def answers(handing: Mapping[str, Summary], files: Sequence[str], summary_of: Ca
                     if target != path:
                         todo.append((target, original, family, by))
     return {path: tuple(sorted(names)) for path, names in sorted(found.items())}
+
+
+def _compiler(modules: _Modules, path: str, name: str, handing: Mapping[str, Summary],
+              summary_of: Callable[[str], Summary | None], seen: set[tuple[str, str]]) -> str | None:
+    """The family of the compiler the module at ``path`` binds ``name`` to (itself, or a module it imports
+    the name from), or None."""
+    if (path, name) in seen:
+        return None
+    seen.add((path, name))
+    summary = handing.get(path) or summary_of(path)
+    if summary is None:
+        return None
+    family = dict(summary.compilers).get(name)
+    if family is not None:
+        return family
+    for bound, level, dotted in summary.imports:
+        if bound in (name, ANY):
+            module, _, original = dotted.rpartition(".")
+            for target in modules.named(path, level, module):
+                family = _compiler(modules, target, name if original == ANY else original, handing, summary_of, seen)
+                if family is not None:
+                    return family
+    return None
 
 
 class _Modules:
