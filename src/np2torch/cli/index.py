@@ -38,7 +38,7 @@ from typing import Any
 from np2torch.cli.cache import CACHEDIR_TAG, GITIGNORE, digest, tool_fingerprint
 from np2torch.cli.config import DEFAULT_EXCLUDE, RunSettings
 from np2torch.cli.files import FileError, decode_source, read_regular, replace_file
-from np2torch.lint.project import Answer, Summary, answers, may_hand, summarize
+from np2torch.lint.project import Answer, Summary, answers, compiler_names, may_hand, summarize
 
 __all__ = ["ProjectIndex", "project_files", "project_root"]
 
@@ -124,16 +124,19 @@ class ProjectIndex:
                 summaries[path] = summary
             else:
                 others.append((path, text))
-        exported = sorted({name for summary in summaries.values() for name, _family in summary.compilers})
-        if exported:  # a module that imports one of them (`from .util import jit`) need not spell numba
-            spells = re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, exported)))
+        looked: set[str] = set()
+        while True:  # a module that imports a compiler (`from .util import jit`) need not spell numba
+            names = sorted(compiler_names(summaries) - looked)
+            if not names:
+                break
+            looked.update(names)
+            spells = re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, names)))
             for path, text in others:
-                if spells.search(text[0]):
+                if path not in summaries and spells.search(text[0]):
                     summary = self._summary(path, *text)
                     if summary is not None:
                         summaries[path] = summary
-        handing = {path: summary for path, summary in summaries.items() if summary.handed or summary.applied}
-        if not handing:
+        if not any(summary.handed or summary.applied for summary in summaries.values()):
             return {}
         shown_from = os.path.realpath(roots[0]) if os.path.isdir(roots[0]) else os.path.dirname(roots[0])
 
@@ -141,7 +144,7 @@ class ProjectIndex:
             text = _text(path)
             return None if text is None else self._summary(path, *text)
 
-        return answers(handing, files, summary_of, lambda path: os.path.relpath(path, shown_from))
+        return answers(summaries, files, summary_of, lambda path: os.path.relpath(path, shown_from))
 
     def _summary(self, path: str, text: str, content: str) -> Summary | None:
         cached = self._read(path, content)

@@ -50,8 +50,8 @@ import ast
 import unicodedata
 from typing import Iterable, Iterator
 
-__all__ = ["COMPILERS", "MODULE_COMPILERS", "compiled_elsewhere", "compiled_regions", "compiler_names",
-           "handed_to_compilers", "inside", "reason"]
+__all__ = ["COMPILERS", "MODULE_COMPILERS", "compiled_elsewhere", "compiled_regions", "handed_to_compilers",
+           "inside", "reason"]
 
 _NUMBA = "numba"
 _JAX = "jax"
@@ -441,13 +441,23 @@ def _body_region(target: ast.AST, family: str) -> Region:
 # --------------------------------------------------------------------------- across modules (np2torch.lint.project)
 
 
-def handed_to_compilers(tree: ast.Module, text: str) -> list[tuple[ast.expr, str]]:
+def handed_to_compilers(tree: ast.Module, text: str) -> tuple[list[tuple[ast.expr, str]], dict[str, str]]:
     """What each call of a compiler is applied to (``numba.njit(k.kernel)``: ``k.kernel``), with the compiler's
-    family: :mod:`np2torch.lint.project` follows it into the module it comes from."""
+    family, and the names the module binds to a compiler, scopes ignored (``from numba import njit``,
+    ``jit = numba.njit(cache=True)``, ``def jit(f): return numba.njit(f)``) with theirs: what
+    :mod:`np2torch.lint.project` follows into other modules."""
     spelled = text if text.isascii() else unicodedata.normalize("NFKC", text)
     if not any(root in spelled for root in _ROOTS):
-        return []
-    imports = [node for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))]
+        return [], {}
+    imports: list[ast.Import | ast.ImportFrom] = []
+    loads = False
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            imports.append(node)
+        elif type(node) is ast.Call and not loads:
+            loads = _loaded(node) is not None
+    if not loads and not any(_binds_a_compiler(stmt) for stmt in imports):
+        return [], {}  # every way to a compiler starts at an import of its package
     names = _Compilers(imports, tree, _loaded_by_name(tree))
     handed: list[tuple[ast.expr, str]] = []
     for node in ast.walk(tree):
@@ -456,7 +466,7 @@ def handed_to_compilers(tree: ast.Module, text: str) -> list[tuple[ast.expr, str
             if family is not None:
                 arguments = [*node.args[:1], *(k.value for k in node.keywords if k.arg in _FUNCTION_KEYWORDS)]
                 handed.extend((argument, family) for argument in arguments)
-    return handed
+    return handed, {name: _ALL[qualname] for name, qualname in sorted(names.compilers.items())}
 
 
 def compiled_elsewhere(tree: ast.Module, elsewhere: Iterable[tuple[str, str, str]]) -> list[Region]:
@@ -487,14 +497,3 @@ def compiled_elsewhere(tree: ast.Module, elsewhere: Iterable[tuple[str, str, str
 _BY = " by "
 """Between a family and what compiles the function, in a region's family (``numba by main.py``)."""
 
-
-def compiler_names(tree: ast.Module, text: str) -> dict[str, str]:
-    """The names the module binds to a compiler, scopes ignored (``from numba import njit``, ``jit =
-    numba.njit(cache=True)``, ``def jit(f): return numba.njit(f)``) -> family: what a module importing one
-    of them from this module applies (:mod:`np2torch.lint.project`)."""
-    spelled = text if text.isascii() else unicodedata.normalize("NFKC", text)
-    if not any(root in spelled for root in _ROOTS):
-        return {}
-    imports = [node for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))]
-    names = _Compilers(imports, tree, _loaded_by_name(tree))
-    return {name: _ALL[qualname] for name, qualname in sorted(names.compilers.items())}

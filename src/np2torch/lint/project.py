@@ -39,7 +39,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from np2torch.lint import compiled
 
-__all__ = ["ANY", "Summary", "answers", "may_hand", "summarize"]
+__all__ = ["ANY", "Summary", "answers", "compiler_names", "may_hand", "summarize"]
 
 ANY = "*"
 """A name that stands for every function of the module (``njit(getattr(k, name))``)."""
@@ -101,29 +101,56 @@ def may_hand(text: str) -> bool:
 
 def summarize(tree: ast.Module, text: str) -> Summary:
     """The module's :class:`Summary` (``text``: its source, ``tree``: its ``ast``)."""
-    bindings = _import_bindings(tree)
+    walk = _Walk(tree)
     handed: set[tuple[int, str, str]] = set()
-    if bindings and may_hand(text):
-        sources = _sources(tree)
-        for expr, family in compiled.handed_to_compilers(tree, text):
-            for level, dotted in _refs(expr, bindings, sources, set()):
+    compilers: dict[str, str] = {}
+    if may_hand(text):
+        calls, compilers = compiled.handed_to_compilers(tree, text)
+        for expr, family in calls if walk.bindings else ():
+            for level, dotted in _refs(expr, walk.bindings, walk.sources, set()):
                 handed.add((level, dotted, family))
     imports = [(name, level, dotted) for stmt in _module_level(tree.body) if type(stmt) is ast.ImportFrom
                for name, (level, dotted) in _bound(stmt)]
-    compilers = tuple(compiled.compiler_names(tree, text).items()) if may_hand(text) else ()
-    return Summary(tuple(sorted(handed)), tuple(imports), compilers, tuple(sorted(_applied(tree, bindings))))
+    return Summary(tuple(sorted(handed)), tuple(imports), tuple(compilers.items()), tuple(sorted(_applied(tree, walk))))
 
 
-def _applied(tree: ast.Module, bindings: Mapping[str, list[Ref]]) -> set[tuple[int, str, str]]:
+class _Walk:
+    """What one walk over the module finds: every name an import binds (scopes ignored) -> what it may name,
+    every name's sources (what it is assigned, what it loops over: ``True``), the decorated definitions."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.bindings: dict[str, list[Ref]] = {}
+        self.sources: dict[str, list[tuple[ast.expr, bool]]] = {}
+        self.decorated: list[ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef] = []
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                for name, ref in _bound(node):
+                    if name != ANY:
+                        self.bindings.setdefault(name, []).append(ref)
+            elif isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        self.sources.setdefault(target.id, []).append((node.value, False))
+            elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)):
+                if isinstance(node.target, ast.Name) and node.value is not None:
+                    self.sources.setdefault(node.target.id, []).append((node.value, False))
+            elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+                if isinstance(node.target, ast.Name):
+                    self.sources.setdefault(node.target.id, []).append((node.iter, True))
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.decorator_list:
+                self.decorated.append(node)
+
+
+def _applied(tree: ast.Module, walk: _Walk) -> set[tuple[int, str, str]]:
     """Where an imported name decorates a function of the module, or is called with one in a module-level
     statement (``fast = jit(kernel)``, ``jit(cache=True)(kernel)``): (level, what the name names, function)."""
+    bindings = walk.bindings
     if not bindings:
         return set()
     found: set[tuple[int, str, str]] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            for decorator in node.decorator_list:
-                found.update((level, dotted, node.name) for level, dotted in _dotted(_callee(decorator), bindings))
+    for definition in walk.decorated:
+        for decorator in definition.decorator_list:
+            found.update((level, dotted, definition.name) for level, dotted in _dotted(_callee(decorator), bindings))
     for stmt in _module_level(tree.body):
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             continue
@@ -178,34 +205,6 @@ def _bound(stmt: ast.Import | ast.ImportFrom) -> Iterator[tuple[str, Ref]]:
         yield alias.asname or alias.name, (stmt.level, dotted)
 
 
-def _import_bindings(tree: ast.Module) -> dict[str, list[Ref]]:
-    """Every name any import binds (scopes ignored) -> what it may name."""
-    bindings: dict[str, list[Ref]] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            for name, ref in _bound(node):
-                if name != ANY:
-                    bindings.setdefault(name, []).append(ref)
-    return bindings
-
-
-def _sources(tree: ast.Module) -> dict[str, list[tuple[ast.expr, bool]]]:
-    """Name -> (what it is assigned, False) and (what it loops over, True), scopes ignored."""
-    sources: dict[str, list[tuple[ast.expr, bool]]] = {}
-    for node in ast.walk(tree):
-        if type(node) is ast.Assign:
-            for target in node.targets:
-                if type(target) is ast.Name:
-                    sources.setdefault(target.id, []).append((node.value, False))
-        elif type(node) in (ast.AnnAssign, ast.NamedExpr):
-            target, value = node.target, node.value  # type: ignore[attr-defined]
-            if type(target) is ast.Name and value is not None:
-                sources.setdefault(target.id, []).append((value, False))
-        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)) and type(node.target) is ast.Name:
-            sources.setdefault(node.target.id, []).append((node.iter, True))
-    return sources
-
-
 def _refs(expr: ast.expr, bindings: Mapping[str, list[Ref]], sources: Mapping[str, list[tuple[ast.expr, bool]]],
           seen: set[str], elements: bool = False) -> Iterator[Ref]:
     """The functions of other modules ``expr`` may evaluate to (``elements``: the items of the iterable ``expr``)."""
@@ -253,19 +252,21 @@ each function of a module that another module compiles, sorted: what
 :attr:`np2torch.lint.model.Settings.compiled_elsewhere` takes."""
 
 
-def answers(handing: Mapping[str, Summary], files: Sequence[str], summary_of: Callable[[str], Summary | None],
+def answers(summaries: Mapping[str, Summary], files: Sequence[str], summary_of: Callable[[str], Summary | None],
             shown: Callable[[str], str]) -> dict[str, Answer]:
     """Each file's :data:`Answer` (only files that have one).
 
-    ``handing``: the summaries of the files that may hand a function to a compiler (by path); ``files``:
-    every file of the project (paths); ``summary_of(path)``: any file's summary, asked only for files a
-    compiled name leads to (to follow its imports), None when it cannot be read; ``shown(path)``: how the
-    reason names the compiling file.
+    ``summaries``: the summaries read so far (by path): every file that may hand a function to a compiler
+    or import a compiler from a module of the project must be among them; ``files``: every file of the
+    project (paths); ``summary_of(path)``: any other file's summary, asked only for files a compiled name
+    leads to (to follow its imports), None when it cannot be read; ``shown(path)``: how the reason names a
+    file.
     """
     modules = _Modules(files)
     found: dict[str, set[tuple[str, str, str]]] = {}
     todo: list[tuple[str, str, str, str]] = []  # (path, name, family, by)
-    for path, summary in sorted(handing.items()):
+    compilers = compiler_names(summaries)
+    for path, summary in sorted(summaries.items()):
         for level, dotted, family in summary.handed:
             module, _, name = dotted.rpartition(".")
             for target in modules.named(path, level, module):
@@ -273,8 +274,10 @@ def answers(handing: Mapping[str, Summary], files: Sequence[str], summary_of: Ca
                     todo.append((target, name, family, shown(path)))
         for level, dotted, function in summary.applied:  # `@jit` imported from a module that binds it to a compiler
             module, _, name = dotted.rpartition(".")
+            if name not in compilers:
+                continue
             for target in modules.named(path, level, module):
-                compiler = _compiler(modules, target, name, handing, summary_of, set())
+                compiler = _compiler(modules, target, name, summaries, summary_of, set())
                 if compiler is not None and target != path:
                     todo.append((path, function, compiler, f"`{name}` from {shown(target)}"))
     seen: set[tuple[str, str]] = set()
@@ -284,7 +287,7 @@ def answers(handing: Mapping[str, Summary], files: Sequence[str], summary_of: Ca
         if (path, name) in seen:
             continue
         seen.add((path, name))
-        read = handing.get(path) or summary_of(path)
+        read = summaries.get(path) or summary_of(path)
         for bound, level, dotted in read.imports if read else ():
             if bound == ANY or (bound == name or name == ANY):  # re-exported: followed to where it is defined
                 module, _, original = dotted.rpartition(".")
@@ -295,14 +298,26 @@ def answers(handing: Mapping[str, Summary], files: Sequence[str], summary_of: Ca
     return {path: tuple(sorted(names)) for path, names in sorted(found.items())}
 
 
-def _compiler(modules: _Modules, path: str, name: str, handing: Mapping[str, Summary],
+def compiler_names(summaries: Mapping[str, Summary]) -> set[str]:
+    """Every name a module binds to a compiler, and every name a module imports one of them as
+    (``from .util import njit as fast``): the only names an imported compiler can be applied by."""
+    names = {name for summary in summaries.values() for name, _family in summary.compilers}
+    while True:
+        more = {bound for summary in summaries.values() for bound, _level, dotted in summary.imports
+                if bound != ANY and dotted.rpartition(".")[2] in names} - names
+        if not more:
+            return names
+        names |= more
+
+
+def _compiler(modules: _Modules, path: str, name: str, summaries: Mapping[str, Summary],
               summary_of: Callable[[str], Summary | None], seen: set[tuple[str, str]]) -> str | None:
     """The family of the compiler the module at ``path`` binds ``name`` to (itself, or a module it imports
     the name from), or None."""
     if (path, name) in seen:
         return None
     seen.add((path, name))
-    summary = handing.get(path) or summary_of(path)
+    summary = summaries.get(path) or summary_of(path)
     if summary is None:
         return None
     family = dict(summary.compilers).get(name)
@@ -312,7 +327,7 @@ def _compiler(modules: _Modules, path: str, name: str, handing: Mapping[str, Sum
         if bound in (name, ANY):
             module, _, original = dotted.rpartition(".")
             for target in modules.named(path, level, module):
-                family = _compiler(modules, target, name if original == ANY else original, handing, summary_of, seen)
+                family = _compiler(modules, target, name if original == ANY else original, summaries, summary_of, seen)
                 if family is not None:
                     return family
     return None
