@@ -70,6 +70,7 @@ from typing import Any, Collection, Sequence
 
 from np2torch.lint import compiled, placement
 from np2torch.lint.model import DEFAULT_SETTINGS, Finding, FixError, FixResult, Lines, Planned, Settings, SourceError
+from np2torch.lint.namespace import lists_namespace
 from np2torch.lint.resolve import NamespaceWrites, Ref, Resolution, bound_names, namespace_writes, resolve
 from np2torch.lint.rules import DIFFERENCE, RATIO, RULES, RULES_BY_CODE, Rule
 from np2torch.lint.suppress import NOQA, file_rules, in_runtime_module, no_fix_reason, noqa_codes, remove_noqa_codes
@@ -700,19 +701,20 @@ def _unary_call(node: ast.expr, qualname: str, res: Resolution) -> bool:
 def _choose_alias(tree: ast.Module, text: str, settings: Settings, writes: NamespaceWrites | None = None) -> str:
     """``settings.alias``, or ``<alias>_1``, ``_2``, ... when it is bound to anything but the runtime
     (``writes``: names the module's namespace writes spell, ``globals()["np2t"] = ...``); ``_<alias>`` (and
-    so on) when the module lists its own names (:func:`_lists_namespace`), unless it imports the runtime
+    so on) when the module lists its own names (:func:`np2torch.lint.namespace.lists_namespace`), unless it imports the runtime
     as the alias already."""
     spelled = text if text.isascii() else unicodedata.normalize("NFKC", text)
+    same_import = f"import {settings.runtime_module}"
     base = settings.alias
-    if not base.startswith("_") and _lists_namespace(tree, spelled):
-        base = f"_{base}"  # `__all__ = [n for n in dir() if not n.startswith("_")]` must not gain the runtime
+    if not base.startswith("_") and lists_namespace(tree, spelled):
+        # `__all__ = [n for n in dir() if not n.startswith("_")]` must not gain the runtime; a module fixed
+        # before keeps its import of it as the one import
+        if base not in spelled or same_import not in bound_names(tree).get(base, ()):
+            base = f"_{base}"
     if base not in spelled:
         return base  # a name that is not spelled is bound nowhere
     names = bound_names(tree)
-    same_import = f"import {settings.runtime_module}"
     in_strings = _words_in_strings(tree) if _runs_strings(names) else frozenset()
-    if base != settings.alias and same_import in names.get(settings.alias, ()):
-        base = settings.alias  # a module fixed before: its import stays the one import of the runtime
     n = 0
     while True:
         candidate = base if n == 0 else f"{base}_{n}"
@@ -721,64 +723,6 @@ def _choose_alias(tree: ast.Module, text: str, settings: Settings, writes: Names
         if free and candidate not in in_strings and not (writes and writes.rebinding(candidate)):
             return candidate
         n += 1
-
-
-_NAMESPACE_WORDS = re.compile(r"\b(?:globals|dir|vars|locals|__dict__|getmembers)\b")
-
-
-def _lists_namespace(tree: ast.Module, spelled: str) -> bool:
-    """Whether the module lists its own names, where a new module-level name would show: ``globals()``
-    anywhere, ``dir()``, ``vars()`` or ``locals()`` at module level (``__all__ = [n for n in dir() if not
-    n.startswith("_")]``, a registry built from ``globals().items()``), or its module object's
-    (``sys.modules[__name__]``) ``__dict__``, ``dir``, ``vars`` or ``inspect.getmembers``.  Looking up one
-    name (``globals()["f"]``, ``globals().get("f")``, ``"f" in globals()``) lists nothing."""
-    if not _NAMESPACE_WORDS.search(spelled):
-        return False
-    stack: list[tuple[ast.AST, ast.AST | None, bool]] = [(tree, None, True)]
-    while stack:
-        node, parent, module_level = stack.pop()
-        if type(node) is ast.Call and _lists(node, module_level) and not _looks_up_one(node, parent):
-            return True
-        if type(node) is ast.Attribute and node.attr == "__dict__" and _is_module_object(node.value):
-            if not _looks_up_one(node, parent):
-                return True
-        inner = module_level and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
-                                                       ast.ClassDef))
-        stack.extend((child, node, inner) for child in ast.iter_child_nodes(node))
-    return False
-
-
-def _lists(call: ast.Call, module_level: bool) -> bool:
-    """``call`` returns the module's names: ``globals()``; ``dir()``/``vars()``/``locals()`` at module level;
-    ``dir``, ``vars`` or ``getmembers`` of the module object."""
-    func, args = call.func, call.args
-    name = func.id if type(func) is ast.Name else func.attr if type(func) is ast.Attribute else ""
-    if not args and not call.keywords:
-        return name == "globals" or (module_level and name in ("dir", "vars", "locals") and type(func) is ast.Name)
-    return name in ("dir", "vars", "getmembers") and _is_module_object(args[0])
-
-
-def _is_module_object(node: ast.expr) -> bool:
-    """``sys.modules[__name__]`` (or ``.get(__name__)``)."""
-    if type(node) is ast.Subscript:
-        key = node.slice
-    elif type(node) is ast.Call and type(node.func) is ast.Attribute and node.func.attr == "get" and node.args:
-        key, node = node.args[0], node.func
-    else:
-        return False
-    holder = node.value
-    return type(key) is ast.Name and key.id == "__name__" and type(holder) is ast.Attribute and holder.attr == "modules"
-
-
-def _looks_up_one(namespace: ast.expr, parent: ast.AST | None) -> bool:
-    """``namespace["f"]``, ``namespace.get("f")``, ``"f" in namespace``: one name looked up, none listed."""
-    if type(parent) is ast.Subscript and parent.value is namespace:
-        return True
-    if type(parent) is ast.Attribute and parent.value is namespace and parent.attr in ("get", "__getitem__",
-                                                                                      "__contains__", "setdefault"):
-        return True
-    return type(parent) is ast.Compare and namespace in parent.comparators and all(
-        type(op) in (ast.In, ast.NotIn) for op in parent.ops)
 
 
 def _runs_strings(names: dict[str, list[str]]) -> bool:
