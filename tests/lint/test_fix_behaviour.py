@@ -116,6 +116,23 @@ def test_a_numba_function_still_compiles(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- imports
 
 
+@pytest.mark.parametrize("public", [
+    pytest.param('__all__ = [n for n in dir() if not n.startswith("_")]', id="__all__ from dir()"),
+    pytest.param('__all__ = sorted(k for k, v in globals().items() if not k.startswith("_"))',
+                 id="__all__ from globals()"),
+    pytest.param('def __dir__():\n    return [n for n in globals() if n[0] != "_"]', id="a module __dir__"),
+])
+def test_a_module_that_lists_its_own_names_gains_no_public_name(tmp_path: Path, public: str) -> None:
+    files = {
+        "mu.py": f"import numpy as np\n\ndef softplus(x):\n    return np.log(1.0 + np.exp(x))\n\n{public}\n",
+        "main.py": "import mu\nfrom mu import *\nprint(sorted(n for n in dir() if not n.startswith('_')))\n"
+                   "print([n for n in dir(mu) if not n.startswith('_')], softplus(0.0))\n",
+    }
+    fixed = assert_same_behaviour(tmp_path, files, ["mu.py"])
+    assert "_np2t.log(1.0 + _np2t.exp(x))" in fixed["mu.py"]
+
+
+
 def test_an_importer_of_a_fixed_module_still_finds_its_name(tmp_path: Path) -> None:
     files = {
         "mu.py": "from numpy import exp  # keep me\n\ndef f(x):\n    return exp(x)\n",

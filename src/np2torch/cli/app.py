@@ -43,6 +43,7 @@ from np2torch.cli.config import (
 from np2torch.cli.discovery import Target, discover
 from np2torch.cli.files import FileError, decode_notebook, decode_source, is_notebook, read_bytes
 from np2torch.cli.from_run import Margin, RunReport, decide, parse_margin, plan_file, project_root, within
+from np2torch.cli.index import ProjectIndex
 from np2torch.cli.output import (
     FORMATS,
     TEXT_FORMATS,
@@ -381,16 +382,18 @@ def _run(mode: str, *, paths: tuple[str, ...], select: tuple[str, ...] | None, i
             return 2
 
         cache = None if no_cache else Cache(cache_folder(cache_dir, project))
+        index = _project_index(cache)
         results = [runner.FileResult(e.path, errors=[str(e)]) for e in missing] + outside
         only: dict[str, frozenset[tuple[int, int, str]]] = {}
         left_out = 0
         if report is not None:
             targets, refused, left_out = _plan_from_run(report, margin or Margin(), targets,
-                                                        lambda t: settings[t.path], only, quiet)
+                                                        lambda t: index.settings(t.path, settings[t.path]), only, quiet)
             results += refused
         results += runner.run(targets, lambda t: settings[t.path], mode, jobs=jobs, cache=cache,
                               progress_factory=None if quiet else _progress_bar,
-                              only_for=(lambda t: only.get(t.path, frozenset())) if report is not None else None)
+                              only_for=(lambda t: only.get(t.path, frozenset())) if report is not None else None,
+                              indexed=index.settings)
         if report is not None:  # each site left out has had its line: not a finding np2torch cannot fix
             from np2torch.lint.engine import REASON_LEFT_OUT, REASON_NOT_A_SITE
 
@@ -411,6 +414,13 @@ def _run(mode: str, *, paths: tuple[str, ...], select: tuple[str, ...] | None, i
         if code == 0 and exit_non_zero_on_fix and any(r.changed for r in results):
             return 1
         return code
+
+
+def _project_index(cache: Cache | None) -> ProjectIndex:
+    """The run's project index (np2torch.cli.index), its parses kept beside the lint cache's entries."""
+    if cache is None:
+        return ProjectIndex()
+    return ProjectIndex(cache.folder, fingerprint=cache.fingerprint, tag=True)
 
 
 def _finder(config_options: Sequence[str], isolated: bool, exclude: Sequence[str],
@@ -543,6 +553,9 @@ def _run_stdin(mode: str, stdin_filename: str | None, overrides: Overrides, find
         if not excluded:
             settings = run_settings(config, overrides, path)
             source = (decode_notebook if is_notebook(path) else decode_source)(raw, display)
+            if stdin_filename is not None and not is_notebook(path) and runner.might_have_findings(source.text,
+                                                                                                     settings):
+                settings = _project_index(None).settings(path, settings)  # the project the file says it is in
             result = runner.run_job(runner.Job(display, path, source, None, settings, mode, ""))
     except ConfigError as exc:
         result = runner.FileResult(display, errors=[f"error: {exc}"])

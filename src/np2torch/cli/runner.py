@@ -285,8 +285,11 @@ def count_by_code(findings: Sequence[Finding]) -> dict[str, int]:
 
 
 def prepare(target: Target, settings: RunSettings, mode: str,
-            only: frozenset[tuple[int, int, str]] | None = None) -> Job | FileResult:
-    """Read and decode one file: a :class:`Job` for the engine, or a finished :class:`FileResult`."""
+            only: frozenset[tuple[int, int, str]] | None = None,
+            indexed: Callable[[str, RunSettings], RunSettings] | None = None) -> Job | FileResult:
+    """Read and decode one file: a :class:`Job` for the engine, or a finished :class:`FileResult`
+    (``indexed``: the settings with the project index's answer for a file that may have a finding,
+    :meth:`np2torch.cli.index.ProjectIndex.settings`)."""
     try:
         raw, stamp = read_bytes(target.path, target.display)
         source = (decode_notebook if is_notebook(target.path) else decode_source)(raw, target.display)
@@ -300,6 +303,8 @@ def prepare(target: Target, settings: RunSettings, mode: str,
         return Job(target.display, target.path, source, stamp, settings, mode, "", only)
     if not might_have_findings(source.text, settings):
         return FileResult(target.display)
+    if indexed is not None:
+        settings = indexed(target.path, settings)
     return Job(target.display, target.path, source, stamp, settings, mode, digest(raw), only)
 
 
@@ -493,12 +498,14 @@ def run(
     cache: Cache | None = None,
     progress_factory: Callable[[int], Progress | None] | None = None,
     only_for: Callable[[Target], frozenset[tuple[int, int, str]] | None] | None = None,
+    indexed: Callable[[str, RunSettings], RunSettings] | None = None,
 ) -> list[FileResult]:
-    """Every target's result, sorted by path (``only_for``: the findings ``fix`` may rewrite in a target)."""
+    """Every target's result, sorted by path (``only_for``: the findings ``fix`` may rewrite in a target;
+    ``indexed``: as for :func:`prepare`)."""
     results: list[FileResult] = []
     pending: list[Job] = []
     for target in targets:
-        prepared = prepare(target, settings_for(target), mode, only_for(target) if only_for else None)
+        prepared = prepare(target, settings_for(target), mode, only_for(target) if only_for else None, indexed)
         if isinstance(prepared, FileResult):
             results.append(prepared)
             continue

@@ -70,6 +70,7 @@ from typing import Any, Collection, Sequence
 
 from np2torch.lint import compiled, placement
 from np2torch.lint.model import DEFAULT_SETTINGS, Finding, FixError, FixResult, Lines, Planned, Settings, SourceError
+from np2torch.lint.namespace import lists_namespace
 from np2torch.lint.resolve import NamespaceWrites, Ref, Resolution, bound_names, namespace_writes, resolve
 from np2torch.lint.rules import DIFFERENCE, RATIO, RULES, RULES_BY_CODE, Rule
 from np2torch.lint.suppress import NOQA, file_rules, in_runtime_module, no_fix_reason, noqa_codes, remove_noqa_codes
@@ -422,6 +423,8 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
     tree = analysis.tree = _parse(text)
     res = analysis.resolution = resolve(tree, _KNOWN, text, focus=_FOCUS)
     regions = compiled.compiled_regions(tree, text) if res.refs else []
+    if res.refs and settings.compiled_elsewhere:  # compiled by other modules of the project (lint.project)
+        regions += compiled.compiled_elsewhere(tree, settings.compiled_elsewhere)
     enabled = {rule.qualname: rule for rule in rules if rule.is_function}
     lines = Lines(text)
     printed = _self_documenting_fields(tree, text, lines) if res.refs else []
@@ -697,16 +700,24 @@ def _unary_call(node: ast.expr, qualname: str, res: Resolution) -> bool:
 
 def _choose_alias(tree: ast.Module, text: str, settings: Settings, writes: NamespaceWrites | None = None) -> str:
     """``settings.alias``, or ``<alias>_1``, ``_2``, ... when it is bound to anything but the runtime
-    (``writes``: names the module's namespace writes spell, ``globals()["np2t"] = ...``)."""
+    (``writes``: names the module's namespace writes spell, ``globals()["np2t"] = ...``); ``_<alias>`` (and
+    so on) when the module lists its own names (:func:`np2torch.lint.namespace.lists_namespace`), unless it imports the runtime
+    as the alias already."""
     spelled = text if text.isascii() else unicodedata.normalize("NFKC", text)
-    if settings.alias not in spelled:
-        return settings.alias  # a name that is not spelled is bound nowhere
-    names = bound_names(tree)
     same_import = f"import {settings.runtime_module}"
+    base = settings.alias
+    if not base.startswith("_") and lists_namespace(tree, spelled):
+        # `__all__ = [n for n in dir() if not n.startswith("_")]` must not gain the runtime; a module fixed
+        # before keeps its import of it as the one import
+        if base not in spelled or same_import not in bound_names(tree).get(base, ()):
+            base = f"_{base}"
+    if base not in spelled:
+        return base  # a name that is not spelled is bound nowhere
+    names = bound_names(tree)
     in_strings = _words_in_strings(tree) if _runs_strings(names) else frozenset()
     n = 0
     while True:
-        candidate = settings.alias if n == 0 else f"{settings.alias}_{n}"
+        candidate = base if n == 0 else f"{base}_{n}"
         kinds = set(names.get(candidate, ()))
         free = not kinds or (same_import in kinds and kinds <= {same_import, "use"})
         if free and candidate not in in_strings and not (writes and writes.rebinding(candidate)):

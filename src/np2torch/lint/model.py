@@ -54,16 +54,28 @@ class Settings:
     alias: str
     unsafe_fixes: bool
     """Also make the findings of rules whose ``fix_safety`` is ``unsafe`` fixable."""
+    compiled_elsewhere: tuple[tuple[str, str, str], ...] = ()
+    """The functions of this module that other modules of its project hand to a compiler, as
+    ``(name, family, what compiles it)`` (``("kernel", "numba", "main.py")``; the name ``*``: any function):
+    the project index's answer for the module (:mod:`np2torch.lint.project`).  Calls in them are reported
+    without a fix, as in a function the module compiles itself."""
 
     def __init__(self, rules: str | Iterable[str] | Iterable[Rule] = DEFAULT_RULES,
-                 runtime_module: str = "np2torch.runtime", alias: str = "np2t", unsafe_fixes: bool = False) -> None:
+                 runtime_module: str = "np2torch.runtime", alias: str = "np2t", unsafe_fixes: bool = False,
+                 compiled_elsewhere: tuple[tuple[str, str, str], ...] = ()) -> None:
         object.__setattr__(self, "rules", _rules(rules))
         object.__setattr__(self, "runtime_module", check_module(runtime_module))
         object.__setattr__(self, "alias", check_alias(alias))
         object.__setattr__(self, "unsafe_fixes", unsafe_fixes)
+        if not all(isinstance(item, tuple) and len(item) == 3 and all(isinstance(part, str) for part in item)
+                   for item in compiled_elsewhere):
+            raise ValueError(f"compiled_elsewhere must hold (name, family, module) string triples, "
+                             f"got {compiled_elsewhere!r}")
+        object.__setattr__(self, "compiled_elsewhere", tuple(compiled_elsewhere))
 
     def __repr__(self) -> str:  # the rules by code: their documentation would fill a screen
-        values = [f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if f.name != "rules"]
+        values = [f"{f.name}={getattr(self, f.name)!r}" for f in fields(self)
+                  if f.name != "rules" and (f.name != "compiled_elsewhere" or self.compiled_elsewhere)]
         return f"Settings(rules=<{', '.join(rule.code for rule in self.rules)}>, {', '.join(values)})"
 
     def __reduce__(self) -> tuple[Any, ...]:

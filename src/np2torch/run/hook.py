@@ -28,10 +28,12 @@ import sysconfig
 import tempfile
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from np2torch.cli.cache import settings_key, tool_fingerprint
 from np2torch.cli.config import ConfigFinder, Overrides, RunSettings, run_settings, settings_for_file
+from np2torch.cli.index import ProjectIndex
 from np2torch.lint.engine import may_contain
 from np2torch.lint.forks import NOTICE, forks_with_torch, might_fork_with_torch
 from np2torch.lint.model import SourceError
@@ -203,6 +205,10 @@ class Rewriter:
         self._noticed: set[str] = set()
         self._fingerprint: str | None = None
         self._lock = threading.Lock()
+        self.index = ProjectIndex(None if self.cache_folder is None else Path(self.cache_folder),
+                                  roots=scope.roots + scope.includes)
+        """Which functions other modules of the program's project compile (np2torch.cli.index), built on
+        first need."""
 
     def after_fork_in_child(self) -> None:
         """A forked child reports only what it finds itself; its lock starts free."""
@@ -235,6 +241,7 @@ class Rewriter:
             self._notice_forks(path, text)
         if not may_contain(text, settings.lint.rules):
             return None  # no finding possible (the engine's own prefilter): the original loader, as fast
+        settings = self.index.settings(path, settings)  # what other modules hand to a compiler stays as it is
         key = self._key(path, source, settings, optimize, filename)
         cached = self._read(key)
         if cached is not None:
