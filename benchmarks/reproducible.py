@@ -10,8 +10,9 @@ The program is what ``np2torch fix`` makes of a small analysis (``erf``, float32
 SHA-256 digest of every result.  It runs in fresh processes:
 
 * with the default dispatch (the profile in force on this machine: ``np2torch
-  tune``'s, else the built-in one) and with the torch path forced
-  (``NP2TORCH_MIN_SIZE=0``);
+  tune``'s, else the built-in one), the same with the program importing torch
+  itself (so the profile sends calls to torch from the first one), and with the
+  torch path forced (``NP2TORCH_MIN_SIZE=0``);
 * each on a quiet machine, with every core kept busy by other processes, with
   ``OMP_NUM_THREADS=1`` and with it unset;
 * and the original program under ``np2torch run`` (its sampled calls run the
@@ -77,6 +78,7 @@ def main(argv: List[str] | None = None) -> int:
     failed = False
     with tempfile.TemporaryDirectory() as folder:
         original, fixed = Path(folder) / "analysis.py", Path(folder) / "fixed" / "analysis.py"
+        with_torch = Path(folder) / "fixed" / "analysis_with_torch.py"
         original.write_text(PROGRAM)
         fixed.parent.mkdir()
         fixed.write_text(PROGRAM)
@@ -84,7 +86,10 @@ def main(argv: List[str] | None = None) -> int:
                        check=False, capture_output=True)
         if "np2t." not in fixed.read_text():
             raise SystemExit("np2torch fix rewrote nothing")
-        for dispatch, extra in (("default", {}), ("torch forced", {"NP2TORCH_MIN_SIZE": "0"})):
+        # A program that imports torch itself (an ML user's): nothing to rent, the profile sends calls to torch at once.
+        with_torch.write_text("import torch  # noqa: F401\n" + fixed.read_text())
+        for dispatch, program, extra in (("default", fixed, {}), ("default, the program imports torch", with_torch, {}),
+                                         ("torch forced", fixed, {"NP2TORCH_MIN_SIZE": "0"})):
             seen: Dict[str, str] = {}
             conditions = [("quiet", {}, False), ("OMP_NUM_THREADS=1", {"OMP_NUM_THREADS": "1"}, False),
                           ("every core busy", {}, False)]
@@ -96,7 +101,7 @@ def main(argv: List[str] | None = None) -> int:
                         hog.start()
                 try:
                     for i in range(args.runs):
-                        seen[f"{label} #{i + 1}"] = run(fixed, {**base, **extra, **env_extra}, under_run)
+                        seen[f"{label} #{i + 1}"] = run(program, {**base, **extra, **env_extra}, under_run)
                 finally:
                     for hog in hogs:
                         hog.kill()
