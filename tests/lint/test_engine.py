@@ -202,7 +202,7 @@ def test_prefilter_sees_nfkc_normalised_identifiers() -> None:
     source = "import numpy as np\ny = np.ｅｘｐ(x)\n"
     assert may_contain(source, RULES)
     assert spans(source) == ["2:5-2:11 NPT001"]
-    assert fix_source(source) == "import numpy as np\nimport np2torch.runtime as np2t\n\ny = np2t.exp(x)\n"
+    assert fix_source(source) == "import np2torch.runtime as np2t\nimport numpy as np\ny = np2t.exp(x)\n"
 
 
 # --------------------------------------------------------------------------- positions
@@ -267,7 +267,7 @@ def test_noqa_applies_to_the_line_where_the_finding_starts() -> None:
 
 def test_noqa_use_keeps_the_import() -> None:
     source = "from numpy import exp\na = exp(x)  # noqa\nb = exp(y)\n"
-    assert fix_source(source) == "from numpy import exp\nimport np2torch.runtime as np2t\n\na = exp(x)  # noqa\nb = np2t.exp(y)\n"
+    assert fix_source(source) == "import np2torch.runtime as np2t\nfrom numpy import exp\na = exp(x)  # noqa\nb = np2t.exp(y)\n"
 
 
 # --------------------------------------------------------------------------- settings
@@ -288,7 +288,7 @@ def test_custom_runtime_module_and_alias() -> None:
     settings = Settings(runtime_module="mypkg.fast", alias="fast")
     source = "import numpy as np\ny = np.exp(x)\n"
     assert check_source(source, settings=settings)[0].fix_title == "Replace with `fast.exp`"
-    assert fix_source(source, settings=settings) == "import numpy as np\nimport mypkg.fast as fast\n\ny = fast.exp(x)\n"
+    assert fix_source(source, settings=settings) == "import mypkg.fast as fast\nimport numpy as np\ny = fast.exp(x)\n"
 
 
 @pytest.mark.parametrize(
@@ -320,7 +320,10 @@ def test_settings_travel_to_worker_processes_as_rule_codes() -> None:
 def test_np2torch_settings_is_the_engine_settings() -> None:
     assert np2torch.Settings is Settings and Settings.__name__ == "Settings"
     assert repr(Settings(rules=select_rules(["NPT001", "NPT002"]), alias="fast")) == (
-        "Settings(rules=<NPT001, NPT002>, runtime_module='np2torch.runtime', alias='fast', unsafe_fixes=False)")
+        "Settings(rules=<NPT001, NPT002>, runtime_module='np2torch.runtime', alias='fast', unsafe_fixes=False, "
+        "import_order=ImportOrder(known_first_party=(), known_third_party=(), known_local_folder=(), "
+        "extra_standard_library=(), project_modules=(), force_sort_within_sections=False, case_sensitive=False, "
+        "from_first=False))")
 
 
 def test_the_public_api_is_the_engine_api() -> None:
@@ -378,7 +381,7 @@ def test_fix_and_check_analyses_the_fixed_text_only_to_place_what_is_left(monkey
     source = "import numpy as np\ny = np.exp(x)\nt = f is np.exp\n"
     left = engine.fix_and_check(source)
     assert analysed[1:] == [source, left.text]
-    assert [(f.line, f.code, f.fixable) for f in left.remaining] == [(5, "NPT001", False)]
+    assert [(f.line, f.code, f.fixable) for f in left.remaining] == [(4, "NPT001", False)]
 
 
 @pytest.mark.parametrize(
@@ -396,11 +399,11 @@ def test_init_files_keep_their_imports(path: str, kept: bool) -> None:
 def test_a_module_level_import_stays_and_a_local_one_goes() -> None:
     source = "from numpy import exp  # keep me\n\ndef f(x):\n    from numpy import log  # local\n    return exp(log(x))\n"
     assert fix_source(source) == (
-        "from numpy import exp  # keep me\nimport np2torch.runtime as np2t\n\n"
+        "import np2torch.runtime as np2t\nfrom numpy import exp  # keep me\n\n"
         "def f(x):\n    # local\n    return np2t.exp(np2t.log(x))\n"
     )
     unsafe = fix_source(source, settings=Settings(unsafe_fixes=True))
-    assert unsafe.startswith("# keep me\nimport np2torch.runtime as np2t\n\ndef f(x):\n    # local\n")
+    assert unsafe.startswith("import np2torch.runtime as np2t\n# keep me\n\ndef f(x):\n    # local\n")
 
 
 @pytest.mark.parametrize("dynamic", ["eval('exp(1.0)')", "exec('y = log(2.0)')", "globals()['exp']"])
@@ -590,6 +593,6 @@ def test_a_large_module_is_fixed_by_splicing_only_what_changed(monkeypatch: pyte
     monkeypatch.setattr(rewrite.cst, "parse_module", lambda text: parsed.append(text) or real_parse(text))
     fixed = fix_source(source)
     assert parsed == [middle, tail]
-    expected = source.replace("import numpy as np\r\n", "import numpy as np\r\nimport np2torch.runtime as np2t\r\n", 1)
+    expected = source.replace("import numpy as np\r\n", "import np2torch.runtime as np2t\r\nimport numpy as np\r\n", 1)
     expected = expected.replace("TABLE = np.exp(", "TABLE = np2t.exp(").replace("return np.log(x)", "return np2t.log(x)")
     assert fixed == expected

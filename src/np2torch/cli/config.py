@@ -52,6 +52,8 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from np2torch.cli.files import FileError, read_regular
+from np2torch.cli.import_order import ImportOrderError, import_order
+from np2torch.lint.isort import ImportOrder
 from np2torch.lint.model import DEFAULT_SETTINGS, Settings, check_alias, check_module
 from np2torch.lint.rules import DEFAULT_RULES, RULES, select_rules
 
@@ -121,6 +123,8 @@ class Config:
     """The keys ``--config KEY = VALUE`` or ``--exclude``/``--extend-exclude`` set for every file."""
     cli_exclude: tuple[tuple[Path, tuple[str, ...]], ...] = ()
     """Exclude patterns given on the command line, with the folder they are relative to (the working directory)."""
+    import_order: ImportOrder = ImportOrder()
+    """The project's import order (ruff's or isort's settings): where a fix's runtime import goes."""
 
     @property
     def exclude_patterns(self) -> tuple[str, ...]:
@@ -449,12 +453,17 @@ class ConfigFinder:
                  overlay: Overlay | None = None) -> None:
         self._overlay = overlay or Overlay()
         self.cwd = Path(os.path.abspath(cwd or os.getcwd()))
-        self._override = None if override is None else self._overlaid(override)
         self._isolated = isolated
+        self._override = None if override is None else self._overlaid(override)
         self._default = self._overlaid(Config(root=self.cwd))
         self._memo: dict[str, Config] = {}
 
     def _overlaid(self, config: Config) -> Config:
+        try:
+            order = import_order(config.root, isolated=self._isolated)
+        except ImportOrderError as exc:
+            raise ConfigError(str(exc)) from None
+        config = dataclasses.replace(config, import_order=order)
         return self._overlay.apply(config) if self._overlay else config
 
     def for_directory(self, directory: str) -> Config:
@@ -743,7 +752,7 @@ def run_settings(config: Config, overrides: Overrides, path: str | None = None) 
     lint = Settings(rules=tuple(sorted((rule for rule in RULES if rule.code in codes), key=lambda r: r.code)),
                     runtime_module=overrides.runtime_module or config.runtime_module or DEFAULT_SETTINGS.runtime_module,
                     alias=overrides.alias or config.alias or DEFAULT_SETTINGS.alias,
-                    unsafe_fixes=unsafe)
+                    unsafe_fixes=unsafe, import_order=config.import_order)
     return RunSettings(lint, overrides.target_version or config.target_version)
 
 

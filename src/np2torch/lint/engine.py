@@ -465,7 +465,7 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
     if import_line and analysis.alias is not None:
         refs = [ref for ref, _rule, fixable, _why in pending if fixable]
         place = placement.import_place(layout or placement.Layout(tree, lines), refs, settings.runtime_module,
-                                       analysis.alias)
+                                       analysis.alias, settings.import_order)
         if isinstance(place, str):  # nowhere: no fix at all
             pending = [(ref, rule, False, why if not fixable else _NO_PLACE_REASONS[place])
                        for ref, rule, fixable, why in pending]

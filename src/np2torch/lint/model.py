@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Optional
 
+from np2torch.lint.isort import ImportOrder
 from np2torch.lint.rules import DEFAULT_RULES, RULES_BY_CODE, Rule
 
 if TYPE_CHECKING:
@@ -49,6 +50,9 @@ class Settings:
     alias: str = "np2t"
     unsafe_fixes: bool = False
     """Also make the findings of rules whose ``fix_safety`` is ``unsafe`` fixable."""
+    import_order: ImportOrder = ImportOrder()
+    """Where isort puts the runtime import in a block of imports (the project's isort settings, read by the
+    command line)."""
 
     def __post_init__(self) -> None:
         check_module(self.runtime_module)

@@ -70,10 +70,14 @@ def apply_fixes(
         segment = chunks[first - 1 : last]
         if not place.existing and first <= place.after < last:  # inside this unit: the line goes in first
             at = place.after - first  # the line it follows, in the segment (never the unit's last)
-            segment.insert(at + 1, place.indent + line + _ending(segment[at]))
-            replacements, calls, removals = (_moved_down(replacements, place.after, last),
-                                             _moved_down(calls, place.after, last), _moved_down(removals, place.after, last))
-            last += 1
+            ending = _ending(segment[at])
+            added = [ending] * place.blank_before + [place.indent + line + ending] + [ending] * place.blank_after
+            segment[at + 1:at + 1] = added
+            by = len(added)
+            replacements, calls, removals = (_moved_down(replacements, place.after, last, by),
+                                             _moved_down(calls, place.after, last, by),
+                                             _moved_down(removals, place.after, last, by))
+            last += by
             place = ImportPlace(place.after, existing=True)
         pieces[index] = _rewrite_segment("".join(segment), first - 1, last, replacements, calls, removals, alias)
     return _assemble(chunks, units, pieces, place, line)
@@ -83,14 +87,14 @@ _K = TypeVar("_K", _Span, tuple[int, int])
 _V = TypeVar("_V")
 
 
-def _moved_down(spans: Mapping[_K, _V], after: int, last: int) -> dict[_K, _V]:
+def _moved_down(spans: Mapping[_K, _V], after: int, last: int, by: int = 1) -> dict[_K, _V]:
     """``spans`` (keys starting with a line, and ending with one when they are spans) with those on lines
-    ``after + 1``..``last`` one line further down: a line was put into that unit's text after line ``after``
-    (the other units keep their own lines)."""
+    ``after + 1``..``last`` ``by`` lines further down: lines were put into that unit's text after line
+    ``after`` (the other units keep their own lines)."""
     moved: dict[_K, _V] = {}
     for key, value in spans.items():
         if after < key[0] <= last:
-            key = (key[0] + 1, key[1], key[2] + 1, key[3]) if len(key) == 4 else (key[0] + 1, key[1])
+            key = (key[0] + by, key[1], key[2] + by, key[3]) if len(key) == 4 else (key[0] + by, key[1])
         moved[key] = value
     return moved
 
@@ -211,29 +215,30 @@ def _assemble(chunks: list[str], units: Units, pieces: Mapping[int, str], place:
         events.append((at, at, None))  # sorts before a rewritten unit starting there
         following = bisect_right(units.firsts, at)
         # LibCST's rule, kept at module level: a blank line unless one (or an import) follows already
-        blank = (not place.indent and following < len(units) and not _all_imports(units[following])
-                 and at < len(chunks) and bool(chunks[at].strip()))
+        blank = place.blank_after or (not place.indent and following < len(units) and not _all_imports(units[following])
+                                      and at < len(chunks) and bool(chunks[at].strip()))
     out: list[str] = []
     cursor = 0  # the next chunk not yet copied
     for start, end, piece in sorted(events, key=lambda event: (event[0], event[1])):
         out.extend(chunks[cursor:start])
-        out.append(_import_text(out, chunks, place.indent + line, blank) if piece is None else piece)
+        out.append(_import_text(out, chunks, place.indent + line, blank, place.blank_before) if piece is None else piece)
         cursor = end
     out.extend(chunks[cursor:])
     return "".join(out)
 
 
-def _import_text(before: list[str], chunks: list[str], line: str, blank: bool) -> str:
+def _import_text(before: list[str], chunks: list[str], line: str, blank: bool, blank_before: bool = False) -> str:
     """The import line ended like the line before it; after a last line without a newline, it starts one.
 
-    ``blank``: code or a comment follows on the very next line, so a blank line separates them
-    (as LibCST's AddImportsVisitor, which np2torch used before, and isort do).
+    ``blank``: code or a comment follows on the very next line, or another section of imports, so a blank
+    line separates them (as isort does); ``blank_before``: a blank line separates it from the section before.
     """
     previous = next((chunk for chunk in reversed(before) if chunk), "")
     newline = _ending(previous) or next((_ending(c) for c in chunks if _ending(c)), "\n")
+    lead = newline if blank_before else ""
     if previous and not _ending(previous):
-        return newline + line
-    return line + newline * (2 if blank else 1)
+        return newline + lead + line
+    return lead + line + newline * (2 if blank else 1)
 
 
 def _ending(chunk: str) -> str:

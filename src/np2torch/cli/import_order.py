@@ -1,0 +1,128 @@
+"""The project's import order, as ruff or isort would read it, for the fix's runtime import.
+
+The engine ranks imports by an :class:`~np2torch.lint.isort.ImportOrder`; this
+module fills one in from disk, the way ruff finds its own settings: the nearest
+folder at or above the project's with ``.ruff.toml``, ``ruff.toml`` or a
+``pyproject.toml`` holding ``[tool.ruff]`` (its ``lint.isort`` table, or the
+older ``isort`` one, and ``src``); failing that, a ``pyproject.toml`` with
+``[tool.isort]`` (isort's own keys).  First party, besides what ``known-first-party``
+lists, is every top-level module in the project's source folders (ruff's ``src``,
+by default the project's folder and its ``src/``): in the np2torch project itself
+``np2torch`` is first party, and a runtime vendored as ``mypkg._np2torch`` is
+first party where ``mypkg`` lies in a source folder.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any, Mapping
+
+from np2torch.lint.isort import ImportOrder
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.9/3.10 only
+    import tomli as tomllib
+
+_RUFF_FILES = (".ruff.toml", "ruff.toml")
+_LISTS = ("known-first-party", "known-third-party", "known-local-folder", "extra-standard-library")
+_FLAGS = ("force-sort-within-sections", "case-sensitive", "from-first")
+
+
+class ImportOrderError(Exception):
+    """A ruff or isort settings file that cannot be read; ``str()`` is one line naming it."""
+
+
+def import_order(folder: Path, *, isolated: bool = False) -> ImportOrder:
+    """The import order of the project at or above ``folder`` (absolute); ``isolated``: no settings file, the
+    source folders relative to ``folder`` (as ``ruff --isolated`` in that folder)."""
+    found = None if isolated else _settings_file(folder)
+    if found is None:
+        return ImportOrder(project_modules=_modules_in(folder, (".", "src")))
+    path, table, src = found
+    values: dict[str, Any] = {}
+    for key in (*_LISTS, *_FLAGS):
+        for spelling in (key, key.replace("-", "_")):  # ruff's keys have dashes, isort's underscores
+            if spelling in table:
+                values[key.replace("-", "_")] = _checked(path, spelling, table[spelling], key in _LISTS)
+    return ImportOrder(project_modules=_modules_in(path.parent, src), **values)
+
+
+def _settings_file(folder: Path) -> tuple[Path, Mapping[str, Any], tuple[str, ...]] | None:
+    """(the file, its isort table, its source folders) of the nearest ruff settings, else isort's."""
+    isort: tuple[Path, Mapping[str, Any], tuple[str, ...]] | None = None
+    for candidate in (folder, *folder.parents):
+        for name in _RUFF_FILES:
+            if (candidate / name).is_file():
+                data = _read(candidate / name)
+                return candidate / name, _ruff_isort(data), _sources(candidate / name, data.get("src"))
+        pyproject = candidate / "pyproject.toml"
+        if pyproject.is_file():
+            tool = _read(pyproject).get("tool", {})
+            if isinstance(tool, dict) and isinstance(tool.get("ruff"), dict):
+                ruff = tool["ruff"]
+                return pyproject, _ruff_isort(ruff), _sources(pyproject, ruff.get("src"))
+            if isort is None and isinstance(tool, dict) and isinstance(tool.get("isort"), dict):
+                table = tool["isort"]
+                isort = pyproject, table, _sources(pyproject, table.get("src_paths"))
+    return isort
+
+
+def _ruff_isort(data: Mapping[str, Any]) -> Mapping[str, Any]:
+    lint = data.get("lint")
+    for table in ((lint or {}).get("isort") if isinstance(lint, dict) else None, data.get("isort")):
+        if isinstance(table, dict):
+            return table
+    return {}
+
+
+def _sources(path: Path, value: Any) -> tuple[str, ...]:
+    if value is None:
+        return (".", "src")
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ImportOrderError(f"{path}: 'src' must be a list of folders")
+    return tuple(value)
+
+
+def _checked(path: Path, key: str, value: Any, is_list: bool) -> Any:
+    if is_list:
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise ImportOrderError(f"{path}: {key!r} must be a list of module names")
+        return tuple(value)
+    if not isinstance(value, bool):
+        raise ImportOrderError(f"{path}: {key!r} must be true or false")
+    return value
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_bytes().decode("utf-8"))
+    except OSError as exc:
+        raise ImportOrderError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as exc:
+        raise ImportOrderError(f"{path}: invalid TOML: {exc}") from None
+
+
+def _modules_in(root: Path, folders: tuple[str, ...]) -> tuple[str, ...]:
+    """The top-level modules in the source folders: each folder's sub-folders and ``.py`` files, as ruff
+    matches an import's first name against ``<src>/<name>`` and ``<src>/<name>.py``."""
+    names: set[str] = set()
+    for folder in folders:
+        try:
+            entries = list(os.scandir(root / folder))
+        except OSError:
+            continue
+        for entry in entries:
+            name = entry.name[:-3] if entry.name.endswith(".py") else entry.name
+            if name.isidentifier() and (entry.name.endswith(".py") or _is_dir(entry)):
+                names.add(name)
+    return tuple(sorted(names))
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
