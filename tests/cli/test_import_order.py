@@ -133,3 +133,19 @@ def test_a_new_section_gets_blank_lines_around_it() -> None:
     source = "import os\n\nimport numpy as np\n\nfrom . import sib\n\nx = np.exp(a)\n"
     fixed = fix_source(source, "pkg/mod.py", settings=Settings(import_order=order))
     assert fixed == f"import os\n\nimport numpy as np\n\n{IMPORT}\n\nfrom . import sib\n\nx = np2t.exp(a)\n"
+
+
+def test_unsafe_fixes_leave_no_unused_import_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    project = _project(tmp_path, "", ("--isolated",))
+    # Kept on purpose: an import in a `try` that catches ImportError (feature detection); and a comment above
+    # a removed import stays where it was, a blank line from the next comment (isort would join them).
+    for name in ("try_except.py", "comments.py"):
+        (project / name).unlink()
+    monkeypatch.chdir(project)
+    assert main(["fix", "--no-cache", "--isolated", "--unsafe-fixes", "."]) == 0
+    capsys.readouterr()
+    result = _ruff(project, "--isolated", "--extend-select", "F401")
+    assert result.returncode == 0, result.stdout
+    assert "import numpy" not in (project / "only_numpy.py").read_text()

@@ -396,6 +396,29 @@ def test_init_files_keep_their_imports(path: str, kept: bool) -> None:
     assert "from numpy import exp" in fix_source("from numpy import exp\ny = exp(x)\n", path)
 
 
+@pytest.mark.parametrize(
+    ("source", "path", "unsafe", "kept"),
+    [
+        pytest.param("import numpy as np\ny = np.exp(x)\n", "m.py", True, False, id="unused after the fix: goes"),
+        pytest.param("import numpy\ny = numpy.exp(x)\n", "m.py", True, False, id="without an alias too"),
+        pytest.param("import numpy as np\ny = np.exp(x)\n", "m.py", False, True, id="module level: only unsafe"),
+        pytest.param("import numpy as np\ny = np.exp(x)\n", "pkg/__init__.py", True, True, id="a package's re-export"),
+        pytest.param("__all__ = ['np']\nimport numpy as np\ny = np.exp(x)\n", "m.py", True, True, id="listed in __all__"),
+        pytest.param("import numpy as np\ny = np.exp(x) + np.pi\n", "m.py", True, True, id="still used"),
+        pytest.param("try:\n    import numpy as np\nexcept ImportError:\n    raise SystemExit(1)\ny = np.exp(x)\n", "m.py", True,
+                     True, id="feature detection"),
+        pytest.param("def f(x):\n    import numpy as np\n    return np.exp(x)\n", "m.py", False, False,
+                     id="a function's own import goes as its from imports do"),
+        pytest.param("import numpy as np\ny = np.log(np.sum(np.exp(x)))\n", "m.py", True, True,
+                     id="a pattern fix's names are not counted: kept"),
+    ],
+)
+def test_an_unused_numpy_import_goes_as_from_imports_do(source: str, path: str, unsafe: bool, kept: bool) -> None:
+    fixed = fix_source(source, path, settings=Settings(unsafe_fixes=unsafe, rules=select_rules(["ALL"])))
+    assert "np2t." in fixed
+    assert ("import numpy" in fixed) is kept, fixed
+
+
 def test_a_module_level_import_stays_and_a_local_one_goes() -> None:
     source = "from numpy import exp  # keep me\n\ndef f(x):\n    from numpy import log  # local\n    return exp(log(x))\n"
     assert fix_source(source) == (

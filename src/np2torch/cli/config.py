@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from np2torch.cli.files import FileError, read_regular
-from np2torch.cli.import_order import ImportOrderError, import_order
+from np2torch.cli.import_order import import_order
 from np2torch.lint.isort import ImportOrder
 from np2torch.lint.model import DEFAULT_SETTINGS, Settings, check_alias, check_module
 from np2torch.lint.rules import DEFAULT_RULES, RULES, select_rules
@@ -454,16 +454,15 @@ class ConfigFinder:
         self._overlay = overlay or Overlay()
         self.cwd = Path(os.path.abspath(cwd or os.getcwd()))
         self._isolated = isolated
+        self._orders: dict[Path, ImportOrder] = {}
         self._override = None if override is None else self._overlaid(override)
         self._default = self._overlaid(Config(root=self.cwd))
         self._memo: dict[str, Config] = {}
 
     def _overlaid(self, config: Config) -> Config:
-        try:
-            order = import_order(config.root, isolated=self._isolated)
-        except ImportOrderError as exc:
-            raise ConfigError(str(exc)) from None
-        config = dataclasses.replace(config, import_order=order)
+        if config.root not in self._orders:
+            self._orders[config.root] = import_order(config.root, isolated=self._isolated)
+        config = dataclasses.replace(config, import_order=self._orders[config.root])
         return self._overlay.apply(config) if self._overlay else config
 
     def for_directory(self, directory: str) -> Config:

@@ -9,7 +9,12 @@ older ``isort`` one, and ``src``); failing that, a ``pyproject.toml`` with
 lists, is every top-level module in the project's source folders (ruff's ``src``,
 by default the project's folder and its ``src/``): in the np2torch project itself
 ``np2torch`` is first party, and a runtime vendored as ``mypkg._np2torch`` is
-first party where ``mypkg`` lies in a source folder.
+first party where ``mypkg`` lies in a source folder.  (ruff looks for the whole
+dotted path, ``mypkg/_np2torch``; here the first name stands for it, which is the
+same answer wherever the imports name modules that exist.)
+
+A file that cannot be read or parsed, or a value of the wrong type, is passed
+over: these are ruff's settings, and ruff reports them; ``check`` needs none of it.
 """
 
 from __future__ import annotations
@@ -31,10 +36,6 @@ _LISTS = ("known-first-party", "known-third-party", "known-local-folder", "extra
 _FLAGS = ("force-sort-within-sections", "case-sensitive", "from-first")
 
 
-class ImportOrderError(Exception):
-    """A ruff or isort settings file that cannot be read; ``str()`` is one line naming it."""
-
-
 def import_order(folder: Path, *, isolated: bool = False) -> ImportOrder:
     """The import order of the project at or above ``folder`` (absolute); ``isolated``: no settings file, the
     source folders relative to ``folder`` (as ``ruff --isolated`` in that folder)."""
@@ -45,8 +46,9 @@ def import_order(folder: Path, *, isolated: bool = False) -> ImportOrder:
     values: dict[str, Any] = {}
     for key in (*_LISTS, *_FLAGS):
         for spelling in (key, key.replace("-", "_")):  # ruff's keys have dashes, isort's underscores
-            if spelling in table:
-                values[key.replace("-", "_")] = _checked(path, spelling, table[spelling], key in _LISTS)
+            value = _checked(table.get(spelling), key in _LISTS)
+            if value is not None:
+                values[key.replace("-", "_")] = value
     return ImportOrder(project_modules=_modules_in(path.parent, src), **values)
 
 
@@ -57,16 +59,16 @@ def _settings_file(folder: Path) -> tuple[Path, Mapping[str, Any], tuple[str, ..
         for name in _RUFF_FILES:
             if (candidate / name).is_file():
                 data = _read(candidate / name)
-                return candidate / name, _ruff_isort(data), _sources(candidate / name, data.get("src"))
+                return candidate / name, _ruff_isort(data), _sources(data.get("src"))
         pyproject = candidate / "pyproject.toml"
         if pyproject.is_file():
             tool = _read(pyproject).get("tool", {})
             if isinstance(tool, dict) and isinstance(tool.get("ruff"), dict):
                 ruff = tool["ruff"]
-                return pyproject, _ruff_isort(ruff), _sources(pyproject, ruff.get("src"))
+                return pyproject, _ruff_isort(ruff), _sources(ruff.get("src"))
             if isort is None and isinstance(tool, dict) and isinstance(tool.get("isort"), dict):
                 table = tool["isort"]
-                isort = pyproject, table, _sources(pyproject, table.get("src_paths"))
+                isort = pyproject, table, _sources(table.get("src_paths"))
     return isort
 
 
@@ -78,31 +80,26 @@ def _ruff_isort(data: Mapping[str, Any]) -> Mapping[str, Any]:
     return {}
 
 
-def _sources(path: Path, value: Any) -> tuple[str, ...]:
-    if value is None:
-        return (".", "src")
-    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise ImportOrderError(f"{path}: 'src' must be a list of folders")
-    return tuple(value)
+def _sources(value: Any) -> tuple[str, ...]:
+    return _checked(value, True) or (".", "src")
 
 
-def _checked(path: Path, key: str, value: Any, is_list: bool) -> Any:
+def _checked(value: Any, is_list: bool) -> Any:
+    """``value`` if it has the key's type (a list of strings, as a tuple; a bool), else None."""
     if is_list:
-        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-            raise ImportOrderError(f"{path}: {key!r} must be a list of module names")
-        return tuple(value)
-    if not isinstance(value, bool):
-        raise ImportOrderError(f"{path}: {key!r} must be true or false")
-    return value
+        return tuple(value) if isinstance(value, list) and all(isinstance(item, str) for item in value) else None
+    return value if isinstance(value, bool) else None
 
 
 def _read(path: Path) -> dict[str, Any]:
+    """The parsed file; ``{}`` when it cannot be read, names neither ruff nor isort, or is not TOML."""
     try:
-        return tomllib.loads(path.read_bytes().decode("utf-8"))
-    except OSError as exc:
-        raise ImportOrderError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as exc:
-        raise ImportOrderError(f"{path}: invalid TOML: {exc}") from None
+        raw = path.read_bytes()
+        if b"ruff" not in raw and b"isort" not in raw and path.name == "pyproject.toml":
+            return {}
+        return tomllib.loads(raw.decode("utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
+        return {}
 
 
 def _modules_in(root: Path, folders: tuple[str, ...]) -> tuple[str, ...]:

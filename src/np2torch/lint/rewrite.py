@@ -304,11 +304,13 @@ def _unused_imports(
     lines: Lines,
     unsafe: bool = False,
 ) -> _Removals:
-    """``from``-import aliases that bound only the replaced names and nothing else uses.
+    """Import aliases that bound only the replaced names and nothing else uses: ``from numpy import exp``
+    for ``exp(x)``, ``import numpy as np`` for ``np.exp(x)`` (the first name of every replaced attribute
+    chain).
 
     Only imports inside a function are removed by default: no one else can
     import a function's local.  A module-level (or class-level) name may be
-    someone else's import (``from mu import exp``), so those are removed only
+    someone else's import (``from mu import exp``, ``from mu import np``), so those are removed only
     with ``unsafe`` (``--unsafe-fixes``).  Kept always: everything in an
     ``__init__.py`` (re-exports), names listed as strings where the module has
     ``__all__``, names used or bound anywhere else (any scope; conservative),
@@ -316,23 +318,28 @@ def _unused_imports(
     (a string may name it) or reads a frame's locals (``sys._getframe().f_locals``), a multi-line import holding a comment, an import
     inside a ``try`` whose handlers may catch ``ImportError`` (feature detection:
     ``try: from scipy.special import erf`` / ``except ImportError: return fallback``
-    falls back only while the import is there), and ``import x`` statements
-    (never removed).
+    falls back only while the import is there), and a name a pattern fix
+    (NPT9xx) replaced (its count of uses is not kept here).
     """
     if os.path.basename(path.replace("\\", "/")) == "__init__.py":
         return {}
     replaced: dict[str, int] = {}
-    aliases: dict[str, list[tuple[ast.alias, ast.ImportFrom]]] = {}
+    aliases: dict[str, list[tuple[ast.alias, ast.Import | ast.ImportFrom]]] = {}
+    plain: dict[int, ast.Import] | None = None
     for planned in fixes:
         ref = planned.ref
-        if type(ref.node) is not ast.Name or not ref.imports:
+        if type(ref.node) is ast.Name and ref.imports:
+            name = ref.node.id
+            found: list[tuple[ast.alias, ast.Import | ast.ImportFrom]] = [
+                (alias, import_froms[id(alias)]) for alias in ref.imports if id(alias) in import_froms]
+        elif type(ref.node) is ast.Attribute and not planned.rule.is_pattern and ref.bindings:
+            name = _root_name(ref.node)
+            plain = _plain_imports(tree) if plain is None else plain
+            found = [(alias, plain[id(alias)]) for alias in ref.bindings if id(alias) in plain]
+        else:
             continue
-        name = ref.node.id
         replaced[name] = replaced.get(name, 0) + 1
-        for alias in ref.imports:
-            stmt = import_froms.get(id(alias))
-            if stmt is not None:
-                aliases.setdefault(name, []).append((alias, stmt))
+        aliases.setdefault(name, []).extend(found)
     if not replaced:
         return {}
     names = bound_names(tree)
@@ -352,7 +359,7 @@ def _unused_imports(
         qualnames = {k for k in kinds if k != "use"}
         if name in exported or kinds.count("use") != count or len(qualnames) != 1:
             continue
-        if not next(iter(qualnames)).startswith("from "):
+        if not next(iter(qualnames)).startswith(("from ", "import")):
             continue
         for alias, stmt in aliases.get(name, []):
             if id(stmt) in visible or id(stmt) in guarded or _holds_a_comment(stmt, lines):
@@ -360,6 +367,19 @@ def _unused_imports(
             key = (stmt.lineno, lines.char_col(stmt.lineno, stmt.col_offset))
             removals.setdefault(key, set()).add((alias.name, alias.asname))
     return removals
+
+
+def _root_name(node: ast.Attribute) -> str:
+    """The name an attribute chain starts from (``np`` in ``np.random.rand``; ``""``: not a name)."""
+    root: ast.expr = node
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    return root.id if isinstance(root, ast.Name) else ""
+
+
+def _plain_imports(tree: ast.Module) -> dict[int, ast.Import]:
+    """id(alias) -> its ``import`` statement, in any scope."""
+    return {id(alias): node for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
 
 
 # Built-in exceptions that cannot catch a failed import (neither a base of ImportError nor a kind of it,
@@ -581,6 +601,21 @@ class _Rewriter(cst.CSTTransformer):
         return self._swap(original_node, updated_node)
 
     # -- removing imports ----------------------------------------------------
+    def leave_Import(self, original_node: cst.Import, updated_node: cst.Import) -> cst.Import | cst.RemovalSentinel:
+        span = self.positions.get(original_node)
+        drop = self.removals.get((span.start.line, span.start.column)) if span else None
+        if not drop:
+            return updated_node
+        names = list(updated_node.names)
+        keep = [a for a in names if (_alias_name(a), _alias_asname(a)) not in drop]
+        if len(keep) == len(names):
+            return updated_node
+        if not keep:
+            return cst.RemovalSentinel.REMOVE
+        if keep[-1] is not names[-1]:
+            keep[-1] = keep[-1].with_changes(comma=names[-1].comma)
+        return updated_node.with_changes(names=keep)
+
     def leave_ImportFrom(
         self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom
     ) -> cst.ImportFrom | cst.RemovalSentinel:
