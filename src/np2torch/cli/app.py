@@ -13,7 +13,7 @@ import importlib
 import importlib.util
 import os
 import sys
-from typing import Any, Callable, Sequence, TypeVar
+from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 import click
 
@@ -42,6 +42,7 @@ from np2torch.cli.config import (
 )
 from np2torch.cli.discovery import Target, discover
 from np2torch.cli.files import FileError, decode_notebook, decode_source, is_notebook, read_bytes
+from np2torch.cli.fix_edits import FixEdits
 from np2torch.cli.from_run import Margin, RunReport, parse_margin, plan_file
 from np2torch.cli.output import (
     FORMATS,
@@ -60,7 +61,7 @@ from np2torch.cli.output import (
     statistics,
 )
 from np2torch.cli.show import SourceLines, settings_report
-from np2torch.lint.model import check_alias, check_module
+from np2torch.lint.model import Settings, check_alias, check_module
 from np2torch.lint.pages import rules_table
 from np2torch.lint.rules import RULES
 
@@ -391,7 +392,8 @@ def _run(mode: str, *, paths: tuple[str, ...], select: tuple[str, ...] | None, i
         if not results and not missing and not quiet:
             _error("warning: no Python files found under the given paths")
         code = _report(mode, results, fmt=fmt, quiet=quiet, exit_zero=exit_zero, stats=statistics,
-                       show_fixes=show_fixes, out=out)
+                       show_fixes=show_fixes, out=out,
+                       lint_settings={t.display: settings[t.path].lint for t in targets})
         if mode == runner.FIX and not quiet and fmt in TEXT_FORMATS:  # a hint, as the `--unsafe-fixes` one
             notice = dependency_notice(results)
             if notice:
@@ -560,8 +562,9 @@ _RULE_NAMES = {rule.code: rule.name for rule in RULES}
 
 def _report(mode: str, results: list[runner.FileResult], *, fmt: str, quiet: bool, exit_zero: bool,
             stats: bool = False, show_fixes: bool = False, err: bool = False, out: _Output | None = None,
-            stdin: tuple[str, str | None] | None = None) -> int:
-    """Print the results (to stderr with ``err``: stdout carries the fixed source) and return the exit code."""
+            stdin: tuple[str, str | None] | None = None, lint_settings: Mapping[str, Settings] | None = None) -> int:
+    """Print the results (to stderr with ``err``: stdout carries the fixed source) and return the exit code.
+    ``lint_settings``: each file's, by displayed path, for the fixes the JSON formats show (``check`` only)."""
     out = out or _Output(None)
     failed = sum(1 for r in results if r.errors)
     for result in results:
@@ -591,7 +594,8 @@ def _report(mode: str, results: list[runner.FileResult], *, fmt: str, quiet: boo
         lines = [line for f in findings for line in (*render([f], fmt, source_line=SourceLines(stdin)),
                                                       *show_fixes_check(f))]
     else:
-        lines = render(findings, fmt, problems, source_line=SourceLines(stdin))
+        fixes = FixEdits(lint_settings) if lint_settings is not None and mode == runner.CHECK else None
+        lines = render(findings, fmt, problems, source_line=SourceLines(stdin), fixes=fixes)
     for line in lines:
         out.echo(line, err=err)
     if show_fixes and mode == runner.FIX:
