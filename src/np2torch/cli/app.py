@@ -168,6 +168,12 @@ _SHARED_OPTIONS = [
                  help="Skip these rules: codes or prefixes, comma separated."),
     click.option("--extend-select", multiple=True, callback=_codes, metavar="CODES",
                  help="Rules to enable on top of the selection (the defaults, or `select`), comma separated."),
+    click.option("--fixable", multiple=True, callback=_codes, metavar="CODES",
+                 help="Only these rules' findings may be fixed (default: all), comma separated."),
+    click.option("--unfixable", multiple=True, callback=_codes, metavar="CODES",
+                 help="These rules' findings are reported, never fixed, comma separated."),
+    click.option("--extend-fixable", multiple=True, callback=_codes, metavar="CODES",
+                 help="Rules added to the fixable ones, comma separated."),
     click.option("--output-format", "--format", "fmt", type=click.Choice((*FORMATS, "text")), default=None,
                  envvar="NP2TORCH_OUTPUT_FORMAT", show_envvar=True,
                  help="How findings are printed (default: concise; `text` is concise). `--format` is an alias."),
@@ -325,9 +331,12 @@ def _run(mode: str, *, paths: tuple[str, ...], select: tuple[str, ...] | None, i
          exit_non_zero_on_fix: bool = False, extend_select: tuple[str, ...] | None = None,
          output_file: str | None = None, isolated: bool = False, exclude: tuple[str, ...] = (),
          extend_exclude: tuple[str, ...] = (), show_settings: bool = False, show_files: bool = False,
-         cache_dir: str | None = None, from_run: str | None = None, margin: Margin | None = None) -> int:
+         cache_dir: str | None = None, from_run: str | None = None, margin: Margin | None = None,
+         fixable: tuple[str, ...] | None = None, unfixable: tuple[str, ...] | None = None,
+         extend_fixable: tuple[str, ...] | None = None) -> int:
     overrides = Overrides(select=select, ignore=ignore or (), runtime_module=runtime_module, alias=alias,
                           unsafe_fixes=unsafe_fixes, target_version=target_version,
+                          fixable=fixable, unfixable=unfixable or (), extend_fixable=extend_fixable or (),
                           extend_select=extend_select or ())
     report = None
     if from_run is not None:

@@ -9,6 +9,9 @@ level, as ``ruff.toml``), then a ``pyproject.toml`` with a ``[tool.np2torch]`` t
     select = ["NPT"]              # rule codes or prefixes; "ALL"
     extend-select = ["NPT019"]    # added to select (or to the defaults)
     ignore = ["NPT004"]
+    fixable = ["ALL"]             # the rules whose findings may be fixed (the default)
+    extend-fixable = ["NPT901"]   # added to fixable
+    unfixable = ["NPT002"]        # reported, never fixed (ruff's `unfixable`)
     per-file-ignores = {"tests/**" = ["NPT"], "!src/**" = ["NPT001"]}
     extend-per-file-ignores = {"bench_*.py" = ["NPT002"]}
     exclude = [...]               # replaces DEFAULT_EXCLUDE
@@ -82,12 +85,13 @@ CONFIG_NAMES = (".np2torch.toml", "np2torch.toml", "pyproject.toml")
 PYPROJECT = "pyproject.toml"
 OUTPUT_FORMATS = ("concise", "full", "grouped", "json", "json-lines", "junit", "gitlab", "github", "pylint", "sarif")
 """``--output-format`` values (``text`` is accepted as ``concise``, np2torch's older name for it)."""
-_LIST_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude")
+_LIST_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude", "fixable", "extend-fixable",
+              "unfixable")
 _TABLE_KEYS = ("per-file-ignores", "extend-per-file-ignores")
 _BOOL_KEYS = ("force-exclude", "respect-gitignore", "unsafe-fixes")
 _STR_KEYS = ("runtime-module", "alias", "target-version", "cache-dir", "output-format")
 KNOWN_KEYS = _LIST_KEYS + _TABLE_KEYS + _BOOL_KEYS + _STR_KEYS
-_SELECTOR_KEYS = ("select", "extend-select", "ignore")
+_SELECTOR_KEYS = ("select", "extend-select", "ignore", "fixable", "extend-fixable", "unfixable")
 
 PerFileIgnores = tuple[tuple[str, tuple[str, ...]], ...]
 
@@ -105,6 +109,9 @@ class Config:
     select: tuple[str, ...] | None = None
     extend_select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
+    fixable: tuple[str, ...] | None = None
+    extend_fixable: tuple[str, ...] = ()
+    unfixable: tuple[str, ...] = ()
     per_file_ignores: PerFileIgnores = ()
     extend_per_file_ignores: PerFileIgnores = ()
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE
@@ -709,6 +716,9 @@ class Overrides:
     unsafe_fixes: bool | None = None
     target_version: tuple[int, int] | None = None
     extend_select: tuple[str, ...] = ()
+    fixable: tuple[str, ...] | None = None
+    extend_fixable: tuple[str, ...] = ()
+    unfixable: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -743,6 +753,18 @@ def selected_codes(config: Config, overrides: Overrides, ignored_here: Sequence[
     return codes - _codes(ignored_here)
 
 
+def fixable_codes(config: Config, overrides: Overrides) -> set[str]:
+    """The codes whose findings may be fixed, layered as ruff layers ``fixable`` (default ``ALL``),
+    ``extend-fixable`` and ``unfixable``: the file's, then the command line's."""
+    codes = {rule.code for rule in RULES}
+    for fixable, extend, unfixable in ((config.fixable, config.extend_fixable, config.unfixable),
+                                       (overrides.fixable, overrides.extend_fixable, overrides.unfixable)):
+        if fixable is not None:
+            codes = _codes(fixable)
+        codes = (codes | _codes(extend)) - _codes(unfixable)
+    return codes
+
+
 def run_settings(config: Config, overrides: Overrides, path: str | None = None) -> RunSettings:
     """The settings of the files ``config`` governs (of the file at absolute ``path`` when given: its
     per-file-ignores apply), with the command line's ``overrides``."""
@@ -751,7 +773,8 @@ def run_settings(config: Config, overrides: Overrides, path: str | None = None) 
     lint = Settings(rules=tuple(sorted((rule for rule in RULES if rule.code in codes), key=lambda r: r.code)),
                     runtime_module=overrides.runtime_module or config.runtime_module or DEFAULT_SETTINGS.runtime_module,
                     alias=overrides.alias or config.alias or DEFAULT_SETTINGS.alias,
-                    unsafe_fixes=unsafe, import_order=config.import_order)
+                    unsafe_fixes=unsafe, import_order=config.import_order,
+                    unfixable=tuple(sorted(codes - fixable_codes(config, overrides))))
     return RunSettings(lint, overrides.target_version or config.target_version)
 
 

@@ -451,6 +451,9 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
         pending = [(ref, rule, fixable and _key(ref.node, rule.code, lines) in only,
                     why if not fixable or _key(ref.node, rule.code, lines) in only else REASON_LEFT_OUT)
                    for ref, rule, fixable, why in pending]
+    if settings.unfixable:
+        pending = [(ref, rule, False, REASON_UNFIXABLE) if fixable and rule.code in settings.unfixable
+                   else (ref, rule, fixable, why) for ref, rule, fixable, why in pending]
     if any(fixable for _r, _u, fixable, _why in pending) and in_runtime_module(path, settings.runtime_module):
         itself = no_fix_reason(settings.runtime_module)  # the fix would make the runtime import itself
         pending = [(ref, rule, False, why if not fixable else itself) for ref, rule, fixable, why in pending]
@@ -492,6 +495,8 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
     meta = next((rule for rule in rules if rule.is_meta), None)
     if meta is not None:
         unused = _unused_noqa(noqa, meta, {rule.code for rule in rules}, path)
+        if meta.code in settings.unfixable:
+            unused = [dataclasses.replace(f, fixable=False, fix_title=None, reason=REASON_UNFIXABLE) for f in unused]
         if only is not None:
             unused = [dataclasses.replace(f, fixable=False, fix_title=None, reason=REASON_NOT_A_SITE) for f in unused]
         analysis.findings.extend(unused)
@@ -521,6 +526,7 @@ def _root_name(node: ast.expr) -> str:
 
 
 REASON_LEFT_OUT = "left out by --from-run: the run measured no saving here"
+REASON_UNFIXABLE = "the settings make this rule unfixable (`unfixable`, `fixable`)"
 REASON_NOT_A_SITE = "left out by --from-run: it rewrites the run's call sites only"
 
 

@@ -50,6 +50,8 @@ class Settings:
     alias: str = "np2t"
     unsafe_fixes: bool = False
     """Also make the findings of rules whose ``fix_safety`` is ``unsafe`` fixable."""
+    unfixable: tuple[str, ...] = ()
+    """Codes whose findings get no fix (ruff's ``unfixable``, less ``fixable``): reported, left as they are."""
     import_order: ImportOrder = ImportOrder()
     """Where isort puts the runtime import in a block of imports (the project's isort settings, read by the
     command line)."""

@@ -1,0 +1,73 @@
+"""The command-line and configuration features a ruff user reaches for, each run beside ruff on the same tree
+where the two are comparable: ruff on its own rule (F401, an unused import), np2torch on NPT001."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from np2torch.cli import main
+
+SOURCE = "import os\nimport numpy as np\n\n\ndef f(x):\n    return np.exp(x)\n"
+
+
+def _ruff(tree: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "ruff", *args], cwd=tree, capture_output=True, text=True, check=False)
+
+
+def _np2torch(tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    monkeypatch.chdir(tree)
+    code = main([*args])
+    return code, capsys.readouterr().out
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    (tmp_path / "a.py").write_text(SOURCE)
+    return tmp_path
+
+
+def _config(tree: Path, ruff: str, np2torch: str) -> None:
+    (tree / "pyproject.toml").write_text(textwrap.dedent(f"""
+        [tool.ruff.lint]
+        select = ["F401"]
+        {ruff}
+
+        [tool.np2torch]
+        select = ["NPT001"]
+        {np2torch}
+        """))
+
+
+@pytest.mark.parametrize(
+    ("ruff", "np2torch", "flags", "fixed"),
+    [
+        pytest.param("", "", ((), ()), True, id="fixable by default"),
+        pytest.param('unfixable = ["F401"]', 'unfixable = ["NPT001"]', ((), ()), False, id="unfixable in the file"),
+        pytest.param('fixable = ["E"]', 'fixable = ["NPT002"]', ((), ()), False, id="fixable names others only"),
+        pytest.param('fixable = ["E"]\nextend-fixable = ["F401"]', 'fixable = ["NPT002"]\nextend-fixable = ["NPT001"]',
+                     ((), ()), True, id="extend-fixable adds"),
+        pytest.param("", "", (("--unfixable", "F401"), ("--unfixable", "NPT001")), False, id="--unfixable"),
+        pytest.param('unfixable = ["F401"]', 'unfixable = ["NPT001"]', (("--fixable", "F401"), ("--fixable", "NPT001")),
+                     True, id="--fixable overrides the file"),
+        pytest.param('fixable = ["E"]', 'fixable = ["NPT002"]',
+                     (("--extend-fixable", "F401"), ("--extend-fixable", "NPT001")), True, id="--extend-fixable"),
+    ],
+)
+def test_fixable_and_unfixable_as_ruff_has_them(
+    tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], ruff: str, np2torch: str,
+    flags: tuple[tuple[str, ...], tuple[str, ...]], fixed: bool,
+) -> None:
+    _config(tree, ruff, np2torch)
+    ruff_check = _ruff(tree, "check", "--no-cache", "--output-format", "concise", *flags[0], "a.py")
+    ours_code, ours = _np2torch(tree, monkeypatch, capsys, "check", "--no-cache", *flags[1], "a.py")
+    assert ruff_check.returncode == ours_code == 1
+    assert ("[*]" in ruff_check.stdout) is ("[*]" in ours) is fixed, (ruff_check.stdout, ours)
+    _ruff(tree, "check", "--no-cache", "--fix", *flags[0], "a.py")
+    assert ("import os" not in (tree / "a.py").read_text()) is fixed
+    _np2torch(tree, monkeypatch, capsys, "fix", "--no-cache", *flags[1], "a.py")
+    assert ("np2t.exp" in (tree / "a.py").read_text()) is fixed
