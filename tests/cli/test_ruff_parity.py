@@ -3,6 +3,8 @@ where the two are comparable: ruff on its own rule (F401, an unused import), np2
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -71,3 +73,35 @@ def test_fixable_and_unfixable_as_ruff_has_them(
     assert ("import os" not in (tree / "a.py").read_text()) is fixed
     _np2torch(tree, monkeypatch, capsys, "fix", "--no-cache", *flags[1], "a.py")
     assert ("np2t.exp" in (tree / "a.py").read_text()) is fixed
+
+
+def _shape(value: object) -> object:
+    if isinstance(value, dict):
+        return {key: _shape(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_shape(value[0])] if value else []
+    return type(value).__name__
+
+
+def test_rdjson_has_ruffs_shape(tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    _config(tree, "", "")
+    theirs = json.loads(_ruff(tree, "check", "--no-cache", "--output-format", "rdjson", "a.py").stdout)
+    code, out = _np2torch(tree, monkeypatch, capsys, "check", "--no-cache", "--output-format", "rdjson", "a.py")
+    ours = json.loads(out)
+    assert code == 1 and _shape(ours) == _shape(theirs)
+    assert ours["diagnostics"][0]["location"]["path"] == str(tree / "a.py")
+    suggested = {s["text"] for s in ours["diagnostics"][0]["suggestions"]}
+    assert suggested == {"import np2torch.runtime as np2t\n", "np2t.exp"}
+
+
+def test_azure_lines_as_ruffs(tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    _config(tree, "", "")
+    theirs = _ruff(tree, "check", "--no-cache", "--output-format", "azure", "a.py").stdout.splitlines()
+    code, out = _np2torch(tree, monkeypatch, capsys, "check", "--no-cache", "--output-format", "azure", "a.py")
+    pattern = re.compile(r"##vso\[task\.logissue type=(error|warning);sourcepath=(.+?);linenumber=(\d+);"
+                         r"columnnumber=(\d+);code=(\w+);\](.+)\Z")
+    [ruff_match] = [pattern.match(line) for line in theirs]
+    [our_match] = [pattern.match(line) for line in out.splitlines()]
+    assert ruff_match and our_match and code == 1
+    assert ruff_match.group(2) == our_match.group(2) == str(tree / "a.py")
+    assert our_match.group(1) == "warning" and our_match.group(3, 4, 5) == ("6", "12", "NPT001")

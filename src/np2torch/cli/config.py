@@ -83,7 +83,8 @@ CONFIG_NAMES = (".np2torch.toml", "np2torch.toml", "pyproject.toml")
 """The files a folder's settings may come from, in precedence order (as ruff's ``.ruff.toml``, ``ruff.toml``,
 ``pyproject.toml``)."""
 PYPROJECT = "pyproject.toml"
-OUTPUT_FORMATS = ("concise", "full", "grouped", "json", "json-lines", "junit", "gitlab", "github", "pylint", "sarif")
+OUTPUT_FORMATS = ("concise", "full", "grouped", "json", "json-lines", "junit", "gitlab", "github", "pylint", "sarif",
+                  "rdjson", "azure")
 """``--output-format`` values (``text`` is accepted as ``concise``, np2torch's older name for it)."""
 _LIST_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude", "fixable", "extend-fixable",
               "unfixable")

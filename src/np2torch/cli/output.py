@@ -1,5 +1,5 @@
 """How findings, diffs and summaries look: ``--output-format`` (concise, full, grouped, json, json-lines,
-junit, gitlab, github, pylint, sarif in sarif.py), statistics, summaries and diffs.
+junit, gitlab, github, pylint, rdjson, azure, sarif in sarif.py), statistics, summaries and diffs.
 
 Findings are :class:`np2torch.lint.model.Finding` (a notebook's are :class:`CellFinding`); the
 model loads no analysis code, so printing never loads the engine.  Files that could not be
@@ -17,7 +17,7 @@ import os
 import re
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator, Sequence, TextIO
+from typing import Any, Callable, Iterable, Iterator, Sequence, TextIO
 from xml.sax.saxutils import escape as xml_escape
 from xml.sax.saxutils import quoteattr
 
@@ -39,7 +39,7 @@ RUFF_KEYS = ("cell", "filename", "location", "end_location", "fix", "noqa_row", 
 none), ``noqa_row`` (where ``# noqa`` goes), ``url`` (the rule's page), ``cell`` (null outside a notebook),
 ``name`` (the rule's), ``severity`` (``warning``: findings are speed-ups, as in every other format)."""
 
-Fixes = Callable[[Finding], "dict[str, object] | None"]
+Fixes = Callable[[Finding], "dict[str, Any] | None"]
 """A finding's fix in ruff's JSON shape (:class:`np2torch.cli.fix_edits.FixEdits`)."""
 
 
@@ -199,6 +199,48 @@ def _json_problem(item: Problem) -> dict[str, object]:
             "end_line": item.line, "end_column": item.column, "fixable": False, "cell": None,
             "filename": os.path.abspath(item.path), "location": where, "end_location": where, "fix": None,
             "noqa_row": None, "url": None, "name": None, "severity": "error"}
+
+
+def rdjson_document(findings: Sequence[Finding], problems: Sequence[Problem] = (), fixes: Fixes | None = None) -> str:
+    """reviewdog's Diagnostic Format, as ruff's ``rdjson``: each finding with its rule's code and page, its
+    range (``line``/``column``, 1-based), and its fix's edits as ``suggestions``; a file that could not be
+    checked is a diagnostic of severity ``ERROR`` with no code."""
+    def position(where: dict[str, int]) -> dict[str, int]:
+        return {"line": where["row"], "column": where["column"]}
+
+    diagnostics: list[dict[str, object]] = []
+    for finding in findings:
+        entry: dict[str, object] = {
+            "code": {"url": rule_url(finding.code), "value": finding.code},
+            "location": {"path": os.path.abspath(finding.path), "range": {
+                "start": {"line": finding.line, "column": finding.column},
+                "end": {"line": finding.end_line, "column": finding.end_column}}},
+            "message": finding.message,
+        }
+        fix = fixes(finding) if fixes is not None else None
+        if fix is not None and fix["edits"]:
+            entry["suggestions"] = [{"range": {"start": position(e["location"]), "end": position(e["end_location"])},
+                                     "text": e["content"]} for e in fix["edits"]]
+        diagnostics.append(entry)
+    for item in problems:
+        where = {"line": item.line or 1, "column": item.column or 1}
+        diagnostics.append({"location": {"path": os.path.abspath(item.path), "range": {"start": where, "end": where}},
+                            "message": item.text, "severity": "ERROR"})
+    document = {"diagnostics": diagnostics, "severity": "WARNING",
+                "source": {"name": "np2torch", "url": rule_url("").partition("#")[0]}}
+    return json.dumps(document, indent=2)
+
+
+def azure_line(finding: Finding) -> str:
+    """An Azure Pipelines logging command (``##vso[task.logissue ...]``), as ruff's ``azure``: a warning."""
+    return (f"##vso[task.logissue type=warning;sourcepath={os.path.abspath(finding.path)};"
+            f"linenumber={finding.line};columnnumber={finding.column};code={finding.code};]{finding.message}")
+
+
+def azure_problem(item: Problem) -> str:
+    where = "".join(f"{key}={value};" for key, value in (("linenumber", item.line), ("columnnumber", item.column))
+                    if value is not None)
+    return f"##vso[task.logissue type=error;sourcepath={os.path.abspath(item.path)};{where}]{item.text}"
 
 
 def _where(finding: Finding) -> str:
@@ -368,6 +410,10 @@ def render(findings: Sequence[Finding], fmt: str, problems: Sequence[Problem] = 
         return [json.dumps(entries, indent=2)]
     if fmt == "json-lines":
         return [json.dumps(entry) for entry in (*(json_object(f, fixes) for f in findings), *map(_json_problem, problems))]
+    if fmt == "rdjson":
+        return [rdjson_document(findings, problems, fixes)]
+    if fmt == "azure":
+        return [*map(azure_line, findings), *map(azure_problem, problems)]
     if fmt == "junit":
         return [junit_document(findings, problems)]
     if fmt == "gitlab":
