@@ -105,3 +105,13 @@ def test_azure_lines_as_ruffs(tree: Path, monkeypatch: pytest.MonkeyPatch, capsy
     assert ruff_match and our_match and code == 1
     assert ruff_match.group(2) == our_match.group(2) == str(tree / "a.py")
     assert our_match.group(1) == "warning" and our_match.group(3, 4, 5) == ("6", "12", "NPT001")
+
+
+def test_rules_as_json_has_ruffs_keys(tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    theirs = json.loads(_ruff(tree, "rule", "F401", "--output-format", "json").stdout)
+    code, out = _np2torch(tree, monkeypatch, capsys, "rules", "--output-format", "json")
+    ours = json.loads(out)
+    missing = set(theirs) - set(ours[0]) - {"status", "source_location"}  # ruff's own history and source file
+    assert code == 0 and not missing
+    assert all(type(ours[0][key]) is type(theirs[key]) for key in set(theirs) & set(ours[0]))
+    assert ours[0]["explanation"].startswith("# NPT001")

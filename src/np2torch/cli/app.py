@@ -284,7 +284,8 @@ def clean(ctx: click.Context, /, cache_dir: str | None) -> None:
 
 
 @cli.command(name="rules", short_help="List the rules.")
-@click.option("--format", "fmt", type=click.Choice(("text", "json", "markdown")), default="text", show_default=True)
+@click.option("--output-format", "--format", "fmt", type=click.Choice(("text", "json", "markdown")), default="text",
+              show_default=True, help="text, json (with the keys of `ruff rule --output-format json`) or markdown.")
 def rules_command(fmt: str) -> None:
     """List the rules: code, name, function, runtime helper, fixable and fix safety."""
     for line in rules_table(RULES, fmt):
