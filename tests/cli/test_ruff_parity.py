@@ -115,3 +115,71 @@ def test_rules_as_json_has_ruffs_keys(tree: Path, monkeypatch: pytest.MonkeyPatc
     assert code == 0 and not missing
     assert all(type(ours[0][key]) is type(theirs[key]) for key in set(theirs) & set(ours[0]))
     assert ours[0]["explanation"].startswith("# NPT001")
+
+
+def test_fix_only_reports_what_was_fixed_and_exits_0(
+    tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    _config(tree, 'extend-select = ["E711"]', 'extend-select = ["NPT002"]')
+    (tree / "a.py").write_text(SOURCE + "z = f is np.log\nw = (z == None)\n")  # one unfixable finding each
+    theirs = _ruff(tree, "check", "--no-cache", "--fix-only", "a.py")
+    code, ours = _np2torch(tree, monkeypatch, capsys, "check", "--no-cache", "--fix-only", "a.py")
+    assert theirs.returncode == code == 0
+    assert theirs.stdout.splitlines()[0].startswith("Fixed 1 error") and ours.splitlines()[0] == "Fixed 1 error."
+    assert "np2t.exp" in (tree / "a.py").read_text() and "import os" not in (tree / "a.py").read_text()
+    theirs = _ruff(tree, "check", "--no-cache", "--fix-only", "a.py")
+    code, ours = _np2torch(tree, monkeypatch, capsys, "check", "--no-cache", "--fix-only", "a.py")
+    assert theirs.returncode == code == 0
+    assert theirs.stdout.startswith("No errors fixed") and ours.splitlines() == ["No errors fixed."]
+
+
+def test_ignore_noqa(tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    _config(tree, "", "")
+    (tree / "a.py").write_text("import os  # noqa: F401\nimport numpy as np\n\ny = np.exp(x)  # noqa: NPT001\n")
+    assert _ruff(tree, "check", "--no-cache", "a.py").returncode == 0
+    assert _np2torch(tree, monkeypatch, capsys, "check", "--no-cache", "a.py")[0] == 0
+    theirs = _ruff(tree, "check", "--no-cache", "--output-format", "concise", "--ignore-noqa", "a.py")
+    code, ours = _np2torch(tree, monkeypatch, capsys, "check", "--no-cache", "--ignore-noqa", "a.py")
+    assert theirs.returncode == code == 1
+    assert "F401" in theirs.stdout and "a.py:4:5: NPT001" in ours
+
+
+@pytest.mark.parametrize(
+    ("option", "ruff_value", "value", "ignored"),
+    [
+        pytest.param("--per-file-ignores", "a.py:F401", "a.py:NPT001", True, id="--per-file-ignores"),
+        pytest.param("--per-file-ignores", "b.py:F401", "b.py:NPT001", False, id="another file's"),
+        pytest.param("--extend-per-file-ignores", "a.py:F401", "a.py:NPT001", True, id="--extend-per-file-ignores"),
+        pytest.param("--per-file-ignores", "b.py:F401,a.py:F401", "b.py:NPT001,a.py:NPT001", True,
+                     id="comma-separated items"),
+    ],
+)
+def test_per_file_ignores_as_flags(
+    tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], option: str, ruff_value: str,
+    value: str, ignored: bool,
+) -> None:
+    _config(tree, "", "")
+    theirs = _ruff(tree, "check", "--no-cache", option, ruff_value, "a.py")
+    code, _ours = _np2torch(tree, monkeypatch, capsys, "check", "--no-cache", option, value, "a.py")
+    assert theirs.returncode == code == (0 if ignored else 1)
+
+
+def test_extend_per_file_ignores_adds_to_the_files(
+    tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    _config(tree, 'extend-select = ["E711"]\nper-file-ignores = {"a.py" = ["E711"]}',
+            'extend-select = ["NPT002"]\nper-file-ignores = {"a.py" = ["NPT002"]}')
+    (tree / "a.py").write_text(SOURCE + "z = f is np.log\nw = (z == None)\n")
+    for option, expected in (("--extend-per-file-ignores", 0), ("--per-file-ignores", 1)):
+        theirs = _ruff(tree, "check", "--no-cache", option, "a.py:F401", "a.py")
+        code, _ours = _np2torch(tree, monkeypatch, capsys, "check", "--no-cache", option, "a.py:NPT001", "a.py")
+        assert theirs.returncode == code == expected, option
+
+
+def test_a_per_file_ignore_without_a_code_is_refused(
+    tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert _ruff(tree, "check", "--no-cache", "--per-file-ignores", "a.py", "a.py").returncode == 2
+    monkeypatch.chdir(tree)
+    assert main(["check", "--no-cache", "--per-file-ignores", "a.py", "a.py"]) == 2
+    assert "expected <FilePattern>:<RuleCode>, got 'a.py'" in capsys.readouterr().err

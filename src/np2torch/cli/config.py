@@ -192,6 +192,21 @@ def check_selectors(values: Sequence[str]) -> tuple[str, ...]:
     return tuple(values)
 
 
+def pattern_codes(values: Iterable[str]) -> PerFileIgnores:
+    """``--per-file-ignores`` values as ruff's command line takes them: comma-separated ``PATTERN:CODE`` items
+    (``"tests/*:NPT001,*.ipynb:NPT"``), grouped by pattern; ``ValueError`` for an item without a code."""
+    grouped: dict[str, list[str]] = {}
+    for value in values:
+        for item in value.split(","):
+            pattern, colon, code = item.strip().rpartition(":")
+            if not colon or not pattern or not code.strip():
+                raise ValueError(f"expected <FilePattern>:<RuleCode>, got {item.strip()!r}")
+            check_selectors([code.strip()])
+            glob_regex(pattern.lstrip("!"))
+            grouped.setdefault(pattern, []).append(code.strip())
+    return tuple((pattern, tuple(codes)) for pattern, codes in grouped.items())
+
+
 def split_codes(values: Iterable[str]) -> tuple[str, ...]:
     """``("NPT001,NPT002", "NPT4")`` -> ``("NPT001", "NPT002", "NPT4")``."""
     return tuple(part.strip() for value in values for part in value.split(",") if part.strip())
@@ -411,9 +426,12 @@ class Overlay:
     exclude: tuple[str, ...] | None = None
     extend_exclude: tuple[str, ...] = ()
     cwd: Path = dataclasses.field(default_factory=lambda: Path(os.path.abspath(os.getcwd())))
+    extend_per_file_ignores: PerFileIgnores = ()
+    """``--extend-per-file-ignores``: added to every file's own (``--per-file-ignores`` replaces them: ``values``)."""
 
     def __bool__(self) -> bool:
-        return bool(self.values) or self.exclude is not None or bool(self.extend_exclude)
+        return bool(self.values) or self.exclude is not None or bool(self.extend_exclude) or bool(
+            self.extend_per_file_ignores)
 
     def apply(self, config: Config) -> Config:
         values = dict(self.values)
@@ -431,6 +449,10 @@ class Overlay:
         for key in ("per_file_ignores", "extend_per_file_ignores"):
             if key in values:  # relative to the working directory too: made absolute
                 values[key] = tuple((_absolute_glob(self.cwd, pattern), codes) for pattern, codes in values[key])
+        if self.extend_per_file_ignores:
+            values["extend_per_file_ignores"] = (
+                *values.get("extend_per_file_ignores", config.extend_per_file_ignores),
+                *((_absolute_glob(self.cwd, pattern), codes) for pattern, codes in self.extend_per_file_ignores))
         overridden = {name.replace("_", "-") for name in values}
         overridden |= {"exclude"} if exclude is not None else set()
         overridden |= {"extend-exclude"} if extend else set()
@@ -717,6 +739,7 @@ class Overrides:
     unsafe_fixes: bool | None = None
     target_version: tuple[int, int] | None = None
     extend_select: tuple[str, ...] = ()
+    ignore_noqa: bool = False
     fixable: tuple[str, ...] | None = None
     extend_fixable: tuple[str, ...] = ()
     unfixable: tuple[str, ...] = ()
@@ -774,7 +797,7 @@ def run_settings(config: Config, overrides: Overrides, path: str | None = None) 
     lint = Settings(rules=tuple(sorted((rule for rule in RULES if rule.code in codes), key=lambda r: r.code)),
                     runtime_module=overrides.runtime_module or config.runtime_module or DEFAULT_SETTINGS.runtime_module,
                     alias=overrides.alias or config.alias or DEFAULT_SETTINGS.alias,
-                    unsafe_fixes=unsafe, import_order=config.import_order,
+                    unsafe_fixes=unsafe, import_order=config.import_order, ignore_noqa=overrides.ignore_noqa,
                     unfixable=tuple(sorted(codes - fixable_codes(config, overrides))))
     return RunSettings(lint, overrides.target_version or config.target_version)
 

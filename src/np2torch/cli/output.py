@@ -516,6 +516,16 @@ def fix_summary(fixed: int, files_changed: int, remaining: int, fixable: int, fa
     return lines
 
 
+def fix_only_summary(fixed: int, hidden: int) -> str:
+    """``check --fix-only``'s one line, as ruff words it: ``Fixed 2 errors.`` / ``No errors fixed.``, and the
+    fixes ``--unsafe-fixes`` would add."""
+    head = f"Fixed {plural(fixed, 'error')}" if fixed else "No errors fixed"
+    if not hidden:
+        return head + "."
+    more = "additional fix" if fixed else "fix"
+    return f"{head} ({plural(hidden, more)} available with `--unsafe-fixes`)."
+
+
 def diff_summary(fixable: int, files: int) -> str:
     if not fixable:
         return "Nothing to fix."

@@ -213,8 +213,12 @@ class _Noqa:
         self._tokenized = False
         self.used: set[tuple[int, str]] = set()
         """The ``(line, code)`` pairs a line's noqa suppressed (what NPT801 judges the codes by)."""
+        self.ignored = False
+        """``--ignore-noqa``: no comment suppresses anything."""
 
     def suppresses(self, line: int, code: str) -> bool:
+        if self.ignored:
+            return False
         source_line = self._lines[line]
         if "#" not in source_line or not NOQA.search(source_line):
             return False
@@ -427,6 +431,7 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
     printed = _self_documenting_fields(tree, text, lines) if res.refs else []
     writes = namespace_writes(tree, text) if res.refs else None
     noqa = _Noqa(text, lines)
+    noqa.ignored = settings.ignore_noqa
     pending: list[tuple[Ref, Rule, bool, str | None]] = []
     for ref in res.refs:
         rule = enabled.get(ref.qualname)
@@ -492,7 +497,7 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
         analysis.findings.append(finding)
         if fixable:
             analysis.fixes.append(Planned(finding, ref, rule))
-    meta = next((rule for rule in rules if rule.is_meta), None)
+    meta = None if settings.ignore_noqa else next((rule for rule in rules if rule.is_meta), None)
     if meta is not None:
         unused = _unused_noqa(noqa, meta, {rule.code for rule in rules}, path)
         if meta.code in settings.unfixable:

@@ -50,6 +50,8 @@ class Settings:
     alias: str = "np2t"
     unsafe_fixes: bool = False
     """Also make the findings of rules whose ``fix_safety`` is ``unsafe`` fixable."""
+    ignore_noqa: bool = False
+    """Line ``# noqa`` comments suppress nothing (``--ignore-noqa``, as ruff's); NPT801 judges none."""
     unfixable: tuple[str, ...] = ()
     """Codes whose findings get no fix (ruff's ``unfixable``, less ``fixable``): reported, left as they are."""
     import_order: ImportOrder = ImportOrder()
