@@ -183,3 +183,63 @@ def test_a_per_file_ignore_without_a_code_is_refused(
     monkeypatch.chdir(tree)
     assert main(["check", "--no-cache", "--per-file-ignores", "a.py", "a.py"]) == 2
     assert "expected <FilePattern>:<RuleCode>, got 'a.py'" in capsys.readouterr().err
+
+
+def test_extend_inherits_another_file(tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # a monorepo: the root's settings, a package that extends them and overrides one key
+    (tree / "pyproject.toml").write_text(textwrap.dedent("""
+        [tool.ruff]
+        extend-exclude = ["generated"]
+        [tool.ruff.lint]
+        select = ["F401", "E711"]
+
+        [tool.np2torch]
+        extend-exclude = ["generated"]
+        select = ["NPT001", "NPT002"]
+        """))
+    package = tree / "pkg"
+    (package / "generated").mkdir(parents=True)
+    (package / "pyproject.toml").write_text(textwrap.dedent("""
+        [tool.ruff]
+        extend = "../pyproject.toml"
+        [tool.ruff.lint]
+        ignore = ["E711"]
+
+        [tool.np2torch]
+        extend = "../pyproject.toml"
+        ignore = ["NPT002"]
+        """))
+    body = SOURCE + "z = f is np.log\nw = (z == None)\n"
+    (package / "a.py").write_text(body)
+    (package / "generated" / "b.py").write_text(body)
+    (tree / "generated").mkdir()
+    (tree / "generated" / "c.py").write_text(body)
+    theirs = _ruff(tree, "check", "--no-cache", "--output-format", "concise", "pkg").stdout
+    code, ours = _np2torch(tree, monkeypatch, capsys, "check", "--no-cache", "pkg")
+    # the root's select holds in the package, its own ignore too, and the root's extend-exclude (a name: at
+    # any depth) keeps pkg/generated out
+    assert {line.split(":")[0] for line in theirs.splitlines() if ".py:" in line} == {"pkg/a.py"}
+    assert {line.split(":")[0] for line in ours.splitlines() if ".py:" in line} == {"pkg/a.py"}
+    assert "E711" not in theirs and "F401" in theirs
+    assert "NPT002" not in ours and "NPT001" in ours and code == 1
+
+
+def test_extend_refuses_a_cycle(tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    (tree / "np2torch.toml").write_text('extend = "other.toml"\n')
+    (tree / "other.toml").write_text('extend = "np2torch.toml"\n')
+    monkeypatch.chdir(tree)
+    assert main(["check", "--no-cache", "a.py"]) == 2
+    assert "other.toml: 'extend' makes a cycle: np2torch.toml -> other.toml -> np2torch.toml" in (
+        capsys.readouterr().err)
+
+
+def test_include_and_extend_include(tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    (tree / "b.pyw").write_text(SOURCE)
+    for ruff_key, key, found in (("", "", {"a.py"}), ('extend-include = ["*.pyw"]', 'extend-include = ["*.pyw"]',
+                                                      {"a.py", "b.pyw"}),
+                                 ('include = ["*.pyw"]', 'include = ["*.pyw"]', {"b.pyw"})):
+        (tree / "pyproject.toml").write_text(f"[tool.ruff]\n{ruff_key}\n[tool.np2torch]\n{key}\n")
+        theirs = _ruff(tree, "check", "--no-cache", "--show-files", ".").stdout
+        _code, ours = _np2torch(tree, monkeypatch, capsys, "check", "--show-files", ".")
+        assert {Path(line).name for line in theirs.splitlines() if line.strip()} - {"pyproject.toml"} == found
+        assert {Path(line).name for line in ours.splitlines()} == found

@@ -16,6 +16,9 @@ level, as ``ruff.toml``), then a ``pyproject.toml`` with a ``[tool.np2torch]`` t
     extend-per-file-ignores = {"bench_*.py" = ["NPT002"]}
     exclude = [...]               # replaces DEFAULT_EXCLUDE
     extend-exclude = ["tests/fixtures"]
+    include = ["*.py", "*.ipynb"] # what a folder's walk collects (the default); patterns as exclude's
+    extend-include = ["*.pyw"]    # added to include
+    extend = "../pyproject.toml"  # inherit that file's settings; this file's keys win
     force-exclude = true          # excludes hold for files named on the command line too
     respect-gitignore = true      # skip what .gitignore ignores (the default)
     unsafe-fixes = false
@@ -78,6 +81,9 @@ DEFAULT_EXCLUDE: tuple[str, ...] = (
     "site-packages",
 )
 
+DEFAULT_INCLUDE: tuple[str, ...] = ("*.py", "*.ipynb")
+"""What a folder's walk collects (files named on the command line are read whatever their name)."""
+
 SECTION = "[tool.np2torch]"
 CONFIG_NAMES = (".np2torch.toml", "np2torch.toml", "pyproject.toml")
 """The files a folder's settings may come from, in precedence order (as ruff's ``.ruff.toml``, ``ruff.toml``,
@@ -87,10 +93,10 @@ OUTPUT_FORMATS = ("concise", "full", "grouped", "json", "json-lines", "junit", "
                   "rdjson", "azure")
 """``--output-format`` values (``text`` is accepted as ``concise``, np2torch's older name for it)."""
 _LIST_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude", "fixable", "extend-fixable",
-              "unfixable")
+              "unfixable", "include", "extend-include")
 _TABLE_KEYS = ("per-file-ignores", "extend-per-file-ignores")
 _BOOL_KEYS = ("force-exclude", "respect-gitignore", "unsafe-fixes")
-_STR_KEYS = ("runtime-module", "alias", "target-version", "cache-dir", "output-format")
+_STR_KEYS = ("runtime-module", "alias", "target-version", "cache-dir", "output-format", "extend")
 KNOWN_KEYS = _LIST_KEYS + _TABLE_KEYS + _BOOL_KEYS + _STR_KEYS
 _SELECTOR_KEYS = ("select", "extend-select", "ignore", "fixable", "extend-fixable", "unfixable")
 
@@ -117,6 +123,9 @@ class Config:
     extend_per_file_ignores: PerFileIgnores = ()
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE
     extend_exclude: tuple[str, ...] = ()
+    include: tuple[str, ...] = DEFAULT_INCLUDE
+    """The files a folder's walk collects (as ruff's ``include``: patterns as ``exclude``'s)."""
+    extend_include: tuple[str, ...] = ()
     force_exclude: bool = False
     respect_gitignore: bool = True
     unsafe_fixes: bool = False
@@ -130,7 +139,8 @@ class Config:
     overridden: frozenset[str] = frozenset()
     """The keys ``--config KEY = VALUE`` or ``--exclude``/``--extend-exclude`` set for every file."""
     cli_exclude: tuple[tuple[Path, tuple[str, ...]], ...] = ()
-    """Exclude patterns given on the command line, with the folder they are relative to (the working directory)."""
+    """Exclude patterns given on the command line, with the folder they are relative to (the working directory),
+    and those of a file this one extends (``extend``), relative to that file's folder."""
     import_order: ImportOrder = ImportOrder()
     """The project's import order (ruff's or isort's settings): where a fix's runtime import goes."""
 
@@ -295,7 +305,7 @@ def table_values(table: Any, where: str, section: str = f" in {SECTION}") -> dic
                 raise ConfigError(f"{where}: {key!r}{section} must be true or false")
             values[key] = table[key]
     checks = {"runtime-module": check_module, "alias": check_alias, "target-version": check_target_version,
-              "output-format": check_output_format, "cache-dir": _check_folder}
+              "output-format": check_output_format, "cache-dir": _check_folder, "extend": _check_folder}
     for key, check in checks.items():
         if key in table:
             try:
@@ -311,11 +321,58 @@ def _check_folder(value: object) -> str:
     return value
 
 
-def config_from_table(table: Any, path: Path, section: str = f" in {SECTION}") -> Config:
-    """Validate a settings table read from ``path`` (``[tool.np2torch]``, or an ``np2torch.toml``'s top level)."""
+def config_from_table(table: Any, path: Path, section: str = f" in {SECTION}", extending: tuple[Path, ...] = ()) -> Config:
+    """Validate a settings table read from ``path`` (``[tool.np2torch]``, or an ``np2torch.toml``'s top level);
+    with ``extend``, merged onto the settings of the file it names (``extending``: the files on the way)."""
     values = table_values(table, display_path(path), section)
+    base_path = values.pop("extend", None)
     keys = frozenset(name.replace("_", "-") for name in values)
-    return Config(root=path.parent, source=path, keys=keys, **values)
+    config = Config(root=path.parent, source=path, keys=keys, **values)
+    if base_path is None:
+        return config
+    return _merged(_extended(path, base_path, extending), config)
+
+
+def _extended(path: Path, base: str, extending: tuple[Path, ...]) -> Config:
+    """The settings of the file ``extend = base`` names in ``path`` (relative to its folder, ``~`` and
+    ``$VARS`` expanded, as ruff's): its ``[tool.np2torch]``, or an ``np2torch.toml``'s top level."""
+    target = Path(os.path.abspath(path.parent / os.path.expandvars(os.path.expanduser(base))))
+    where = display_path(path)
+    if target in (*extending, path):
+        chain = " -> ".join(display_path(p) for p in (*extending, path, target))
+        raise ConfigError(f"{where}: 'extend' makes a cycle: {chain}")
+    if not target.is_file():
+        raise ConfigError(f"{where}: 'extend': no such file {display_path(target)}")
+    data = _read_settings_file(target)
+    tool = data.get("tool")
+    if isinstance(tool, dict) and "np2torch" in tool:
+        return config_from_table(tool["np2torch"], target, extending=(*extending, path))
+    if target.name == PYPROJECT:
+        raise ConfigError(f"{where}: 'extend': {display_path(target)} has no {SECTION} table")
+    return config_from_table(data, target, "", extending=(*extending, path))
+
+
+_PATTERN_KEYS = ("exclude", "extend-exclude", "include", "extend-include", "per-file-ignores",
+                 "extend-per-file-ignores")
+
+
+def _merged(base: Config, config: Config) -> Config:
+    """``config`` on top of ``base``: each key ``config`` sets wins; the others are ``base``'s, its patterns
+    still relative to its own folder (exclude patterns as a group of their own, per-file-ignores made
+    absolute; include patterns are names, as ``*.py``, or relative to ``config``'s folder)."""
+    values: dict[str, Any] = {}
+    groups: list[tuple[Path, tuple[str, ...]]] = []
+    for key in base.keys - config.keys:
+        name = key.replace("-", "_")
+        value = getattr(base, name)
+        if key in ("per-file-ignores", "extend-per-file-ignores"):
+            value = tuple((_absolute_glob(base.root, pattern), codes) for pattern, codes in value)
+        elif key in ("exclude", "extend-exclude"):
+            groups.append((base.root, value))
+            value = () if key == "exclude" else config.extend_exclude
+        values[name] = value
+    return dataclasses.replace(config, **values, keys=config.keys | base.keys,
+                               cli_exclude=base.cli_exclude + tuple(groups) + config.cli_exclude)
 
 
 # A requirement's name: PEP 508 starts with it, PEP 503 normalises runs of "-_." to one "-".
