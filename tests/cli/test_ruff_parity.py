@@ -243,3 +243,16 @@ def test_include_and_extend_include(tree: Path, monkeypatch: pytest.MonkeyPatch,
         _code, ours = _np2torch(tree, monkeypatch, capsys, "check", "--show-files", ".")
         assert {Path(line).name for line in theirs.splitlines() if line.strip()} - {"pyproject.toml"} == found
         assert {Path(line).name for line in ours.splitlines()} == found
+
+
+def test_sarif_rules_have_a_help_uri_as_ruffs(tree: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    _config(tree, "", "")
+    theirs = json.loads(_ruff(tree, "check", "--no-cache", "--output-format", "sarif", "a.py").stdout)
+    _code, out = _np2torch(tree, monkeypatch, capsys, "check", "--no-cache", "--output-format", "sarif", "a.py")
+    ours = json.loads(out)
+    their_rule = theirs["runs"][0]["tool"]["driver"]["rules"][0]
+    our_rules = {rule["id"]: rule for rule in ours["runs"][0]["tool"]["driver"]["rules"]}
+    assert their_rule["helpUri"].startswith("https://")
+    result = ours["runs"][0]["results"][0]
+    assert our_rules[result["ruleId"]]["helpUri"].endswith("#" + result["ruleId"].lower())
