@@ -93,3 +93,26 @@ def test_a_hidden_fix_is_unsafe(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     [entry] = json.loads(capsys.readouterr().out)
     assert entry["fixable"] is False and entry["fix"]["applicability"] == "unsafe"
     assert "np2t.exp" in _apply((tmp_path / "a.py").read_text(), entry["fix"]["edits"])
+
+
+def test_the_runs_of_changed_lines_make_the_fixed_text() -> None:
+    import random
+
+    from np2torch.cli.fix_edits import hunks
+
+    rng = random.Random(20261127)
+    for _trial in range(500):
+        before = [rng.choice(["x\n", "y\n", "\n", "z\n", f"{rng.random()}\n"]) for _ in range(rng.randint(0, 40))]
+        after = list(before)
+        for _ in range(rng.randint(0, 6)):
+            at = rng.randint(0, len(after))
+            kind = rng.choice(["insert", "delete", "replace"])
+            if kind == "insert":
+                after.insert(at, rng.choice(["import q\n", "\n", "x\n"]))
+            elif at < len(after):
+                after[at:at + 1] = [] if kind == "delete" else ["w\n"]
+        lines = list(before)
+        for start, stop, edit, _adds in sorted(hunks("".join(before), "".join(after), "import q"), reverse=True,
+                                               key=lambda hunk: hunk[0]):
+            lines[start:stop] = [edit["content"]]
+        assert "".join(lines) == "".join(after), (before, after)

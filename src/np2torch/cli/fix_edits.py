@@ -91,12 +91,50 @@ def hunks(before: str, after: str, import_prefix: str) -> list[tuple[int, int, _
     the edit; whether it adds the runtime import)."""
     old, new = before.splitlines(keepends=True), after.splitlines(keepends=True)
     found = []
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
-        if tag == "equal":
-            continue
+    for i1, i2, j1, j2 in _changes(old, new):
         content = "".join(new[j1:j2])
         edit = {"content": content, "location": {"row": i1 + 1, "column": 1},
                 "end_location": {"row": i2 + 1, "column": 1}}
         adds_import = i1 == i2 and any(line.lstrip().startswith(import_prefix) for line in new[j1:j2])
         found.append((i1, i2, edit, adds_import))
     return found
+
+
+_WINDOW = 64
+"""How far apart (in lines) the two texts may get before they agree again, for the quick walk; beyond it,
+difflib takes the rest."""
+_AGREE = 3
+"""Lines that must agree for the texts to be in step again (or the end of both)."""
+
+
+def _changes(old: list[str], new: list[str]) -> list[tuple[int, int, int, int]]:
+    """Runs ``old[i1:i2] -> new[j1:j2]``, walking both texts at once: a fix changes lines here and there
+    (a call rewritten in place, an import added or removed), so after each difference the two come back in
+    step within a few lines (linear, where difflib's matching costs seconds on a large file)."""
+    runs: list[tuple[int, int, int, int]] = []
+    i = j = 0
+    while i < len(old) and j < len(new):
+        if old[i] == new[j]:
+            i, j = i + 1, j + 1
+            continue
+        step = _in_step(old, new, i, j)
+        if step is None:
+            opcodes = difflib.SequenceMatcher(None, old[i:], new[j:]).get_opcodes()
+            runs.extend((i + a1, i + a2, j + b1, j + b2) for tag, a1, a2, b1, b2 in opcodes if tag != "equal")
+            return runs
+        runs.append((i, i + step[0], j, j + step[1]))
+        i, j = i + step[0], j + step[1]
+    if i < len(old) or j < len(new):
+        runs.append((i, len(old), j, len(new)))
+    return runs
+
+
+def _in_step(old: list[str], new: list[str], i: int, j: int) -> tuple[int, int] | None:
+    """The fewest lines (skipped in ``old``, in ``new``) after which the texts agree again."""
+    for total in range(1, 2 * _WINDOW + 1):
+        for a in range(max(0, total - _WINDOW), min(total, _WINDOW) + 1):
+            b = total - a
+            if old[i + a:i + a + _AGREE] == new[j + b:j + b + _AGREE] and (
+                    i + a < len(old) or j + b >= len(new)):
+                return a, b
+    return None
