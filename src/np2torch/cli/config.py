@@ -134,6 +134,8 @@ class Config:
     target_version: tuple[int, int] | None = None
     cache_dir: str | None = None
     output_format: str | None = None
+    extend: str | None = None
+    """The configuration file this one extends, as written (its settings are merged in already)."""
     keys: frozenset[str] = frozenset()
     """The keys the file set (the others have their defaults)."""
     overridden: frozenset[str] = frozenset()
@@ -325,12 +327,11 @@ def config_from_table(table: Any, path: Path, section: str = f" in {SECTION}", e
     """Validate a settings table read from ``path`` (``[tool.np2torch]``, or an ``np2torch.toml``'s top level);
     with ``extend``, merged onto the settings of the file it names (``extending``: the files on the way)."""
     values = table_values(table, display_path(path), section)
-    base_path = values.pop("extend", None)
     keys = frozenset(name.replace("_", "-") for name in values)
     config = Config(root=path.parent, source=path, keys=keys, **values)
-    if base_path is None:
+    if config.extend is None:
         return config
-    return _merged(_extended(path, base_path, extending), config)
+    return _merged(_extended(path, config.extend, extending), config)
 
 
 def _extended(path: Path, base: str, extending: tuple[Path, ...]) -> Config:
