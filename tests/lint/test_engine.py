@@ -321,7 +321,7 @@ def test_np2torch_settings_is_the_engine_settings() -> None:
     assert np2torch.Settings is Settings and Settings.__name__ == "Settings"
     assert repr(Settings(rules=select_rules(["NPT001", "NPT002"]), alias="fast")) == (
         "Settings(rules=<NPT001, NPT002>, runtime_module='np2torch.runtime', alias='fast', unsafe_fixes=False, "
-        "import_order=ImportOrder(known_first_party=(), known_third_party=(), known_local_folder=(), "
+        "ignore_noqa=False, unfixable=(), import_order=ImportOrder(known_first_party=(), known_third_party=(), known_local_folder=(), "
         "extra_standard_library=(), project_modules=(), force_sort_within_sections=False, case_sensitive=False, "
         "from_first=False))")
 

@@ -27,8 +27,9 @@ def _import_after_marker(source: str) -> None:
     fixed = fix_source(source).splitlines()
     indent = lines[marked][: len(lines[marked]) - len(lines[marked].lstrip())]
     at = next(i for i, line in enumerate(fixed) if line.strip() == IMPORT)
-    if at <= marked:  # moved up: every line it passed is an import of the same block
-        passed = fixed[at + 1 : marked + 2]
+    marked = next(i for i, line in enumerate(fixed) if line.rstrip().endswith("# <-"))  # (an import above may go)
+    if at < marked:  # moved up: every line it passed is an import of the same block
+        passed = fixed[at + 1 : marked + 1]
         assert all(line.lstrip().startswith(("import ", "from ")) for line in passed), "\n".join(fixed)
     else:
         assert at == marked + 1, "\n".join(fixed)
