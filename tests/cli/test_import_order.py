@@ -149,3 +149,23 @@ def test_unsafe_fixes_leave_no_unused_import_behind(
     result = _ruff(project, "--isolated", "--extend-select", "F401")
     assert result.returncode == 0, result.stdout
     assert "import numpy" not in (project / "only_numpy.py").read_text()
+
+
+def test_the_ruff_settings_nearest_the_file_decide(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    # a monorepo: np2torch's settings at the root, a package with its own ruff.toml making np2torch first party
+    (tmp_path / "pyproject.toml").write_text("[tool.np2torch]\n")
+    for name, ruff in (("plain", ""), ("own", '[lint.isort]\nknown-first-party = ["np2torch"]\n')):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "ruff.toml").write_text(ruff)
+        shutil.copy(CORPUS / "only_numpy.py", tmp_path / name / "m.py")
+    monkeypatch.chdir(tmp_path)
+    assert main(["fix", "--no-cache", "."]) == 0
+    capsys.readouterr()
+    assert (tmp_path / "plain" / "m.py").read_text().startswith(f"{IMPORT}\nimport numpy as np\n")
+    assert (tmp_path / "own" / "m.py").read_text().startswith(f"import numpy as np\n\n{IMPORT}\n")
+    for name in ("plain", "own"):
+        result = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--select", "I", "m.py"],
+                                cwd=tmp_path / name, capture_output=True, text=True, check=False)
+        assert result.returncode == 0, result.stdout

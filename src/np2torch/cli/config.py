@@ -58,7 +58,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from np2torch.cli.files import FileError, read_regular
-from np2torch.cli.import_order import import_order
+from np2torch.cli.import_order import ImportOrders
 from np2torch.lint.isort import ImportOrder
 from np2torch.lint.model import DEFAULT_SETTINGS, Settings, check_alias, check_module
 from np2torch.lint.rules import DEFAULT_RULES, RULES, select_rules
@@ -542,19 +542,33 @@ class ConfigFinder:
         self._overlay = overlay or Overlay()
         self.cwd = Path(os.path.abspath(cwd or os.getcwd()))
         self._isolated = isolated
-        self._orders: dict[Path, ImportOrder] = {}
+        self._orders = ImportOrders(isolated=isolated)
+        self._ordered: dict[str, Config] = {}
+        self._variants: dict[tuple[int, ImportOrder], Config] = {}
         self._override = None if override is None else self._overlaid(override)
         self._default = self._overlaid(Config(root=self.cwd))
         self._memo: dict[str, Config] = {}
 
     def _overlaid(self, config: Config) -> Config:
-        if config.root not in self._orders:
-            self._orders[config.root] = import_order(config.root, isolated=self._isolated)
-        config = dataclasses.replace(config, import_order=self._orders[config.root])
         return self._overlay.apply(config) if self._overlay else config
 
     def for_directory(self, directory: str) -> Config:
-        """Settings for files in ``directory`` (an absolute path): its nearest folder, upwards, with a config.
+        """Settings for files in ``directory`` (an absolute path): its nearest folder, upwards, with a config,
+        and the import order ruff's or isort's settings nearest to it give (the config's folder standing for
+        the project's when there are none)."""
+        found = self._ordered.get(directory)
+        if found is None:
+            config = self._config_for(directory)
+            order = self._orders.for_folder(Path(directory), config.root if not self._isolated else self.cwd)
+            key = (id(config), order)
+            if key not in self._variants:  # one Config per order: a folder's matchers are built once per Config
+                self._variants[key] = config if config.import_order == order else dataclasses.replace(
+                    config, import_order=order)
+            found = self._ordered[directory] = self._variants[key]
+        return found
+
+    def _config_for(self, directory: str) -> Config:
+        """The config of the nearest folder, upwards, that has one.
 
         A loop, not a recursion: a path may be thousands of folders deep.
         """

@@ -1,8 +1,8 @@
 """The project's import order, as ruff or isort would read it, for the fix's runtime import.
 
 The engine ranks imports by an :class:`~np2torch.lint.isort.ImportOrder`; this
-module fills one in from disk, the way ruff finds its own settings: the nearest
-folder at or above the project's with ``.ruff.toml``, ``ruff.toml`` or a
+module fills one in from disk, the way ruff finds its own settings for a file: the
+nearest folder at or above the file's with ``.ruff.toml``, ``ruff.toml`` or a
 ``pyproject.toml`` holding ``[tool.ruff]`` (its ``lint.isort`` table, or the
 older ``isort`` one, and ``src``); failing that, a ``pyproject.toml`` with
 ``[tool.isort]`` (isort's own keys).  First party, besides what ``known-first-party``
@@ -36,12 +36,74 @@ _LISTS = ("known-first-party", "known-third-party", "known-local-folder", "extra
 _FLAGS = ("force-sort-within-sections", "case-sensitive", "from-first")
 
 
-def import_order(folder: Path, *, isolated: bool = False) -> ImportOrder:
-    """The import order of the project at or above ``folder`` (absolute); ``isolated``: no settings file, the
-    source folders relative to ``folder`` (as ``ruff --isolated`` in that folder)."""
-    found = None if isolated else _settings_file(folder)
+_Found = tuple[Path, Mapping[str, Any], tuple[str, ...]]
+"""A settings file, its isort table and its source folders."""
+
+
+class ImportOrders:
+    """The import order of each folder, found as ruff finds a file's settings: the nearest ruff settings
+    at or above the folder, else the nearest ``[tool.isort]``, else the defaults with the source folders of
+    ``fallback`` (the project's folder).  Each folder and each file is looked at once."""
+
+    def __init__(self, *, isolated: bool = False) -> None:
+        self._isolated = isolated
+        self._nearest: dict[tuple[Path, bool], _Found | None] = {}
+        self._read: dict[Path, dict[str, Any]] = {}
+        self._orders: dict[tuple[Path, Path | None], ImportOrder] = {}
+
+    def for_folder(self, folder: Path, fallback: Path) -> ImportOrder:
+        """The order for the files in ``folder`` (absolute); ``fallback``: the project's folder, whose source
+        folders count when no settings file says otherwise (``--isolated``: always)."""
+        found = None if self._isolated else (self._find(folder, ruff=True) or self._find(folder, ruff=False))
+        key = (fallback, None) if found is None else (found[0].parent, found[0])
+        if key not in self._orders:
+            self._orders[key] = _order(found, fallback)
+        return self._orders[key]
+
+    def _find(self, folder: Path, *, ruff: bool) -> _Found | None:
+        """The nearest ruff settings (``ruff``) or ``[tool.isort]`` table at or above ``folder``."""
+        unknown: list[Path] = []
+        candidate: Path | None = folder
+        found: _Found | None = None
+        while candidate is not None:
+            if (candidate, ruff) in self._nearest:
+                found = self._nearest[(candidate, ruff)]
+                break
+            unknown.append(candidate)
+            found = self._here(candidate, ruff)
+            if found is not None:
+                break
+            candidate = candidate.parent if candidate.parent != candidate else None
+        for seen in unknown:
+            self._nearest[(seen, ruff)] = found
+        return found
+
+    def _here(self, folder: Path, ruff: bool) -> _Found | None:
+        if ruff:
+            for name in _RUFF_FILES:
+                if (folder / name).is_file():
+                    data = self._parsed(folder / name)
+                    return folder / name, _ruff_isort(data), _sources(data.get("src"))
+        pyproject = folder / "pyproject.toml"
+        if not pyproject.is_file():
+            return None
+        tool = self._parsed(pyproject).get("tool", {})
+        table = tool.get("ruff" if ruff else "isort") if isinstance(tool, dict) else None
+        if not isinstance(table, dict):
+            return None
+        if ruff:
+            return pyproject, _ruff_isort(table), _sources(table.get("src"))
+        return pyproject, table, _sources(table.get("src_paths"))
+
+    def _parsed(self, path: Path) -> dict[str, Any]:
+        if path not in self._read:
+            self._read[path] = _read(path)
+        return self._read[path]
+
+
+def _order(found: _Found | None, fallback: Path) -> ImportOrder:
     if found is None:
-        return ImportOrder(project_modules=_modules_in(folder, (".", "src")))
+        return ImportOrder(project_modules=_modules_in(fallback, (".", "src")))
     path, table, src = found
     values: dict[str, Any] = {}
     for key in (*_LISTS, *_FLAGS):
@@ -50,26 +112,6 @@ def import_order(folder: Path, *, isolated: bool = False) -> ImportOrder:
             if value is not None:
                 values[key.replace("-", "_")] = value
     return ImportOrder(project_modules=_modules_in(path.parent, src), **values)
-
-
-def _settings_file(folder: Path) -> tuple[Path, Mapping[str, Any], tuple[str, ...]] | None:
-    """(the file, its isort table, its source folders) of the nearest ruff settings, else isort's."""
-    isort: tuple[Path, Mapping[str, Any], tuple[str, ...]] | None = None
-    for candidate in (folder, *folder.parents):
-        for name in _RUFF_FILES:
-            if (candidate / name).is_file():
-                data = _read(candidate / name)
-                return candidate / name, _ruff_isort(data), _sources(data.get("src"))
-        pyproject = candidate / "pyproject.toml"
-        if pyproject.is_file():
-            tool = _read(pyproject).get("tool", {})
-            if isinstance(tool, dict) and isinstance(tool.get("ruff"), dict):
-                ruff = tool["ruff"]
-                return pyproject, _ruff_isort(ruff), _sources(ruff.get("src"))
-            if isort is None and isinstance(tool, dict) and isinstance(tool.get("isort"), dict):
-                table = tool["isort"]
-                isort = pyproject, table, _sources(table.get("src_paths"))
-    return isort
 
 
 def _ruff_isort(data: Mapping[str, Any]) -> Mapping[str, Any]:
