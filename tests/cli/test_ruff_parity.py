@@ -256,3 +256,15 @@ def test_sarif_rules_have_a_help_uri_as_ruffs(tree: Path, monkeypatch: pytest.Mo
     assert their_rule["helpUri"].startswith("https://")
     result = ours["runs"][0]["results"][0]
     assert our_rules[result["ruleId"]]["helpUri"].endswith("#" + result["ruleId"].lower())
+
+
+def test_fix_only_on_stdin_prints_the_source_and_exits_0(tree: Path) -> None:
+    _config(tree, 'extend-select = ["E711"]', 'extend-select = ["NPT002"]')
+    source = SOURCE + "z = f is np.log\nw = (z == None)\n"
+    runs = [subprocess.run([*command, "check", "--no-cache", "--fix-only", "--stdin-filename", "a.py", "-"],
+                           cwd=tree, input=source, capture_output=True, text=True, check=False)
+            for command in ([sys.executable, "-m", "ruff"], [sys.executable, "-m", "np2torch"])]
+    theirs, ours = runs
+    assert theirs.returncode == ours.returncode == 0
+    assert "import os" not in theirs.stdout and "np2t.exp(x)" in ours.stdout and "np.log" in ours.stdout
+    assert theirs.stderr.startswith("Fixed 1 error") and ours.stderr.strip() == "Fixed 1 error."  # E711: unsafe

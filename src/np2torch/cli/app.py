@@ -400,7 +400,7 @@ def _run(mode: str, *, paths: tuple[str, ...], select: tuple[str, ...] | None, i
                 return 2
             return _run_stdin(mode, stdin_filename, overrides, finder, force_exclude=force_exclude, fmt=fmt,
                               quiet=quiet, exit_zero=exit_zero, statistics=statistics, show_fixes=show_fixes,
-                              exit_non_zero_on_fix=exit_non_zero_on_fix, out=out)
+                              exit_non_zero_on_fix=exit_non_zero_on_fix, out=out, fix_only=fix_only)
         try:
             targets, missing = discover(list(paths) or [os.curdir], finder, force_exclude=force_exclude)
             if show_settings:
@@ -559,7 +559,7 @@ STDIN = "-"
 
 def _run_stdin(mode: str, stdin_filename: str | None, overrides: Overrides, finder: ConfigFinder, *,
                force_exclude: bool, fmt: str, quiet: bool, exit_zero: bool, statistics: bool, show_fixes: bool,
-               exit_non_zero_on_fix: bool, out: _Output) -> int:
+               exit_non_zero_on_fix: bool, out: _Output, fix_only: bool = False) -> int:
     """``check``/``fix`` of the source on stdin, as an editor calls ruff: ``fix`` echoes the (fixed) source to
     stdout whatever happens, so an editor replacing its buffer with it never loses text; the report goes
     to stderr then."""
@@ -592,7 +592,7 @@ def _run_stdin(mode: str, stdin_filename: str | None, overrides: Overrides, find
     if source is not None:
         text = source.text if result is None or result.new_bytes is None else result.new_bytes.decode(source.encoding)
     code = _report(mode, results, fmt=fmt, quiet=quiet, exit_zero=exit_zero, stats=statistics,
-                   show_fixes=show_fixes, err=to_stderr, out=out, stdin=(display, text))
+                   show_fixes=show_fixes, err=to_stderr, out=out, stdin=(display, text), fix_only=fix_only)
     if code == 0 and exit_non_zero_on_fix and any(r.changed for r in results):
         return 1
     return code
