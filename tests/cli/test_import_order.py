@@ -169,3 +169,16 @@ def test_the_ruff_settings_nearest_the_file_decide(
         result = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--select", "I", "m.py"],
                                 cwd=tmp_path / name, capture_output=True, text=True, check=False)
         assert result.returncode == 0, result.stdout
+
+
+def test_show_settings_names_the_section_of_the_runtime_import(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    (tmp_path / "a.py").write_text("")
+    monkeypatch.chdir(tmp_path)
+    for ruff, section in (("", "third-party"), ('[tool.ruff.lint.isort]\nknown-first-party = ["np2torch"]\n',
+                                                "first-party")):
+        (tmp_path / "pyproject.toml").write_text(ruff)
+        assert main(["check", "--show-settings", "a.py"]) == 0
+        [line] = [line for line in capsys.readouterr().out.splitlines() if line.startswith("runtime import")]
+        assert f'"{section}"' in line
