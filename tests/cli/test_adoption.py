@@ -172,7 +172,7 @@ def test_check_reads_stdin_and_reports_it_under_the_given_name() -> None:
 def test_fix_writes_the_fixed_source_to_stdout_and_the_report_to_stderr() -> None:
     done = np2torch_stdin("fix", "--stdin-filename", "mod.py", "-", text=EXP)
     assert done.returncode == 0
-    assert done.stdout.decode() == "import numpy as np\nimport np2torch.runtime as np2t\n\ny = np2t.exp(x)\n"
+    assert done.stdout.decode() == "import np2torch.runtime as np2t\nimport numpy as np\n\ny = np2t.exp(x)\n"
     assert done.stderr.decode() == "Fixed 1 error in 1 file.\n"
     assert not Path("mod.py").exists()
 
@@ -196,7 +196,7 @@ def test_fix_of_stdin_named_by_a_very_deep_path(force_exclude: tuple[str, ...]) 
     deep = "/".join(["d"] * 1000) + "/mod.py"
     done = np2torch_stdin("fix", "--stdin-filename", deep, *force_exclude, "-", text=EXP)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.decode() == "import numpy as np\nimport np2torch.runtime as np2t\n\ny = np2t.exp(x)\n"
+    assert done.stdout.decode() == "import np2torch.runtime as np2t\nimport numpy as np\n\ny = np2t.exp(x)\n"
 
 
 def test_fix_of_stdin_echoes_the_source_after_an_internal_error(monkeypatch: pytest.MonkeyPatch,

@@ -165,7 +165,7 @@ def test_a_vendored_runtime_made_importable_by_sys_path_is_imported_after_it(tmp
     }
     settings = Settings(runtime_module="fastmath", alias="fm")
     fixed = assert_same_behaviour(tmp_path, files, ["main.py"], settings=settings)
-    assert "import numpy as np\nimport fastmath as fm\n" in fixed["main.py"]
+    assert "import fastmath as fm\nimport numpy as np\n" in fixed["main.py"]
 
 
 # --------------------------------------------------------------------------- the alias
@@ -343,7 +343,7 @@ def test_numpy_imported_only_in_the_main_block_that_calls_the_functions(tmp_path
             print(softplus(np.zeros(2)), np.exp(np.ones(2)))
     """
     fixed = assert_same_behaviour(tmp_path, {"main.py": program}, ["main.py"])
-    assert "    import numpy as np\n    import np2torch.runtime as np2t\n" in fixed["main.py"]
+    assert "    import np2torch.runtime as np2t\n    import numpy as np\n" in fixed["main.py"]
 
 
 def test_numpy_imported_in_a_module_level_try_that_calls_a_function(tmp_path: Path) -> None:
@@ -378,7 +378,7 @@ def test_a_script_that_imports_numpy_again_after_calling_its_functions(tmp_path:
         print(np.log(np.ones(2)), erf(np.ones(2)))
     """
     fixed = assert_same_behaviour(tmp_path, {"main.py": program}, ["main.py"])
-    assert fixed["main.py"].startswith("import numpy as np\nimport np2torch.runtime as np2t\n")
+    assert fixed["main.py"].startswith("import np2torch.runtime as np2t\nimport numpy as np\n")
 
 
 def test_a_function_called_before_the_import_its_name_resolves_through_still_raises(tmp_path: Path) -> None:
@@ -513,7 +513,7 @@ def test_a_vendored_runtime_imported_after_the_path_set_up_inside_the_main_block
         """,
     }
     fixed = assert_same_behaviour(tmp_path, files, ["main.py"], settings=Settings(runtime_module="fastmath", alias="fm"))
-    assert "    import numpy as np\n    import fastmath as fm\n" in fixed["main.py"]
+    assert "    import fastmath as fm\n    import numpy as np\n" in fixed["main.py"]
 
 
 def test_a_vendored_runtime_imported_after_a_path_set_up_that_follows_the_numpy_import(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ server published, the edits it asked to apply, and the edits applied the way an 
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import sys
 from pathlib import Path
@@ -161,7 +162,14 @@ def edits_of(action: types.CodeAction, uri: str) -> list[types.TextEdit]:
 
 
 def cli_fix(path: Path, *args: str) -> str:
-    assert main(["fix", "--no-cache", "-q", *args, str(path)]) in (0, 1)
+    """``np2torch fix`` run where the editor runs the server (the file's folder: the import order comes from
+    the project there)."""
+    before = os.getcwd()
+    os.chdir(path.parent)
+    try:
+        assert main(["fix", "--no-cache", "-q", *args, str(path)]) in (0, 1)
+    finally:
+        os.chdir(before)
     return path.read_text()
 
 

@@ -316,7 +316,7 @@ def test_notebook_cells_get_their_diagnostics_quick_fixes_and_fix_all_as_np2torc
         quick, disable, fix_all = actions
         assert quick.edit is not None and quick.edit.changes is not None
         assert sorted(quick.edit.changes) == [cell_uris[0], third]  # the import goes to the cell that imports numpy
-        assert apply_edits(CELLS[0][1], quick.edit.changes[cell_uris[0]]) == "import numpy as np\n" + IMPORT
+        assert apply_edits(CELLS[0][1], quick.edit.changes[cell_uris[0]]) == IMPORT + "import numpy as np\n"
         assert apply_edits(CELLS[2][1], quick.edit.changes[third]).splitlines()[1] == "y = np2t.exp(x)  # noqa: E501"
         noqa = apply_edits(CELLS[2][1], edits_of(disable, third))
         assert noqa.splitlines()[1] == "y = np.exp(x)  # noqa: E501, NPT001"

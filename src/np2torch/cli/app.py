@@ -13,7 +13,7 @@ import importlib
 import importlib.util
 import os
 import sys
-from typing import Any, Callable, Sequence, TypeVar
+from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 import click
 
@@ -26,6 +26,7 @@ from np2torch.cli.config import (
     Excluder,
     Overlay,
     Overrides,
+    PerFileIgnores,
     RunSettings,
     check_output_format,
     check_selectors,
@@ -35,6 +36,7 @@ from np2torch.cli.config import (
     inline_settings,
     is_inline_setting,
     load_explicit_config,
+    pattern_codes,
     per_file_ignored,
     project_file,
     run_settings,
@@ -42,6 +44,7 @@ from np2torch.cli.config import (
 )
 from np2torch.cli.discovery import Target, discover
 from np2torch.cli.files import FileError, decode_notebook, decode_source, is_notebook, read_bytes
+from np2torch.cli.fix_edits import FixEdits
 from np2torch.cli.from_run import Margin, RunReport, decide, parse_margin, plan_file, project_root, within
 from np2torch.cli.index import ProjectIndex
 from np2torch.cli.output import (
@@ -51,6 +54,7 @@ from np2torch.cli.output import (
     Progress,
     check_summary,
     diff_summary,
+    fix_only_summary,
     fix_summary,
     fixed_report,
     plural,
@@ -61,7 +65,7 @@ from np2torch.cli.output import (
     statistics,
 )
 from np2torch.cli.show import SourceLines, settings_report
-from np2torch.lint.model import check_alias, check_module
+from np2torch.lint.model import Settings, check_alias, check_module
 from np2torch.lint.pages import rules_table
 from np2torch.lint.rules import RULES
 
@@ -145,6 +149,15 @@ def _codes(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -
         raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
 
 
+def _pattern_codes(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> PerFileIgnores | None:
+    if not value:
+        return None
+    try:
+        return pattern_codes(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
+
+
 _Value = TypeVar("_Value")
 
 
@@ -168,6 +181,18 @@ _SHARED_OPTIONS = [
                  help="Skip these rules: codes or prefixes, comma separated."),
     click.option("--extend-select", multiple=True, callback=_codes, metavar="CODES",
                  help="Rules to enable on top of the selection (the defaults, or `select`), comma separated."),
+    click.option("--fixable", multiple=True, callback=_codes, metavar="CODES",
+                 help="Only these rules' findings may be fixed (default: all), comma separated."),
+    click.option("--unfixable", multiple=True, callback=_codes, metavar="CODES",
+                 help="These rules' findings are reported, never fixed, comma separated."),
+    click.option("--extend-fixable", multiple=True, callback=_codes, metavar="CODES",
+                 help="Rules added to the fixable ones, comma separated."),
+    click.option("--ignore-noqa", is_flag=True, help="`# noqa` comments suppress nothing (as ruff's)."),
+    click.option("--per-file-ignores", multiple=True, callback=_pattern_codes, metavar="PATTERN:CODE",
+                 help="Per-file ignores replacing the configured ones: PATTERN:CODE items, comma separated "
+                      "(patterns relative to here)."),
+    click.option("--extend-per-file-ignores", multiple=True, callback=_pattern_codes, metavar="PATTERN:CODE",
+                 help="Per-file ignores added to the configured ones: PATTERN:CODE items, comma separated."),
     click.option("--output-format", "--format", "fmt", type=click.Choice((*FORMATS, "text")), default=None,
                  envvar="NP2TORCH_OUTPUT_FORMAT", show_envvar=True,
                  help="How findings are printed (default: concise; `text` is concise). `--format` is an alias."),
@@ -230,14 +255,25 @@ def _shared_options(function: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--add-noqa", is_flag=True,
               help="Add `# noqa: NPTxxx` to every line with a finding (merged into an existing noqa): a baseline.")
 @click.option("--exit-non-zero-on-fix", is_flag=True, help="With --fix: exit 1 whenever a file was rewritten.")
+@click.option("--fix-only", is_flag=True,
+              help="Apply the fixes and report only what was fixed: exit 0 whatever is left (implies --fix).")
+@click.option("-w", "--watch", is_flag=True, help="Check again whenever a file changes (clearing the screen).")
 @click.pass_context
 def check(ctx: click.Context, /, apply_fixes: bool, diff: bool, add_noqa: bool, exit_non_zero_on_fix: bool,
-          **options: Any) -> None:
+          fix_only: bool, watch: bool, **options: Any) -> None:
     """Report NumPy/SciPy calls that np2torch can rewrite (exit 1 when there are any)."""
-    if sum((apply_fixes, diff, add_noqa)) > 1:
-        raise click.UsageError("--fix, --diff and --add-noqa are exclusive", ctx=ctx)
-    mode = runner.DIFF if diff else runner.FIX if apply_fixes else runner.NOQA if add_noqa else runner.CHECK
-    ctx.exit(_run(mode, exit_non_zero_on_fix=exit_non_zero_on_fix, **options))
+    if sum((apply_fixes or fix_only, diff, add_noqa)) > 1:
+        raise click.UsageError("--fix (--fix-only), --diff and --add-noqa are exclusive", ctx=ctx)
+    mode = (runner.DIFF if diff else runner.FIX if apply_fixes or fix_only else runner.NOQA if add_noqa
+            else runner.CHECK)
+    if watch:
+        if options.get("paths") == (STDIN,) or options.get("stdin_filename") is not None:
+            raise click.UsageError("--watch checks files, not stdin", ctx=ctx)
+        from np2torch.cli.watch import watch as watching
+
+        ctx.exit(watching(lambda: _run(mode, exit_non_zero_on_fix=exit_non_zero_on_fix, fix_only=fix_only, **options),
+                          options.get("paths") or (os.curdir,)))
+    ctx.exit(_run(mode, exit_non_zero_on_fix=exit_non_zero_on_fix, fix_only=fix_only, **options))
 
 
 @cli.command(short_help="Rewrite those calls to np2torch.runtime helpers, in place.")
@@ -278,7 +314,8 @@ def clean(ctx: click.Context, /, cache_dir: str | None) -> None:
 
 
 @cli.command(name="rules", short_help="List the rules.")
-@click.option("--format", "fmt", type=click.Choice(("text", "json", "markdown")), default="text", show_default=True)
+@click.option("--output-format", "--format", "fmt", type=click.Choice(("text", "json", "markdown")), default="text",
+              show_default=True, help="text, json (with the keys of `ruff rule --output-format json`) or markdown.")
 def rules_command(fmt: str) -> None:
     """List the rules: code, name, function, runtime helper, fixable and fix safety."""
     for line in rules_table(RULES, fmt):
@@ -325,9 +362,15 @@ def _run(mode: str, *, paths: tuple[str, ...], select: tuple[str, ...] | None, i
          exit_non_zero_on_fix: bool = False, extend_select: tuple[str, ...] | None = None,
          output_file: str | None = None, isolated: bool = False, exclude: tuple[str, ...] = (),
          extend_exclude: tuple[str, ...] = (), show_settings: bool = False, show_files: bool = False,
-         cache_dir: str | None = None, from_run: str | None = None, margin: Margin | None = None) -> int:
+         cache_dir: str | None = None, from_run: str | None = None, margin: Margin | None = None,
+         fixable: tuple[str, ...] | None = None, unfixable: tuple[str, ...] | None = None,
+         extend_fixable: tuple[str, ...] | None = None, ignore_noqa: bool = False, fix_only: bool = False,
+         per_file_ignores: PerFileIgnores | None = None, extend_per_file_ignores: PerFileIgnores | None = None,
+         watch: bool = False) -> int:
     overrides = Overrides(select=select, ignore=ignore or (), runtime_module=runtime_module, alias=alias,
                           unsafe_fixes=unsafe_fixes, target_version=target_version,
+                          fixable=fixable, unfixable=unfixable or (), extend_fixable=extend_fixable or (),
+                          ignore_noqa=ignore_noqa,
                           extend_select=extend_select or ())
     report = None
     outside: list[runner.FileResult] = []
@@ -350,7 +393,8 @@ def _run(mode: str, *, paths: tuple[str, ...], select: tuple[str, ...] | None, i
             _error(f"warning: no file {from_run} measured exists; nothing to fix")
             return 0
     try:
-        finder = _finder(config_options, isolated, exclude, extend_exclude)
+        finder = _finder(config_options, isolated, exclude, extend_exclude, per_file_ignores,
+                         extend_per_file_ignores or ())
         project = finder.project()
         fmt = check_output_format(fmt or project.output_format or "concise")
     except (ConfigError, ValueError) as exc:
@@ -363,7 +407,7 @@ def _run(mode: str, *, paths: tuple[str, ...], select: tuple[str, ...] | None, i
                 return 2
             return _run_stdin(mode, stdin_filename, overrides, finder, force_exclude=force_exclude, fmt=fmt,
                               quiet=quiet, exit_zero=exit_zero, statistics=statistics, show_fixes=show_fixes,
-                              exit_non_zero_on_fix=exit_non_zero_on_fix, out=out)
+                              exit_non_zero_on_fix=exit_non_zero_on_fix, out=out, fix_only=fix_only)
         try:
             targets, missing = discover(list(paths) or [os.curdir], finder, force_exclude=force_exclude)
             if show_settings:
@@ -406,7 +450,8 @@ def _run(mode: str, *, paths: tuple[str, ...], select: tuple[str, ...] | None, i
         if not results and not missing and not quiet:
             _error("warning: no Python files found under the given paths")
         code = _report(mode, results, fmt=fmt, quiet=quiet, exit_zero=exit_zero, stats=statistics,
-                       show_fixes=show_fixes, out=out, left_out=left_out)
+                       show_fixes=show_fixes, out=out, left_out=left_out,
+                       lint_settings={t.display: settings[t.path].lint for t in targets}, fix_only=fix_only)
         if mode == runner.FIX and not quiet and fmt in TEXT_FORMATS:  # a hint, as the `--unsafe-fixes` one
             notice = dependency_notice(results)
             if notice:
@@ -424,7 +469,8 @@ def _project_index(cache: Cache | None) -> ProjectIndex:
 
 
 def _finder(config_options: Sequence[str], isolated: bool, exclude: Sequence[str],
-            extend_exclude: Sequence[str]) -> ConfigFinder:
+            extend_exclude: Sequence[str], per_file_ignores: PerFileIgnores | None = None,
+            extend_per_file_ignores: PerFileIgnores = ()) -> ConfigFinder:
     """Where each path's settings come from: ``--config PATH`` or ``--isolated`` or the nearest file, with
     ``--config KEY=VALUE``, ``--exclude`` and ``--extend-exclude`` on top."""
     files = [value for value in config_options if not is_inline_setting(value)]
@@ -433,9 +479,11 @@ def _finder(config_options: Sequence[str], isolated: bool, exclude: Sequence[str
         raise ConfigError(f"--config: only one configuration file can be given, got {', '.join(files)}")
     if files and isolated:
         raise ConfigError(f"--config {files[0]} and --isolated contradict each other")
-    overlay = Overlay(inline_settings(inline) if inline else {},
-                      exclude=split_codes(exclude) if exclude else None,
-                      extend_exclude=split_codes(extend_exclude))
+    values = inline_settings(inline) if inline else {}
+    if per_file_ignores is not None:  # as `--config 'per-file-ignores = ...'`: replaces every file's
+        values["per_file_ignores"] = per_file_ignores
+    overlay = Overlay(values, exclude=split_codes(exclude) if exclude else None,
+                      extend_exclude=split_codes(extend_exclude), extend_per_file_ignores=extend_per_file_ignores)
     return ConfigFinder(load_explicit_config(files[0]) if files else None, isolated=isolated, overlay=overlay)
 
 
@@ -536,7 +584,7 @@ STDIN = "-"
 
 def _run_stdin(mode: str, stdin_filename: str | None, overrides: Overrides, finder: ConfigFinder, *,
                force_exclude: bool, fmt: str, quiet: bool, exit_zero: bool, statistics: bool, show_fixes: bool,
-               exit_non_zero_on_fix: bool, out: _Output) -> int:
+               exit_non_zero_on_fix: bool, out: _Output, fix_only: bool = False) -> int:
     """``check``/``fix`` of the source on stdin, as an editor calls ruff: ``fix`` echoes the (fixed) source to
     stdout whatever happens, so an editor replacing its buffer with it never loses text; the report goes
     to stderr then."""
@@ -572,7 +620,7 @@ def _run_stdin(mode: str, stdin_filename: str | None, overrides: Overrides, find
     if source is not None:
         text = source.text if result is None or result.new_bytes is None else result.new_bytes.decode(source.encoding)
     code = _report(mode, results, fmt=fmt, quiet=quiet, exit_zero=exit_zero, stats=statistics,
-                   show_fixes=show_fixes, err=to_stderr, out=out, stdin=(display, text))
+                   show_fixes=show_fixes, err=to_stderr, out=out, stdin=(display, text), fix_only=fix_only)
     if code == 0 and exit_non_zero_on_fix and any(r.changed for r in results):
         return 1
     return code
@@ -588,9 +636,11 @@ _RULE_NAMES = {rule.code: rule.name for rule in RULES}
 
 def _report(mode: str, results: list[runner.FileResult], *, fmt: str, quiet: bool, exit_zero: bool,
             stats: bool = False, show_fixes: bool = False, err: bool = False, out: _Output | None = None,
-            stdin: tuple[str, str | None] | None = None, left_out: int = 0) -> int:
+            stdin: tuple[str, str | None] | None = None, left_out: int = 0,
+            lint_settings: Mapping[str, Settings] | None = None, fix_only: bool = False) -> int:
     """Print the results (to stderr with ``err``: stdout carries the fixed source) and return the exit code
-    (``left_out``: the sites ``fix --from-run`` left as they are, counted in the summary, not in the code)."""
+    (``left_out``: the sites ``fix --from-run`` left as they are, counted in the summary, not in the code).
+    ``lint_settings``: each file's, by displayed path, for the fixes the JSON formats show (``check`` only)."""
     out = out or _Output(None)
     failed = sum(1 for r in results if r.errors)
     for result in results:
@@ -614,13 +664,22 @@ def _report(mode: str, results: list[runner.FileResult], *, fmt: str, quiet: boo
 
     findings = sorted((f for r in results for f in r.findings), key=sort_key)
     problems = [problem(r.display, m) for r in results for m in r.errors]
+    if fix_only:  # ruff's `--fix-only`: what was fixed, never what is left (nor an exit 1 for it)
+        hidden = sum(1 for f in findings if not f.fixable and f.reason and UNSAFE_HINT in f.reason)
+        if show_fixes:
+            for line in fixed_report(fixed, _RULE_NAMES, would=False):
+                out.echo(line, err=err)
+        if not quiet:
+            out.echo(fix_only_summary(sum(r.fixed for r in results), hidden), err=err)
+        return 2 if failed else 0
     if stats:
         lines = statistics(findings, fmt, _RULE_NAMES)
     elif show_fixes and fmt == "concise":  # `full` shows the fix itself; the others keep their shape
         lines = [line for f in findings for line in (*render([f], fmt, source_line=SourceLines(stdin)),
                                                       *show_fixes_check(f))]
     else:
-        lines = render(findings, fmt, problems, source_line=SourceLines(stdin))
+        fixes = FixEdits(lint_settings) if lint_settings is not None and mode == runner.CHECK else None
+        lines = render(findings, fmt, problems, source_line=SourceLines(stdin), fixes=fixes)
     for line in lines:
         out.echo(line, err=err)
     if show_fixes and mode == runner.FIX:

@@ -166,8 +166,10 @@ def _write_atomic(target: Path, data: bytes) -> None:
 
 
 def settings_key(settings: RunSettings) -> str:
-    """Every setting, the rules as their codes (a rule's documentation does not decide a finding)."""
-    lint = {f.name: getattr(settings.lint, f.name) for f in dataclasses.fields(settings.lint) if f.name != "rules"}
+    """Every setting, the rules as their codes (a rule's documentation does not decide a finding); not the
+    import order, which decides only where a fix puts its import (and depends on the working directory)."""
+    lint = {f.name: getattr(settings.lint, f.name) for f in dataclasses.fields(settings.lint)
+            if f.name not in ("rules", "import_order")}
     return repr((settings.codes, sorted(lint.items()), settings.target_version))
 
 

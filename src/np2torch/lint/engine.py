@@ -214,8 +214,12 @@ class _Noqa:
         self._tokenized = False
         self.used: set[tuple[int, str]] = set()
         """The ``(line, code)`` pairs a line's noqa suppressed (what NPT801 judges the codes by)."""
+        self.ignored = False
+        """``--ignore-noqa``: no comment suppresses anything."""
 
     def suppresses(self, line: int, code: str) -> bool:
+        if self.ignored:
+            return False
         source_line = self._lines[line]
         if "#" not in source_line or not NOQA.search(source_line):
             return False
@@ -430,6 +434,7 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
     printed = _self_documenting_fields(tree, text, lines) if res.refs else []
     writes = namespace_writes(tree, text) if res.refs else None
     noqa = _Noqa(text, lines)
+    noqa.ignored = settings.ignore_noqa
     pending: list[tuple[Ref, Rule, bool, str | None]] = []
     for ref in res.refs:
         rule = enabled.get(ref.qualname)
@@ -454,6 +459,9 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
         pending = [(ref, rule, fixable and _key(ref.node, rule.code, lines) in only,
                     why if not fixable or _key(ref.node, rule.code, lines) in only else REASON_LEFT_OUT)
                    for ref, rule, fixable, why in pending]
+    if settings.unfixable:
+        pending = [(ref, rule, False, REASON_UNFIXABLE) if fixable and rule.code in settings.unfixable
+                   else (ref, rule, fixable, why) for ref, rule, fixable, why in pending]
     if any(fixable for _r, _u, fixable, _why in pending) and in_runtime_module(path, settings.runtime_module):
         itself = no_fix_reason(settings.runtime_module)  # the fix would make the runtime import itself
         pending = [(ref, rule, False, why if not fixable else itself) for ref, rule, fixable, why in pending]
@@ -468,7 +476,7 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
     if import_line and analysis.alias is not None:
         refs = [ref for ref, _rule, fixable, _why in pending if fixable]
         place = placement.import_place(layout or placement.Layout(tree, lines), refs, settings.runtime_module,
-                                       analysis.alias)
+                                       analysis.alias, settings.import_order)
         if isinstance(place, str):  # nowhere: no fix at all
             pending = [(ref, rule, False, why if not fixable else _NO_PLACE_REASONS[place])
                        for ref, rule, fixable, why in pending]
@@ -492,9 +500,11 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
         analysis.findings.append(finding)
         if fixable:
             analysis.fixes.append(Planned(finding, ref, rule))
-    meta = next((rule for rule in rules if rule.is_meta), None)
+    meta = None if settings.ignore_noqa else next((rule for rule in rules if rule.is_meta), None)
     if meta is not None:
         unused = _unused_noqa(noqa, meta, {rule.code for rule in rules}, path)
+        if meta.code in settings.unfixable:
+            unused = [dataclasses.replace(f, fixable=False, fix_title=None, reason=REASON_UNFIXABLE) for f in unused]
         if only is not None:
             unused = [dataclasses.replace(f, fixable=False, fix_title=None, reason=REASON_NOT_A_SITE) for f in unused]
         analysis.findings.extend(unused)
@@ -524,6 +534,7 @@ def _root_name(node: ast.expr) -> str:
 
 
 REASON_LEFT_OUT = "left out by --from-run: the run measured no saving here"
+REASON_UNFIXABLE = "the settings make this rule unfixable (`unfixable`, `fixable`)"
 REASON_NOT_A_SITE = "left out by --from-run: it rewrites the run's call sites only"
 
 

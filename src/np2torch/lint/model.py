@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Iterable, Optional
 
+from np2torch.lint.isort import ImportOrder
 from np2torch.lint.rules import DEFAULT_RULES, RULES_BY_CODE, Rule, select_rules
 
 if TYPE_CHECKING:
@@ -59,10 +60,18 @@ class Settings:
     ``(name, family, what compiles it)`` (``("kernel", "numba", "main.py")``; the name ``*``: any function):
     the project index's answer for the module (:mod:`np2torch.lint.project`).  Calls in them are reported
     without a fix, as in a function the module compiles itself."""
+    ignore_noqa: bool = False
+    """Line ``# noqa`` comments suppress nothing (``--ignore-noqa``, as ruff's); NPT801 judges none."""
+    unfixable: tuple[str, ...] = ()
+    """Codes whose findings get no fix (ruff's ``unfixable``, less ``fixable``): reported, left as they are."""
+    import_order: ImportOrder = ImportOrder()
+    """Where isort puts the runtime import in a block of imports (the project's isort settings, read by the
+    command line)."""
 
     def __init__(self, rules: str | Iterable[str] | Iterable[Rule] = DEFAULT_RULES,
                  runtime_module: str = "np2torch.runtime", alias: str = "np2t", unsafe_fixes: bool = False,
-                 compiled_elsewhere: tuple[tuple[str, str, str], ...] = ()) -> None:
+                 compiled_elsewhere: tuple[tuple[str, str, str], ...] = (), ignore_noqa: bool = False,
+                 unfixable: tuple[str, ...] = (), import_order: ImportOrder | None = None) -> None:
         object.__setattr__(self, "rules", _rules(rules))
         object.__setattr__(self, "runtime_module", check_module(runtime_module))
         object.__setattr__(self, "alias", check_alias(alias))
@@ -72,6 +81,9 @@ class Settings:
             raise ValueError(f"compiled_elsewhere must hold (name, family, module) string triples, "
                              f"got {compiled_elsewhere!r}")
         object.__setattr__(self, "compiled_elsewhere", tuple(compiled_elsewhere))
+        object.__setattr__(self, "ignore_noqa", ignore_noqa)
+        object.__setattr__(self, "unfixable", tuple(unfixable))
+        object.__setattr__(self, "import_order", ImportOrder() if import_order is None else import_order)
 
     def __repr__(self) -> str:  # the rules by code: their documentation would fill a screen
         values = [f"{f.name}={getattr(self, f.name)!r}" for f in fields(self)
