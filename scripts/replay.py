@@ -10,12 +10,10 @@ recorded time with the best recorded one:
 
 * **tuned**: the profile in force is the converted one (device ``auto``);
 * **no tune**: no machine profile -- the built-in one, scaled to the host's
-  cores, is the prior, and where the runtime measures a pair on the spot the
-  measurement is replaced by the recorded numbers (cut where on-the-spot
-  measurement stops).
+  cores, decides (nothing is measured while a program runs).
 
-The decisions come from the runtime's own code (its floors, bands, margins,
-ski rental and on-the-spot calibration): where repeated calls of one size
+The decisions come from the runtime's own code (its floors, bands, margins
+and ski rental): where repeated calls of one size
 settle, with torch loaded (tuned; no tune in a program that imports torch) or
 imported by the ski rental once the prior predicts savings (no tune in a
 program that does not).  Nothing is timed here, so the result is the same on
@@ -56,9 +54,7 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
-import numpy as np
-
-from np2torch.runtime import _backend, _calibrate, _decide, _profile
+from np2torch.runtime import _backend, _decide, _profile
 from np2torch.runtime._api import HELPERS
 from np2torch.runtime._config import RuntimeSettings
 from np2torch.runtime._model import ALL_PATHS, CPU_PATHS, Active, Curve, Profile, curve_key
@@ -326,22 +322,6 @@ def tuned_profile(host: Host) -> Profile:
     return Profile("replayed", host.fingerprint, _profile.load_builtin().import_seconds, host.threads, curves)
 
 
-def on_the_spot_curve(host: Host, key: str) -> Optional[Curve]:
-    """What measuring ``key`` on the spot would have found there: the recorded CPU paths over the sizes
-    on-the-spot calibration measures (stopping after the first whose original took longer than it allows)."""
-    found = points(host, key, CPU_PATHS)
-    low, high = _calibrate.ON_THE_SPOT_SIZES[0], _calibrate.ON_THE_SPOT_SIZES[-1]
-    kept: List[int] = []
-    for n in sorted(found.get("numpy", {})):
-        if low <= n <= high:
-            kept.append(n)
-            if len(kept) >= 2 and found["numpy"][n] > _calibrate.ON_THE_SPOT_MAX_CALL:
-                break
-    if len(kept) < 2 or len(found) < 2:
-        return None
-    return curve_from({path: {n: t for n, t in times.items() if n in kept} for path, times in found.items()})
-
-
 # ---------------------------------------------------------------- the runtime's decisions
 
 
@@ -360,24 +340,22 @@ def profile_in_force(active: Active) -> Iterator[None]:
         PROCESS.profile = before
 
 
-def decide(name: str, dtype: str, n: int, device: str = "auto", measure: bool = False) -> str:
+def decide(name: str, dtype: str, n: int, device: str = "auto", call: bool = False) -> str:
     """The path a call of ``name`` over ``n`` elements of ``dtype`` takes under the profile in force:
-    the helper's floor, then its route (``measure``: as a call, asking for on-the-spot measurement;
-    else as :func:`np2torch.runtime.which`, which predicts CUDA without a GPU here)."""
+    the helper's floor, then its route (``call``: as a call, counting the ski rental; else as
+    :func:`np2torch.runtime.which`, which predicts CUDA without a GPU here)."""
     cuda_ok = dtype in FUNCTIONS_BY_NAME[name].cuda_loops
     if n < _decide.torch_floor(name, (dtype,)):
         return "numpy"
-    route = HELPERS[name].route(dtype, n, RuntimeSettings(device), cuda_ok, dry_run=not measure)
+    route = HELPERS[name].route(dtype, n, RuntimeSettings(device), cuda_ok, dry_run=not call)
     return "numpy" if route is None else route.path
 
 
 class Untuned(NamedTuple):
-    """Without tune: the path a process's repeated calls of one size settle on, and whether the pair was
-    measured on the spot (``measured``: True; False: it was not asked for; None: it was, but nothing was
-    recorded in the on-the-spot range to stand in for the measurement, so the prior decided)."""
+    """Without tune: the path a process's repeated calls of one size settle on (the built-in profile,
+    its pool scaled to the host's cores, decides; nothing is measured while a program runs)."""
 
     path: str
-    measured: Optional[bool]
 
 
 class Replayed(NamedTuple):
@@ -415,13 +393,12 @@ def untuned(host: Host, builtin: Profile, name: str, dtype: str, n: int, torch_i
     by the ski rental once the savings the prior predicts pay for it (with a
     saving predicted, that is a matter of enough calls: the replay takes them).
     """
-    key = curve_key(name, dtype)
     active = Active(None, builtin, str(ROOT / "replay-never-written.json"), host.fingerprint)
-    with profile_in_force(active), _on_the_spot_from(host) as measured, _torch_import(torch_imported):
-        path = decide(name, dtype, n, measure=True)
+    with profile_in_force(active), _torch_import(torch_imported):
+        path = decide(name, dtype, n, call=True)
         if not torch_imported and PROCESS.saved > 0:  # the rental counted a saving: later calls import torch
-            path = decide(name, dtype, n, measure=True)
-    return Untuned(path, measured.get(key, False))
+            path = decide(name, dtype, n, call=True)
+    return Untuned(path)
 
 
 @contextlib.contextmanager
@@ -439,27 +416,6 @@ def _torch_import(imported: bool) -> Iterator[None]:
         yield
     finally:
         _decide.torch_ready, _decide.load_torch, _decide._import_seconds = saved
-
-
-@contextlib.contextmanager
-def _on_the_spot_from(host: Host) -> Iterator[Dict[str, Optional[bool]]]:
-    """On-the-spot calibration times nothing: the recorded numbers stand in, kept in this process only."""
-    measured: Dict[str, Optional[bool]] = {}
-
-    def recorded(run: object, name: str, dtype: np.dtype, paths: Sequence[str], *args: object, **kwargs: object) -> Curve:
-        key = curve_key(name, np.dtype(dtype).name)
-        curve = on_the_spot_curve(host, key)
-        measured[key] = True if curve is not None else None
-        if curve is None:
-            raise LookupError(f"nothing recorded for {key} in the on-the-spot range")
-        return curve
-
-    saved = _calibrate.measure, _calibrate.worth_keeping
-    _calibrate.measure, _calibrate.worth_keeping = recorded, lambda: False
-    try:
-        yield measured
-    finally:
-        _calibrate.measure, _calibrate.worth_keeping = saved
 
 
 # ---------------------------------------------------------------- the tables
@@ -487,10 +443,7 @@ def _verdict(recording: Recording, path: str) -> str:
 
 
 def _untuned_cell(recording: Recording, found: Untuned) -> str:
-    note = {None: " (prior: nothing recorded to measure)", True: "", False: ""}[found.measured]
-    if found.measured is False and recording.n >= _decide.CALIBRATE_FROM:
-        note = " (not measured)"
-    return _verdict(recording, found.path) + note
+    return _verdict(recording, found.path)
 
 
 def markdown(host: Host, rows: Sequence[Replayed]) -> str:

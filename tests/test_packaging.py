@@ -24,12 +24,15 @@ SKIP_PARTS = {".git", ".venv", "build", "dist", "__pycache__", ".mypy_cache", ".
 URL = "https://github.com/np2torch/np2torch"
 
 
-def test_readme_links_are_absolute() -> None:
-    # PyPI renders README.md on its own page, where a relative link points nowhere.
+def test_readme_links_work_in_a_clone() -> None:
+    # README.md links the docs relatively (they work in a clone and on the repository host); the package
+    # index's page gets absolute links from setup.py (test_the_wheel_is_typed_licensed_and_described).
     links = re.findall(r"\]\(([^)\s]+)\)", (ROOT / "README.md").read_text(encoding="utf-8"))
-    assert links
-    relative = [link for link in links if not link.startswith(("https://", "http://", "#", "mailto:"))]
-    assert relative == [], f"use {URL}/blob/main/... in README.md"
+    relative = [link for link in links if not re.match(r"[a-zA-Z][a-zA-Z0-9+.-]*:|#", link)]
+    assert relative, "README.md links no doc"
+    missing = [link for link in relative if not (ROOT / link.split("#")[0]).is_file()]
+    assert missing == [], f"README.md links files that do not exist: {missing}"
+    assert not [link for link in links if link.startswith(f"{URL}/blob/")], "link the docs relatively"
 
 
 def test_the_version_is_written_once() -> None:
@@ -97,7 +100,10 @@ def test_the_wheel_is_typed_licensed_and_described(dists: tuple[Path, Path, str]
     assert "Typing :: Typed" in classifiers and not [c for c in classifiers if c.startswith("License ::")]
     urls = dict(line.split(", ", 1) for line in metadata.get_all("Project-URL"))
     assert urls["Repository"] == URL and urls["Issues"] == f"{URL}/issues"
-    assert metadata["Description-Content-Type"] == "text/markdown" and "](docs/" not in metadata.get_payload()
+    description = metadata.get_payload()
+    assert metadata["Description-Content-Type"] == "text/markdown" and "](docs/" not in description
+    assert f"]({URL}/blob/main/docs/run.md)" in description and f"]({URL}/blob/main/LICENSE)" in description
+    assert description.count("](") == (ROOT / "README.md").read_text(encoding="utf-8").count("](")
     assert "np2torch = np2torch.cli:main" in entry_points
     assert "[flake8.extension]\nNPT = np2torch.cli.flake8_plugin:Plugin" in entry_points
 

@@ -172,7 +172,7 @@ def test_check_reads_stdin_and_reports_it_under_the_given_name() -> None:
 def test_fix_writes_the_fixed_source_to_stdout_and_the_report_to_stderr() -> None:
     done = np2torch_stdin("fix", "--stdin-filename", "mod.py", "-", text=EXP)
     assert done.returncode == 0
-    assert done.stdout.decode() == "import numpy as np\nimport np2torch.runtime as np2t\n\ny = np2t.exp(x)\n"
+    assert done.stdout.decode() == "import np2torch.runtime as np2t\nimport numpy as np\n\ny = np2t.exp(x)\n"
     assert done.stderr.decode() == "Fixed 1 error in 1 file.\n"
     assert not Path("mod.py").exists()
 
@@ -196,7 +196,7 @@ def test_fix_of_stdin_named_by_a_very_deep_path(force_exclude: tuple[str, ...]) 
     deep = "/".join(["d"] * 1000) + "/mod.py"
     done = np2torch_stdin("fix", "--stdin-filename", deep, *force_exclude, "-", text=EXP)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.decode() == "import numpy as np\nimport np2torch.runtime as np2t\n\ny = np2t.exp(x)\n"
+    assert done.stdout.decode() == "import np2torch.runtime as np2t\nimport numpy as np\n\ny = np2t.exp(x)\n"
 
 
 def test_fix_of_stdin_echoes_the_source_after_an_internal_error(monkeypatch: pytest.MonkeyPatch,
@@ -325,3 +325,26 @@ def test_the_vscode_task_locates_each_finding_left_and_no_notebook_cell(capsys: 
     code, out, _err = run(capsys, "check", "--no-cache", "nb.ipynb")
     assert code == 1 and "nb.ipynb:cell 1:2:10: NPT001" in out
     assert not any(pattern.match(line) for line in out.splitlines())
+
+
+FORKS = ("imports torch and starts processes ({how}): a child it forks runs torch on one thread once "
+         "np2torch.runtime is imported")
+
+
+@pytest.mark.parametrize(("starts", "how"), [
+    pytest.param("import multiprocessing as mp\n", "multiprocessing", id="multiprocessing"),
+    pytest.param("from concurrent.futures import ProcessPoolExecutor\n", "ProcessPoolExecutor", id="a process pool"),
+    pytest.param("import os\nif os.fork() == 0:\n    os._exit(0)\n", "os.fork", id="os.fork"),
+])
+def test_fix_says_once_that_a_file_using_torch_that_forks_gets_one_torch_thread_in_its_children(
+        capsys: pytest.CaptureFixture[str], starts: str, how: str) -> None:
+    write("uses_torch.py", f"import torch\n{starts}{EXP}")
+    write("no_torch.py", f"{starts}{EXP}")
+    write("no_processes.py", f"import torch\n{EXP}")
+    code, _out, err = run(capsys, "fix", ".")
+    notes = [line for line in err.splitlines() if "starts processes" in line]
+    assert code == 0 and notes == [f"uses_torch.py: note: {FORKS.format(how=how)} (docs/runtime.md, "
+                                   "\"Fork and the program's own torch use\")"]
+    write("uses_torch.py", Path("uses_torch.py").read_text() + "z = np.log(x)\n")
+    code, _out, err = run(capsys, "fix", ".")  # it imports the runtime already: said once
+    assert code == 0 and "starts processes" not in err and "np2t.log" in Path("uses_torch.py").read_text()

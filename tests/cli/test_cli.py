@@ -126,7 +126,7 @@ def test_json_format(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "check", "--format", "json", "a.py")
     assert code == 1
     [finding] = json.loads(out)
-    assert set(finding) == {"code", "message", "path", "line", "column", "end_line", "end_column", "fixable"}
+    assert set(finding) >= {"code", "message", "path", "line", "column", "end_line", "end_column", "fixable"}
     assert (finding["code"], finding["path"], finding["line"], finding["column"], finding["fixable"]) == (
         "NPT001", "a.py", 3, 5, True)
     assert finding["end_line"] == 3 and finding["end_column"] > 5
@@ -274,13 +274,13 @@ def test_fix_diff_applies_to_the_files_own_bytes(in_tmp: Path, raw: bytes, tool:
         pytest.skip(f"needs {tool}")
     write("pkg/a.py", raw)
     done = subprocess.run([sys.executable, "-m", "np2torch", "fix", "--no-cache", "--diff", "pkg/a.py"],
-                          capture_output=True, stdin=subprocess.DEVNULL, timeout=60)
+                          capture_output=True, stdin=subprocess.DEVNULL, timeout=300)
     assert done.returncode == 1, done.stderr
     assert Path("pkg/a.py").read_bytes() == raw  # --diff writes nothing
     command = ["patch", "-p1", "--quiet"] if tool == "patch" else ["git", "apply", "--whitespace=nowarn", "-"]
     if tool == "git":
         subprocess.run(["git", "init", "-q", "."], check=True)
-    subprocess.run(command, input=done.stdout, check=True, timeout=60)
+    subprocess.run(command, input=done.stdout, check=True, timeout=300)
     applied = Path("pkg/a.py").read_bytes()
     write("pkg/a.py", raw)
     assert main(["fix", "--no-cache", "pkg/a.py"]) == 0
@@ -682,7 +682,7 @@ def test_fix_diff_of_a_file_name_that_is_not_utf8_applies(in_tmp: Path,
     assert main(["fix", "--no-cache", "--diff", name]) == 1
     patch = capsysbinary.readouterr().out
     assert patch.startswith(b"--- a/bad\xff.py\n+++ b/bad\xff.py\n")
-    subprocess.run(["patch", "-p1", "--quiet"], input=patch, check=True, timeout=60)
+    subprocess.run(["patch", "-p1", "--quiet"], input=patch, check=True, timeout=300)
     assert EXP_FIXED_LINE in Path(name).read_text()
 
 

@@ -38,13 +38,17 @@ def test_text_line_unfixable_shows_the_reason() -> None:
 
 def test_json_has_exactly_the_documented_keys() -> None:
     document = json.loads(output.json_document([F(), F(line=9, fixable=False, reason="x")]))
-    assert [list(item) for item in document] == [list(output.JSON_KEYS)] * 2
+    assert [list(item) for item in document] == [[*output.JSON_KEYS, *output.RUFF_KEYS]] * 2
     assert set(output.JSON_KEYS) == {"code", "message", "path", "line", "column", "end_line", "end_column", "fixable"}
     assert document[0] == {
         "code": "NPT001", "message": EXP_FINDING.message, "path": "src/a.py", "line": 3, "column": 5,
         "end_line": 3, "end_column": 14, "fixable": True,
+        "cell": None, "filename": str(Path("src/a.py").resolve()), "location": {"row": 3, "column": 5},
+        "end_location": {"row": 3, "column": 14},
+        "fix": {"applicability": "safe", "message": "Replace with `np2t.exp`", "edits": []}, "noqa_row": 3,
+        "url": pages.rule_url("NPT001"), "name": RULES[0].name, "severity": "warning",
     }
-    assert document[1]["fixable"] is False
+    assert document[1]["fixable"] is False and document[1]["fix"] is None
 
 
 def test_json_of_nothing_is_an_empty_array() -> None:

@@ -116,7 +116,7 @@ def test_check_hook_fails_on_a_finding_and_fix_hook_rewrites(project: Path, pre_
     text = path.read_text()
     assert "import np2torch.runtime as np2t" in text and "return np2t.exp(x)" in text
     cells = json.loads(book.read_text())["cells"]
-    assert cells[0]["source"] == ["import numpy as np\n", "import np2torch.runtime as np2t\n"]
+    assert cells[0]["source"] == ["import np2torch.runtime as np2t\n", "import numpy as np\n"]
     assert cells[1]["source"] == ["np.exp(x) in prose\n"]
     assert cells[2]["source"] == ["y = np2t.log(np.ones(3))\n"]
 

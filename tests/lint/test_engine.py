@@ -27,6 +27,7 @@ from np2torch.lint.engine import (
     may_contain,
 )
 from np2torch.lint.rules import RULES, RULES_BY_CODE, select_rules
+from np2torch.lint.syntax import newer_syntax, syntax_version
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 ALL_FIXTURES = sorted(FIXTURES.rglob("*.py"))
@@ -177,12 +178,23 @@ def test_text_that_never_compiled_can_still_be_fixed() -> None:
     assert fix_source(source).endswith("return np2t.exp(x)\n")
 
 
+def test_syntax_of_a_later_python_than_the_oldest_supported_is_recognised() -> None:
+    # Under Python 3.9, `match` is valid code np2torch cannot analyse (skipped with a warning), not a syntax error.
+    assert syntax_version("match x:\n    case 1:\n        y = np.exp(x)\n") == (3, 10)
+    assert syntax_version("try:\n    pass\nexcept* ValueError:\n    pass\n") == (3, 11)
+    assert syntax_version("type X = int\n") == (3, 12)
+    assert syntax_version("import numpy as np\nnp.exp(x)\n") is None
+
+
 # --------------------------------------------------------------------------- prefilter
 
 
 @pytest.mark.parametrize("path", ALL_FIXTURES, ids=lambda p: p.relative_to(FIXTURES).as_posix())
 def test_prefilter_is_exact_on_fixtures(path: Path) -> None:
     source = path.read_bytes().decode("utf-8")
+    needed = newer_syntax(source)
+    if needed is not None:
+        pytest.skip(f"needs Python >= {needed[0]}.{needed[1]}")  # `match` under 3.9: np2torch skips the file
     for rules in [RULES, *((rule,) for rule in RULES)]:
         settings = Settings(rules=rules)
         unfiltered = _analyze(source, str(path), settings, prefilter=False).findings
@@ -202,7 +214,7 @@ def test_prefilter_sees_nfkc_normalised_identifiers() -> None:
     source = "import numpy as np\ny = np.ｅｘｐ(x)\n"
     assert may_contain(source, RULES)
     assert spans(source) == ["2:5-2:11 NPT001"]
-    assert fix_source(source) == "import numpy as np\nimport np2torch.runtime as np2t\n\ny = np2t.exp(x)\n"
+    assert fix_source(source) == "import np2torch.runtime as np2t\nimport numpy as np\ny = np2t.exp(x)\n"
 
 
 # --------------------------------------------------------------------------- positions
@@ -267,7 +279,7 @@ def test_noqa_applies_to_the_line_where_the_finding_starts() -> None:
 
 def test_noqa_use_keeps_the_import() -> None:
     source = "from numpy import exp\na = exp(x)  # noqa\nb = exp(y)\n"
-    assert fix_source(source) == "from numpy import exp\nimport np2torch.runtime as np2t\n\na = exp(x)  # noqa\nb = np2t.exp(y)\n"
+    assert fix_source(source) == "import np2torch.runtime as np2t\nfrom numpy import exp\na = exp(x)  # noqa\nb = np2t.exp(y)\n"
 
 
 # --------------------------------------------------------------------------- settings
@@ -280,6 +292,27 @@ def test_rules_subset_finds_and_fixes_only_those() -> None:
     assert fix_source(source, settings=settings).endswith("y = np2t.exp(x) + np.log(x)\n")
 
 
+def test_rules_take_codes_and_selectors_as_select_does() -> None:
+    # A user has codes, not Rule objects: np2torch.Settings(rules=["NPT001"]) crashed with AttributeError.
+    source = "import numpy as np\ny = np.exp(x) + np.log(x) + np.tanh(x)\n"
+    assert spans(source, settings=np2torch.Settings(rules=["NPT001"])) == ["2:5-2:11 NPT001"]
+    assert np2torch.Settings(rules="NPT001") == np2torch.Settings(rules=["NPT001"]) == Settings(rules=select_rules(["NPT001"]))
+    assert np2torch.Settings(rules=["NPT0"]).rules == select_rules(["NPT0"])  # opt-in rules too, as --select
+    assert np2torch.Settings(rules=["ALL"]).rules == select_rules(["ALL"])
+    mixed = np2torch.Settings(rules=[RULES_BY_CODE["NPT002"], "npt001", "NPT002"])
+    assert [rule.code for rule in mixed.rules] == ["NPT002", "NPT001"]
+    assert fix_source(source, settings=np2torch.Settings(rules=["NPT0"])).endswith(
+        "y = np2t.exp(x) + np2t.log(x) + np2t.tanh(x)\n")
+
+
+def test_rules_of_another_type_say_what_to_pass() -> None:
+    for bad in ([1], 3, [None]):
+        with pytest.raises(TypeError, match=r"Settings\(rules=\.\.\.\) takes rule codes or selectors such as 'NPT001'"):
+            np2torch.Settings(rules=bad)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="unknown rule selector 'NPX1'"):
+        np2torch.Settings(rules=["NPX1"])
+
+
 def test_no_rules_no_findings() -> None:
     assert check_source("import numpy as np\nnp.exp(x)\n", settings=Settings(rules=())) == []
 
@@ -288,7 +321,7 @@ def test_custom_runtime_module_and_alias() -> None:
     settings = Settings(runtime_module="mypkg.fast", alias="fast")
     source = "import numpy as np\ny = np.exp(x)\n"
     assert check_source(source, settings=settings)[0].fix_title == "Replace with `fast.exp`"
-    assert fix_source(source, settings=settings) == "import numpy as np\nimport mypkg.fast as fast\n\ny = fast.exp(x)\n"
+    assert fix_source(source, settings=settings) == "import mypkg.fast as fast\nimport numpy as np\ny = fast.exp(x)\n"
 
 
 @pytest.mark.parametrize(
@@ -320,7 +353,10 @@ def test_settings_travel_to_worker_processes_as_rule_codes() -> None:
 def test_np2torch_settings_is_the_engine_settings() -> None:
     assert np2torch.Settings is Settings and Settings.__name__ == "Settings"
     assert repr(Settings(rules=select_rules(["NPT001", "NPT002"]), alias="fast")) == (
-        "Settings(rules=<NPT001, NPT002>, runtime_module='np2torch.runtime', alias='fast', unsafe_fixes=False)")
+        "Settings(rules=<NPT001, NPT002>, runtime_module='np2torch.runtime', alias='fast', unsafe_fixes=False, "
+        "ignore_noqa=False, unfixable=(), import_order=ImportOrder(known_first_party=(), known_third_party=(), known_local_folder=(), "
+        "extra_standard_library=(), project_modules=(), force_sort_within_sections=False, case_sensitive=False, "
+        "from_first=False))")
 
 
 def test_the_public_api_is_the_engine_api() -> None:
@@ -378,7 +414,7 @@ def test_fix_and_check_analyses_the_fixed_text_only_to_place_what_is_left(monkey
     source = "import numpy as np\ny = np.exp(x)\nt = f is np.exp\n"
     left = engine.fix_and_check(source)
     assert analysed[1:] == [source, left.text]
-    assert [(f.line, f.code, f.fixable) for f in left.remaining] == [(5, "NPT001", False)]
+    assert [(f.line, f.code, f.fixable) for f in left.remaining] == [(4, "NPT001", False)]
 
 
 @pytest.mark.parametrize(
@@ -393,14 +429,37 @@ def test_init_files_keep_their_imports(path: str, kept: bool) -> None:
     assert "from numpy import exp" in fix_source("from numpy import exp\ny = exp(x)\n", path)
 
 
+@pytest.mark.parametrize(
+    ("source", "path", "unsafe", "kept"),
+    [
+        pytest.param("import numpy as np\ny = np.exp(x)\n", "m.py", True, False, id="unused after the fix: goes"),
+        pytest.param("import numpy\ny = numpy.exp(x)\n", "m.py", True, False, id="without an alias too"),
+        pytest.param("import numpy as np\ny = np.exp(x)\n", "m.py", False, True, id="module level: only unsafe"),
+        pytest.param("import numpy as np\ny = np.exp(x)\n", "pkg/__init__.py", True, True, id="a package's re-export"),
+        pytest.param("__all__ = ['np']\nimport numpy as np\ny = np.exp(x)\n", "m.py", True, True, id="listed in __all__"),
+        pytest.param("import numpy as np\ny = np.exp(x) + np.pi\n", "m.py", True, True, id="still used"),
+        pytest.param("try:\n    import numpy as np\nexcept ImportError:\n    raise SystemExit(1)\ny = np.exp(x)\n", "m.py", True,
+                     True, id="feature detection"),
+        pytest.param("def f(x):\n    import numpy as np\n    return np.exp(x)\n", "m.py", False, False,
+                     id="a function's own import goes as its from imports do"),
+        pytest.param("import numpy as np\ny = np.log(np.sum(np.exp(x)))\n", "m.py", True, True,
+                     id="a pattern fix's names are not counted: kept"),
+    ],
+)
+def test_an_unused_numpy_import_goes_as_from_imports_do(source: str, path: str, unsafe: bool, kept: bool) -> None:
+    fixed = fix_source(source, path, settings=Settings(unsafe_fixes=unsafe, rules=select_rules(["ALL"])))
+    assert "np2t." in fixed
+    assert ("import numpy" in fixed) is kept, fixed
+
+
 def test_a_module_level_import_stays_and_a_local_one_goes() -> None:
     source = "from numpy import exp  # keep me\n\ndef f(x):\n    from numpy import log  # local\n    return exp(log(x))\n"
     assert fix_source(source) == (
-        "from numpy import exp  # keep me\nimport np2torch.runtime as np2t\n\n"
+        "import np2torch.runtime as np2t\nfrom numpy import exp  # keep me\n\n"
         "def f(x):\n    # local\n    return np2t.exp(np2t.log(x))\n"
     )
     unsafe = fix_source(source, settings=Settings(unsafe_fixes=True))
-    assert unsafe.startswith("# keep me\nimport np2torch.runtime as np2t\n\ndef f(x):\n    # local\n")
+    assert unsafe.startswith("import np2torch.runtime as np2t\n# keep me\n\ndef f(x):\n    # local\n")
 
 
 @pytest.mark.parametrize("dynamic", ["eval('exp(1.0)')", "exec('y = log(2.0)')", "globals()['exp']"])
@@ -590,6 +649,6 @@ def test_a_large_module_is_fixed_by_splicing_only_what_changed(monkeypatch: pyte
     monkeypatch.setattr(rewrite.cst, "parse_module", lambda text: parsed.append(text) or real_parse(text))
     fixed = fix_source(source)
     assert parsed == [middle, tail]
-    expected = source.replace("import numpy as np\r\n", "import numpy as np\r\nimport np2torch.runtime as np2t\r\n", 1)
+    expected = source.replace("import numpy as np\r\n", "import np2torch.runtime as np2t\r\nimport numpy as np\r\n", 1)
     expected = expected.replace("TABLE = np.exp(", "TABLE = np2t.exp(").replace("return np.log(x)", "return np2t.log(x)")
     assert fixed == expected

@@ -116,6 +116,23 @@ def test_a_numba_function_still_compiles(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- imports
 
 
+@pytest.mark.parametrize("public", [
+    pytest.param('__all__ = [n for n in dir() if not n.startswith("_")]', id="__all__ from dir()"),
+    pytest.param('__all__ = sorted(k for k, v in globals().items() if not k.startswith("_"))',
+                 id="__all__ from globals()"),
+    pytest.param('def __dir__():\n    return [n for n in globals() if n[0] != "_"]', id="a module __dir__"),
+])
+def test_a_module_that_lists_its_own_names_gains_no_public_name(tmp_path: Path, public: str) -> None:
+    files = {
+        "mu.py": f"import numpy as np\n\ndef softplus(x):\n    return np.log(1.0 + np.exp(x))\n\n{public}\n",
+        "main.py": "import mu\nfrom mu import *\nprint(sorted(n for n in dir() if not n.startswith('_')))\n"
+                   "print([n for n in dir(mu) if not n.startswith('_')], softplus(0.0))\n",
+    }
+    fixed = assert_same_behaviour(tmp_path, files, ["mu.py"])
+    assert "_np2t.log(1.0 + _np2t.exp(x))" in fixed["mu.py"]
+
+
+
 def test_an_importer_of_a_fixed_module_still_finds_its_name(tmp_path: Path) -> None:
     files = {
         "mu.py": "from numpy import exp  # keep me\n\ndef f(x):\n    return exp(x)\n",
@@ -148,7 +165,7 @@ def test_a_vendored_runtime_made_importable_by_sys_path_is_imported_after_it(tmp
     }
     settings = Settings(runtime_module="fastmath", alias="fm")
     fixed = assert_same_behaviour(tmp_path, files, ["main.py"], settings=settings)
-    assert "import numpy as np\nimport fastmath as fm\n" in fixed["main.py"]
+    assert "import fastmath as fm\nimport numpy as np\n" in fixed["main.py"]
 
 
 # --------------------------------------------------------------------------- the alias
@@ -326,7 +343,7 @@ def test_numpy_imported_only_in_the_main_block_that_calls_the_functions(tmp_path
             print(softplus(np.zeros(2)), np.exp(np.ones(2)))
     """
     fixed = assert_same_behaviour(tmp_path, {"main.py": program}, ["main.py"])
-    assert "    import numpy as np\n    import np2torch.runtime as np2t\n" in fixed["main.py"]
+    assert "    import np2torch.runtime as np2t\n    import numpy as np\n" in fixed["main.py"]
 
 
 def test_numpy_imported_in_a_module_level_try_that_calls_a_function(tmp_path: Path) -> None:
@@ -361,7 +378,7 @@ def test_a_script_that_imports_numpy_again_after_calling_its_functions(tmp_path:
         print(np.log(np.ones(2)), erf(np.ones(2)))
     """
     fixed = assert_same_behaviour(tmp_path, {"main.py": program}, ["main.py"])
-    assert fixed["main.py"].startswith("import numpy as np\nimport np2torch.runtime as np2t\n")
+    assert fixed["main.py"].startswith("import np2torch.runtime as np2t\nimport numpy as np\n")
 
 
 def test_a_function_called_before_the_import_its_name_resolves_through_still_raises(tmp_path: Path) -> None:
@@ -496,7 +513,7 @@ def test_a_vendored_runtime_imported_after_the_path_set_up_inside_the_main_block
         """,
     }
     fixed = assert_same_behaviour(tmp_path, files, ["main.py"], settings=Settings(runtime_module="fastmath", alias="fm"))
-    assert "    import numpy as np\n    import fastmath as fm\n" in fixed["main.py"]
+    assert "    import fastmath as fm\n    import numpy as np\n" in fixed["main.py"]
 
 
 def test_a_vendored_runtime_imported_after_a_path_set_up_that_follows_the_numpy_import(tmp_path: Path) -> None:

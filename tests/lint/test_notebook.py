@@ -106,8 +106,8 @@ def test_fix_changes_only_the_changed_cells_sources_byte_for_byte() -> None:
     before = nbformat_text(nb)
     after = fix_notebook(before, "n.ipynb")
     fixed = json.loads(after)
-    assert fixed["cells"][0]["source"] == ["%matplotlib inline\n", "import numpy as np  # caf\u00e9\n",
-                                           "import np2torch.runtime as np2t"]
+    assert fixed["cells"][0]["source"] == ["%matplotlib inline\n", "import np2torch.runtime as np2t\n",
+                                           "import numpy as np  # caf\u00e9"]
     assert fixed["cells"][2]["source"] == ["y = np2t.exp(x)\n", "\n", "w = 2  # unchanged line\n", "z = np2t.log(y)\n"]
     # everything else is the original document, and the file is laid out exactly as nbformat would
     expected = json.loads(before)
@@ -138,7 +138,7 @@ def test_the_import_goes_in_a_cell_before_the_first_cell_that_runs_a_fix() -> No
         code(["import numpy as np\n", "print(np.log(np.ones(2)))"], 3),
     ))
     fixed = fix_notebook(text, "n.ipynb")
-    assert json.loads(fixed)["cells"][0]["source"][:2] == ["import numpy as np\n", "import np2torch.runtime as np2t\n"]
+    assert json.loads(fixed)["cells"][0]["source"][:2] == ["import np2torch.runtime as np2t\n", "import numpy as np\n"]
     assert "np2t.log" in fixed and _run_cells(fixed) == _run_cells(text)
 
 
@@ -150,7 +150,7 @@ def test_a_line_magic_may_run_a_fix_so_the_import_goes_before_it() -> None:
         code(["import numpy as np\n", "print(f(np.zeros(3)))"], 4),
     ))
     cells = json.loads(fix_notebook(text, "n.ipynb"))["cells"]
-    assert cells[1]["source"] == "import numpy as np\nimport np2torch.runtime as np2t"
+    assert cells[1]["source"] == "import np2torch.runtime as np2t\nimport numpy as np"
     assert cells[2]["source"] == "%time y = f(np.zeros(3))" and "np2torch" not in cells[3]["source"]
 
 
@@ -165,7 +165,7 @@ def test_fix_and_check_places_what_is_left_in_the_fixed_cells() -> None:
     assert result.text == fix_notebook(before, "n.ipynb")
     assert list(result.findings) == check_notebook(before, "n.ipynb")
     assert list(result.remaining) == check_notebook(result.text, "n.ipynb")
-    assert [(f.cell, f.line, f.column, f.code) for f in result.remaining] == [(1, 5, 10, "NPT001"),
+    assert [(f.cell, f.line, f.column, f.code) for f in result.remaining] == [(1, 4, 10, "NPT001"),
                                                                               (3, 2, 6, "NPT002")]
     assert {f.path for f in (*result.findings, *result.remaining)} == {"n.ipynb"}
 
@@ -177,8 +177,8 @@ def test_other_layouts_and_key_orders_are_kept(indent: int | None) -> None:
                      "cell_type": "code", "execution_count": None}]}
     before = json.dumps(nb, indent=indent, ensure_ascii=True)  # no final newline, keys unsorted
     after = fix_notebook(before, "n.ipynb")
-    # the blank line after the added import is the engine's, as in a .py file
-    nb["cells"][0]["source"] = ["import numpy as np\n", "import np2torch.runtime as np2t\n", "\n", "np2t.exp(x)\n"]
+    # the import goes into the block before `import numpy` (isort's order): every other line as it was
+    nb["cells"][0]["source"] = ["import np2torch.runtime as np2t\n", "import numpy as np\n", "np2t.exp(x)\n"]
     assert after == json.dumps(nb, indent=indent, ensure_ascii=True)
 
 
@@ -191,27 +191,26 @@ def test_unchanged_lines_keep_their_original_escapes() -> None:
     after = fix_notebook(before, "n.ipynb")
     assert '"import numpy as np  # \\u00e9\\/\\n"' in after
     assert json.loads(after)["cells"][0]["source"][-1] == "np2t.exp(x)"
-    assert after.replace('"np2t.exp(x)"', '"np.exp(x)"').replace(
-        ', "import np2torch.runtime as np2t\\n", "\\n"', "") == before
+    assert after.replace('"np2t.exp(x)"', '"np.exp(x)"').replace('"import np2torch.runtime as np2t\\n", ', "") == before
 
 
 def test_string_sources_stay_strings() -> None:
     before = nbformat_text(notebook(code("import numpy as np\n\ny = np.exp(x)")))
     after = json.loads(fix_notebook(before, "n.ipynb"))
-    assert after["cells"][0]["source"] == "import numpy as np\nimport np2torch.runtime as np2t\n\ny = np2t.exp(x)"
+    assert after["cells"][0]["source"] == "import np2torch.runtime as np2t\nimport numpy as np\n\ny = np2t.exp(x)"
 
 
 def test_imports_are_never_removed_from_a_notebook() -> None:
     before = nbformat_text(notebook(code("from numpy import exp"), code("%timeit exp(x)\ny = exp(x)")))
     after = json.loads(fix_notebook(before, "n.ipynb"))
-    assert after["cells"][0]["source"] == "from numpy import exp\nimport np2torch.runtime as np2t"
+    assert after["cells"][0]["source"] == "import np2torch.runtime as np2t\nfrom numpy import exp"
     assert after["cells"][1]["source"] == "%timeit exp(x)\ny = np2t.exp(x)"
 
 
 def test_masked_magics_are_restored_after_a_fix() -> None:
     before = nbformat_text(notebook(code(["import numpy as np\n", "  %time y = 1\n", "y = np.exp(x)"])))
     after = json.loads(fix_notebook(before, "n.ipynb"))
-    assert after["cells"][0]["source"] == ["import numpy as np\n", "import np2torch.runtime as np2t\n", "\n",
+    assert after["cells"][0]["source"] == ["import np2torch.runtime as np2t\n", "import numpy as np\n",
                                            "  %time y = 1\n", "y = np2t.exp(x)"]
 
 
@@ -279,7 +278,7 @@ def test_cli_fix_rewrites_only_the_sources(in_tmp: Path, capsys: pytest.CaptureF
     assert code_ == 1  # the `is` comparison cannot be fixed
     assert "Fixed 1 error in 1 file." in out
     expected = json.loads(before)
-    expected["cells"][0]["source"] = ["%matplotlib inline\n", "import numpy as np\n", "import np2torch.runtime as np2t"]
+    expected["cells"][0]["source"] = ["%matplotlib inline\n", "import np2torch.runtime as np2t\n", "import numpy as np"]
     expected["cells"][2]["source"] = ["y = np2t.exp(x)\n", "same = np.log is f"]
     assert path.read_bytes() == nbformat_text(expected).encode("utf-8")
     code_, out, _ = run(capsys, "fix", "n.ipynb")
@@ -345,7 +344,7 @@ def test_fix_notebook_findings_fixes_that_finding_alone() -> None:
     assert [(f.cell, f.line, f.code) for f in findings] == [(3, 1, "NPT001"), (3, 2, "NPT002"), (4, 1, "NPT001")]
     fixed = fix_notebook_findings(text, [findings[1]], "n.ipynb")
     sources = ["".join(cell["source"]) for cell in json.loads(fixed)["cells"]]
-    assert sources == ["import numpy as np\nimport np2torch.runtime as np2t\n\n%timeit np.exp(x)", "np.exp(x) in prose",
+    assert sources == ["import np2torch.runtime as np2t\nimport numpy as np\n%timeit np.exp(x)", "np.exp(x) in prose",
                        "a = np.exp(x)\nb = np2t.log(x)", "c = np.exp(x)"]
     assert fix_notebook_findings(text, findings, "n.ipynb") == fix_notebook(text)
     assert fix_notebook_findings(text, [], "n.ipynb") is text

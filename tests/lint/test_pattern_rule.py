@@ -86,13 +86,13 @@ def test_not_the_pattern(line: str) -> None:
 def test_from_imports_and_only_the_pattern_selected() -> None:
     source = "from numpy import log, sum, exp\ny = log(sum(exp(x), axis=0))\n"
     assert fix_source(source, settings=UNSAFE) == (
-        "from numpy import sum\nimport np2torch.runtime as np2t\n\ny = np2t.logsumexp(x, axis=0)\n"
+        "import np2torch.runtime as np2t\nfrom numpy import sum\ny = np2t.logsumexp(x, axis=0)\n"
     )
     only = Settings(rules=select_rules(["NPT901"]), unsafe_fixes=True)
     assert [f.code for f in check_source(source, settings=only)] == ["NPT901"]
     # exp and log are not fixed, so their import stays
     assert fix_source(source, settings=only) == (
-        "from numpy import log, sum, exp\nimport np2torch.runtime as np2t\n\ny = np2t.logsumexp(x, axis=0)\n"
+        "import np2torch.runtime as np2t\nfrom numpy import log, sum, exp\ny = np2t.logsumexp(x, axis=0)\n"
     )
 
 
@@ -130,7 +130,7 @@ def test_cli_reports_always_fixes_only_with_unsafe_fixes(in_tmp: Path, capsys: p
     assert "[*]" in capsys.readouterr().out
     assert main(["fix", "--unsafe-fixes", "a.py"]) == 0
     capsys.readouterr()
-    assert Path("a.py").read_text() == "import numpy as np\nimport np2torch.runtime as np2t\n\ny = np2t.logsumexp(x, axis=1)\n"
+    assert Path("a.py").read_text() == "import np2torch.runtime as np2t\nimport numpy as np\ny = np2t.logsumexp(x, axis=1)\n"
 
 
 def test_a_pattern_row_is_the_one_shape_the_engine_matches() -> None:

@@ -19,12 +19,21 @@ IMPORT = "import np2torch.runtime as np2t"
 
 
 def _import_after_marker(source: str) -> None:
+    """The import follows the marked line, or, when that is an import, goes up among the imports right
+    above it to where isort puts it (``np2torch`` sorts before ``numpy``): it runs no later."""
     source = textwrap.dedent(source).lstrip("\n")
     lines = source.splitlines()
     marked = next(i for i, line in enumerate(lines) if line.rstrip().endswith("# <-"))
     fixed = fix_source(source).splitlines()
     indent = lines[marked][: len(lines[marked]) - len(lines[marked].lstrip())]
-    assert fixed[marked + 1] == indent + IMPORT, "\n".join(fixed)
+    at = next(i for i, line in enumerate(fixed) if line.strip() == IMPORT)
+    marked = next(i for i, line in enumerate(fixed) if line.rstrip().endswith("# <-"))  # (an import above may go)
+    if at < marked:  # moved up: every line it passed is an import of the same block
+        passed = fixed[at + 1 : marked + 1]
+        assert all(line.lstrip().startswith(("import ", "from ")) for line in passed), "\n".join(fixed)
+    else:
+        assert at == marked + 1, "\n".join(fixed)
+    assert fixed[at] == indent + IMPORT, "\n".join(fixed)
     assert sum(IMPORT in line for line in fixed) == 1
     compile("\n".join(fixed), "<fixed>", "exec")
 
@@ -208,7 +217,7 @@ def test_an_existing_runtime_import_before_the_first_call_is_reused() -> None:
 def test_an_existing_runtime_import_after_the_first_call_gets_one_before() -> None:
     source = "import numpy as np\n\nprint(np.exp(np.ones(2)))\nimport np2torch.runtime as np2t\n"
     fixed = fix_source(source)
-    assert fixed.startswith("import numpy as np\nimport np2torch.runtime as np2t\n")
+    assert fixed.startswith("import np2torch.runtime as np2t\nimport numpy as np\n")
     assert "np2t.exp(np.ones(2))" in fixed
 
 
@@ -248,7 +257,7 @@ def test_a_statement_that_gets_the_import_and_fixes_leaves_the_later_statements_
         """
     ).lstrip("\n")
     fixed = fix_source(source)
-    assert "    import numpy as np\n    import np2torch.runtime as np2t\n    print(f(np.zeros(1)), np2t.log(" in fixed
+    assert "    import np2torch.runtime as np2t\n    import numpy as np\n    print(f(np.zeros(1)), np2t.log(" in fixed
     assert fixed.endswith("def g(x):\n    return np2t.sin(x)\n")
 
 

@@ -256,7 +256,7 @@ def test_npt801_fix_removes_the_unused_codes(text: str, expected: str) -> None:
 def test_npt801_fix_beside_a_call_fix_on_the_same_line() -> None:
     text = "import numpy as np\nz = np.exp(x)  # noqa: NPT002\n"
     assert [(f.code, f.fixable) for f in check_source(text, settings=UNUSED)] == [("NPT001", True), ("NPT801", True)]
-    assert fix_source(text, settings=UNUSED).endswith("import np2torch.runtime as np2t\n\nz = np2t.exp(x)\n")
+    assert fix_source(text, settings=UNUSED).endswith("import np2torch.runtime as np2t\nimport numpy as np\nz = np2t.exp(x)\n")
 
 
 def test_npt801_fix_of_one_finding_leaves_the_others() -> None:

@@ -56,11 +56,18 @@ CELLS: List[tuple[str, str]] = [
     ("unload", "%unload_ext np2torch"),
     ("plain again", "def h(v):\n    return np.exp(v)\nprint(h.__code__.co_names, round(float(f(x).sum()), 6))\n"
                     "ip = get_ipython()\nmagics = ip.magics_manager.magics\n"
-                    "print(len(ip.ast_transformers), len(ip.input_transformers_post), 'np2torch' in magics['line'],\n"
+                    "print(len(ip.ast_transformers), len(ip.input_transformers_post),\n"
                     "      [type(magics[kind][name]).__name__ for kind in ('line', 'cell') for name in ('time', 'timeit')])"),
+    ("call after unload", "for _ in range(3):\n    y = f(x)"),
+    ("report after unload", "%np2torch report --json"),
+    ("options after unload", "%np2torch options --select NPT001"),
+    ("reload", "%load_ext np2torch"),
+    ("after reload", "for _ in range(2):\n    y = f(x)\nz = np.exp(x[:7])"),
+    ("report after reload", "%np2torch report --json"),
 ]
 EXTENSION_ONLY = {"load", "report", "report json", "report file", "report wrong", "options", "after options",
-                  "options wrong", "report again", "unload"}
+                  "options wrong", "report again", "unload", "report after unload", "options after unload", "reload",
+                  "report after reload"}
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -107,8 +114,10 @@ def _report(runs: Dict[bool, Dict[str, List[Dict[str, Any]]]]) -> Dict[str, Any]
 
 
 def test_the_cells_print_what_they_print_without_the_extension(runs: Dict[bool, Any]) -> None:
-    for name in ("imports", "define", "call", "plain again"):
-        assert runs[True][name] == runs[False][name], name
+    for name in ("imports", "define", "call", "plain again"):  # streams merged: the kernel may split a print
+        outputs = [(_stdout(run[name]), _stderr(run[name]), [o for o in run[name] if o["output_type"] != "stream"])
+                   for run in (runs[True], runs[False])]
+        assert outputs[0] == outputs[1], name
     assert _stdout(runs[True]["call"]).strip() and not _stderr(runs[True]["load"])
 
 
@@ -186,7 +195,7 @@ def test_options_apply_to_the_cells_that_follow(runs: Dict[bool, Any]) -> None:
 def test_unload_restores_plain_execution(runs: Dict[bool, Any]) -> None:
     # equal to the plain kernel's: a new function calls NumPy, and IPython's transformers and magics are its own
     assert _stdout(runs[True]["plain again"]).splitlines() == _stdout(runs[False]["plain again"]).splitlines() == [
-        "('np', 'exp') 3436.845662", "0 0 False ['method', 'method', 'method', 'method']"]
+        "('np', 'exp') 3436.845662", "0 0 ['method', 'method', 'method', 'method']"]
 
 
 def test_a_cell_under_a_bad_config_runs_unchanged_with_one_line(runs: Dict[bool, Any]) -> None:
@@ -209,3 +218,23 @@ def test_a_cell_that_does_not_parse_fails_as_without_the_extension(runs: Dict[bo
     assert with_extension["ename"] == plain["ename"] == "SyntaxError"
     assert [ANSI.sub("", line) for line in with_extension["traceback"]] == [
         ANSI.sub("", line) for line in plain["traceback"]]
+
+
+def _calls(report: Dict[str, Any]) -> Dict[tuple[str, int, int], int]:
+    return {(site["path"], site["line"], site["col"]): site["calls"] for site in report["sites"]}
+
+
+def test_functions_defined_under_the_extension_go_on_counting_and_reporting_after_unload(runs: Dict[bool, Any]) -> None:
+    before = _calls(json.loads(_stdout(runs[True]["report again"])))
+    after = json.loads(_stdout(runs[True]["report after unload"]))
+    assert _calls(after)[("<In[3]>", 2, 12)] == before[("<In[3]>", 2, 12)] + 4  # f(x) in "plain again", then 3
+    assert after["command"][-1] == "(cells up to In[27]), unloaded"
+    assert _stderr(runs[True]["options after unload"]).startswith("np2torch: the extension is unloaded")
+
+
+def test_a_new_load_starts_a_fresh_report(runs: Dict[bool, Any]) -> None:
+    # every site counts from zero, the time is that since the new load: the calls cannot outweigh the program
+    report = json.loads(_stdout(runs[True]["report after reload"]))
+    assert _calls(report) == {("<In[3]>", 2, 12): 2, ("<In[33]>", 3, 5): 1}
+    assert report["rewritten_s"] <= report["wall_s"]
+    assert _stdout(runs[True]["after reload"]) == _stdout(runs[False]["after reload"])

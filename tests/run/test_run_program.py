@@ -557,3 +557,94 @@ def test_run_path_of_a_program_file_is_runpys_own_but_for_the_code(tmp_path: Pat
     assert plain[0] == 1 and '"<frozen runpy>"' in plain[2] and 'File "bad.py", line 2' in plain[2]
     assert under == plain
     assert calls(report) == {("other.py", 3): 1, ("bad.py", 2): 1}
+
+
+HEAVY = ("numpy", "scipy", "torch")
+
+
+def test_numpy_is_first_imported_by_the_program_in_the_run_and_in_its_children(tmp_path: Path) -> None:
+    # What a program sets before its own `import numpy` acts as under python: a BLAS thread count, a warnings
+    # filter that must not end up ahead of NumPy's own (polyfit's RankWarning is shown, not raised). np2torch's
+    # start-up imports none of NumPy, SciPy or torch, in the run's process or in a child it follows.
+    program = """\
+        import os, subprocess, sys, warnings
+        os.environ["OPENBLAS_NUM_THREADS"] = "1"
+        warnings.simplefilter("error")
+        print("before", [m for m in ("numpy", "scipy", "torch") if m in sys.modules])
+        import numpy as np
+        try:
+            np.polyfit([1.0, 2.0, 3.0], [1.0, 2.0, 3.0], 5)
+        except Exception as exc:
+            print("raised", type(exc).__name__)
+        print(np.exp(np.zeros(2)), [m for m in ("numpy", "scipy", "torch") if m in sys.modules], flush=True)
+        if sys.argv[1:] == ["parent"]:
+            subprocess.run([sys.executable, __file__], check=True)
+        """
+    root = _project(tmp_path, {"prog.py": program})
+    plain, under, report = both(root, ["prog.py", "parent"])
+    assert plain[0] == 0 and plain[1].count("before []\n") == 2 and "raised" not in plain[1]
+    assert plain[2].count("RankWarning: Polyfit may be poorly conditioned") == 2
+    assert under == plain
+    assert calls(report) == {("prog.py", 10): 2}
+
+
+def test_the_start_up_of_run_imports_no_array_library(tmp_path: Path) -> None:
+    # `python -X importtime`: every module imported is listed; a program that imports none of them gets none.
+    root = _project(tmp_path, {"prog.py": "import sys\nprint(sorted(set(sys.modules) & {'numpy', 'scipy', 'torch'}))\n",
+                               "other.py": "import numpy as np\nprint(np.exp(1.0))\n"})
+    status, out, err = _run(root, ["-X", "importtime", "-m", "np2torch", "run", "--report", "none", "prog.py"])
+    imported = {line.rsplit("|", 1)[-1].strip() for line in err.splitlines() if line.startswith("import time:")}
+    assert (status, out) == (0, "[]\n") and "np2torch.run.hook" in imported
+    assert imported.isdisjoint(HEAVY), sorted(imported & set(HEAVY))
+
+
+@pytest.mark.parametrize("argv", [pytest.param(["prog.py"], id="imported by the script"),
+                                  pytest.param(["-m", "prog"], id="imported by a -m module"),
+                                  pytest.param(["-m", "broken"], id="the -m module itself")])
+def test_a_syntax_error_in_a_module_the_program_imports_is_pythons_traceback(tmp_path: Path,
+                                                                              argv: List[str]) -> None:
+    # A file being edited: python trims the import system's frames; no np2torch frame stands between them.
+    root = _project(tmp_path, {"prog.py": "import numpy as np\nprint(np.exp(0.0))\nimport broken\n",
+                               "broken.py": "import numpy as np\n\ndef f(x:\n    return np.exp(x)\n"})
+    plain, under, report = both(root, argv)
+    assert plain[0] == 1 and plain[2].startswith("Traceback") and "SyntaxError: '(' was never closed" in plain[2]
+    assert "np2torch" not in under[2]
+    assert under == plain
+
+
+def test_a_program_using_torch_that_forks_is_told_once_that_its_children_run_torch_on_one_thread(
+        tmp_path: Path) -> None:
+    # The runtime's fork hook is in every process of the run: one line names the file that imports torch and
+    # starts processes (not its children, not a file that does only one of the two); the rest is python's.
+    pytest.importorskip("torch")
+    root = _project(tmp_path, {"helper.py": "import multiprocessing\nimport numpy as np\nONE = np.exp(0.0)\n",
+                               "prog.py": """\
+        import multiprocessing as mp
+        import numpy as np
+        import torch
+        import helper
+
+        def work(n):
+            return float(np.exp(np.zeros(n)).sum() * helper.ONE)
+
+        if __name__ == "__main__":
+            with mp.get_context("fork").Pool(2) as pool:
+                print(pool.map(work, [3, 4]), torch.ones(2).sum().item())
+        """})
+    plain, under, report = both(root, ["prog.py"])
+    assert plain == (0, "[3.0, 4.0] 2.0\n", "")
+    notice = (f"np2torch run: {root / 'prog.py'}: imports torch and starts processes (multiprocessing): a child it "
+              "forks runs torch on one thread once np2torch.runtime is imported (docs/runtime.md, \"Fork and the "
+              "program's own torch use\")\n")
+    assert under == (0, plain[1], notice)
+    assert calls(report)[("prog.py", 7)] == 2
+
+
+def test_a_site_the_program_never_reaches_is_in_the_report_uncalled(tmp_path: Path) -> None:
+    # Its file's sites are made when the program first reaches one of them: one never reached is still reported.
+    root = _project(tmp_path, {
+        "prog.py": "import numpy as np\n\ndef unused(x):\n    return np.log(x)\nimport never\nprint(np.exp(np.zeros(1)))\n",
+        "never.py": "import sys\nif sys.argv[1:]:\n    import numpy as np\n    np.exp(np.ones(1))\n"})
+    plain, under, report = both(root, ["prog.py"])
+    assert under == plain == (0, "[1.]\n", "")
+    assert calls(report) == {("prog.py", 4): 0, ("prog.py", 6): 1, ("never.py", 4): 0}

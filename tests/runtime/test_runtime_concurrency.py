@@ -101,11 +101,11 @@ LOCK_HELD_AT_FORK = textwrap.dedent(
     def hold():
         with PROCESS.lock:
             held.set()
-            release.wait(30)
+            release.wait(120)
 
     thread = threading.Thread(target=hold)
     thread.start()
-    held.wait(30)
+    held.wait(120)
     pid = os.fork()
     if pid == 0:
         np2t.configure(device="numpy")  # takes the runtime's lock, which a parent's thread held at the fork

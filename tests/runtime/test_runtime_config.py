@@ -115,7 +115,7 @@ def test_using_is_local_to_its_thread():
     release = threading.Event()
 
     def other() -> None:
-        inside.wait(10)
+        inside.wait(120)
         seen["other"] = np2t.current_settings()
         release.set()
 
@@ -123,8 +123,8 @@ def test_using_is_local_to_its_thread():
     thread.start()
     with np2t.using(device="numpy", min_size=0):
         inside.set()
-        release.wait(10)
-    thread.join(10)
+        release.wait(120)
+    thread.join(120)
     assert seen["other"] == PROCESS.settings
 
 
@@ -196,6 +196,26 @@ def test_explicit_cuda_without_cuda_is_a_clear_error(monkeypatch):
     with np2t.using(device="cuda", min_size=0):
         with pytest.raises(RuntimeError, match="no usable CUDA device; use 'auto'"):
             np2t.exp(np.ones(100))
+
+
+@pytest.mark.parametrize("min_size, n", [(0, 100), (None, _decide.CUDA_UNMEASURED_FROM)])
+def test_which_says_an_explicit_cuda_call_without_cuda_raises(monkeypatch, min_size, n):
+    # which() answered 'cuda' while the call raised: it now raises the call's error, word for word.
+    from np2torch.runtime import _logsumexp
+
+    monkeypatch.setattr(_ufunc, "cuda_available", lambda: False)
+    monkeypatch.setattr(_logsumexp, "cuda_available", lambda: False)
+    x = np.ones(n)
+    with np2t.using(device="cuda", min_size=min_size):
+        with pytest.raises(RuntimeError) as from_call:
+            np2t.exp(x)
+        with pytest.raises(RuntimeError) as from_which:
+            np2t.which("exp", x)
+        assert str(from_which.value) == str(from_call.value)
+        assert "no usable CUDA device; use 'auto'" in str(from_which.value)
+        # logsumexp hands such a call to SciPy: which() says so rather than 'cuda'
+        path, why = np2t.which("logsumexp", x.reshape(2, -1), axis=0)
+        assert path == "numpy" and "no usable CUDA device" in why, why
 
 
 def test_explicit_cuda_serves_unverified_dtypes_on_the_cpu(torch_calls, monkeypatch):

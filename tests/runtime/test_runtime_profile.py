@@ -1,13 +1,14 @@
 """The machine profile and the decisions made from it (runtime/_profile.py, _decide.py, _calibrate.py).
 
 Decisions are checked on synthetic profiles (whose answer is known), the ski
-rental and on-the-spot calibration in fresh interpreters (whose torch import
+rental in fresh interpreters (whose torch import
 state is known), and the file handling with corrupt, foreign and concurrent
 writers.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -25,6 +26,7 @@ import np2torch.runtime as np2t
 from np2torch.runtime import _backend, _calibrate, _decide, _load, _model, _profile
 from np2torch.runtime._api import HELPERS
 from np2torch.runtime._model import Curve, Profile
+from np2torch.runtime._slices import shape_class
 from np2torch.runtime._state import PROCESS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -112,7 +114,7 @@ def test_a_measured_size_gets_the_path_measured_fastest_there():
     assert [bands.at(n) for n in (29_999, 30_000, 300_000)] == ["numpy", "cpu1", "cpu"]
 
 
-def test_a_prior_is_another_machines_so_it_never_vetoes_measuring():
+def test_a_prior_decides_without_the_one_thread_guard_and_measures_nothing():
     # The reference machine (2 threads): one torch thread 2.3x the original, the pool 1.2x. Scaled to 16
     # cores the pool is predicted ~6x faster; one thread stays the reference machine's.
     assert _backend.load_torch()
@@ -120,22 +122,48 @@ def test_a_prior_is_another_machines_so_it_never_vetoes_measuring():
     PROCESS.reload_profile()
     PROCESS.profile = _model.Active(None, builtin, "never-written.json", {"cores": 16})
     try:
-        # the one-thread guard is not judged on another machine's one thread: the prior predicts the pool ...
+        # the one-thread guard is not judged on another machine's one thread: the prior sends it to the pool,
+        # and that is the decision (nothing is measured while the program runs)
         assert _decide.route("exp", "float64", 10**7, "cpu", None, False, dry_run=True).path == "cpu"
-        # ... which a call measures first; unmeasured, it would get the guarded prior's answer: the original
-        request = _decide.route("exp", "float64", 10**7, "cpu", None, False)
-        assert isinstance(request, _decide.Measure) and request.otherwise is None
-        # with torch loaded, a pair the prior keeps on the original is measured from CALIBRATE_FROM on too
-        request = _decide.route("exp", "float64", _decide.CALIBRATE_FROM, "cpu", None, False)
-        assert isinstance(request, _decide.Measure) and request.otherwise is None
-        assert _decide.route("exp", "float64", _decide.CALIBRATE_FROM - 1, "cpu", None, False) is None
-        assert _decide.torch_floor("exp", ("float64",)) == _decide.CALIBRATE_FROM
-        # the built-in profile alone (NP2TORCH_PROFILE=builtin) measures nothing and keeps the guard
+        found = _decide.route("exp", "float64", 10**7, "cpu", None, False)
+        assert found is not None and found.path == "cpu" and "scaled to this machine" in found.why
+        assert _profile.active().machine is None  # nothing recorded
+        # the built-in profile alone (NP2TORCH_PROFILE=builtin) keeps the guard
         PROCESS.reload_profile()
         PROCESS.profile = _model.Active(None, builtin, None, {"cores": 16})
         assert _decide.route("exp", "float64", 10**7, "cpu", None, False) is None
     finally:
         PROCESS.reload_profile()
+
+
+def test_a_reduction_is_decided_by_its_shape_class_and_falls_back_to_its_classless_curve():
+    assert _backend.load_torch()
+    fast = synthetic(1.0, cpu1=(5e-6, 0.3), cpu=(3e-5, 0.2))
+    slow = synthetic(1.0, cpu1=(5e-6, 3.0), cpu=(3e-5, 2.0))
+    curves = {"logsumexp/float64/short-inner": fast, "logsumexp/float64/long-outer": slow, "logsumexp/float64": slow}
+    PROCESS.reload_profile()
+    PROCESS.profile = _model.Active(Profile("m", {}, 1.0, 2, curves), Profile("builtin", {}, 1.0, 2), None, {"cores": 2})
+    try:
+        short = _decide.route("logsumexp", "float64", 15_000, "cpu", None, False, klass="short-inner")
+        assert short is not None and short.path == "cpu1" and "short-inner" in short.why
+        assert _decide.route("logsumexp", "float64", 15_000, "cpu", None, False, klass="long-outer") is None
+        # a class the profile lacks: the class-less curve of the same profile
+        assert _decide.route("logsumexp", "float64", 15_000, "cpu", None, False, klass="medium-outer") is None
+        assert _decide.torch_floor("logsumexp", ("float64",), _model.REDUCTION_CLASSES) <= 15_000
+        assert _decide.torch_floor("logsumexp", ("float64",)) == _decide.CUDA_UNMEASURED_FROM
+    finally:
+        PROCESS.reload_profile()
+
+
+def test_shape_classes_name_the_reduced_length_and_layout():
+    a = np.zeros((5000, 3))
+    assert shape_class(a.shape, a.strides, (1,)) == "short-inner"
+    assert shape_class(a.shape, a.strides, (0,)) == "long-outer"
+    assert shape_class(a.T.shape, a.T.strides, (0,)) == "short-inner"
+    b = np.zeros((64, 2000))
+    assert shape_class(b.shape, b.strides, (0,)) == "medium-outer"
+    assert shape_class(b.shape, b.strides, (0, 1)) == "long-inner"
+    assert shape_class((1, 7), (56, 8), (0,)) == "short-inner"  # a length-1 reduced axis steps over nothing
 
 
 def test_a_path_must_be_ten_percent_faster():
@@ -337,10 +365,9 @@ def test_ski_rental_imports_torch_when_the_savings_reach_its_cost(tmp_path):
     assert proc.stdout.split() == ["10", "cpu"], proc.stderr
 
 
-def test_ski_rental_counts_the_originals_measured_time(tmp_path):
-    # The profile predicts the original at 2 ms (torch saving half of it); this input's original takes 30 ms
-    # (a shape the profile never timed): the first declined call is credited half of its measured 30 ms,
-    # so torch is imported by the second call instead of the tenth.
+def test_ski_rental_counts_predictions_never_measured_time(tmp_path):
+    # The profile predicts the original at 2 ms (torch saving half of it); this input's original takes 30 ms.
+    # The rental counts the prediction only: torch is imported by the tenth call, however slow the original.
     path = _synthetic_profile_for_rental(tmp_path, saving=1e-3, import_seconds=0.0095)
     proc = run_python(
         """
@@ -354,14 +381,14 @@ def test_ski_rental_counts_the_originals_measured_time(tmp_path):
         state.original = slow
         x = np.full(100_000, 0.5, dtype=np.float32)
         seen = []
-        for _ in range(4):
+        for _ in range(12):
             r.exp(x)
             seen.append('torch' in sys.modules)
         print(seen.index(True) + 1)
         """,
         {"NP2TORCH_PROFILE": str(path), "NP2TORCH_CACHE_DIR": str(tmp_path)},
     )
-    assert proc.stdout.split() == ["2"], proc.stderr
+    assert proc.stdout.split() == ["10"], proc.stderr
 
 
 def test_torch_already_imported_is_used_at_once(tmp_path):
@@ -410,28 +437,19 @@ def test_a_short_script_does_not_even_read_the_profile():
     assert proc.stdout.split() == ["False", "True", "False"], proc.stderr
 
 
-def test_a_pair_missing_from_the_profile_is_measured_on_the_spot_and_recorded(tmp_path):
+def test_nothing_is_measured_or_written_while_a_program_runs(tmp_path):
+    # No tuned profile: the built-in one, scaled to this machine, decides; no profile file appears.
     env = {"NP2TORCH_CACHE_DIR": str(tmp_path)}
     code = """
         import torch, numpy as np, np2torch.runtime as r
-        from np2torch.runtime import _calibrate, _profile
-        _calibrate.worth_keeping = lambda: True  # the test suite itself loads the machine
         x = np.linspace(-2, 2, 300_000)
-        r.erf(x)
-        print(_profile.active().write_to)
+        r.erf(x); r.exp(x); r.logsumexp(x.reshape(-1, 3), axis=1)
         print(r.which('erf', x)[1])
     """
     proc = run_python(code, env)
     assert proc.returncode == 0, proc.stderr
-    written, why = proc.stdout.strip().splitlines()
-    profile = _profile.read_profile(Path(written))
-    assert set(profile.curves) == {"erf/float64"}
-    assert set(profile.curves["erf/float64"].seconds) == {"numpy", "cpu1", "cpu"}
-    assert "this machine's profile" in why
-    # The next process reads it and measures nothing.
-    again = run_python(code, env)
-    assert again.stdout.strip().splitlines()[0] == written
-    assert _profile.read_profile(Path(written)) .curves == profile.curves
+    assert "scaled to this machine" in proc.stdout
+    assert list(tmp_path.iterdir()) == []
 
 
 # ---------------------------------------------------------------- which() and threads
@@ -486,36 +504,75 @@ def test_threads_follow_the_route_and_are_restored(monkeypatch):
     assert seen == [1, 1, before] and torch.get_num_threads() == before
 
 
-def test_the_pool_shrinks_under_load_only_where_the_thread_count_changes_no_bit(monkeypatch):
-    # torch's sigmoid rounds the element at a thread boundary differently on 1 and 2 threads;
-    # exp does not. Measurement records which; only invariant pairs may shrink the pool.
+def test_the_thread_count_changes_no_bit():
+    # torch's own split between threads rounds the element at a boundary differently for sigmoid and
+    # atanh, and adds a reduction's partial sums in another order: the runtime's blocks are fixed by the
+    # shape, so 1, 2 and 3 threads (and a pool shrunk for the load) give the same bits.
+    assert _backend.load_torch()
+    import torch
+
+    rng = np.random.default_rng(7)
+    x = rng.uniform(-4, 4, 300_007)
+    matrix = rng.normal(size=(699, 1_001))
+    calls = [
+        lambda: np2t.expit(x), lambda: np2t.arctanh(x / 5), lambda: np2t.exp(x.astype(np.float32)),
+        lambda: np2t.erf(x.astype(np.float32)), lambda: np2t.log1p(np.abs(x)), lambda: np2t.hypot(x, x[::-1].copy()),
+        lambda: np2t.logsumexp(matrix, axis=0), lambda: np2t.logsumexp(matrix, axis=1), lambda: np2t.logsumexp(matrix),
+        lambda: np2t.logsumexp(matrix.reshape(-1, 3), axis=1), lambda: np2t.softmax(matrix, axis=0),
+        lambda: np2t.exp(x[::-3]), lambda: np2t.sin(matrix.T),
+    ]
+    before = torch.get_num_threads()
+    seen = []
+    try:
+        for count in (1, 2, 3):
+            torch.set_num_threads(count)
+            with np2t.using(min_size=0):
+                seen.append([np.ascontiguousarray(call()).tobytes() for call in calls])
+    finally:
+        torch.set_num_threads(before)
+    assert seen[0] == seen[1] == seen[2]
+
+
+def test_blocks_are_fixed_by_the_size_and_aligned():
+    from np2torch.runtime import _parallel
+
+    assert _parallel.block_elements(10) == _parallel.MIN_BLOCK
+    assert _parallel.block_elements(10**8) == _parallel.MAX_BLOCK
+    for n in (1, 1_000, 65_537, 10**6, 3 * 10**7):
+        size = _parallel.block_elements(n)
+        spans = _parallel.bounds(n, size)
+        assert size % _parallel.ALIGN == 0 and spans[0][0] == 0 and spans[-1][1] == n
+        assert all(a % size == 0 for a, _ in spans)
+
+
+def test_a_failing_block_raises_in_the_caller_once_every_block_stopped():
+    from np2torch.runtime import _parallel
+
+    assert _backend.load_torch()
+    done = []
+
+    def ok(i: int) -> int:
+        done.append(i)
+        return i
+
+    def bad() -> int:
+        raise ValueError("block 3")
+
+    tasks = [functools.partial(ok, i) for i in range(3)] + [bad] + [functools.partial(ok, i) for i in range(4, 9)]
+    with pytest.raises(ValueError, match="block 3"):
+        _parallel.run(tasks, 3)
+    assert _parallel.run([functools.partial(ok, i) for i in range(9)], 3) == list(range(9))
+
+
+def test_tune_times_a_reduction_per_shape_class():
     _backend.load_torch()
-
-    def invariant(name: str, dtype: str) -> bool:
-        x = _calibrate.make_input(name, np.dtype(dtype), 70_001)
-        return _calibrate.same_bits(HELPERS[name].run_path, x)
-
-    one, pool = [], []
-    x = _calibrate.make_input("expit", np.dtype("float64"), 70_001)
-    for count, out in ((1, one), (2, pool)):
-        with np2t.using(min_size=0), _backend.threads(count):
-            out.append(np2t.expit(x).tobytes())
-    if one != pool:  # the thread count showed a difference: the detector must have seen it too
-        assert not invariant("expit", "float64")
-    assert invariant("exp", "float64")
-    curve = synthetic(1.0, cpu1=(5e-6, 0.5), cpu=(3e-5, 0.1))
-    assert not _decide.Route("cpu", "cpu", basis=_decide.Basis(curve, 10**6, "machine")).adapt
-    curve.thread_invariant = True
-    assert _decide.Route("cpu", "cpu", basis=_decide.Basis(curve, 10**6, "machine")).adapt
-    assert not _decide.Route("cpu", "cpu", "min_size=0 set explicitly").adapt
-
-
-def test_measure_records_thread_invariance():
-    _backend.load_torch()
-    curve = _calibrate.measure(HELPERS["exp"].run_path, "exp", np.dtype(np.float64), ("numpy", "cpu1", "cpu"), sizes=(4096, 70_001),
-                               max_call=None, repeat=1)
-    assert curve.thread_invariant is True
-    assert _model.Curve.from_json(curve.to_json(), "x").thread_invariant is True
+    x = _calibrate.make_input("logsumexp", np.dtype(np.float64), 4096, klass="short-inner")
+    assert x.shape == (4, 1024) and x.strides[0] == 8  # the reduced axis 0 is the contiguous one
+    x = _calibrate.make_input("logsumexp", np.dtype(np.float64), 4096, klass="medium-outer")
+    assert x.shape == (128, 32) and x.flags.c_contiguous
+    curve = _calibrate.measure(HELPERS["logsumexp"].run_path, "logsumexp", np.dtype(np.float64), ("numpy", "cpu1", "cpu"),
+                               sizes=(4096, 16384), max_call=None, repeat=1, klass="short-inner")
+    assert curve.sizes == (4096, 16384) and set(curve.seconds) == {"numpy", "cpu1", "cpu"}
 
 
 def test_calibration_times_each_path(monkeypatch):
@@ -556,27 +613,30 @@ def test_the_builtin_profile_is_valid_and_read_as_validated():
     assert validated.import_seconds > 0 and validated.threads >= 1
 
 
-def test_measurements_on_a_busy_machine_or_in_a_forked_child_are_not_kept(monkeypatch, tmp_path, profile_env):
-    import os as os_module
-
-    def others_keep(share: float) -> None:
-        # Other processes keep ``share`` of both CPUs busy, over any window (this process: idle).
-        ticks = iter(range(1, 10**6))
-        monkeypatch.setattr(_load, "_cpu_ticks", lambda: (lambda k: (int(200 * share * k), 200 * k))(next(ticks)))
-        monkeypatch.setattr(PROCESS, "load", type(PROCESS.load)())
-        PROCESS.load.cores = 2
-
-    monkeypatch.setattr(os_module, "cpu_count", lambda: 2)
-    monkeypatch.setattr(os_module, "times", lambda: os_module.times_result((0.0, 0.0, 0.0, 0.0, 0.0)))
-    others_keep(0.9)
-    assert not _calibrate.worth_keeping()
-    others_keep(0.2)
-    assert _calibrate.worth_keeping()
-    monkeypatch.setattr(PROCESS, "forked_child", True)
-    assert not _calibrate.worth_keeping()
-    # Not kept: this process decides from it, the file is not written.
-    profile_env(None)
-    curve = synthetic(1.0, cpu1=(5e-6, 0.5))
-    _profile.record({"exp/float64": curve}, threads=2, persist=False)
-    assert _profile.active().machine.curves["exp/float64"] == curve
-    assert not os_module.path.exists(_profile.active().write_to)
+def test_a_process_gets_the_same_bits_with_omp_num_threads_1_or_unset_and_a_busy_pool():
+    # Fresh processes, the default dispatch on the built-in profile: OMP_NUM_THREADS changes how many
+    # blocks run at once, never the path (it is not in the fingerprint) nor the bits; so does a pool the
+    # load shrank to one thread.
+    code = """
+        import hashlib, sys, torch, numpy as np, np2torch.runtime as r
+        from np2torch.runtime import _load
+        if sys.argv[-1] == "busy":
+            _load.free_cores = lambda threads: 1
+        rng = np.random.default_rng(3)
+        x = rng.normal(size=1_500_001)
+        h = hashlib.sha256()
+        for result in (r.erf(x), r.exp(x.astype(np.float32)), r.expit(x), r.logsumexp(x[:1_500_000].reshape(-1, 500), axis=0),
+                       r.logsumexp(x[:15_000].reshape(5000, 3), axis=1)):
+            h.update(np.ascontiguousarray(result).tobytes())
+        print(h.hexdigest(), [r.which("erf", x)[0]])
+    """
+    seen = set()
+    for env, argv in (({}, "quiet"), ({"OMP_NUM_THREADS": "1"}, "quiet"), ({}, "busy"), ({"OMP_NUM_THREADS": "3"}, "quiet")):
+        full = {k: v for k, v in os.environ.items() if not k.startswith("NP2TORCH_") and k != "OMP_NUM_THREADS"}
+        full.update({"NP2TORCH_PROFILE": "builtin", **env})
+        proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code), argv], capture_output=True, text=True, env=full,
+                              timeout=300, cwd=ROOT)
+        assert proc.returncode == 0, proc.stderr
+        seen.add(proc.stdout.strip())
+    assert len(seen) == 1, seen
+    assert "['cpu']" in seen.pop()  # erf over 1.5e6 takes torch on the built-in profile: torch's bits were compared

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from np2torch.runtime._model import ALL_PATHS, CPU_PATHS, Curve, Profile, curve_key
+from np2torch.runtime._model import ALL_PATHS, CPU_PATHS, Curve, Profile
 
 ROOT = Path(__file__).resolve().parents[2]
 _SPEC = importlib.util.spec_from_file_location("replay", ROOT / "scripts" / "replay.py")
@@ -109,23 +109,26 @@ def test_the_tuned_profile_is_one_tune_could_have_written(host):
 # ---------------------------------------------------------------- without tune
 
 
-def test_without_tune_a_program_with_torch_measures_and_decides_as_if_tuned_on_the_cpu(rows):
-    # On-the-spot measurement times the CPU paths only: CUDA is `tune`'s to measure.
-    measured = [r for r in rows if r.torch_imported.measured]
-    assert len(measured) >= 25
-    for r in measured:
-        cpu = {p: t for p, t in r.recording.seconds.items() if p != "cuda"}
-        taken = cpu.get(r.torch_imported.path)
-        assert taken is None or taken <= min(cpu.values()) * replay.BOUND_FACTOR + replay.BOUND_SECONDS, r
-    assert {r.torch_imported.path for r in rows if r.recording.n >= 10**6 and r.recording.name in ("exp", "log")} == {"cpu"}
+def test_without_tune_the_prior_never_takes_a_path_recorded_slower_than_the_original(rows):
+    # No tune on the host: the built-in profile, its pool scaled to 16 cores, decides (nothing is measured
+    # while a program runs, so the decision is the same on every run). It may miss a gain; it must not lose.
+    judged = 0
+    for r in rows:
+        for found in (r.torch_imported, r.torch_not_imported):
+            taken, original = r.recording.seconds.get(found.path), r.recording.seconds.get("numpy")
+            if taken is not None and original is not None:
+                judged += 1
+                assert taken <= original * replay.BOUND_FACTOR + replay.BOUND_SECONDS, r
+    assert judged >= 50
+    # the large calls gain: every exp/log/erf call from 1e6 elements takes the pool
+    assert {r.torch_imported.path for r in rows if r.recording.n >= 10**6} == {"cpu"}
 
 
-def test_without_tune_the_prior_decides_whether_torch_is_imported(rows):
-    # A program that never imports torch: the ski rental imports it where the prior, scaled to the host's
-    # 16 cores, predicts savings (large calls), and the measurement decides from then on.
-    large = [r for r in rows if r.recording.n >= 10**6]
-    assert all(r.torch_not_imported.path != "numpy" for r in large)
-    assert all(r.torch_not_imported.measured is not False for r in large)
+def test_without_tune_the_prior_decides_the_same_whether_or_not_the_program_imported_torch(rows):
+    # A program that never imports torch: the ski rental imports it where the prior predicts savings (large
+    # calls), after which its calls take the path a program that imported torch itself takes.
+    assert all(r.torch_not_imported.path == r.torch_imported.path for r in rows)
+    assert all(r.torch_not_imported.path != "numpy" for r in rows if r.recording.n >= 10**6)
 
 
 # ---------------------------------------------------------------- the converter
@@ -155,13 +158,6 @@ def test_a_path_missing_at_a_size_is_its_own_prediction():
     assert curve.sizes == (10, 100, 1000, 10_000)
     for n in (1, 10, 50, 100, 500, 1000, 5000, 10_000, 10**6):
         assert curve.predict("cuda", n) == pytest.approx(own.predict("cuda", n))
-
-
-def test_on_the_spot_stops_where_the_runtime_stops(host):
-    curve = replay.on_the_spot_curve(host, curve_key("exp", "float64"))
-    # 1e6's original took 1.09 ms (< 2 ms), the next recorded size is past on-the-spot's largest
-    assert curve.sizes == (10_000, 30_000, 100_000, 300_000, 1_000_000) and set(curve.seconds) == set(CPU_PATHS)
-    assert replay.on_the_spot_curve(host, curve_key("erf", "float32")) is None  # only 1e8 was recorded
 
 
 @pytest.mark.parametrize(

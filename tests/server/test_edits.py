@@ -8,7 +8,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from np2torch.server.edits import line_edits, line_start, line_texts
+from np2torch.server.edits import line_edits, line_start, line_texts, spans
 
 LINES = st.lists(st.tuples(st.sampled_from(["", "x = 1", "y = np.exp(x)", "\U0001d535 = 2", "\f"]),
                            st.sampled_from(["\n", "\r\n", "\r"])), max_size=6)
@@ -50,3 +50,18 @@ def test_past_the_last_line_without_a_final_newline_is_its_end() -> None:
     assert line_start("a\nbc", 2) == (1, 2)
     assert line_start("a\nbc\n", 2) == (2, 0)
     assert line_texts("a\r\nb\rc\n") == ["a", "b", "c", ""]
+
+
+@given(LINES, st.booleans(), LINES, st.booleans(), LINES)
+def test_spans_are_the_edits_with_their_positions(head: list, final: bool, middle: list, new_final: bool,
+                                                  tail: list) -> None:
+    before = text_of(head + tail, final)
+    after = text_of(head + middle + tail, new_final)
+    assert spans(before, after) == [(line_start(before, e.start), line_start(before, e.end), e.text)
+                                    for e in line_edits(before, after)]
+
+
+def test_lines_both_texts_share_at_either_end_are_no_edit() -> None:
+    old = "".join(f"x{n} = 1\n" for n in range(1000))
+    new = old.replace("x500 = 1\n", "x500 = 2\n")
+    assert [(e.start, e.end, e.text) for e in line_edits(old, new)] == [(500, 501, "x500 = 2\n")]

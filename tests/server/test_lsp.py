@@ -9,19 +9,15 @@ the same file.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import re
-import sys
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Sequence
+from typing import Any
 
 import pytest
+from lsp_client import Editor, apply_edits, cli_fix, edits_of, run_editor, utf16, whole
 from lsprotocol import types
-from pygls.lsp.client import LanguageClient
 from pygls.uris import from_fs_path
 
-from np2torch.cli import main
 from np2torch.lint.engine import check_source
 from np2torch.lint.notebook import check_notebook
 from np2torch.lint.pages import rule_url
@@ -42,130 +38,6 @@ SOURCE = (
 )
 IMPORT = "import np2torch.runtime as np2t\n"
 LSE = "import numpy as np\n\ndef g(x):\n    return np.log(np.sum(np.exp(x), axis=0))\n"
-
-
-# ---------------------------------------------------------------- an editor, in miniature
-
-
-def _lines(text: str) -> list[str]:
-    return re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$", text)
-
-
-def _offset(text: str, position: types.Position) -> int:
-    """An LSP position (UTF-16 code units) as an index into ``text``."""
-    lines = _lines(text)
-    before = sum(len(line) for line in lines[: position.line])
-    line = lines[position.line] if position.line < len(lines) else ""
-    units = 0
-    for column, char in enumerate(line.rstrip("\r\n")):
-        if units >= position.character:
-            return before + column
-        units += 2 if ord(char) > 0xFFFF else 1
-    return before + len(line.rstrip("\r\n"))
-
-
-def apply_edits(text: str, edits: Sequence[types.TextEdit]) -> str:
-    spans = sorted(((_offset(text, e.range.start), _offset(text, e.range.end), e.new_text) for e in edits),
-                   reverse=True)
-    for start, end, new in spans:
-        text = text[:start] + new + text[end:]
-    return text
-
-
-def utf16(text: str) -> int:
-    return sum(2 if ord(char) > 0xFFFF else 1 for char in text)
-
-
-class Editor:
-    """A pygls client with the diagnostics the server published, per URI."""
-
-    def __init__(self, client: LanguageClient) -> None:
-        self.client = client
-        self.diagnostics: dict[str, list[types.Diagnostic]] = {}
-        self.published: dict[str, int] = {}
-        self.registrations: list[types.Registration] = []
-        self.versions: dict[str, int] = {}
-
-        @client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-        def publish(params: types.PublishDiagnosticsParams) -> None:
-            self.diagnostics[params.uri] = list(params.diagnostics)
-            self.published[params.uri] = self.published.get(params.uri, 0) + 1
-
-        @client.feature(types.CLIENT_REGISTER_CAPABILITY)
-        def register(params: types.RegistrationParams) -> None:
-            self.registrations.extend(params.registrations)
-
-    async def published_after(self, uri: str, count: int) -> list[types.Diagnostic]:
-        """The diagnostics of ``uri`` once the server has published them more than ``count`` times."""
-        for _ in range(600):
-            if self.published.get(uri, 0) > count:
-                return self.diagnostics[uri]
-            await asyncio.sleep(0.05)
-        raise AssertionError(f"no diagnostics published for {uri}")
-
-    async def open(self, path: Path, text: str | None = None) -> tuple[str, list[types.Diagnostic]]:
-        uri = from_fs_path(str(path))
-        assert uri is not None
-        seen = self.published.get(uri, 0)
-        self.versions[uri] = 1
-        self.client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(
-            uri=uri, language_id="python", version=1, text=path.read_text() if text is None else text)))
-        return uri, await self.published_after(uri, seen)
-
-    async def change(self, uri: str, text: str) -> list[types.Diagnostic]:
-        seen = self.published.get(uri, 0)
-        self.versions[uri] += 1
-        self.client.text_document_did_change(types.DidChangeTextDocumentParams(
-            types.VersionedTextDocumentIdentifier(uri=uri, version=self.versions[uri]),
-            [types.TextDocumentContentChangeWholeDocument(text=text)]))
-        return await self.published_after(uri, seen)
-
-    async def actions(self, uri: str, rng: types.Range, only: Sequence[str] | None = None,
-                      diagnostics: Sequence[types.Diagnostic] = ()) -> list[types.CodeAction]:
-        result = await self.client.text_document_code_action_async(types.CodeActionParams(
-            text_document=types.TextDocumentIdentifier(uri=uri), range=rng,
-            context=types.CodeActionContext(diagnostics=list(diagnostics), only=list(only) if only else None)))
-        return [action for action in result or [] if isinstance(action, types.CodeAction)]
-
-
-def run_editor(scenario: Callable[[Editor], Awaitable[None]], *, cwd: Path, options: Any = None,
-               args: Sequence[str] = ()) -> None:
-    async def session() -> None:
-        client = LanguageClient("np2torch-tests", "1")
-        editor = Editor(client)
-        await client.start_io(sys.executable, "-m", "np2torch", "server", *args, cwd=str(cwd))
-        try:
-            capabilities = types.ClientCapabilities(
-                workspace=types.WorkspaceClientCapabilities(
-                    did_change_watched_files=types.DidChangeWatchedFilesClientCapabilities(dynamic_registration=True)),
-                notebook_document=types.NotebookDocumentClientCapabilities(
-                    synchronization=types.NotebookDocumentSyncClientCapabilities()),
-            )
-            result = await client.initialize_async(types.InitializeParams(
-                capabilities=capabilities, root_uri=from_fs_path(str(cwd)), initialization_options=options))
-            assert result.server_info is not None and result.server_info.name == "np2torch"
-            client.initialized(types.InitializedParams())
-            await scenario(editor)
-        finally:
-            await client.shutdown_async(None)
-            client.exit(None)
-            await client.stop()
-
-    asyncio.run(session())
-
-
-def edits_of(action: types.CodeAction, uri: str) -> list[types.TextEdit]:
-    assert action.edit is not None and action.edit.changes is not None
-    return list(action.edit.changes[uri])
-
-
-def cli_fix(path: Path, *args: str) -> str:
-    assert main(["fix", "--no-cache", "-q", *args, str(path)]) in (0, 1)
-    return path.read_text()
-
-
-def whole(text: str) -> types.Range:
-    return types.Range(start=types.Position(line=0, character=0), end=types.Position(line=len(_lines(text)), character=0))
 
 
 # ---------------------------------------------------------------- Python files
@@ -444,7 +316,7 @@ def test_notebook_cells_get_their_diagnostics_quick_fixes_and_fix_all_as_np2torc
         quick, disable, fix_all = actions
         assert quick.edit is not None and quick.edit.changes is not None
         assert sorted(quick.edit.changes) == [cell_uris[0], third]  # the import goes to the cell that imports numpy
-        assert apply_edits(CELLS[0][1], quick.edit.changes[cell_uris[0]]) == "import numpy as np\n" + IMPORT
+        assert apply_edits(CELLS[0][1], quick.edit.changes[cell_uris[0]]) == IMPORT + "import numpy as np\n"
         assert apply_edits(CELLS[2][1], quick.edit.changes[third]).splitlines()[1] == "y = np2t.exp(x)  # noqa: E501"
         noqa = apply_edits(CELLS[2][1], edits_of(disable, third))
         assert noqa.splitlines()[1] == "y = np.exp(x)  # noqa: E501, NPT001"

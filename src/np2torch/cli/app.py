@@ -13,7 +13,7 @@ import importlib
 import importlib.util
 import os
 import sys
-from typing import Any, Callable, Sequence, TypeVar
+from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
 import click
 
@@ -26,6 +26,7 @@ from np2torch.cli.config import (
     Excluder,
     Overlay,
     Overrides,
+    PerFileIgnores,
     RunSettings,
     check_output_format,
     check_selectors,
@@ -35,6 +36,7 @@ from np2torch.cli.config import (
     inline_settings,
     is_inline_setting,
     load_explicit_config,
+    pattern_codes,
     per_file_ignored,
     project_file,
     run_settings,
@@ -42,7 +44,9 @@ from np2torch.cli.config import (
 )
 from np2torch.cli.discovery import Target, discover
 from np2torch.cli.files import FileError, decode_notebook, decode_source, is_notebook, read_bytes
-from np2torch.cli.from_run import Margin, RunReport, parse_margin, plan_file
+from np2torch.cli.fix_edits import FixEdits
+from np2torch.cli.from_run import Margin, RunReport, decide, parse_margin, plan_file, project_root, within
+from np2torch.cli.index import ProjectIndex
 from np2torch.cli.output import (
     FORMATS,
     TEXT_FORMATS,
@@ -50,6 +54,7 @@ from np2torch.cli.output import (
     Progress,
     check_summary,
     diff_summary,
+    fix_only_summary,
     fix_summary,
     fixed_report,
     plural,
@@ -60,7 +65,7 @@ from np2torch.cli.output import (
     statistics,
 )
 from np2torch.cli.show import SourceLines, settings_report
-from np2torch.lint.model import check_alias, check_module
+from np2torch.lint.model import Settings, check_alias, check_module
 from np2torch.lint.pages import rules_table
 from np2torch.lint.rules import RULES
 
@@ -144,6 +149,15 @@ def _codes(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -
         raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
 
 
+def _pattern_codes(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> PerFileIgnores | None:
+    if not value:
+        return None
+    try:
+        return pattern_codes(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
+
+
 _Value = TypeVar("_Value")
 
 
@@ -167,6 +181,18 @@ _SHARED_OPTIONS = [
                  help="Skip these rules: codes or prefixes, comma separated."),
     click.option("--extend-select", multiple=True, callback=_codes, metavar="CODES",
                  help="Rules to enable on top of the selection (the defaults, or `select`), comma separated."),
+    click.option("--fixable", multiple=True, callback=_codes, metavar="CODES",
+                 help="Only these rules' findings may be fixed (default: all), comma separated."),
+    click.option("--unfixable", multiple=True, callback=_codes, metavar="CODES",
+                 help="These rules' findings are reported, never fixed, comma separated."),
+    click.option("--extend-fixable", multiple=True, callback=_codes, metavar="CODES",
+                 help="Rules added to the fixable ones, comma separated."),
+    click.option("--ignore-noqa", is_flag=True, help="`# noqa` comments suppress nothing (as ruff's)."),
+    click.option("--per-file-ignores", multiple=True, callback=_pattern_codes, metavar="PATTERN:CODE",
+                 help="Per-file ignores replacing the configured ones: PATTERN:CODE items, comma separated "
+                      "(patterns relative to here)."),
+    click.option("--extend-per-file-ignores", multiple=True, callback=_pattern_codes, metavar="PATTERN:CODE",
+                 help="Per-file ignores added to the configured ones: PATTERN:CODE items, comma separated."),
     click.option("--output-format", "--format", "fmt", type=click.Choice((*FORMATS, "text")), default=None,
                  envvar="NP2TORCH_OUTPUT_FORMAT", show_envvar=True,
                  help="How findings are printed (default: concise; `text` is concise). `--format` is an alias."),
@@ -229,14 +255,25 @@ def _shared_options(function: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--add-noqa", is_flag=True,
               help="Add `# noqa: NPTxxx` to every line with a finding (merged into an existing noqa): a baseline.")
 @click.option("--exit-non-zero-on-fix", is_flag=True, help="With --fix: exit 1 whenever a file was rewritten.")
+@click.option("--fix-only", is_flag=True,
+              help="Apply the fixes and report only what was fixed: exit 0 whatever is left (implies --fix).")
+@click.option("-w", "--watch", is_flag=True, help="Check again whenever a file changes (clearing the screen).")
 @click.pass_context
 def check(ctx: click.Context, /, apply_fixes: bool, diff: bool, add_noqa: bool, exit_non_zero_on_fix: bool,
-          **options: Any) -> None:
+          fix_only: bool, watch: bool, **options: Any) -> None:
     """Report NumPy/SciPy calls that np2torch can rewrite (exit 1 when there are any)."""
-    if sum((apply_fixes, diff, add_noqa)) > 1:
-        raise click.UsageError("--fix, --diff and --add-noqa are exclusive", ctx=ctx)
-    mode = runner.DIFF if diff else runner.FIX if apply_fixes else runner.NOQA if add_noqa else runner.CHECK
-    ctx.exit(_run(mode, exit_non_zero_on_fix=exit_non_zero_on_fix, **options))
+    if sum((apply_fixes or fix_only, diff, add_noqa)) > 1:
+        raise click.UsageError("--fix (--fix-only), --diff and --add-noqa are exclusive", ctx=ctx)
+    mode = (runner.DIFF if diff else runner.FIX if apply_fixes or fix_only else runner.NOQA if add_noqa
+            else runner.CHECK)
+    if watch:
+        if options.get("paths") == (STDIN,) or options.get("stdin_filename") is not None:
+            raise click.UsageError("--watch checks files, not stdin", ctx=ctx)
+        from np2torch.cli.watch import watch as watching
+
+        ctx.exit(watching(lambda: _run(mode, exit_non_zero_on_fix=exit_non_zero_on_fix, fix_only=fix_only, **options),
+                          options.get("paths") or (os.curdir,)))
+    ctx.exit(_run(mode, exit_non_zero_on_fix=exit_non_zero_on_fix, fix_only=fix_only, **options))
 
 
 @cli.command(short_help="Rewrite those calls to np2torch.runtime helpers, in place.")
@@ -277,7 +314,8 @@ def clean(ctx: click.Context, /, cache_dir: str | None) -> None:
 
 
 @cli.command(name="rules", short_help="List the rules.")
-@click.option("--format", "fmt", type=click.Choice(("text", "json", "markdown")), default="text", show_default=True)
+@click.option("--output-format", "--format", "fmt", type=click.Choice(("text", "json", "markdown")), default="text",
+              show_default=True, help="text, json (with the keys of `ruff rule --output-format json`) or markdown.")
 def rules_command(fmt: str) -> None:
     """List the rules: code, name, function, runtime helper, fixable and fix safety."""
     for line in rules_table(RULES, fmt):
@@ -324,18 +362,24 @@ def _run(mode: str, *, paths: tuple[str, ...], select: tuple[str, ...] | None, i
          exit_non_zero_on_fix: bool = False, extend_select: tuple[str, ...] | None = None,
          output_file: str | None = None, isolated: bool = False, exclude: tuple[str, ...] = (),
          extend_exclude: tuple[str, ...] = (), show_settings: bool = False, show_files: bool = False,
-         cache_dir: str | None = None, from_run: str | None = None, margin: Margin | None = None) -> int:
+         cache_dir: str | None = None, from_run: str | None = None, margin: Margin | None = None,
+         fixable: tuple[str, ...] | None = None, unfixable: tuple[str, ...] | None = None,
+         extend_fixable: tuple[str, ...] | None = None, ignore_noqa: bool = False, fix_only: bool = False,
+         per_file_ignores: PerFileIgnores | None = None, extend_per_file_ignores: PerFileIgnores | None = None,
+         watch: bool = False) -> int:
     overrides = Overrides(select=select, ignore=ignore or (), runtime_module=runtime_module, alias=alias,
                           unsafe_fixes=unsafe_fixes, target_version=target_version,
-                          extend_select=extend_select or ())
+                          fixable=fixable, unfixable=unfixable or (), extend_fixable=extend_fixable or (),
+                          ignore_noqa=ignore_noqa, extend_select=extend_select or ())
     report = None
+    outside: list[runner.FileResult] = []
     if from_run is not None:
         loaded = _load_report(from_run, paths, stdin_filename)
         if isinstance(loaded, int):
             return loaded
-        report, paths = loaded
+        report, paths, outside = loaded
     try:
-        finder = _finder(config_options, isolated, exclude, extend_exclude)
+        finder = _finder(config_options, isolated, exclude, extend_exclude, per_file_ignores, extend_per_file_ignores or ())
         project = finder.project()
         fmt = check_output_format(fmt or project.output_format or "concise")
     except (ConfigError, ValueError) as exc:
@@ -348,34 +392,34 @@ def _run(mode: str, *, paths: tuple[str, ...], select: tuple[str, ...] | None, i
                 return 2
             return _run_stdin(mode, stdin_filename, overrides, finder, force_exclude=force_exclude, fmt=fmt,
                               quiet=quiet, exit_zero=exit_zero, statistics=statistics, show_fixes=show_fixes,
-                              exit_non_zero_on_fix=exit_non_zero_on_fix, out=out)
+                              exit_non_zero_on_fix=exit_non_zero_on_fix, out=out, fix_only=fix_only)
         try:
             targets, missing = discover(list(paths) or [os.curdir], finder, force_exclude=force_exclude)
-            if show_settings:
+            if show_settings or show_files:
                 given = paths[0] if paths else (targets[0].display if targets else os.curdir)
-                for line in settings_report(given, finder, overrides, fmt=fmt,
-                                            cache=cache_folder(cache_dir, project)):
-                    out.echo(line)
-                return 0
-            if show_files:
-                for target in targets:
-                    out.echo(target.display)
-                return 0
+                shown = (settings_report(given, finder, overrides, fmt=fmt, cache=cache_folder(cache_dir, project))
+                         if show_settings else (target.display for target in targets))
+                return _echo_all(shown, out)
             settings = _settings_by_file(targets, overrides)
         except ConfigError as exc:
             _error(f"error: {exc}")
             return 2
 
         cache = None if no_cache else Cache(cache_folder(cache_dir, project))
-        results = [runner.FileResult(e.path, errors=[str(e)]) for e in missing]
+        index = _project_index(cache)
+        results = [runner.FileResult(e.path, errors=[str(e)]) for e in missing] + outside
         only: dict[str, frozenset[tuple[int, int, str]]] = {}
+        left_out = 0
         if report is not None:
-            targets, refused = _plan_from_run(report, margin or Margin(), targets, lambda t: settings[t.path],
-                                              only, quiet)
+            targets, refused, left_out = _plan_from_run(report, margin or Margin(), targets,
+                                                        lambda t: index.settings(t.path, settings[t.path]), only, quiet)
             results += refused
         results += runner.run(targets, lambda t: settings[t.path], mode, jobs=jobs, cache=cache,
                               progress_factory=None if quiet else _progress_bar,
-                              only_for=(lambda t: only.get(t.path, frozenset())) if report is not None else None)
+                              only_for=(lambda t: only.get(t.path, frozenset())) if report is not None else None,
+                              indexed=index.settings)
+        if report is not None:
+            _drop_left_out(results)
         results.sort(key=lambda r: r.display)
         if cache is not None and cache.write_error and not quiet:
             _error(f"warning: cannot write the cache ({cache.write_error}); --no-cache skips it")
@@ -383,20 +427,33 @@ def _run(mode: str, *, paths: tuple[str, ...], select: tuple[str, ...] | None, i
         if not results and not missing and not quiet:
             _error("warning: no Python files found under the given paths")
         code = _report(mode, results, fmt=fmt, quiet=quiet, exit_zero=exit_zero, stats=statistics,
-                       show_fixes=show_fixes, out=out)
+                       show_fixes=show_fixes, out=out, left_out=left_out,
+                       lint_settings={t.display: settings[t.path].lint for t in targets}, fix_only=fix_only)
         if mode == runner.FIX and not quiet and fmt in TEXT_FORMATS:  # a hint, as the `--unsafe-fixes` one
-            notice = dependency_notice(results)
-            if notice:
-                out.echo(notice)
+            _echo_all([notice] if (notice := dependency_notice(results)) else [], out)
         if code == 0 and exit_non_zero_on_fix and any(r.changed for r in results):
             return 1
         return code
 
 
-def _load_report(from_run: str, paths: tuple[str, ...],
-                 stdin_filename: str | None) -> tuple[RunReport, tuple[str, ...]] | int:
-    """``--from-run``'s report and the paths to fix (those given, else the files the run measured), or the
-    exit status when there is nothing to do."""
+def _echo_all(lines: Iterable[str], out: _Output) -> int:
+    for line in lines:
+        out.echo(line)
+    return 0
+
+
+def _drop_left_out(results: Sequence[runner.FileResult]) -> None:
+    """``fix --from-run``: each site left out has had its line, so it is not a finding np2torch cannot fix."""
+    from np2torch.lint.engine import REASON_LEFT_OUT, REASON_NOT_A_SITE
+
+    for result in results:
+        result.findings = [f for f in result.findings if f.reason not in (REASON_LEFT_OUT, REASON_NOT_A_SITE)]
+
+
+def _load_report(from_run: str, paths: tuple[str, ...], stdin_filename: str | None
+                 ) -> tuple[RunReport, tuple[str, ...], list[runner.FileResult]] | int:
+    """``--from-run``'s report, the paths to fix (those given, else the files the run measured in this
+    project) and the errors for the measured files outside it, or the exit status when there is nothing to do."""
     if STDIN in paths or stdin_filename is not None:
         _error("error: --from-run fixes files the run measured, not stdin")
         return 2
@@ -405,15 +462,29 @@ def _load_report(from_run: str, paths: tuple[str, ...],
     except ConfigError as exc:
         _error(f"error: {exc}")
         return 2
-    paths = paths or tuple(display_path(path) for path in report.paths())
-    if not paths:
+    outside: list[runner.FileResult] = []
+    if not paths:  # a report may come from elsewhere: alone, it names files of this project only
+        root = project_root(os.getcwd())
+        paths = tuple(display_path(path) for path in report.paths() if within(path, root))
+        outside = [runner.FileResult(display_path(path), errors=[
+            f"{display_path(path)}: error: outside the project of the working directory ({root}); not fixed "
+            "from the report unless named on the command line"]) for path in report.paths() if not within(path, root)]
+    if not paths and not outside:
         _error(f"warning: no file {from_run} measured exists; nothing to fix")
         return 0
-    return report, paths
+    return report, paths, outside
+
+
+def _project_index(cache: Cache | None) -> ProjectIndex:
+    """The run's project index (np2torch.cli.index), its parses kept beside the lint cache's entries."""
+    if cache is None:
+        return ProjectIndex()
+    return ProjectIndex(cache.folder, fingerprint=cache.fingerprint, tag=True)
 
 
 def _finder(config_options: Sequence[str], isolated: bool, exclude: Sequence[str],
-            extend_exclude: Sequence[str]) -> ConfigFinder:
+            extend_exclude: Sequence[str], per_file_ignores: PerFileIgnores | None = None,
+            extend_per_file_ignores: PerFileIgnores = ()) -> ConfigFinder:
     """Where each path's settings come from: ``--config PATH`` or ``--isolated`` or the nearest file, with
     ``--config KEY=VALUE``, ``--exclude`` and ``--extend-exclude`` on top."""
     files = [value for value in config_options if not is_inline_setting(value)]
@@ -422,9 +493,11 @@ def _finder(config_options: Sequence[str], isolated: bool, exclude: Sequence[str
         raise ConfigError(f"--config: only one configuration file can be given, got {', '.join(files)}")
     if files and isolated:
         raise ConfigError(f"--config {files[0]} and --isolated contradict each other")
-    overlay = Overlay(inline_settings(inline) if inline else {},
-                      exclude=split_codes(exclude) if exclude else None,
-                      extend_exclude=split_codes(extend_exclude))
+    values = inline_settings(inline) if inline else {}
+    if per_file_ignores is not None:  # as `--config 'per-file-ignores = ...'`: replaces every file's
+        values["per_file_ignores"] = per_file_ignores
+    overlay = Overlay(values, exclude=split_codes(exclude) if exclude else None,
+                      extend_exclude=split_codes(extend_exclude), extend_per_file_ignores=extend_per_file_ignores)
     return ConfigFinder(load_explicit_config(files[0]) if files else None, isolated=isolated, overlay=overlay)
 
 
@@ -469,12 +542,14 @@ class _Output:
 
 def _plan_from_run(report: RunReport, margin: Margin, targets: list[Target],
                    settings_for: Callable[[Target], RunSettings], only: dict[str, frozenset[tuple[int, int, str]]],
-                   quiet: bool) -> tuple[list[Target], list[runner.FileResult]]:
+                   quiet: bool) -> tuple[list[Target], list[runner.FileResult], int]:
     """``fix --from-run``: per target, the sites that paid (into ``only``); a file changed since the run is
-    refused with one line; one line on stderr per site left out and why."""
+    refused with one line; one line on stderr per site left out and why, and how many were."""
     from np2torch.lint import engine
 
+    decisions = decide(report, margin)
     kept, refused = [], []
+    left_out = 0
     for target in targets:
         try:
             raw, _stamp = read_bytes(target.path, target.display)
@@ -488,16 +563,17 @@ def _plan_from_run(report: RunReport, margin: Margin, targets: list[Target],
         except engine.SourceError:
             kept.append(target)  # the run reports it as it reports any unparsable file
             continue
-        plan = plan_file(report, margin, target.path, raw, findings)
+        plan = plan_file(report, decisions, target.path, raw, findings)
         if plan.error is not None or plan.keep is None:
             refused.append(runner.FileResult(target.display, errors=[plan.error or f"{target.display}: error"]))
             continue
         only[target.path] = plan.keep
         kept.append(target)
+        left_out += len(plan.lines)
         if not quiet:
             for line in plan.lines:
                 _error(line)
-    return kept, refused
+    return kept, refused, left_out
 
 
 RUNTIME_DISTRIBUTION = "np2torch"
@@ -522,7 +598,7 @@ STDIN = "-"
 
 def _run_stdin(mode: str, stdin_filename: str | None, overrides: Overrides, finder: ConfigFinder, *,
                force_exclude: bool, fmt: str, quiet: bool, exit_zero: bool, statistics: bool, show_fixes: bool,
-               exit_non_zero_on_fix: bool, out: _Output) -> int:
+               exit_non_zero_on_fix: bool, out: _Output, fix_only: bool = False) -> int:
     """``check``/``fix`` of the source on stdin, as an editor calls ruff: ``fix`` echoes the (fixed) source to
     stdout whatever happens, so an editor replacing its buffer with it never loses text; the report goes
     to stderr then."""
@@ -539,6 +615,9 @@ def _run_stdin(mode: str, stdin_filename: str | None, overrides: Overrides, find
         if not excluded:
             settings = run_settings(config, overrides, path)
             source = (decode_notebook if is_notebook(path) else decode_source)(raw, display)
+            if stdin_filename is not None and not is_notebook(path) and runner.might_have_findings(source.text,
+                                                                                                     settings):
+                settings = _project_index(None).settings(path, settings)  # the project the file says it is in
             result = runner.run_job(runner.Job(display, path, source, None, settings, mode, ""))
     except ConfigError as exc:
         result = runner.FileResult(display, errors=[f"error: {exc}"])
@@ -555,7 +634,7 @@ def _run_stdin(mode: str, stdin_filename: str | None, overrides: Overrides, find
     if source is not None:
         text = source.text if result is None or result.new_bytes is None else result.new_bytes.decode(source.encoding)
     code = _report(mode, results, fmt=fmt, quiet=quiet, exit_zero=exit_zero, stats=statistics,
-                   show_fixes=show_fixes, err=to_stderr, out=out, stdin=(display, text))
+                   show_fixes=show_fixes, err=to_stderr, out=out, stdin=(display, text), fix_only=fix_only)
     if code == 0 and exit_non_zero_on_fix and any(r.changed for r in results):
         return 1
     return code
@@ -571,8 +650,11 @@ _RULE_NAMES = {rule.code: rule.name for rule in RULES}
 
 def _report(mode: str, results: list[runner.FileResult], *, fmt: str, quiet: bool, exit_zero: bool,
             stats: bool = False, show_fixes: bool = False, err: bool = False, out: _Output | None = None,
-            stdin: tuple[str, str | None] | None = None) -> int:
-    """Print the results (to stderr with ``err``: stdout carries the fixed source) and return the exit code."""
+            stdin: tuple[str, str | None] | None = None, left_out: int = 0,
+            lint_settings: Mapping[str, Settings] | None = None, fix_only: bool = False) -> int:
+    """Print the results (to stderr with ``err``: stdout carries the fixed source) and return the exit code
+    (``left_out``: the sites ``fix --from-run`` left as they are, counted in the summary, not in the code).
+    ``lint_settings``: each file's, by displayed path, for the fixes the JSON formats show (``check`` only)."""
     out = out or _Output(None)
     failed = sum(1 for r in results if r.errors)
     for result in results:
@@ -596,13 +678,22 @@ def _report(mode: str, results: list[runner.FileResult], *, fmt: str, quiet: boo
 
     findings = sorted((f for r in results for f in r.findings), key=sort_key)
     problems = [problem(r.display, m) for r in results for m in r.errors]
+    if fix_only:  # ruff's `--fix-only`: what was fixed, never what is left (nor an exit 1 for it)
+        hidden = sum(1 for f in findings if not f.fixable and f.reason and UNSAFE_HINT in f.reason)
+        if show_fixes:
+            for line in fixed_report(fixed, _RULE_NAMES, would=False):
+                out.echo(line, err=err)
+        if not quiet:
+            out.echo(fix_only_summary(sum(r.fixed for r in results), hidden), err=err)
+        return 2 if failed else 0
     if stats:
         lines = statistics(findings, fmt, _RULE_NAMES)
     elif show_fixes and fmt == "concise":  # `full` shows the fix itself; the others keep their shape
         lines = [line for f in findings for line in (*render([f], fmt, source_line=SourceLines(stdin)),
                                                       *show_fixes_check(f))]
     else:
-        lines = render(findings, fmt, problems, source_line=SourceLines(stdin))
+        fixes = FixEdits(lint_settings) if lint_settings is not None and mode == runner.CHECK else None
+        lines = render(findings, fmt, problems, source_line=SourceLines(stdin), fixes=fixes)
     for line in lines:
         out.echo(line, err=err)
     if show_fixes and mode == runner.FIX:
@@ -614,7 +705,8 @@ def _report(mode: str, results: list[runner.FileResult], *, fmt: str, quiet: boo
         if mode == runner.CHECK:
             summary = check_summary(len(findings), fixable, failed, hidden)
         else:
-            summary = fix_summary(sum(r.fixed for r in results), len(changed), len(findings), fixable, failed, hidden)
+            summary = fix_summary(sum(r.fixed for r in results), len(changed), len(findings), fixable, failed, hidden,
+                                  left_out)
         for line in summary:
             out.echo(line, err=err)
     if failed:

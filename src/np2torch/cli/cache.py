@@ -5,13 +5,15 @@ The folder (:func:`cache_folder`): ``--cache-dir`` or ``NP2TORCH_LINT_CACHE_DIR`
 else ``.np2torch_cache`` beside that file (the project root), else in the working directory.
 ``NP2TORCH_CACHE_DIR`` is the runtime's (its measured profile), never this cache's.
 
-One small JSON entry per (absolute path, settings): it records the SHA-256 of the
+One small JSON entry per (absolute path, settings, the sites ``fix --from-run`` may rewrite): it
+records the SHA-256 of the
 file's bytes it was computed for, a fingerprint of the tool that computed it
 (np2torch's version and the size and mtime of its own modules, so an edited
 engine never serves stale results; the Python version, whose ``ast`` may
 differ), and the findings without their path.  A lookup is a hit only when the
 digest and fingerprint both match, so a changed file, a changed tool or
-different settings simply miss.  Entries are overwritten in place: the cache
+different settings simply miss; so does a result computed for ``fix --from-run`` (whose
+findings left out by the report carry that reason) for any command without the same report's sites.  Entries are overwritten in place: the cache
 grows with the number of files and settings used, not with the number of edits.
 
 Entries are written atomically (temporary file, ``os.replace``), so runs that
@@ -29,12 +31,15 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import AbstractSet, Any, Optional, Sequence, Tuple
 
 from np2torch import __version__
 from np2torch.cli.config import Config, RunSettings
 from np2torch.cli.files import FileError, read_regular, replace_file
 from np2torch.lint.model import Finding
+
+Only = Optional[AbstractSet[Tuple[int, int, str]]]
+"""``fix --from-run``'s sites, ``(line, column, code)``, that a result was computed for (None: every finding)."""
 
 CACHE_DIR_NAME = ".np2torch_cache"
 CACHE_DIR_ENV = "NP2TORCH_LINT_CACHE_DIR"
@@ -107,15 +112,19 @@ class Cache:
         """Why the last write failed, if one did (reported once by the CLI)."""
         self._prepared = False
 
-    def _entry(self, path: str, settings: RunSettings) -> Path:
+    def _entry(self, path: str, settings: RunSettings, only: Only) -> Path:
         named = f"{os.path.abspath(path)}\0{settings_key(settings)}"
+        if only is not None:  # `fix --from-run`: its findings are not `check`'s
+            named += f"\0{sorted(only)!r}"
         key = hashlib.sha256(named.encode("utf-8", "surrogateescape")).hexdigest()
         return self.folder / key[:2] / f"{key[2:32]}.json"
 
-    def get(self, path: str, settings: RunSettings, content_digest: str) -> list[dict[str, Any]] | None:
-        """The cached findings (dicts without ``path``), or ``None`` on a miss."""
+    def get(self, path: str, settings: RunSettings, content_digest: str,
+            only: Only = None) -> list[dict[str, Any]] | None:
+        """The cached findings (dicts without ``path``), or ``None`` on a miss (``only``: the sites
+        ``fix --from-run`` may rewrite, part of the key)."""
         try:
-            raw, _ = read_regular(str(self._entry(path, settings)), "cache entry")  # a FIFO planted here must not hang
+            raw, _ = read_regular(str(self._entry(path, settings, only)), "cache entry")  # a FIFO planted here must not hang
             entry = json.loads(raw)
         except (FileError, ValueError, RecursionError):
             return None
@@ -126,13 +135,14 @@ class Cache:
         findings: list[dict[str, Any]] = entry["findings"]
         return findings
 
-    def put(self, path: str, settings: RunSettings, content_digest: str, findings: Sequence[Finding]) -> None:
+    def put(self, path: str, settings: RunSettings, content_digest: str, findings: Sequence[Finding],
+            only: Only = None) -> None:
         entry = {
             "fingerprint": self.fingerprint,
             "digest": content_digest,
             "findings": [finding_to_dict(f) for f in findings],
         }
-        target = self._entry(path, settings)
+        target = self._entry(path, settings, only)
         try:
             self._prepare()
             target.parent.mkdir(exist_ok=True)
@@ -156,8 +166,10 @@ def _write_atomic(target: Path, data: bytes) -> None:
 
 
 def settings_key(settings: RunSettings) -> str:
-    """Every setting, the rules as their codes (a rule's documentation does not decide a finding)."""
-    lint = {f.name: getattr(settings.lint, f.name) for f in dataclasses.fields(settings.lint) if f.name != "rules"}
+    """Every setting, the rules as their codes (a rule's documentation does not decide a finding); not the
+    import order, which decides only where a fix puts its import (and depends on the working directory)."""
+    lint = {f.name: getattr(settings.lint, f.name) for f in dataclasses.fields(settings.lint)
+            if f.name not in ("rules", "import_order")}
     return repr((settings.codes, sorted(lint.items()), settings.target_version))
 
 

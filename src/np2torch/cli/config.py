@@ -9,10 +9,16 @@ level, as ``ruff.toml``), then a ``pyproject.toml`` with a ``[tool.np2torch]`` t
     select = ["NPT"]              # rule codes or prefixes; "ALL"
     extend-select = ["NPT019"]    # added to select (or to the defaults)
     ignore = ["NPT004"]
+    fixable = ["ALL"]             # the rules whose findings may be fixed (the default)
+    extend-fixable = ["NPT901"]   # added to fixable
+    unfixable = ["NPT002"]        # reported, never fixed (ruff's `unfixable`)
     per-file-ignores = {"tests/**" = ["NPT"], "!src/**" = ["NPT001"]}
     extend-per-file-ignores = {"bench_*.py" = ["NPT002"]}
     exclude = [...]               # replaces DEFAULT_EXCLUDE
     extend-exclude = ["tests/fixtures"]
+    include = ["*.py", "*.ipynb"] # what a folder's walk collects (the default); patterns as exclude's
+    extend-include = ["*.pyw"]    # added to include
+    extend = "../pyproject.toml"  # inherit that file's settings; this file's keys win
     force-exclude = true          # excludes hold for files named on the command line too
     respect-gitignore = true      # skip what .gitignore ignores (the default)
     unsafe-fixes = false
@@ -52,6 +58,8 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from np2torch.cli.files import FileError, read_regular
+from np2torch.cli.import_order import ImportOrders
+from np2torch.lint.isort import ImportOrder
 from np2torch.lint.model import DEFAULT_SETTINGS, Settings, check_alias, check_module
 from np2torch.lint.rules import DEFAULT_RULES, RULES, select_rules
 
@@ -73,19 +81,24 @@ DEFAULT_EXCLUDE: tuple[str, ...] = (
     "site-packages",
 )
 
+DEFAULT_INCLUDE: tuple[str, ...] = ("*.py", "*.ipynb")
+"""What a folder's walk collects (files named on the command line are read whatever their name)."""
+
 SECTION = "[tool.np2torch]"
 CONFIG_NAMES = (".np2torch.toml", "np2torch.toml", "pyproject.toml")
 """The files a folder's settings may come from, in precedence order (as ruff's ``.ruff.toml``, ``ruff.toml``,
 ``pyproject.toml``)."""
 PYPROJECT = "pyproject.toml"
-OUTPUT_FORMATS = ("concise", "full", "grouped", "json", "json-lines", "junit", "gitlab", "github", "pylint", "sarif")
+OUTPUT_FORMATS = ("concise", "full", "grouped", "json", "json-lines", "junit", "gitlab", "github", "pylint", "sarif",
+                  "rdjson", "azure")
 """``--output-format`` values (``text`` is accepted as ``concise``, np2torch's older name for it)."""
-_LIST_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude")
+_LIST_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude", "fixable", "extend-fixable",
+              "unfixable", "include", "extend-include")
 _TABLE_KEYS = ("per-file-ignores", "extend-per-file-ignores")
 _BOOL_KEYS = ("force-exclude", "respect-gitignore", "unsafe-fixes")
-_STR_KEYS = ("runtime-module", "alias", "target-version", "cache-dir", "output-format")
+_STR_KEYS = ("runtime-module", "alias", "target-version", "cache-dir", "output-format", "extend")
 KNOWN_KEYS = _LIST_KEYS + _TABLE_KEYS + _BOOL_KEYS + _STR_KEYS
-_SELECTOR_KEYS = ("select", "extend-select", "ignore")
+_SELECTOR_KEYS = ("select", "extend-select", "ignore", "fixable", "extend-fixable", "unfixable")
 
 PerFileIgnores = tuple[tuple[str, tuple[str, ...]], ...]
 
@@ -103,10 +116,16 @@ class Config:
     select: tuple[str, ...] | None = None
     extend_select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
+    fixable: tuple[str, ...] | None = None
+    extend_fixable: tuple[str, ...] = ()
+    unfixable: tuple[str, ...] = ()
     per_file_ignores: PerFileIgnores = ()
     extend_per_file_ignores: PerFileIgnores = ()
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE
     extend_exclude: tuple[str, ...] = ()
+    include: tuple[str, ...] = DEFAULT_INCLUDE
+    """The files a folder's walk collects (as ruff's ``include``: patterns as ``exclude``'s)."""
+    extend_include: tuple[str, ...] = ()
     force_exclude: bool = False
     respect_gitignore: bool = True
     unsafe_fixes: bool = False
@@ -115,12 +134,17 @@ class Config:
     target_version: tuple[int, int] | None = None
     cache_dir: str | None = None
     output_format: str | None = None
+    extend: str | None = None
+    """The configuration file this one extends, as written (its settings are merged in already)."""
     keys: frozenset[str] = frozenset()
     """The keys the file set (the others have their defaults)."""
     overridden: frozenset[str] = frozenset()
     """The keys ``--config KEY = VALUE`` or ``--exclude``/``--extend-exclude`` set for every file."""
     cli_exclude: tuple[tuple[Path, tuple[str, ...]], ...] = ()
-    """Exclude patterns given on the command line, with the folder they are relative to (the working directory)."""
+    """Exclude patterns given on the command line, with the folder they are relative to (the working directory),
+    and those of a file this one extends (``extend``), relative to that file's folder."""
+    import_order: ImportOrder = ImportOrder()
+    """The project's import order (ruff's or isort's settings): where a fix's runtime import goes."""
 
     @property
     def exclude_patterns(self) -> tuple[str, ...]:
@@ -178,6 +202,21 @@ def check_selectors(values: Sequence[str]) -> tuple[str, ...]:
     """``values`` if every one selects at least one rule; ``ValueError`` naming the first that does not."""
     select_rules(list(values), None)
     return tuple(values)
+
+
+def pattern_codes(values: Iterable[str]) -> PerFileIgnores:
+    """``--per-file-ignores`` values as ruff's command line takes them: comma-separated ``PATTERN:CODE`` items
+    (``"tests/*:NPT001,*.ipynb:NPT"``), grouped by pattern; ``ValueError`` for an item without a code."""
+    grouped: dict[str, list[str]] = {}
+    for value in values:
+        for item in value.split(","):
+            pattern, colon, code = item.strip().rpartition(":")
+            if not colon or not pattern or not code.strip():
+                raise ValueError(f"expected <FilePattern>:<RuleCode>, got {item.strip()!r}")
+            check_selectors([code.strip()])
+            glob_regex(pattern.lstrip("!"))
+            grouped.setdefault(pattern, []).append(code.strip())
+    return tuple((pattern, tuple(codes)) for pattern, codes in grouped.items())
 
 
 def split_codes(values: Iterable[str]) -> tuple[str, ...]:
@@ -268,7 +307,7 @@ def table_values(table: Any, where: str, section: str = f" in {SECTION}") -> dic
                 raise ConfigError(f"{where}: {key!r}{section} must be true or false")
             values[key] = table[key]
     checks = {"runtime-module": check_module, "alias": check_alias, "target-version": check_target_version,
-              "output-format": check_output_format, "cache-dir": _check_folder}
+              "output-format": check_output_format, "cache-dir": _check_folder, "extend": _check_folder}
     for key, check in checks.items():
         if key in table:
             try:
@@ -284,11 +323,57 @@ def _check_folder(value: object) -> str:
     return value
 
 
-def config_from_table(table: Any, path: Path, section: str = f" in {SECTION}") -> Config:
-    """Validate a settings table read from ``path`` (``[tool.np2torch]``, or an ``np2torch.toml``'s top level)."""
+def config_from_table(table: Any, path: Path, section: str = f" in {SECTION}", extending: tuple[Path, ...] = ()) -> Config:
+    """Validate a settings table read from ``path`` (``[tool.np2torch]``, or an ``np2torch.toml``'s top level);
+    with ``extend``, merged onto the settings of the file it names (``extending``: the files on the way)."""
     values = table_values(table, display_path(path), section)
     keys = frozenset(name.replace("_", "-") for name in values)
-    return Config(root=path.parent, source=path, keys=keys, **values)
+    config = Config(root=path.parent, source=path, keys=keys, **values)
+    if config.extend is None:
+        return config
+    return _merged(_extended(path, config.extend, extending), config)
+
+
+def _extended(path: Path, base: str, extending: tuple[Path, ...]) -> Config:
+    """The settings of the file ``extend = base`` names in ``path`` (relative to its folder, ``~`` and
+    ``$VARS`` expanded, as ruff's): its ``[tool.np2torch]``, or an ``np2torch.toml``'s top level."""
+    target = Path(os.path.abspath(path.parent / os.path.expandvars(os.path.expanduser(base))))
+    where = display_path(path)
+    if target in (*extending, path):
+        chain = " -> ".join(display_path(p) for p in (*extending, path, target))
+        raise ConfigError(f"{where}: 'extend' makes a cycle: {chain}")
+    if not target.is_file():
+        raise ConfigError(f"{where}: 'extend': no such file {display_path(target)}")
+    data = _read_settings_file(target)
+    tool = data.get("tool")
+    if isinstance(tool, dict) and "np2torch" in tool:
+        return config_from_table(tool["np2torch"], target, extending=(*extending, path))
+    if target.name == PYPROJECT:
+        raise ConfigError(f"{where}: 'extend': {display_path(target)} has no {SECTION} table")
+    return config_from_table(data, target, "", extending=(*extending, path))
+
+
+_PATTERN_KEYS = ("exclude", "extend-exclude", "include", "extend-include", "per-file-ignores",
+                 "extend-per-file-ignores")
+
+
+def _merged(base: Config, config: Config) -> Config:
+    """``config`` on top of ``base``: each key ``config`` sets wins; the others are ``base``'s, its patterns
+    still relative to its own folder (exclude patterns as a group of their own, per-file-ignores made
+    absolute; include patterns are names, as ``*.py``, or relative to ``config``'s folder)."""
+    values: dict[str, Any] = {}
+    groups: list[tuple[Path, tuple[str, ...]]] = []
+    for key in base.keys - config.keys:
+        name = key.replace("-", "_")
+        value = getattr(base, name)
+        if key in ("per-file-ignores", "extend-per-file-ignores"):
+            value = tuple((_absolute_glob(base.root, pattern), codes) for pattern, codes in value)
+        elif key in ("exclude", "extend-exclude"):
+            groups.append((base.root, value))
+            value = () if key == "exclude" else config.extend_exclude
+        values[name] = value
+    return dataclasses.replace(config, **values, keys=config.keys | base.keys,
+                               cli_exclude=base.cli_exclude + tuple(groups) + config.cli_exclude)
 
 
 # A requirement's name: PEP 508 starts with it, PEP 503 normalises runs of "-_." to one "-".
@@ -399,9 +484,12 @@ class Overlay:
     exclude: tuple[str, ...] | None = None
     extend_exclude: tuple[str, ...] = ()
     cwd: Path = dataclasses.field(default_factory=lambda: Path(os.path.abspath(os.getcwd())))
+    extend_per_file_ignores: PerFileIgnores = ()
+    """``--extend-per-file-ignores``: added to every file's own (``--per-file-ignores`` replaces them: ``values``)."""
 
     def __bool__(self) -> bool:
-        return bool(self.values) or self.exclude is not None or bool(self.extend_exclude)
+        return bool(self.values) or self.exclude is not None or bool(self.extend_exclude) or bool(
+            self.extend_per_file_ignores)
 
     def apply(self, config: Config) -> Config:
         values = dict(self.values)
@@ -419,6 +507,10 @@ class Overlay:
         for key in ("per_file_ignores", "extend_per_file_ignores"):
             if key in values:  # relative to the working directory too: made absolute
                 values[key] = tuple((_absolute_glob(self.cwd, pattern), codes) for pattern, codes in values[key])
+        if self.extend_per_file_ignores:
+            values["extend_per_file_ignores"] = (
+                *values.get("extend_per_file_ignores", config.extend_per_file_ignores),
+                *((_absolute_glob(self.cwd, pattern), codes) for pattern, codes in self.extend_per_file_ignores))
         overridden = {name.replace("_", "-") for name in values}
         overridden |= {"exclude"} if exclude is not None else set()
         overridden |= {"extend-exclude"} if extend else set()
@@ -449,8 +541,11 @@ class ConfigFinder:
                  overlay: Overlay | None = None) -> None:
         self._overlay = overlay or Overlay()
         self.cwd = Path(os.path.abspath(cwd or os.getcwd()))
-        self._override = None if override is None else self._overlaid(override)
         self._isolated = isolated
+        self._orders = ImportOrders(isolated=isolated)
+        self._ordered: dict[str, Config] = {}
+        self._variants: dict[tuple[int, ImportOrder], Config] = {}
+        self._override = None if override is None else self._overlaid(override)
         self._default = self._overlaid(Config(root=self.cwd))
         self._memo: dict[str, Config] = {}
 
@@ -458,7 +553,22 @@ class ConfigFinder:
         return self._overlay.apply(config) if self._overlay else config
 
     def for_directory(self, directory: str) -> Config:
-        """Settings for files in ``directory`` (an absolute path): its nearest folder, upwards, with a config.
+        """Settings for files in ``directory`` (an absolute path): its nearest folder, upwards, with a config,
+        and the import order ruff's or isort's settings nearest to it give (the config's folder standing for
+        the project's when there are none)."""
+        found = self._ordered.get(directory)
+        if found is None:
+            config = self._config_for(directory)
+            order = self._orders.for_folder(Path(directory), config.root if not self._isolated else self.cwd)
+            key = (id(config), order)
+            if key not in self._variants:  # one Config per order: a folder's matchers are built once per Config
+                self._variants[key] = config if config.import_order == order else dataclasses.replace(
+                    config, import_order=order)
+            found = self._ordered[directory] = self._variants[key]
+        return found
+
+    def _config_for(self, directory: str) -> Config:
+        """The config of the nearest folder, upwards, that has one.
 
         A loop, not a recursion: a path may be thousands of folders deep.
         """
@@ -701,6 +811,10 @@ class Overrides:
     unsafe_fixes: bool | None = None
     target_version: tuple[int, int] | None = None
     extend_select: tuple[str, ...] = ()
+    ignore_noqa: bool = False
+    fixable: tuple[str, ...] | None = None
+    extend_fixable: tuple[str, ...] = ()
+    unfixable: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -735,6 +849,18 @@ def selected_codes(config: Config, overrides: Overrides, ignored_here: Sequence[
     return codes - _codes(ignored_here)
 
 
+def fixable_codes(config: Config, overrides: Overrides) -> set[str]:
+    """The codes whose findings may be fixed, layered as ruff layers ``fixable`` (default ``ALL``),
+    ``extend-fixable`` and ``unfixable``: the file's, then the command line's."""
+    codes = {rule.code for rule in RULES}
+    for fixable, extend, unfixable in ((config.fixable, config.extend_fixable, config.unfixable),
+                                       (overrides.fixable, overrides.extend_fixable, overrides.unfixable)):
+        if fixable is not None:
+            codes = _codes(fixable)
+        codes = (codes | _codes(extend)) - _codes(unfixable)
+    return codes
+
+
 def run_settings(config: Config, overrides: Overrides, path: str | None = None) -> RunSettings:
     """The settings of the files ``config`` governs (of the file at absolute ``path`` when given: its
     per-file-ignores apply), with the command line's ``overrides``."""
@@ -743,7 +869,8 @@ def run_settings(config: Config, overrides: Overrides, path: str | None = None) 
     lint = Settings(rules=tuple(sorted((rule for rule in RULES if rule.code in codes), key=lambda r: r.code)),
                     runtime_module=overrides.runtime_module or config.runtime_module or DEFAULT_SETTINGS.runtime_module,
                     alias=overrides.alias or config.alias or DEFAULT_SETTINGS.alias,
-                    unsafe_fixes=unsafe)
+                    unsafe_fixes=unsafe, import_order=config.import_order, ignore_noqa=overrides.ignore_noqa,
+                    unfixable=tuple(sorted(codes - fixable_codes(config, overrides))))
     return RunSettings(lint, overrides.target_version or config.target_version)
 
 

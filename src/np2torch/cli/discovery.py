@@ -13,8 +13,8 @@ import subprocess
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from np2torch.cli.config import Config, ConfigFinder, Excluder
-from np2torch.cli.files import SOURCE_SUFFIXES, FileError, os_error
+from np2torch.cli.config import Config, ConfigFinder, Excluder, PathMatcher
+from np2torch.cli.files import FileError, os_error
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,15 @@ class Discovery:
         """Apply excludes to the paths given too (``--force-exclude``; a config's ``force-exclude`` also does)."""
         self._git = _GitIgnored()
         self._matchers: dict[int, Excluder] = {}
+        self._includes: dict[int, PathMatcher] = {}
         self.errors: list[FileError] = []
+
+    def includer(self, config: Config) -> PathMatcher:
+        """What a folder's walk collects: ``include`` and ``extend-include``, matched as exclude patterns."""
+        found = self._includes.get(id(config))
+        if found is None:
+            found = self._includes[id(config)] = PathMatcher(config.root, config.include + config.extend_include)
+        return found
 
     def matcher(self, config: Config) -> Excluder:
         found = self._matchers.get(id(config))
@@ -126,6 +134,7 @@ class Discovery:
                 continue
             config = self.finder.for_directory(folder)
             matcher = self.matcher(config)
+            included = self.includer(config)
             ignored = self._git.for_tree(top) if top is not None and config.respect_gitignore else frozenset()
             subfolders = []
             for entry in entries:
@@ -135,7 +144,7 @@ class Discovery:
                     if entry.is_symlink():  # never follow: loops, and files reached twice
                         continue
                     is_dir = entry.is_dir()
-                    if not is_dir and (not entry.is_file() or os.path.splitext(entry.name)[1] not in SOURCE_SUFFIXES):
+                    if not is_dir and (not entry.is_file() or not included.matches(full, is_dir=False)):
                         continue
                 except OSError:
                     continue

@@ -1,34 +1,58 @@
 """``np2torch fix --from-run REPORT.json``: rewrite only the call sites whose measured saving cleared a margin.
 
 The report is what ``np2torch run --report-file`` wrote: per call site its
-position, rule code and the seconds the helper saved against the original,
-both timed on the user's data; per file the SHA-256 of the bytes the run
-analysed.  A file whose bytes changed since is refused (its positions may
-name other code now); in the others, the sites that saved at least
-``--min-saving`` (default: 10 % of the site's original time and 1 ms over the
-run, and torch computing at least one of its calls) are rewritten and every
-other finding is left as it is, with one line saying why.
+position, rule code, the seconds the helper saved against the original (the
+medians of both arms' calls, on the user's data), the interval of that saving
+and its verdict (``saves``, ``costs``, ``unsure``); per file the SHA-256 of the
+bytes the run analysed.  A report may come from elsewhere, so it is read as
+untrusted input: every number must be finite and of its type, every site's
+file must have its digest, and without PATHS only files of the working
+directory's project are fixed.  A file whose bytes changed since the run is
+refused (its positions may name other code now).
+
+A site is rewritten only when the report says it ``saves`` and its saving,
+net of its warm-up, clears ``--min-saving`` (default: 10 % of the site's
+original time and 1 ms over the run).  Its warm-up is its own (what its first
+calls took beyond their median) plus its share of the process's one-time
+work (``import torch``): a fixed program pays that once
+whichever rewritten site calls first, so the sites kept share it in
+proportion to their savings (:func:`decide`).  Every other finding is left as
+it is, with one line saying why.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 from np2torch.cli.config import ConfigError, display_path
+from np2torch.lint.rules import RULES_BY_CODE
 
-FORMAT = 1
+FORMAT = 2
 """The version of the report ``np2torch run`` writes (np2torch.run.report) and this reads."""
+
+VERDICTS = ("saves", "costs", "unsure")
+"""A site's verdict in a report: the interval of its saving is above zero, below zero, or holds zero."""
 
 TORCH_PATHS = ("cpu", "cuda")
 """The paths of a report's site on which torch computed a helper call (``numpy``: the helper ran the original)."""
 
+LEFT_OUT = "left out by the report"
+"""What ``fix --from-run`` says of a site it does not rewrite (one line each, then a count)."""
+
+NOT_CALLED = "not called in the run"
+NOT_A_SITE = "it rewrites the run's call sites only"
+
 Key = Tuple[int, int, str]
 """A site as the engine's findings place it: 1-based line and column, rule code."""
+
+Site = Tuple[str, int, int, str]
+"""A site of a report: absolute path, line, column, rule code."""
 
 
 @dataclass(frozen=True)
@@ -38,9 +62,8 @@ class Margin:
     fraction: float = 0.10
     seconds: float = 1e-3
 
-    def admits(self, site: Mapping[str, Any]) -> bool:
-        saved, original = float(site["saved_s"]), float(site["original_s"])
-        return saved >= self.seconds and saved >= self.fraction * original and computed_by_torch(site["paths"])
+    def admits(self, saved: float, original: float) -> bool:
+        return saved >= self.seconds and saved >= self.fraction * original
 
     def __str__(self) -> str:
         return f">= {self.fraction:.0%} of the original's time and >= {format_seconds(self.seconds)}"
@@ -80,6 +103,72 @@ def format_seconds(value: float) -> str:
     return f"{value * 1e6:.0f} us"
 
 
+class _Malformed(ValueError):
+    """One entry of a report is not what ``np2torch run`` writes (``str()``: what, in a few words)."""
+
+
+_LARGEST = 2**63 - 1
+_DIGEST = re.compile(r"[0-9a-f]{64}\Z")
+
+
+def _whole(value: object, what: str, least: int = 0) -> int:
+    if type(value) is not int or not least <= value <= _LARGEST:
+        raise _Malformed(f"{what} is {_short(value)}, not a whole number >= {least}")
+    return value
+
+
+def _seconds(value: object, what: str, least: float = -math.inf) -> float:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and least <= value < math.inf:
+        return float(value)
+    raise _Malformed(f"{what} is {_short(value)}, not a finite number of seconds")
+
+
+def _text(value: object, what: str) -> str:
+    if type(value) is not str:
+        raise _Malformed(f"{what} is {_short(value)}, not a string")
+    return value
+
+
+def _short(value: object) -> str:
+    text = " ".join(repr(value).split())
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _finite(text: str) -> float:
+    """A JSON number as a float; ``ValueError`` when it overflows (``1e400``)."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:20]} is out of range")
+    return value
+
+
+def _no_constant(name: str) -> object:
+    raise ValueError(f"{name} is not a number")
+
+
+def _site(entry: object) -> Tuple[str, Dict[str, Any]]:
+    """A report's site entry, checked: its absolute path and the fields ``fix`` reads."""
+    if not isinstance(entry, dict):
+        raise _Malformed(f"a site is {_short(entry)}")
+    where = f"site {_short(entry.get('path'))}:{_short(entry.get('line'))}"
+    paths = entry.get("paths")
+    if not isinstance(paths, dict):
+        raise _Malformed(f"{where}: paths is {_short(paths)}")
+    verdict = _text(entry.get("verdict"), f"{where}: verdict")
+    if verdict not in VERDICTS:
+        raise _Malformed(f"{where}: verdict is {_short(verdict)}, not one of {', '.join(VERDICTS)}")
+    site = {"line": _whole(entry.get("line"), f"{where}: line", 1), "col": _whole(entry.get("col"), f"{where}: col", 1),
+            "code": _text(entry.get("code"), f"{where}: code"), "function": _text(entry.get("function"), f"{where}: function"),
+            "calls": _whole(entry.get("calls"), f"{where}: calls"), "verdict": verdict,
+            "paths": {_text(path, f"{where}: a path"): _whole(count, f"{where}: paths[{_short(path)}]")
+                      for path, count in paths.items()}}
+    for name in ("saved_s", "saved_low_s", "saved_high_s"):
+        site[name] = _seconds(entry.get(name), f"{where}: {name}")
+    for name in ("original_s", "warmup_s", "one_time_s"):
+        site[name] = _seconds(entry.get(name), f"{where}: {name}", 0.0)
+    return os.path.abspath(_text(entry.get("path"), f"{where}: path")), site
+
+
 @dataclass
 class RunReport:
     """A report of ``np2torch run``, read for ``fix``: sites and file digests by absolute path."""
@@ -93,30 +182,100 @@ class RunReport:
         """Read ``path``; :class:`ConfigError` with one line when it is not a report this version reads."""
         try:
             with open(path, encoding="utf-8") as file:
-                data = json.load(file)
+                data = json.loads(file.read(), parse_float=_finite, parse_constant=_no_constant)
         except OSError as exc:
             raise ConfigError(f"{path}: cannot read the run report ({exc.strerror or exc})") from None
         except (ValueError, RecursionError) as exc:
-            raise ConfigError(f"{path}: not a run report (invalid JSON: {exc})") from None
-        if not isinstance(data, dict) or data.get("version") != FORMAT or not isinstance(data.get("sites"), list):
+            raise ConfigError(f"{path}: not a run report (invalid JSON: {' '.join(str(exc).split())})") from None
+        version = data.get("version") if isinstance(data, dict) else None
+        if type(version) is int and 0 < version < FORMAT:
+            raise ConfigError(f"{path}: a report of an older np2torch (version {version}, this one reads {FORMAT}): "
+                              "run `np2torch run --report-file` again")
+        if type(version) is not int or version != FORMAT or not isinstance(data.get("sites"), list):
             raise ConfigError(f"{path}: not a report of `np2torch run --report-file` (version {FORMAT})")
         report = cls(path)
         try:
-            for name, digest in dict(data.get("files", {})).items():
-                report.files[os.path.abspath(str(name))] = str(digest)
-            for site in data["sites"]:
-                entry = {"line": int(site["line"]), "col": int(site["col"]), "code": str(site["code"]),
-                         "function": str(site["function"]), "saved_s": float(site["saved_s"]),
-                         "original_s": float(site["original_s"]), "calls": int(site["calls"]),
-                         "paths": {str(path): int(count) for path, count in dict(site["paths"]).items()}}
-                report.sites.setdefault(os.path.abspath(str(site["path"])), []).append(entry)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ConfigError(f"{path}: a site or file entry is malformed ({type(exc).__name__}: {exc})") from None
+            files = data.get("files")
+            if not isinstance(files, dict):
+                raise _Malformed(f"files is {_short(files)}")
+            for name, digest in files.items():
+                if type(digest) is not str or not _DIGEST.match(digest):
+                    raise _Malformed(f"the digest of {_short(name)} is {_short(digest)}, not a SHA-256")
+                report.files[os.path.abspath(name)] = digest
+            for entry in data["sites"]:
+                where, site = _site(entry)
+                if where not in report.files:
+                    raise _Malformed(f"site {_short(where)}:{site['line']} has no digest in files")
+                report.sites.setdefault(where, []).append(site)
+        except _Malformed as exc:
+            raise ConfigError(f"{path}: a site or file entry is malformed ({exc})") from None
         return report
 
     def paths(self) -> List[str]:
         """The files the report measured sites in that still exist."""
         return sorted(path for path in self.sites if os.path.isfile(path))
+
+
+def project_root(start: str) -> str:
+    """The project ``start`` (a folder) belongs to, as ``np2torch run`` finds it: the nearest folder at or above
+    it holding a ``pyproject.toml`` or ``.git``; ``start`` itself when there is none."""
+    folder = os.path.realpath(start)
+    while True:
+        if os.path.exists(os.path.join(folder, "pyproject.toml")) or os.path.exists(os.path.join(folder, ".git")):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return os.path.realpath(start)
+        folder = parent
+
+
+def within(path: str, root: str) -> bool:
+    """Whether the file at ``path`` lies under the folder ``root`` (links resolved)."""
+    real = os.path.realpath(path)
+    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def decide(report: RunReport, margin: Margin) -> Dict[Site, str | None]:
+    """Every site of the report: None when ``fix`` rewrites it, else why not (one line's reason).
+
+    A site is a candidate when it was called, torch computed some of its calls and its verdict is ``saves``.
+    The process's one-time work (``one_time_s``, over all sites) is paid once the fix keeps any candidate, so
+    the kept sites share it in proportion to their savings: a candidate is kept when its saving, less its own
+    warm-up and its share, clears ``margin``.  Dropping a site only grows the others' shares, so the kept set
+    is found by dropping every site that fails until none does."""
+    why: Dict[Site, str | None] = {}
+    candidates: Dict[Site, Dict[str, Any]] = {}
+    for path, sites in report.sites.items():
+        for site in sites:
+            key = (path, site["line"], site["col"], site["code"])
+            if not site["calls"]:
+                why[key] = NOT_CALLED
+            elif not computed_by_torch(site["paths"]):
+                why[key] = "every helper call ran the original (torch computed none)"
+            elif site["verdict"] != "saves" or site["saved_s"] <= 0:
+                why[key] = (f"{site['verdict']}: saved {format_seconds(site['saved_s'])} of "
+                            f"{format_seconds(site['original_s'])} over {site['calls']} calls, 95% interval "
+                            f"{format_seconds(site['saved_low_s'])} to {format_seconds(site['saved_high_s'])}")
+            else:
+                candidates[key] = site
+    one_time = sum(site["one_time_s"] for sites in report.sites.values() for site in sites)
+    while True:
+        total = sum(site["saved_s"] for site in candidates.values())
+        failing = {}
+        for key, site in candidates.items():
+            share = one_time * site["saved_s"] / total
+            warmup = max(0.0, site["warmup_s"] - site["one_time_s"]) + share
+            if not margin.admits(site["saved_s"] - warmup, site["original_s"]):
+                failing[key] = (f"saves {format_seconds(site['saved_s'])} of {format_seconds(site['original_s'])} over "
+                                f"{site['calls']} calls, {format_seconds(site['saved_s'] - warmup)} net of "
+                                f"{format_seconds(warmup)} of warm-up (needs {margin})")
+        if not failing:
+            break
+        why.update(failing)
+        for key in failing:
+            del candidates[key]
+    why.update(dict.fromkeys(candidates))
+    return why
 
 
 @dataclass(frozen=True)
@@ -128,32 +287,26 @@ class FilePlan:
     error: str | None = None
 
 
-def plan_file(report: RunReport, margin: Margin, path: str, raw: bytes, findings: Sequence[Any]) -> FilePlan:
-    """What ``fix`` may rewrite in the file at ``path`` (bytes ``raw``, fixable ``findings`` as ``check`` gives)."""
+def plan_file(report: RunReport, decisions: Mapping[Site, str | None], path: str, raw: bytes,
+              findings: Sequence[Any]) -> FilePlan:
+    """What ``fix`` may rewrite in the file at ``path`` (bytes ``raw``, fixable ``findings`` as ``check`` gives;
+    ``decisions`` as :func:`decide` made them)."""
     absolute = os.path.abspath(path)
     display = display_path(path)
     expected = report.files.get(absolute)
     if expected is not None and hashlib.sha256(raw).hexdigest() != expected:
         return FilePlan(None, error=f"{display}: error: changed since the run that wrote {report.source}; "
                                     "not fixed (run it again)")
-    sites = {(site["line"], site["col"], site["code"]): site for site in report.sites.get(absolute, [])}
     keep = []
     lines = []
     for finding in findings:
         if not finding.fixable:
             continue
         key = (finding.line, finding.column, finding.code)
-        site = sites.get(key)
-        where = f"{display}:{finding.line}:{finding.column}: {finding.code}"
-        if site is None:
-            lines.append(f"{where} left as it is: not called in the run")
-        elif not site["calls"]:
-            lines.append(f"{where} left as it is: not called in the run")
-        elif margin.admits(site):
+        rule = RULES_BY_CODE.get(finding.code)
+        reason = NOT_A_SITE if rule is not None and rule.is_meta else decisions.get((absolute, *key), NOT_CALLED)
+        if reason is None:
             keep.append(key)
-        elif not computed_by_torch(site["paths"]):
-            lines.append(f"{where} left as it is: every helper call ran the original (torch computed none)")
         else:
-            lines.append(f"{where} left as it is: saved {format_seconds(site['saved_s'])} of "
-                         f"{format_seconds(site['original_s'])} over {site['calls']} calls (needs {margin})")
+            lines.append(f"{display}:{finding.line}:{finding.column}: {finding.code} {LEFT_OUT}: {reason}")
     return FilePlan(frozenset(keep), tuple(lines))

@@ -1,5 +1,5 @@
 """How findings, diffs and summaries look: ``--output-format`` (concise, full, grouped, json, json-lines,
-junit, gitlab, github, pylint, sarif in sarif.py), statistics, summaries and diffs.
+junit, gitlab, github, pylint, rdjson, azure, sarif in sarif.py), statistics, summaries and diffs.
 
 Findings are :class:`np2torch.lint.model.Finding` (a notebook's are :class:`CellFinding`); the
 model loads no analysis code, so printing never loads the engine.  Files that could not be
@@ -17,20 +17,30 @@ import os
 import re
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator, Sequence, TextIO
+from typing import Any, Callable, Iterable, Iterator, Sequence, TextIO
 from xml.sax.saxutils import escape as xml_escape
 from xml.sax.saxutils import quoteattr
 
 from np2torch.cli.config import OUTPUT_FORMATS
 from np2torch.cli.sarif import sarif_document
 from np2torch.lint.model import CellFinding, Finding
+from np2torch.lint.pages import rule_url
+from np2torch.lint.rules import RULES_BY_CODE
 
 FORMATS = OUTPUT_FORMATS
 TEXT_FORMATS = ("concise", "full", "grouped", "pylint")
 """Formats read by people: the summary follows them, and the errors go to stderr."""
 
 JSON_KEYS = ("code", "message", "path", "line", "column", "end_line", "end_column", "fixable")
-"""Exactly the keys of each JSON finding, in this order."""
+"""np2torch's own keys of each JSON finding, in this order; :data:`RUFF_KEYS` follow."""
+RUFF_KEYS = ("cell", "filename", "location", "end_location", "fix", "noqa_row", "url", "name", "severity")
+"""The keys of ruff's JSON a tool written for ruff reads: ``filename`` (absolute), ``location`` and
+``end_location`` (``row``, ``column``), ``fix`` (``applicability``, ``message``, ``edits``; null when there is
+none), ``noqa_row`` (where ``# noqa`` goes), ``url`` (the rule's page), ``cell`` (null outside a notebook),
+``name`` (the rule's), ``severity`` (``warning``: findings are speed-ups, as in every other format)."""
+
+Fixes = Callable[[Finding], "dict[str, Any] | None"]
+"""A finding's fix in ruff's JSON shape (:class:`np2torch.cli.fix_edits.FixEdits`)."""
 
 
 def sort_key(finding: Finding) -> tuple[str, int, int, int, str, int, int]:
@@ -115,17 +125,29 @@ def text_lines(findings: Iterable[Finding]) -> Iterator[str]:
     return (text_line(f) for f in findings)
 
 
-def json_object(finding: Finding) -> dict[str, str | int | bool]:
-    """Exactly :data:`JSON_KEYS`; a notebook finding adds ``cell`` (its line and column count inside it)."""
-    entry: dict[str, str | int | bool] = {key: getattr(finding, key) for key in JSON_KEYS}
-    cell = _cell(finding)
-    if cell is not None:
-        entry["cell"] = cell
+def json_object(finding: Finding, fixes: Fixes | None = None) -> dict[str, object]:
+    """Exactly :data:`JSON_KEYS` and :data:`RUFF_KEYS`; in a notebook, ``cell`` is the cell's number and the
+    line and column count inside it.  ``fixes``: each finding's fix (without it, ``fix`` says only whether
+    there is one, with no edits)."""
+    entry: dict[str, object] = {key: getattr(finding, key) for key in JSON_KEYS}
+    entry["cell"] = _cell(finding)
+    entry["filename"] = os.path.abspath(finding.path)
+    entry["location"] = {"row": finding.line, "column": finding.column}
+    entry["end_location"] = {"row": finding.end_line, "column": finding.end_column}
+    if fixes is not None:
+        entry["fix"] = fixes(finding)
+    else:
+        entry["fix"] = {"applicability": "safe", "message": finding.fix_title, "edits": []} if finding.fixable else None
+    entry["noqa_row"] = finding.line
+    entry["url"] = rule_url(finding.code)
+    rule = RULES_BY_CODE.get(finding.code)
+    entry["name"] = rule.name if rule is not None else None
+    entry["severity"] = "warning"
     return entry
 
 
-def json_document(findings: Iterable[Finding]) -> str:
-    return json.dumps([json_object(f) for f in findings], indent=2)
+def json_document(findings: Iterable[Finding], fixes: Fixes | None = None) -> str:
+    return json.dumps([json_object(f, fixes) for f in findings], indent=2)
 
 
 def _escape_data(value: str) -> str:
@@ -172,8 +194,53 @@ def github_lines(findings: Iterable[Finding]) -> Iterator[str]:
 
 def _json_problem(item: Problem) -> dict[str, object]:
     """A file that could not be checked, as a JSON finding whose ``code`` is null (as ruff's syntax errors)."""
+    where = {"row": item.line or 1, "column": item.column or 1}
     return {"code": None, "message": item.text, "path": item.path, "line": item.line, "column": item.column,
-            "end_line": item.line, "end_column": item.column, "fixable": False}
+            "end_line": item.line, "end_column": item.column, "fixable": False, "cell": None,
+            "filename": os.path.abspath(item.path), "location": where, "end_location": where, "fix": None,
+            "noqa_row": None, "url": None, "name": None, "severity": "error"}
+
+
+def rdjson_document(findings: Sequence[Finding], problems: Sequence[Problem] = (), fixes: Fixes | None = None) -> str:
+    """reviewdog's Diagnostic Format, as ruff's ``rdjson``: each finding with its rule's code and page, its
+    range (``line``/``column``, 1-based), and its fix's edits as ``suggestions``; a file that could not be
+    checked is a diagnostic of severity ``ERROR`` with no code."""
+    def position(where: dict[str, int]) -> dict[str, int]:
+        return {"line": where["row"], "column": where["column"]}
+
+    diagnostics: list[dict[str, object]] = []
+    for finding in findings:
+        entry: dict[str, object] = {
+            "code": {"url": rule_url(finding.code), "value": finding.code},
+            "location": {"path": os.path.abspath(finding.path), "range": {
+                "start": {"line": finding.line, "column": finding.column},
+                "end": {"line": finding.end_line, "column": finding.end_column}}},
+            "message": finding.message,
+        }
+        fix = fixes(finding) if fixes is not None else None
+        if fix is not None and fix["edits"]:
+            entry["suggestions"] = [{"range": {"start": position(e["location"]), "end": position(e["end_location"])},
+                                     "text": e["content"]} for e in fix["edits"]]
+        diagnostics.append(entry)
+    for item in problems:
+        where = {"line": item.line or 1, "column": item.column or 1}
+        diagnostics.append({"location": {"path": os.path.abspath(item.path), "range": {"start": where, "end": where}},
+                            "message": item.text, "severity": "ERROR"})
+    document = {"diagnostics": diagnostics, "severity": "WARNING",
+                "source": {"name": "np2torch", "url": rule_url("").partition("#")[0]}}
+    return json.dumps(document, indent=2)
+
+
+def azure_line(finding: Finding) -> str:
+    """An Azure Pipelines logging command (``##vso[task.logissue ...]``), as ruff's ``azure``: a warning."""
+    return (f"##vso[task.logissue type=warning;sourcepath={os.path.abspath(finding.path)};"
+            f"linenumber={finding.line};columnnumber={finding.column};code={finding.code};]{finding.message}")
+
+
+def azure_problem(item: Problem) -> str:
+    where = "".join(f"{key}={value};" for key, value in (("linenumber", item.line), ("columnnumber", item.column))
+                    if value is not None)
+    return f"##vso[task.logissue type=error;sourcepath={os.path.abspath(item.path)};{where}]{item.text}"
 
 
 def _where(finding: Finding) -> str:
@@ -329,18 +396,24 @@ def _fingerprint(key: str, seen: dict[str, int]) -> str:
 
 
 def render(findings: Sequence[Finding], fmt: str, problems: Sequence[Problem] = (),
-           source_line: Callable[[Finding], str | None] | None = None) -> list[str]:
+           source_line: Callable[[Finding], str | None] | None = None, fixes: Fixes | None = None) -> list[str]:
     """The lines (or, for the document formats, the one document) that show ``findings`` in format ``fmt``.
 
     ``problems`` (files that could not be checked) go into the machine formats; the text formats leave
-    them to stderr.  ``source_line`` gives the ``full`` format a finding's line of code.
+    them to stderr.  ``source_line`` gives the ``full`` format a finding's line of code; ``fixes`` the JSON
+    formats each finding's fix.
     """
     if fmt == "sarif":
         return [sarif_document(findings, [p.message for p in problems])]
     if fmt == "json":
-        return [json.dumps([*map(json_object, findings), *map(_json_problem, problems)], indent=2)]
+        entries = [*(json_object(f, fixes) for f in findings), *map(_json_problem, problems)]
+        return [json.dumps(entries, indent=2)]
     if fmt == "json-lines":
-        return [json.dumps(entry) for entry in (*map(json_object, findings), *map(_json_problem, problems))]
+        return [json.dumps(entry) for entry in (*(json_object(f, fixes) for f in findings), *map(_json_problem, problems))]
+    if fmt == "rdjson":
+        return [rdjson_document(findings, problems, fixes)]
+    if fmt == "azure":
+        return [*map(azure_line, findings), *map(azure_problem, problems)]
     if fmt == "junit":
         return [junit_document(findings, problems)]
     if fmt == "gitlab":
@@ -425,8 +498,9 @@ def check_summary(found: int, fixable: int, failed: int, hidden: int = 0) -> lis
 
 
 def fix_summary(fixed: int, files_changed: int, remaining: int, fixable: int, failed: int,
-                hidden: int = 0) -> list[str]:
-    """``remaining``: findings left, of which ``fixable`` could not be written and ``hidden`` need ``--unsafe-fixes``."""
+                hidden: int = 0, left_out: int = 0) -> list[str]:
+    """``remaining``: findings left, of which ``fixable`` could not be written and ``hidden`` need ``--unsafe-fixes``;
+    ``left_out``: sites ``fix --from-run`` left as they are on purpose (each had its line)."""
     lines = []
     if fixed:
         lines.append(f"Fixed {plural(fixed, 'error')} in {plural(files_changed, 'file')}.")
@@ -436,11 +510,24 @@ def fix_summary(fixed: int, files_changed: int, remaining: int, fixable: int, fa
         lines.append(f"Found {plural(unfixable, 'error')} that np2torch cannot fix{tail}.")
     if hidden:
         lines.append(f"Found {plural(hidden, 'error')} that `--unsafe-fixes` would fix.")
-    if not fixed and not failed and not remaining:
+    if left_out:
+        lines.append(f"Left {plural(left_out, 'site')} as {'it is' if left_out == 1 else 'they are'}: left out by "
+                     "the report (one line each above).")
+    if not fixed and not failed and not remaining and not left_out:
         lines.append("All checks passed!")
     if failed:
         lines.append(f"{plural(failed, 'file')} could not be checked or fixed.")
     return lines
+
+
+def fix_only_summary(fixed: int, hidden: int) -> str:
+    """``check --fix-only``'s one line, as ruff words it: ``Fixed 2 errors.`` / ``No errors fixed.``, and the
+    fixes ``--unsafe-fixes`` would add."""
+    head = f"Fixed {plural(fixed, 'error')}" if fixed else "No errors fixed"
+    if not hidden:
+        return head + "."
+    more = "additional fix" if fixed else "fix"
+    return f"{head} ({plural(hidden, more)} available with `--unsafe-fixes`)."
 
 
 def diff_summary(fixable: int, files: int) -> str:

@@ -72,7 +72,8 @@ class FileResult:
     runtime_import: str | None = None
     """``fix``/``--diff``: the runtime module the fix made this file import, when it did not before."""
     warnings: list[str] = field(default_factory=list)
-    """One-line warnings that do not fail the run (a file in a newer Python's syntax, skipped)."""
+    """One-line warnings that do not fail the run (a file in a newer Python's syntax, skipped; a fixed file whose
+    forked children's torch runs on one thread)."""
 
 
 @dataclass(frozen=True)
@@ -236,6 +237,7 @@ def _fixed(job: Job, outcome: FixResult) -> FileResult:
     statement = f"import {runtime_module}"
     if fixed.count(statement) > text.count(statement):
         result.runtime_import = runtime_module
+        _notice_forks(result, text)
     try:
         new_bytes = job.source.encode(fixed)
     except UnicodeEncodeError as exc:
@@ -246,6 +248,16 @@ def _fixed(job: Job, outcome: FixResult) -> FileResult:
         return result
     result.new_bytes = new_bytes
     return result
+
+
+def _notice_forks(result: FileResult, text: str) -> None:
+    """The file now imports the runtime: when it imports torch and starts processes, its forked children's torch
+    runs on one thread; one line says so."""
+    from np2torch.lint.forks import NOTICE, forks_with_torch
+
+    how = forks_with_torch(text)
+    if how is not None:
+        result.warnings.append(f"{result.display}: note: {NOTICE.format(how=how)}")
 
 
 def write_back(job: Job, result: FileResult) -> FileResult:
@@ -275,8 +287,11 @@ def count_by_code(findings: Sequence[Finding]) -> dict[str, int]:
 
 
 def prepare(target: Target, settings: RunSettings, mode: str,
-            only: frozenset[tuple[int, int, str]] | None = None) -> Job | FileResult:
-    """Read and decode one file: a :class:`Job` for the engine, or a finished :class:`FileResult`."""
+            only: frozenset[tuple[int, int, str]] | None = None,
+            indexed: Callable[[str, RunSettings], RunSettings] | None = None) -> Job | FileResult:
+    """Read and decode one file: a :class:`Job` for the engine, or a finished :class:`FileResult`
+    (``indexed``: the settings with the project index's answer for a file that may have a finding,
+    :meth:`np2torch.cli.index.ProjectIndex.settings`)."""
     try:
         raw, stamp = read_bytes(target.path, target.display)
         source = (decode_notebook if is_notebook(target.path) else decode_source)(raw, target.display)
@@ -290,6 +305,8 @@ def prepare(target: Target, settings: RunSettings, mode: str,
         return Job(target.display, target.path, source, stamp, settings, mode, "", only)
     if not might_have_findings(source.text, settings):
         return FileResult(target.display)
+    if indexed is not None:
+        settings = indexed(target.path, settings)
     return Job(target.display, target.path, source, stamp, settings, mode, digest(raw), only)
 
 
@@ -298,7 +315,7 @@ def _from_cache(cache: Cache, job: Job) -> FileResult | None:
     ``--add-noqa`` when there is nothing."""
     if not job.digest:
         return None
-    entries = cache.get(job.path, job.settings, job.digest)
+    entries = cache.get(job.path, job.settings, job.digest, job.only)
     findings = None if entries is None else cached_findings(entries, job.display)
     if findings is None or (job.mode != CHECK and any(f.fixable for f in findings)):
         return None
@@ -520,12 +537,14 @@ def run(
     cache: Cache | None = None,
     progress_factory: Callable[[int], Progress | None] | None = None,
     only_for: Callable[[Target], frozenset[tuple[int, int, str]] | None] | None = None,
+    indexed: Callable[[str, RunSettings], RunSettings] | None = None,
 ) -> list[FileResult]:
-    """Every target's result, sorted by path (``only_for``: the findings ``fix`` may rewrite in a target)."""
+    """Every target's result, sorted by path (``only_for``: the findings ``fix`` may rewrite in a target;
+    ``indexed``: as for :func:`prepare`)."""
     results: list[FileResult] = []
     pending: list[Job] = []
     for target in targets:
-        prepared = prepare(target, settings_for(target), mode, only_for(target) if only_for else None)
+        prepared = prepare(target, settings_for(target), mode, only_for(target) if only_for else None, indexed)
         if isinstance(prepared, FileResult):
             results.append(prepared)
             continue
@@ -548,7 +567,7 @@ def run(
         for result in done:
             if result.digest is not None and not result.errors:
                 job = by_display[result.display]
-                cache.put(job.path, job.settings, result.digest, result.findings)
+                cache.put(job.path, job.settings, result.digest, result.findings, job.only)
     results.extend(done)
     results.sort(key=lambda r: r.display)
     return results

@@ -22,7 +22,7 @@ from urllib.parse import quote
 
 from np2torch import __version__
 from np2torch.lint.model import CellFinding, Finding
-from np2torch.lint.pages import page
+from np2torch.lint.pages import page, rule_url
 from np2torch.lint.rules import RULES, Rule
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -57,6 +57,7 @@ def _rule_descriptor(rule: Rule) -> dict[str, object]:
         "fullDescription": {"text": rule.why},
         "help": {"text": f"Replace with np2torch.runtime.{rule.helper}" if rule.helper else rule.fix_safety_text,
                  "markdown": page(rule)},
+        "helpUri": rule_url(rule.code),
         "defaultConfiguration": {"level": LEVEL},
         "properties": {"category": rule.category, "fix_safety": rule.fix_safety, "qualname": rule.qualname},
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -18,6 +19,7 @@ from np2torch.cli.config import (
     run_settings,
 )
 from np2torch.cli.files import FileError, decode_notebook, decode_source, is_notebook, read_bytes
+from np2torch.lint.isort import SECTIONS
 from np2torch.lint.model import CellFinding, Finding, SourceError
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")  # as the engine counts lines
@@ -69,6 +71,10 @@ def settings_report(given: str, finder: ConfigFinder, overrides: Overrides, *, f
     yield f"{'runtime-module':<{width}} = {_toml(settings.lint.runtime_module)}"
     yield f"{'alias':<{width}} = {_toml(settings.lint.alias)}"
     yield f"{'unsafe-fixes':<{width}} = {_toml(settings.lint.unsafe_fixes)}"
+    yield f"{'unfixable':<{width}} = {_toml(list(settings.lint.unfixable))}"
+    order = settings.lint.import_order
+    runtime = ast.Import([ast.alias(settings.lint.runtime_module, settings.lint.alias)])
+    yield f"{'runtime import':<{width}} = {_toml(SECTIONS[order.section(runtime)])}  # isort's section for it"
     yield f"{'output-format':<{width}} = {_toml(fmt)}"
     yield f"{'cache-dir':<{width}} = {_toml(display_path(cache))}"
 

@@ -35,7 +35,9 @@ anything but a name or a literal: ``for fn in KERNELS.values()``, a name bound b
 ``{k: njit(v) for k, v in KERNELS.items()}``) may be any of them, so every function of
 the module counts; so it does when a compiler is handed on as a value (``map(numba.njit, fs)``,
 ``[numba.njit][0](f)``, ``{"fast": numba.njit}``), other than as the function ``partial`` wraps.  A function reached otherwise (returned by a call, read from another module's
-attribute) is not followed: the rule pages say so.
+attribute) is not followed here: the rule pages say so.  A function that another module of the project
+hands to a compiler (``numba.njit(kernels.kernel)``) is found by the project index
+(:mod:`np2torch.lint.project`), and :func:`compiled_elsewhere` gives its body.
 :data:`MODULE_COMPILERS` called anywhere (``numba.jit_module(nopython=True)``)
 compile every function of the module.  Everything inside a compiled body
 counts, nested functions included; decorators and defaults are evaluated
@@ -52,7 +54,8 @@ from typing import Iterable, Iterator, Sequence
 
 from np2torch.lint import walk
 
-__all__ = ["COMPILERS", "MODULE_COMPILERS", "compiled_regions", "inside", "reason"]
+__all__ = ["COMPILERS", "MODULE_COMPILERS", "compiled_elsewhere", "compiled_regions", "handed_to_compilers",
+           "inside", "reason"]
 
 _NUMBA = "numba"
 _JAX = "jax"
@@ -102,14 +105,20 @@ _REASONS = {
 
 _Pos = tuple[int, int]
 Region = tuple[_Pos, _Pos, str]
-"""(start, end, family): a compiled body, positions as ``ast`` gives them (line, byte column)."""
+"""(start, end, family): a compiled body, positions as ``ast`` gives them (line, byte column); the family of a
+function another module compiles names that module too (:func:`compiled_elsewhere`)."""
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _DEFS = (*_FUNCTIONS, ast.ClassDef)
 
 
 def reason(family: str) -> str:
-    return _REASONS[family]
+    """Why a call inside a compiled function is not fixed (``family``: as :func:`inside` gives it)."""
+    family, _, by = family.partition(_BY)
+    if not by:
+        return _REASONS[family]
+    where, colon, why = _REASONS[family].partition(": ")
+    return f"{where} (compiled by {by}){colon}{why}"
 
 
 def compiled_regions(
@@ -491,3 +500,66 @@ def _body_region(target: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef |
     first = target.body[0]
     end = (target.end_lineno or target.lineno, target.end_col_offset or 0)
     return (first.lineno, first.col_offset), end, family
+
+
+# --------------------------------------------------------------------------- across modules (np2torch.lint.project)
+
+
+def handed_to_compilers(tree: ast.Module, text: str) -> tuple[list[tuple[ast.expr, str]], dict[str, str]]:
+    """What each call of a compiler is applied to (``numba.njit(k.kernel)``: ``k.kernel``), with the compiler's
+    family, and the names the module binds to a compiler, scopes ignored (``from numba import njit``,
+    ``jit = numba.njit(cache=True)``, ``def jit(f): return numba.njit(f)``) with theirs: what
+    :mod:`np2torch.lint.project` follows into other modules."""
+    spelled = text if text.isascii() else unicodedata.normalize("NFKC", text)
+    if not any(root in spelled for root in _ROOTS):
+        return [], {}
+    every, within = _walk(tree)
+    imports: list[ast.Import | ast.ImportFrom] = []
+    loads = False
+    for node in every:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            imports.append(node)
+        elif type(node) is ast.Call and not loads:
+            loads = _loaded(node) is not None
+    if not loads and not any(_binds_a_compiler(stmt) for stmt in imports):
+        return [], {}  # every way to a compiler starts at an import of its package
+    names = _Compilers(imports, every, within, _loaded_by_name(every))
+    handed: list[tuple[ast.expr, str]] = []
+    for node in every:
+        if type(node) is ast.Call:
+            family = names.family(node.func)
+            if family is not None:
+                arguments = [*node.args[:1], *(k.value for k in node.keywords if k.arg in _FUNCTION_KEYWORDS)]
+                handed.extend((argument, family) for argument in arguments)
+    return handed, {name: _ALL[qualname] for name, qualname in sorted(names.compilers.items())}
+
+
+def compiled_elsewhere(tree: ast.Module, elsewhere: Iterable[tuple[str, str, str]]) -> list[Region]:
+    """The bodies of the functions of this module that other modules compile: ``elsewhere`` holds
+    (name, family, what compiles it: a module, or a compiler from one) for each (:attr:`np2torch.lint.model.Settings.compiled_elsewhere`;
+    the name ``*``: any function).  Every def or class of the name counts, and what the name is assigned,
+    as for a name compiled in the module."""
+    by_name: dict[str, str] = {}
+    everything: str | None = None
+    for name, family, by in elsewhere:
+        key = f"{family}{_BY}{by}"
+        if name == "*":
+            everything = everything or key
+        else:
+            by_name.setdefault(name, key)
+    regions: list[Region] = []
+    every = list(walk.every(tree)) if by_name or everything is not None else []
+    if by_name:
+        everything = _follow(every, by_name, regions) or everything
+    if everything is not None or by_name:
+        for node in every:
+            if everything is not None and isinstance(node, (*_DEFS, ast.Lambda)):
+                regions.append(_body_region(node, everything))
+            elif isinstance(node, _DEFS) and node.name in by_name:
+                regions.append(_body_region(node, by_name[node.name]))
+    return regions
+
+
+_BY = " by "
+"""Between a family and what compiles the function, in a region's family (``numba by main.py``)."""
+

@@ -71,6 +71,7 @@ from typing import Collection, Sequence
 
 from np2torch.lint import compiled, placement, walk
 from np2torch.lint.model import DEFAULT_SETTINGS, Finding, FixError, FixResult, Lines, Planned, Settings, SourceError
+from np2torch.lint.namespace import lists_namespace
 from np2torch.lint.resolve import NamespaceWrites, Ref, Resolution, bound_names, namespace_writes, resolve
 from np2torch.lint.rules import DIFFERENCE, RATIO, RULES, RULES_BY_CODE, Rule
 from np2torch.lint.suppress import NOQA, file_rules, in_runtime_module, no_fix_reason, noqa_codes, remove_noqa_codes
@@ -249,8 +250,12 @@ class _Noqa:
         self._tokenized = False
         self.used: set[tuple[int, str]] = set()
         """The ``(line, code)`` pairs a line's noqa suppressed (what NPT801 judges the codes by)."""
+        self.ignored = False
+        """``--ignore-noqa``: no comment suppresses anything."""
 
     def suppresses(self, line: int, code: str) -> bool:
+        if self.ignored:
+            return False
         source_line = self._lines[line]
         if "#" not in source_line or not NOQA.search(source_line):
             return False
@@ -461,20 +466,24 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
     tree = analysis.tree = _parse(text)
     res = analysis.resolution = resolve(tree, _KNOWN, text, focus=_FOCUS)
     lines = Lines(text)
-    module = _Module(tree, text, lines, res)
+    module = _Module(tree, text, lines, res, settings)
     noqa = _Noqa(text, lines)
+    noqa.ignored = settings.ignore_noqa
     verdicts = _verdicts(res, rules, settings, module, noqa)
     if only is not None:
         verdicts = [v if not v.fixable or _key(v.ref.node, v.rule.code, lines) in only
                     else v.unfixable(REASON_LEFT_OUT) for v in verdicts]
+    if settings.unfixable:
+        verdicts = [v.unfixable(REASON_UNFIXABLE) if v.fixable and v.rule.code in settings.unfixable else v
+                    for v in verdicts]
     if any(v.fixable for v in verdicts) and in_runtime_module(path, settings.runtime_module):
         itself = no_fix_reason(settings.runtime_module)  # the fix would make the runtime import itself
         verdicts = [v.unfixable(itself) if v.fixable else v for v in verdicts]
     verdicts = _place(analysis, verdicts, settings, module, import_line)
     _record(analysis, verdicts, path, settings, lines)
-    meta = next((rule for rule in rules if rule.is_meta), None)
+    meta = None if settings.ignore_noqa else next((rule for rule in rules if rule.is_meta), None)
     if meta is not None:
-        _judge_noqa(analysis, noqa, meta, rules, path, only)
+        _judge_noqa(analysis, noqa, meta, settings, rules, path, only)
     analysis.findings.sort(key=lambda f: (f.line, f.column, f.code))
     return analysis
 
@@ -498,9 +507,11 @@ class _Module:
     (:mod:`np2torch.lint.compiled`), the self-documenting f-string fields, the namespace writes
     (:func:`np2torch.lint.resolve.namespace_writes`); and the layout placement reads, made when asked."""
 
-    def __init__(self, tree: ast.Module, text: str, lines: Lines, res: Resolution) -> None:
+    def __init__(self, tree: ast.Module, text: str, lines: Lines, res: Resolution, settings: Settings) -> None:
         self.tree, self.text, self.lines = tree, text, lines
         self.regions = compiled.compiled_regions(tree, text, res.imports) if res.refs else []
+        if res.refs and settings.compiled_elsewhere:  # compiled by other modules of the project (lint.project)
+            self.regions += compiled.compiled_elsewhere(tree, settings.compiled_elsewhere)
         self.printed = _self_documenting_fields(tree, text, lines) if res.refs else []
         self.writes = namespace_writes(tree, text) if res.refs else None
         self._layout: placement.Layout | None = None
@@ -553,7 +564,8 @@ def _place(analysis: _Analysis, verdicts: list[_Verdict], settings: Settings, mo
         analysis.alias = _choose_alias(module.tree, module.text, settings, module.writes)
     if import_line and analysis.alias is not None:
         refs = [v.ref for v in verdicts if v.fixable]
-        place = placement.import_place(module.layout, refs, settings.runtime_module, analysis.alias)
+        place = placement.import_place(module.layout, refs, settings.runtime_module, analysis.alias,
+                                       settings.import_order)
         if isinstance(place, str):  # nowhere: no fix at all
             return [v.unfixable(_NO_PLACE_REASONS[place]) if v.fixable else v for v in verdicts]
         analysis.place = place
@@ -582,10 +594,12 @@ def _record(analysis: _Analysis, verdicts: list[_Verdict], path: str, settings: 
             analysis.fixes.append(Planned(finding, verdict.ref, rule))
 
 
-def _judge_noqa(analysis: _Analysis, noqa: _Noqa, meta: Rule, rules: Sequence[Rule], path: str,
-                only: Collection[tuple[int, int, str]] | None) -> None:
+def _judge_noqa(analysis: _Analysis, noqa: _Noqa, meta: Rule, settings: Settings, rules: Sequence[Rule],
+                path: str, only: Collection[tuple[int, int, str]] | None) -> None:
     """NPT801's findings (:func:`_unused_noqa`), and the comments its fixes edit."""
     unused = _unused_noqa(noqa, meta, {rule.code for rule in rules}, path)
+    if meta.code in settings.unfixable:
+        unused = [dataclasses.replace(f, fixable=False, fix_title=None, reason=REASON_UNFIXABLE) for f in unused]
     if only is not None:
         unused = [dataclasses.replace(f, fixable=False, fix_title=None, reason=REASON_NOT_A_SITE) for f in unused]
     analysis.findings.extend(unused)
@@ -622,6 +636,7 @@ def _root_name(node: ast.expr) -> str:
 
 
 REASON_LEFT_OUT = "left out by --from-run: the run measured no saving here"
+REASON_UNFIXABLE = "the settings make this rule unfixable (`unfixable`, `fixable`)"
 REASON_NOT_A_SITE = "left out by --from-run: it rewrites the run's call sites only"
 
 
@@ -800,16 +815,24 @@ def _unary_call(node: ast.expr, qualname: str, res: Resolution) -> bool:
 
 def _choose_alias(tree: ast.Module, text: str, settings: Settings, writes: NamespaceWrites | None = None) -> str:
     """``settings.alias``, or ``<alias>_1``, ``_2``, ... when it is bound to anything but the runtime
-    (``writes``: names the module's namespace writes spell, ``globals()["np2t"] = ...``)."""
+    (``writes``: names the module's namespace writes spell, ``globals()["np2t"] = ...``); ``_<alias>`` (and
+    so on) when the module lists its own names (:func:`np2torch.lint.namespace.lists_namespace`), unless it imports the runtime
+    as the alias already."""
     spelled = text if text.isascii() else unicodedata.normalize("NFKC", text)
-    if settings.alias not in spelled:
-        return settings.alias  # a name that is not spelled is bound nowhere
-    names = bound_names(tree)
     same_import = f"import {settings.runtime_module}"
+    base = settings.alias
+    if not base.startswith("_") and lists_namespace(tree, spelled):
+        # `__all__ = [n for n in dir() if not n.startswith("_")]` must not gain the runtime; a module fixed
+        # before keeps its import of it as the one import
+        if base not in spelled or same_import not in bound_names(tree).get(base, ()):
+            base = f"_{base}"
+    if base not in spelled:
+        return base  # a name that is not spelled is bound nowhere
+    names = bound_names(tree)
     in_strings = _words_in_strings(tree) if _runs_strings(names) else frozenset()
     n = 0
     while True:
-        candidate = settings.alias if n == 0 else f"{settings.alias}_{n}"
+        candidate = base if n == 0 else f"{base}_{n}"
         kinds = set(names.get(candidate, ()))
         free = not kinds or (same_import in kinds and kinds <= {same_import, "use"})
         if free and candidate not in in_strings and not (writes and writes.rebinding(candidate)):

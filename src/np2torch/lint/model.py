@@ -12,9 +12,10 @@ from __future__ import annotations
 import keyword
 import re
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Iterable, Optional
 
-from np2torch.lint.rules import DEFAULT_RULES, RULES_BY_CODE, Rule
+from np2torch.lint.isort import ImportOrder
+from np2torch.lint.rules import DEFAULT_RULES, RULES_BY_CODE, Rule, select_rules
 
 if TYPE_CHECKING:
     from np2torch.lint.resolve import Ref
@@ -39,23 +40,54 @@ def check_module(value: object) -> str:
     raise ValueError(f"runtime module must be a dotted module name, got {value!r}")
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, repr=False, init=False)
 class Settings:
-    """What the engine looks for and how a fix spells the helper."""
+    """What the engine looks for and how a fix spells the helper.
 
-    rules: tuple[Rule, ...] = DEFAULT_RULES
-    """The default selection, as ``np2torch check`` without ``--select`` (opt-in rules need ``select_rules``)."""
-    runtime_module: str = "np2torch.runtime"
-    alias: str = "np2t"
-    unsafe_fixes: bool = False
+    ``rules`` takes rule codes and selectors as ``--select`` does (``"NPT001"``, a prefix such as
+    ``"NPT0"``, ``"ALL"``; one string or several), :class:`~np2torch.lint.rules.Rule` objects, or both;
+    it holds the rules.  An unknown selector is a ``ValueError``, anything else a ``TypeError``.
+    """
+
+    rules: tuple[Rule, ...]
+    """The rules to run; by default the default selection, as ``np2torch check`` without ``--select``."""
+    runtime_module: str
+    alias: str
+    unsafe_fixes: bool
     """Also make the findings of rules whose ``fix_safety`` is ``unsafe`` fixable."""
+    compiled_elsewhere: tuple[tuple[str, str, str], ...] = ()
+    """The functions of this module that other modules of its project hand to a compiler, as
+    ``(name, family, what compiles it)`` (``("kernel", "numba", "main.py")``; the name ``*``: any function):
+    the project index's answer for the module (:mod:`np2torch.lint.project`).  Calls in them are reported
+    without a fix, as in a function the module compiles itself."""
+    ignore_noqa: bool = False
+    """Line ``# noqa`` comments suppress nothing (``--ignore-noqa``, as ruff's); NPT801 judges none."""
+    unfixable: tuple[str, ...] = ()
+    """Codes whose findings get no fix (ruff's ``unfixable``, less ``fixable``): reported, left as they are."""
+    import_order: ImportOrder = ImportOrder()
+    """Where isort puts the runtime import in a block of imports (the project's isort settings, read by the
+    command line)."""
 
-    def __post_init__(self) -> None:
-        check_module(self.runtime_module)
-        check_alias(self.alias)
+    def __init__(self, rules: str | Iterable[str] | Iterable[Rule] = DEFAULT_RULES,
+                 runtime_module: str = "np2torch.runtime", alias: str = "np2t", unsafe_fixes: bool = False,
+                 compiled_elsewhere: tuple[tuple[str, str, str], ...] = (), ignore_noqa: bool = False,
+                 unfixable: tuple[str, ...] = (), import_order: ImportOrder | None = None) -> None:
+        object.__setattr__(self, "rules", _rules(rules))
+        object.__setattr__(self, "runtime_module", check_module(runtime_module))
+        object.__setattr__(self, "alias", check_alias(alias))
+        object.__setattr__(self, "unsafe_fixes", unsafe_fixes)
+        if not all(isinstance(item, tuple) and len(item) == 3 and all(isinstance(part, str) for part in item)
+                   for item in compiled_elsewhere):
+            raise ValueError(f"compiled_elsewhere must hold (name, family, module) string triples, "
+                             f"got {compiled_elsewhere!r}")
+        object.__setattr__(self, "compiled_elsewhere", tuple(compiled_elsewhere))
+        object.__setattr__(self, "ignore_noqa", ignore_noqa)
+        object.__setattr__(self, "unfixable", tuple(unfixable))
+        object.__setattr__(self, "import_order", ImportOrder() if import_order is None else import_order)
 
     def __repr__(self) -> str:  # the rules by code: their documentation would fill a screen
-        values = [f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if f.name != "rules"]
+        values = [f"{f.name}={getattr(self, f.name)!r}" for f in fields(self)
+                  if f.name != "rules" and (f.name != "compiled_elsewhere" or self.compiled_elsewhere)]
         return f"Settings(rules=<{', '.join(rule.code for rule in self.rules)}>, {', '.join(values)})"
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -64,6 +96,27 @@ class Settings:
         values = {f.name: getattr(self, f.name) for f in fields(self)}
         values["rules"] = tuple(rule.code if RULES_BY_CODE.get(rule.code) is rule else rule for rule in self.rules)
         return _settings, (values,)
+
+
+def _rules(rules: object) -> tuple[Rule, ...]:
+    """``Settings.rules`` from what a caller passes: rules, and codes or selectors that stand for them."""
+    if isinstance(rules, tuple) and all(isinstance(rule, Rule) for rule in rules):
+        return rules
+    items = [rules] if isinstance(rules, str) else rules
+    if not isinstance(items, Iterable):
+        raise TypeError(f"Settings(rules=...) takes rule codes or selectors such as 'NPT001', 'NPT0' or 'ALL' "
+                        f"(or np2torch's Rule objects), got {type(rules).__name__}")
+    chosen: dict[str, Rule] = {}
+    for item in items:
+        if isinstance(item, Rule):
+            chosen.setdefault(item.code, item)
+        elif isinstance(item, str):
+            for rule in select_rules([item]):
+                chosen.setdefault(rule.code, rule)
+        else:
+            raise TypeError(f"Settings(rules=...) takes rule codes or selectors such as 'NPT001', 'NPT0' or 'ALL' "
+                            f"(or np2torch's Rule objects), got {item!r}")
+    return tuple(chosen.values())
 
 
 def _settings(values: dict[str, Any]) -> Settings:

@@ -23,11 +23,17 @@ def rule_url(code: str) -> str:
 
 
 def rules_table(rules: Sequence[Rule], fmt: str) -> list[str]:
-    """The table for `np2torch rules`: code, name, function, helper, fixable, fix safety."""
+    """The table for `np2torch rules`: code, name, function, helper, fixable, fix safety.  In JSON, also the
+    keys of ``ruff rule --output-format json`` (``linter``, ``message_formats``, ``fix``, ``fix_availability``,
+    ``explanation``: the rule's page, ``preview``)."""
     if fmt == "json":
         rows = [
             {"code": r.code, "name": r.name, "function": r.qualname, "helper": r.helper, "category": r.category,
-             "fixable": r.fixable, "fix_safety": r.fix_safety, "default": r.default, "summary": r.summary}
+             "fixable": r.fixable, "fix_safety": r.fix_safety, "default": r.default, "summary": r.summary,
+             "linter": "np2torch", "message_formats": [r.message()],
+             # a finding of any rule may have no fix (the reasons: docs/rules.md), as ruff's "sometimes"
+             "fix": "Fix is sometimes available." if r.fixable else "Fix is not available.",
+             "fix_availability": "Sometimes" if r.fixable else "None", "explanation": page(r), "preview": False}
             for r in rules
         ]
         return [json.dumps(rows, indent=2)]

@@ -54,6 +54,7 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Collection, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
+from np2torch.lint.isort import ImportOrder
 from np2torch.lint.model import Lines
 from np2torch.lint.resolve import Ref, bound_names, is_type_checking, pattern_or_type_binding
 from np2torch.lint.walk import children, every
@@ -287,6 +288,10 @@ class ImportPlace:
     after: int
     indent: str = ""
     existing: bool = False
+    blank_before: bool = False
+    """A blank line goes before the import: it starts a section of its own after another (isort's order)."""
+    blank_after: bool = False
+    """A blank line goes after it: another section follows."""
 
 
 class Layout:
@@ -323,9 +328,11 @@ class Layout:
         return found
 
 
-def import_place(layout: Layout, refs: Sequence[Ref], runtime_module: str, alias: str) -> ImportPlace | str:
+def import_place(layout: Layout, refs: Sequence[Ref], runtime_module: str, alias: str,
+                 order: ImportOrder = ImportOrder()) -> ImportPlace | str:
     """Where the runtime import goes for the fixes of ``refs``, or why nowhere (:data:`NO_PLACE`,
-    :data:`STAR_AFTER`); see the module docstring."""
+    :data:`STAR_AFTER`); see the module docstring.  In a block of plain imports, where isort (``order``)
+    puts it among the positions as sound as the one found (:func:`_in_isort_order`)."""
     units, owners, stars, lines = layout.units, layout.owners, layout.stars, layout.lines
     fixes = layout.fixes(refs)
     deadline = layout.deadline(refs)
@@ -348,6 +355,8 @@ def import_place(layout: Layout, refs: Sequence[Ref], runtime_module: str, alias
         star.lineno > place.after for found in stars.values() for star in found
     ):
         return STAR_AFTER
+    if isinstance(place, ImportPlace):
+        return _in_isort_order(layout, place, deadline, order, ast.Import([ast.alias(runtime_module, alias)]))
     return place
 
 
@@ -674,3 +683,103 @@ def _alone(stmt: ast.stmt, lines: Lines) -> bool:
 
 def _indent(line: str) -> str:
     return line[: len(line) - len(line.lstrip(" \t"))]
+
+
+# --------------------------------------------------------------------------- isort's order in a block of imports
+
+
+_ISORT_DIRECTIVE = re.compile(r"#\s*(?:ruff\s*:\s*)?isort\s*:", re.IGNORECASE)
+"""``# isort: skip``, ``split``, ``off``, ``skip_file`` (and ruff's spellings): the order is the author's."""
+
+_Import = (ast.Import, ast.ImportFrom)
+
+
+_Item = tuple[int, int, Union[ast.Import, ast.ImportFrom]]
+"""An import of a block: its first and last lines, and the statement."""
+
+
+def _in_isort_order(layout: Layout, place: ImportPlace, deadline: int, order: ImportOrder, runtime: ast.Import) -> ImportPlace:
+    """``place`` moved to where isort (``order``) puts ``runtime`` in the block of plain imports that
+    ``place`` lies in or next to, when that is as sound: going up, no star import is passed (it may rebind
+    the alias); going down (at module level only), every import passed runs before the deadline.
+    Otherwise, or with no such block, ``place`` as it was.  A blank line separates the import from a
+    neighbouring section and from a comment below it (isort's layout), none from its section's imports;
+    the comments right above an import stay with it."""
+    found = _block_in(layout, place) if place.indent else _module_block(layout.units, place, deadline)
+    if found is None or layout.lines.matches(_ISORT_DIRECTIVE):
+        return place
+    items, position, highest = found
+    wanted = next((i for i, (_f, _l, stmt) in enumerate(items) if order.key(stmt) > order.key(runtime)), len(items))
+    lowest = position
+    while lowest > 0 and not any(alias.name == "*" for alias in items[lowest - 1][2].names):
+        lowest -= 1
+    if not lowest <= wanted <= highest:
+        return place
+    lines, section = layout.lines, order.section(runtime)
+    previous = items[wanted - 1] if wanted else None
+    following = items[wanted] if wanted < len(items) else None
+    if previous is not None and (following is None or order.section(previous[2]) == section):
+        last, next_line = previous[1], lines[previous[1] + 1].strip()
+        separate = following is not None and (next_line.startswith("#") or order.section(following[2]) != section)
+        return ImportPlace(last, place.indent, blank_before=order.section(previous[2]) != section,
+                           blank_after=separate and bool(next_line))
+    assert following is not None
+    above = following[0] if previous is None else _above_its_comments(following[0], previous[1], lines)
+    return ImportPlace(above - 1, place.indent,
+                       blank_after=order.section(following[2]) != section or above < following[0])
+
+
+def _module_block(units: Units, place: ImportPlace, deadline: int) -> tuple[list[_Item], int, int] | None:
+    """The block of plain top-level imports holding the unit the place follows, or the next one: its
+    imports, the place's position among them, and the last position that still runs before the deadline."""
+    before = bisect_right(units.firsts, place.after) - 1  # the last unit starting at or before the place
+
+    def plain(index: int) -> bool:
+        return 0 <= index < len(units) and len(units[index].stmts) == 1 and isinstance(units[index].stmts[0], _Import)
+
+    if not plain(before):
+        if not plain(before + 1):
+            return None
+        before += 1
+    start = stop = before
+    while plain(start - 1):
+        start -= 1
+    while plain(stop):
+        stop += 1
+    position = min(max(bisect_right(units.firsts, place.after) - start, 0), stop - start)
+    highest = position
+    while start + highest < min(stop, deadline):
+        highest += 1
+    items = [(unit.first, unit.last, stmt) for unit in units[start:stop] for stmt in unit.stmts if isinstance(stmt, _Import)]
+    return items, position, highest
+
+
+def _block_in(layout: Layout, place: ImportPlace) -> tuple[list[_Item], int, int] | None:
+    """The run of plain imports, each on lines of its own, in the block whose import ``place`` follows
+    (an ``if __name__ == "__main__":`` body, a ``try:``): the place stays the last position (what follows
+    it in the block was not checked to run no rewritten call)."""
+    for holder in statements(layout.tree.body, _SCOPES, run_time=True):
+        for block in _blocks(holder, run_time=True):
+            index = next((i for i, stmt in enumerate(block) if isinstance(stmt, _Import)
+                          and (stmt.end_lineno or stmt.lineno) == place.after), None)
+            if index is None:
+                continue
+            start = stop = index
+            while start > 0 and isinstance(block[start - 1], _Import):
+                start -= 1
+            while stop < len(block) and isinstance(block[stop], _Import):
+                stop += 1
+            run = block[start:stop]
+            if not all(_alone(stmt, layout.lines) for stmt in run):
+                return None
+            items = [(stmt.lineno, stmt.end_lineno or stmt.lineno, stmt) for stmt in run if isinstance(stmt, _Import)]
+            return items, index + 1 - start, index + 1 - start
+    return None
+
+
+def _above_its_comments(first: int, previous_last: int, lines: Lines) -> int:
+    """The first line of an import with the comment lines right above it (isort moves them with it), below
+    the import before it."""
+    while first - 1 > previous_last and lines[first - 1].lstrip().startswith("#"):
+        first -= 1
+    return first

@@ -70,10 +70,14 @@ def apply_fixes(
         segment = chunks[first - 1 : last]
         if not place.existing and first <= place.after < last:  # inside this unit: the line goes in first
             at = place.after - first  # the line it follows, in the segment (never the unit's last)
-            segment.insert(at + 1, place.indent + line + _ending(segment[at]))
-            replacements, calls, removals = (_moved_down(replacements, place.after, last),
-                                             _moved_down(calls, place.after, last), _moved_down(removals, place.after, last))
-            last += 1
+            ending = _ending(segment[at])
+            added = [ending] * place.blank_before + [place.indent + line + ending] + [ending] * place.blank_after
+            segment[at + 1:at + 1] = added
+            by = len(added)
+            replacements, calls, removals = (_moved_down(replacements, place.after, last, by),
+                                             _moved_down(calls, place.after, last, by),
+                                             _moved_down(removals, place.after, last, by))
+            last += by
             place = ImportPlace(place.after, existing=True)
         pieces[index] = _rewrite_segment("".join(segment), first - 1, last, replacements, calls, removals, alias)
     return _assemble(chunks, units, pieces, place, line)
@@ -83,14 +87,14 @@ _K = TypeVar("_K", _Span, tuple[int, int])
 _V = TypeVar("_V")
 
 
-def _moved_down(spans: Mapping[_K, _V], after: int, last: int) -> dict[_K, _V]:
+def _moved_down(spans: Mapping[_K, _V], after: int, last: int, by: int = 1) -> dict[_K, _V]:
     """``spans`` (keys starting with a line, and ending with one when they are spans) with those on lines
-    ``after + 1``..``last`` one line further down: a line was put into that unit's text after line ``after``
-    (the other units keep their own lines)."""
+    ``after + 1``..``last`` ``by`` lines further down: lines were put into that unit's text after line
+    ``after`` (the other units keep their own lines)."""
     moved: dict[_K, _V] = {}
     for key, value in spans.items():
         if after < key[0] <= last:
-            key = (key[0] + 1, key[1], key[2] + 1, key[3]) if len(key) == 4 else (key[0] + 1, key[1])
+            key = (key[0] + by, key[1], key[2] + by, key[3]) if len(key) == 4 else (key[0] + by, key[1])
         moved[key] = value
     return moved
 
@@ -211,29 +215,30 @@ def _assemble(chunks: list[str], units: Units, pieces: Mapping[int, str], place:
         events.append((at, at, None))  # sorts before a rewritten unit starting there
         following = bisect_right(units.firsts, at)
         # LibCST's rule, kept at module level: a blank line unless one (or an import) follows already
-        blank = (not place.indent and following < len(units) and not _all_imports(units[following])
-                 and at < len(chunks) and bool(chunks[at].strip()))
+        blank = place.blank_after or (not place.indent and following < len(units) and not _all_imports(units[following])
+                                      and at < len(chunks) and bool(chunks[at].strip()))
     out: list[str] = []
     cursor = 0  # the next chunk not yet copied
     for start, end, piece in sorted(events, key=lambda event: (event[0], event[1])):
         out.extend(chunks[cursor:start])
-        out.append(_import_text(out, chunks, place.indent + line, blank) if piece is None else piece)
+        out.append(_import_text(out, chunks, place.indent + line, blank, place.blank_before) if piece is None else piece)
         cursor = end
     out.extend(chunks[cursor:])
     return "".join(out)
 
 
-def _import_text(before: list[str], chunks: list[str], line: str, blank: bool) -> str:
+def _import_text(before: list[str], chunks: list[str], line: str, blank: bool, blank_before: bool = False) -> str:
     """The import line ended like the line before it; after a last line without a newline, it starts one.
 
-    ``blank``: code or a comment follows on the very next line, so a blank line separates them
-    (as LibCST's AddImportsVisitor, which np2torch used before, and isort do).
+    ``blank``: code or a comment follows on the very next line, or another section of imports, so a blank
+    line separates them (as isort does); ``blank_before``: a blank line separates it from the section before.
     """
     previous = next((chunk for chunk in reversed(before) if chunk), "")
     newline = _ending(previous) or next((_ending(c) for c in chunks if _ending(c)), "\n")
+    lead = newline if blank_before else ""
     if previous and not _ending(previous):
-        return newline + line
-    return line + newline * (2 if blank else 1)
+        return newline + lead + line
+    return lead + line + newline * (2 if blank else 1)
 
 
 def _ending(chunk: str) -> str:
@@ -259,13 +264,14 @@ def _with_deep_stack(fn: Callable[..., _T], *args: object) -> _T:
         return fn(*args)
     except RecursionError:
         pass
-    box: dict[str, object] = {}
+    values: list[_T] = []
+    errors: list[BaseException] = []
 
     def run() -> None:
         try:
-            box["value"] = fn(*args)
+            values.append(fn(*args))
         except BaseException as exc:  # noqa: B036 -- handed back to the calling thread
-            box["error"] = exc
+            errors.append(exc)
 
     old_limit = sys.getrecursionlimit()
     try:
@@ -280,9 +286,9 @@ def _with_deep_stack(fn: Callable[..., _T], *args: object) -> _T:
     finally:
         threading.stack_size(old_size)
         sys.setrecursionlimit(old_limit)
-    if "error" in box:
-        raise box["error"]  # type: ignore[misc]
-    return box["value"]  # type: ignore[return-value]
+    if errors:
+        raise errors[0]
+    return values[0]
 
 
 # Builtins that reach names through strings or namespaces: a module using one may use any import.
@@ -299,11 +305,13 @@ def _unused_imports(
     lines: Lines,
     unsafe: bool = False,
 ) -> _Removals:
-    """``from``-import aliases that bound only the replaced names and nothing else uses.
+    """Import aliases that bound only the replaced names and nothing else uses: ``from numpy import exp``
+    for ``exp(x)``, ``import numpy as np`` for ``np.exp(x)`` (the first name of every replaced attribute
+    chain).
 
     Only imports inside a function are removed by default: no one else can
     import a function's local.  A module-level (or class-level) name may be
-    someone else's import (``from mu import exp``), so those are removed only
+    someone else's import (``from mu import exp``, ``from mu import np``), so those are removed only
     with ``unsafe`` (``--unsafe-fixes``).  Kept always: everything in an
     ``__init__.py`` (re-exports), names listed as strings where the module has
     ``__all__``, names used or bound anywhere else (any scope; conservative),
@@ -311,23 +319,28 @@ def _unused_imports(
     (a string may name it) or reads a frame's locals (``sys._getframe().f_locals``), a multi-line import holding a comment, an import
     inside a ``try`` whose handlers may catch ``ImportError`` (feature detection:
     ``try: from scipy.special import erf`` / ``except ImportError: return fallback``
-    falls back only while the import is there), and ``import x`` statements
-    (never removed).
+    falls back only while the import is there), and a name a pattern fix
+    (NPT9xx) replaced (its count of uses is not kept here).
     """
     if os.path.basename(path.replace("\\", "/")) == "__init__.py":
         return {}
     replaced: dict[str, int] = {}
-    aliases: dict[str, list[tuple[ast.alias, ast.ImportFrom]]] = {}
+    aliases: dict[str, list[tuple[ast.alias, ast.Import | ast.ImportFrom]]] = {}
+    plain: dict[int, ast.Import] | None = None
     for planned in fixes:
         ref = planned.ref
-        if type(ref.node) is not ast.Name or not ref.imports:
+        if type(ref.node) is ast.Name and ref.imports:
+            name = ref.node.id
+            found: list[tuple[ast.alias, ast.Import | ast.ImportFrom]] = [
+                (alias, import_froms[id(alias)]) for alias in ref.imports if id(alias) in import_froms]
+        elif type(ref.node) is ast.Attribute and not planned.rule.is_pattern and ref.bindings:
+            name = _root_name(ref.node)
+            plain = _plain_imports(tree) if plain is None else plain
+            found = [(alias, plain[id(alias)]) for alias in ref.bindings if id(alias) in plain]
+        else:
             continue
-        name = ref.node.id
         replaced[name] = replaced.get(name, 0) + 1
-        for alias in ref.imports:
-            stmt = import_froms.get(id(alias))
-            if stmt is not None:
-                aliases.setdefault(name, []).append((alias, stmt))
+        aliases.setdefault(name, []).extend(found)
     if not replaced:
         return {}
     names = bound_names(tree)
@@ -347,7 +360,7 @@ def _unused_imports(
         qualnames = {k for k in kinds if k != "use"}
         if name in exported or kinds.count("use") != count or len(qualnames) != 1:
             continue
-        if not next(iter(qualnames)).startswith("from "):
+        if not next(iter(qualnames)).startswith(("from ", "import")):
             continue
         for alias, stmt in aliases.get(name, []):
             if id(stmt) in visible or id(stmt) in guarded or _holds_a_comment(stmt, lines):
@@ -355,6 +368,19 @@ def _unused_imports(
             key = (stmt.lineno, lines.char_col(stmt.lineno, stmt.col_offset))
             removals.setdefault(key, set()).add((alias.name, alias.asname))
     return removals
+
+
+def _root_name(node: ast.Attribute) -> str:
+    """The name an attribute chain starts from (``np`` in ``np.random.rand``; ``""``: not a name)."""
+    root: ast.expr = node
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    return root.id if isinstance(root, ast.Name) else ""
+
+
+def _plain_imports(tree: ast.Module) -> dict[int, ast.Import]:
+    """id(alias) -> its ``import`` statement, in any scope."""
+    return {id(alias): node for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
 
 
 # Built-in exceptions that cannot catch a failed import (neither a base of ImportError nor a kind of it,
@@ -576,6 +602,21 @@ class _Rewriter(cst.CSTTransformer):
         return self._swap(original_node, updated_node)
 
     # -- removing imports ----------------------------------------------------
+    def leave_Import(self, original_node: cst.Import, updated_node: cst.Import) -> cst.Import | cst.RemovalSentinel:
+        span = self.positions.get(original_node)
+        drop = self.removals.get((span.start.line, span.start.column)) if span else None
+        if not drop:
+            return updated_node
+        names = list(updated_node.names)
+        keep = [a for a in names if (_alias_name(a), _alias_asname(a)) not in drop]
+        if len(keep) == len(names):
+            return updated_node
+        if not keep:
+            return cst.RemovalSentinel.REMOVE
+        if keep[-1] is not names[-1]:
+            keep[-1] = keep[-1].with_changes(comma=names[-1].comma)
+        return updated_node.with_changes(names=keep)
+
     def leave_ImportFrom(
         self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom
     ) -> cst.ImportFrom | cst.RemovalSentinel:

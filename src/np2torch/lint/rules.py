@@ -169,7 +169,9 @@ class Rule:
                 f"The fix is safe: `np2torch.runtime.{self.helper}` returns what `{self.qualname}` "
                 "returns (dtype, shape, special values, warnings and errors) for every input, "
                 "calling the original itself wherever torch cannot match it. It keeps every "
-                "argument as written and adds one `import np2torch.runtime as np2t`. "
+                "argument as written and adds one `import np2torch.runtime as np2t` (as `_np2t` in a "
+                "module that lists its own names, `__all__ = [n for n in dir() if not n.startswith(\"_\")]`, "
+                "so that the import is not one of them). "
                 "That holds for calls. A reference that passes the function on (`act = np.exp`, "
                 "`map(np.exp, xs)`, `fn=np.log`) is an unsafe fix, applied only with `--unsafe-fixes`: "
                 "the helper is a plain function, not the ufunc, so wherever the reference flows "
@@ -184,7 +186,11 @@ class Rule:
                 "njit(k)`) or by `numba.jit_module` is compiled (one a call returns, `njit(make())`, is "
                 "not followed; one taken from a container, `njit(fs[i])`, or by unpacking or a loop over a call, "
                 "`{k: njit(f) for k, f in KERNELS.items()}`, makes every function compiled, as does a compiler "
-                "handed on as a value, `map(njit, fs)`). "
+                "handed on as a value, `map(njit, fs)`). So is a function that another module of the project "
+                "compiles (`from pkg.kernels import kernel` then `numba.njit(kernel)`, `jax.jit(kernels.step)`, "
+                "through re-exports), and one that a compiler imported from another module of the project "
+                "decorates (`from .util import jit` then `@jit`); `check`, `fix` and `np2torch run` index the "
+                "project's modules, the language server does not. "
                 "A name that may mean something else at run time is reported without a fix: one that a "
                 "star import after its import may rebind (np2torch assumes any star import may bind any "
                 "name: which names NumPy, SciPy, `math` or a helper module export is known only when the "
@@ -229,10 +235,11 @@ _EVERY_HELPER_GAPS = (
 )
 
 _MEASURED_PER_MACHINE = (
-    "Which dtypes and sizes run on torch is measured on each machine (`np2torch tune`, or on the "
-    "spot the first time a call could pay off): where torch is not faster -- NumPy 2's SIMD "
-    "float64 loops on a 2-core AVX2 machine, for instance -- the original runs, so there is no "
-    "slow-down. "
+    "Which dtypes and sizes run on torch is measured on each machine (`np2torch tune`; without it "
+    "the built-in profile decides): where torch is not faster -- NumPy 2's SIMD float64 loops on a "
+    "2-core AVX2 machine, for instance -- the original runs, so there is no slow-down. The path is "
+    "decided by the call and the profile alone, and torch's work is cut into blocks fixed by the "
+    "shape, so a program gives the same bits on every run of the machine. "
 )
 
 _UFUNC_WHY = (

@@ -2,7 +2,7 @@
 
 The analysis parses with :func:`ast.parse`, which reads the running interpreter's
 grammar only: under Python 3.11, ``type X = int``, ``def f[T](x: T)`` and
-``f"{d["key"]}"`` (all valid 3.12) are syntax errors.  LibCST's native parser
+``f"{d["key"]}"`` (all valid 3.12) are syntax errors, as ``match`` (3.10) is under 3.9.  LibCST's native parser
 reads them whatever runs it, so when ``ast`` fails, :func:`newer_syntax` asks
 LibCST and looks for a construct of a later version: the file is then valid
 code this interpreter cannot analyse (reported and skipped), not an error.
@@ -19,6 +19,13 @@ Version = tuple[int, int]
 
 def newer_syntax(text: str) -> Version | None:
     """The Python version the text's syntax needs when it is later than the running one; else ``None``."""
+    needed = syntax_version(text)
+    return needed if needed is not None and needed > sys.version_info[:2] else None
+
+
+def syntax_version(text: str) -> Version | None:
+    """The latest Python version a construct of the text needs (after 3.9, the oldest np2torch runs on); ``None``
+    when it needs none of them or LibCST cannot parse it."""
     try:
         import libcst as cst
     except ImportError:  # pragma: no cover - libcst is a dependency
@@ -29,9 +36,7 @@ def newer_syntax(text: str) -> Version | None:
         return None
     finder = _Finder(module)
     module.visit(finder)
-    if finder.needed is not None and finder.needed > sys.version_info[:2]:
-        return finder.needed
-    return None
+    return finder.needed
 
 
 def _finder_base() -> type:
@@ -41,7 +46,7 @@ def _finder_base() -> type:
 
 
 class _Finder(_finder_base()):  # type: ignore[misc]
-    """The latest Python version any construct in the module needs (only those after 3.11 are looked for)."""
+    """The latest Python version any construct in the module needs (those after 3.9 are looked for)."""
 
     def __init__(self, module: object) -> None:
         super().__init__()
@@ -51,6 +56,12 @@ class _Finder(_finder_base()):  # type: ignore[misc]
     def _need(self, version: Version) -> None:
         if self.needed is None or version > self.needed:
             self.needed = version
+
+    def visit_Match(self, node: object) -> None:  # PEP 634: `match x:`
+        self._need((3, 10))
+
+    def visit_TryStar(self, node: object) -> None:  # PEP 654: `except*`
+        self._need((3, 11))
 
     def visit_TypeAlias(self, node: object) -> None:  # PEP 695: `type X = ...`
         self._need((3, 12))

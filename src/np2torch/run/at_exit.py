@@ -15,7 +15,6 @@ from typing import Any, Callable, Dict, Sequence
 
 from np2torch.cli.files import replace_file
 from np2torch.run import report as _report
-from np2torch.runtime import sites
 
 
 def after_exec(run: Any, outcome: Dict[str, Any], flush: Callable[[], None]) -> Callable[[], None]:
@@ -40,6 +39,8 @@ def after_exec(run: Any, outcome: Dict[str, Any], flush: Callable[[], None]) -> 
 def report(run: Any, mode: str, path: str | None, command: Sequence[str], wall: float, status: int | None) -> None:
     """Gather the children's counts from the spool (and remove it), then write the report to ``path`` (if any)
     and print it on stderr as ``mode`` says (``text``, ``json`` or ``none``)."""
+    from np2torch.runtime import sites  # NumPy loads with the program, not before
+
     records = sites.snapshot()
     skipped = [item.as_dict() for item in run.rewriter.skipped]
     files = dict(run.rewriter.digests)

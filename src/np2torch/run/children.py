@@ -49,6 +49,7 @@ class Run:
         """The pid of the ``np2torch run`` process, which writes the report."""
         self.cache = cache
         self.rewriter = Rewriter(scope, overrides, config_path, cache=cache)
+        self.rewriter.notify = os.getpid() == owner  # a child's files were the parent's to say
         self.report: Dict[str, Any] | None = None
         """What the owner reports and where (``mode``, ``file``, ``command``, ``started``): the owner's process
         reports from it when the program replaced it with ``os.exec*``."""

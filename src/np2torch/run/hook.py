@@ -28,11 +28,14 @@ import sysconfig
 import tempfile
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from np2torch.cli.cache import settings_key, tool_fingerprint
 from np2torch.cli.config import ConfigFinder, Overrides, RunSettings, run_settings, settings_for_file
+from np2torch.cli.index import ProjectIndex
 from np2torch.lint.engine import may_contain
+from np2torch.lint.forks import NOTICE, forks_with_torch, might_fork_with_torch
 from np2torch.lint.model import SourceError
 from np2torch.lint.rules import RULES_BY_CODE
 from np2torch.run.instrument import instrument
@@ -41,7 +44,7 @@ from np2torch.runtime.sites import cache_dir
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 """np2torch itself: never rewritten."""
 
-_CACHE_FORMAT = 4
+_CACHE_FORMAT = 5
 
 _STDLIB_NAMES = frozenset(getattr(sys, "stdlib_module_names", ()))
 """Top-level names the standard library holds (Python >= 3.10): never looked at."""
@@ -197,12 +200,20 @@ class Rewriter:
         """Files whose instrumented code came from the cache."""
         self.compiled = 0
         """Files instrumented and compiled afresh in this process."""
+        self.notify = True
+        """Whether this process says what applies to a file (the run's own process: not each child again)."""
+        self._noticed: set[str] = set()
         self._fingerprint: str | None = None
         self._lock = threading.Lock()
+        self.index = ProjectIndex(None if self.cache_folder is None else Path(self.cache_folder),
+                                  roots=scope.roots + scope.includes)
+        """Which functions other modules of the program's project compile (np2torch.cli.index), built on
+        first need."""
 
     def after_fork_in_child(self) -> None:
         """A forked child reports only what it finds itself; its lock starts free."""
         self._lock = threading.Lock()
+        self.notify = False
         self.skipped = []
         self.digests = {}
         self.cache_hits = self.compiled = 0
@@ -226,8 +237,11 @@ class Rewriter:
             text = importlib.util.decode_source(source)
         except (SyntaxError, UnicodeDecodeError, LookupError):
             return None  # Python reports a bad encoding when it reads the file itself
+        if self.notify and might_fork_with_torch(text):
+            self._notice_forks(path, text)
         if not may_contain(text, settings.lint.rules):
             return None  # no finding possible (the engine's own prefilter): the original loader, as fast
+        settings = self.index.settings(path, settings)  # what other modules hand to a compiler stays as it is
         key = self._key(path, source, settings, optimize, filename)
         cached = self._read(key)
         if cached is not None:
@@ -252,6 +266,16 @@ class Rewriter:
             if code is not None or skipped:
                 self.digests[os.path.abspath(path)] = hashlib.sha256(source).hexdigest()
         return code
+
+    def _notice_forks(self, path: str, text: str) -> None:
+        """One line, once per file: the program's own torch runs on one thread in a child this file forks (the
+        runtime's fork hook is in every process of the run)."""
+        how = forks_with_torch(text)
+        with self._lock:
+            if how is None or path in self._noticed:
+                return
+            self._noticed.add(path)
+        self.warn(f"np2torch run: {path}: {NOTICE.format(how=how)}")
 
     # -- the cache -------------------------------------------------------------------------------------
 
@@ -321,11 +345,26 @@ class RewritingLoader(importlib.machinery.SourceFileLoader):
         _hand_back(self, self.plain, self.spec, sys.modules.get(fullname))
         path = self.get_filename(fullname)
         try:
-            source = self.get_data(path)
+            code = self.rewriter.code_for(path, self.get_data(path), self.included)
         except OSError:
+            code = None
+        if code is not None:
+            return code
+        try:
             return super().get_code(fullname)
-        code = self.rewriter.code_for(path, source, self.included)
-        return code if code is not None else super().get_code(fullname)
+        except BaseException as exc:  # a syntax error in the file: the traceback python shows, without this frame
+            _without_own_frame(exc)
+            raise
+
+
+def _without_own_frame(exc: BaseException) -> None:
+    """``exc`` re-raised by a bare ``raise`` without the frame that raises it (Python 3.11 and later: before,
+    ``raise`` puts it back).  Between the import system's own frames, it would keep them from being trimmed
+    as python trims them (the chunk of ``<frozen importlib...>`` frames ending in ``_call_with_frames_removed``):
+    the traceback of a syntax error in a module the program imports would gain seven frames."""
+    tb = exc.__traceback__
+    if sys.version_info >= (3, 11) and tb is not None:
+        exc.__traceback__ = tb.tb_next
 
 
 class Finder(importlib.abc.MetaPathFinder):

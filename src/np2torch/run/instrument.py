@@ -13,7 +13,9 @@ nodes carry the replaced node's line and columns, so tracebacks (with their
 disk.  One expression statement placed before the module's first statement
 (after its docstring and ``__future__`` imports), with that statement's
 position, so no line is added, registers the file's call sites with
-:func:`np2torch.runtime.sites.table`; they count, sample and call the helpers.
+:func:`np2torch.runtime.sites.register`, which makes them (importing the
+helpers, and NumPy) only when the program first reaches one: they count, sample
+and call the helpers.
 Because the module registers them itself, the code runs the same wherever it
 is executed: imported, run as ``__main__``, re-run by ``runpy`` in a
 ``multiprocessing`` child.
@@ -258,7 +260,7 @@ def _is_future(statement: ast.stmt) -> bool:
 
 
 def _register_sites(tree: ast.Module, key: str, path: str, specs: Sequence[Spec]) -> None:
-    """``__import__(SITES_MODULE, fromlist=["table"]).table(key, path, specs)`` before the first statement
+    """``__import__(SITES_MODULE, fromlist=["register"]).register(key, path, specs)`` before the first statement
     that is neither the docstring nor a ``__future__`` import, at that statement's position."""
     body = tree.body
     index = 0
@@ -271,8 +273,8 @@ def _register_sites(tree: ast.Module, key: str, path: str, specs: Sequence[Spec]
     register = ast.Call(
         func=ast.Attribute(
             value=ast.Call(func=ast.Name("__import__", ast.Load()), args=[ast.Constant(SITES_MODULE)],
-                           keywords=[ast.keyword("fromlist", ast.List([ast.Constant("table")], ast.Load()))]),
-            attr="table", ctx=ast.Load()),
+                           keywords=[ast.keyword("fromlist", ast.List([ast.Constant("register")], ast.Load()))]),
+            attr="register", ctx=ast.Load()),
         args=[ast.Constant(key), ast.Constant(path),
               ast.Constant(tuple(specs))],  # type: ignore[arg-type]  # compile() takes a tuple of constants
         keywords=[])

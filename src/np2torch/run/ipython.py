@@ -3,7 +3,7 @@
 IPython parses a cell, hands the tree to its ``ast_transformers``, and
 compiles what they return; the extension's transformer rewrites the cell's
 calls into call sites (:func:`np2torch.run.instrument.instrument_tree`) and
-registers the sites before the cell runs (:func:`np2torch.runtime.sites.table`:
+registers the sites before the cell runs (:func:`np2torch.runtime.sites.register`:
 in :mod:`builtins`, as ``np2torch run`` does; the user's namespace is left
 alone).  Nothing is added to the cell: every node keeps its line and columns,
 so a traceback points where it points without the extension.
@@ -31,7 +31,10 @@ only.  Their calls are in the report as ``<In[N] %timeit>``.
 reads it (:class:`np2torch.run.hook.Rewriter`); ``%np2torch options`` takes
 what ``np2torch run`` takes on its command line (``--select``, ``--ignore``,
 ``--unsafe-fixes``) for the cells that follow.  ``%unload_ext np2torch``
-restores plain execution; functions defined meanwhile keep their sites.
+restores plain execution; functions defined meanwhile keep their sites and go on
+counting, and ``%np2torch report`` stays to report them (when the extension
+rewrote anything).  A new ``%load_ext np2torch`` starts a fresh report: every
+site counts from zero, and the time is that since the new load.
 """
 
 from __future__ import annotations
@@ -89,6 +92,10 @@ class Extension:
         self.transformer = _Transformer(self)
         self.timed: Dict[Tuple[str, str], Callable[..., Any]] = {}
         """The magics replaced by a pausing wrapper: (kind, name) -> IPython's own."""
+        self.labels: set[str] = set()
+        """The labels of the cells (and timed statements) this load registered sites for."""
+        self.loaded = True
+        """False once ``%unload_ext``: cells run plain, ``%np2torch report`` still reports this load's sites."""
 
     # -- IPython's hooks ---------------------------------------------------------------------------------
 
@@ -122,8 +129,9 @@ class Extension:
         for (kind, name), original in self.timed.items():
             if getattr(magics[kind].get(name), "__wrapped__", None) is original:
                 magics[kind][name] = original
-        if getattr(magics["line"].get("np2torch"), "__self__", None) is self:
-            del magics["line"]["np2torch"]
+        self.loaded = False
+        if not self.labels and getattr(magics["line"].get("np2torch"), "__self__", None) is self:
+            del magics["line"]["np2torch"]  # nothing of this load can count: nothing to report
 
     def record(self, lines: List[str]) -> List[str]:
         """The last input transformation: remembers the text, changes nothing."""
@@ -202,17 +210,19 @@ class Extension:
                                      for f in result.not_rewritten)
         if not result.sites:
             return tree
-        sites.table(key, label, result.sites, sample=sample)
+        sites.register(key, label, result.sites, sample=sample)
+        self.labels.add(label)
         return rewritten
 
     # -- %np2torch -----------------------------------------------------------------------------------------
 
     def report(self) -> Dict[str, Any]:
-        """The report of ``np2torch run`` for every cell rewritten in this kernel (counts go on across an unload
-        and a new load); the time is that since this load."""
-        command = ["%load_ext", "np2torch", f"(cells up to In[{self.number}])"]
+        """The report of ``np2torch run`` since this load: the calls of every site (a function of a cell before
+        it counts too) since then, the sites of this load's cells that were not called, the time since then."""
+        command = ["%load_ext", "np2torch", f"(cells up to In[{self.number}])" + ("" if self.loaded else ", unloaded")]
         skipped = [item.as_dict() for item in self.rewriter.skipped]
-        return report.build(command, time.perf_counter() - self.start, sites.snapshot(), skipped, {}, None)
+        records = [record for record in sites.snapshot() if record["path"] in self.labels or record["bands"]]
+        return report.build(command, time.perf_counter() - self.start, records, skipped, {}, None)
 
     def command(self, line: str) -> None:
         """``%np2torch report [--json] [--file PATH]`` / ``%np2torch options [--select CODES] [--ignore CODES]
@@ -225,6 +235,9 @@ class Extension:
             given = _parse(words[1:], SUBCOMMANDS[verb])
             if verb == "report":
                 self.print_report(given.get("--json") is not None, given.get("--file"))
+            elif not self.loaded:
+                raise UsageError("the extension is unloaded: options apply to the cells it rewrites "
+                                 "(%load_ext np2torch)")
             else:
                 self.set_options(given)
         except (UsageError, ConfigError, ValueError) as exc:
@@ -320,6 +333,7 @@ def load(shell: Any) -> None:
     """``%load_ext np2torch`` (IPython calls it once per shell until unloaded)."""
     if id(shell) in _LOADED:
         return
+    sites.clear()  # a fresh report: what an earlier load counted is not this load's
     extension = Extension(shell)
     extension.install()
     _LOADED[id(shell)] = extension

@@ -1,38 +1,58 @@
 """The report of ``np2torch run``: per call site, what the helper cost and what the original would have.
 
-Each site's calls fall in size bands (element counts of one bit length).  In
-each band the original's mean time comes from the calls sampled to it and the
-helper's from the others, both measured on this run's data; each arm's first
-call of a band is left out of its mean when the arm has others (it may import
-torch, measure the machine or touch memory first; what the helper's first
-calls took beyond its mean is the site's ``warmup_s``).  One-time work the
-runtime does inside any helper call (``import torch``, an on-the-spot
-measurement of the machine) is taken out of that call's time and counted in
-``warmup_s`` too, so a steady-state figure never carries it.  Over the band's calls:
+How the calls were timed: each arm's clock (``time.perf_counter``) wraps the
+call alone, as the program pays it -- the helper as ``fix`` will call it, the
+original as ``python`` calls it (np2torch's warning redirect, which makes the
+original's warnings point at the program's line, is set up before the clock
+starts and reset after it stops; a spelled-out pattern's pieces take the time
+they spend on it out of the expression's).  One-time work the runtime does
+inside a helper call (``import torch``: :attr:`np2torch.runtime._state.Process.one_time`) is taken
+out of that call's time and charged to the site as ``one_time_s``: the site
+whose call was in flight when it happened.
 
-- ``helper_s``  -- the time the helper takes for all of them (the mean of its timed calls times the calls);
+Each site's calls fall in size bands (element counts of one bit length).  In
+each band each arm's timed calls after its first are kept as a histogram of
+their times (:func:`np2torch.runtime.sites.time_bin`, 4.4 % bins); each arm's
+first call of a band is kept apart (it may touch memory first: what the
+helper's first calls took beyond its median is the site's own warm-up).  The
+estimate of a band is robust: the **median** call of each arm, with a 95 %
+distribution-free interval (order statistics), so one stalled call moves
+nothing.  Over the band's calls:
+
+- ``helper_s``  -- the helper's median call times the band's calls;
 - ``original_s`` -- the same for the original;
-- ``saved_s`` = ``original_s - helper_s``.
+- ``saved_s`` = ``original_s - helper_s``, with ``saved_low_s`` .. ``saved_high_s`` its interval: per band the
+  difference of the arms' intervals (a band with fewer than :data:`FEW` timed calls of an arm: anything
+  between minus the helper's slowest call and the original's slowest), bands combined in quadrature;
+- ``verdict``: ``saves`` (the interval is above zero), ``costs`` (below zero) or ``unsure``.
 
 A band with one call has only the original's sample: its calls count as
 unmeasured and save nothing.  A site whose helper ran the original on every
 call (torch computed none of them) saves nothing either: both arms ran the
-same code, and their difference is the machine's noise.  ``samples`` says how many calls each arm timed;
-a site whose busiest bands have fewer than :data:`FEW` samples in either arm is
-marked ``few samples``.
+same code, and their difference is the machine's noise.  ``samples`` says how
+many calls each arm timed; a site whose busiest bands have fewer than
+:data:`FEW` samples in either arm is marked ``few samples``.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
-from typing import Any, Dict, Iterable, List, Mapping, Sequence
+from typing import Any, Dict, Iterable, List, Mapping, NamedTuple, Sequence, Tuple
 
 from np2torch import __version__
 from np2torch.cli.config import display_path
-from np2torch.cli.from_run import FORMAT, computed_by_torch, format_seconds
+from np2torch.cli.from_run import FORMAT, VERDICTS, computed_by_torch, format_seconds
 
 FEW = 3
+Z = 1.959964
+"""The normal quantile of a two-sided 95 % interval."""
+
+TIMING = ("each arm's time.perf_counter around the call alone (the original without np2torch's warning redirect); "
+          "per size band the median call of each arm with a 95% order-statistic interval; bands combined in "
+          "quadrature; one-time work (import torch) charged to the site whose call it was in")
+"""How the report's figures were measured (its ``timing``)."""
 
 
 def _absolute(path: str) -> str:
@@ -41,6 +61,7 @@ def _absolute(path: str) -> str:
 
 
 _SUMS = ("calls", "elements", "helper_n", "helper_s", "original_n", "original_s", "one_time_s")
+_HISTOGRAMS = ("helper_times", "original_times")
 
 
 def _merge_records(records: Iterable[Mapping[str, Any]]) -> Dict[tuple[str, int, int, str], Dict[str, Any]]:
@@ -62,26 +83,77 @@ def _merge_records(records: Iterable[Mapping[str, Any]]) -> Dict[tuple[str, int,
                 into["sizes"][size] = into["sizes"].get(size, 0) + count
         for bits, band in record["bands"].items():
             total = into["bands"].setdefault(bits, {**{name: 0 for name in _SUMS}, "helper_firsts": [],
-                                                    "original_firsts": []})
+                                                    "original_firsts": [], "helper_times": {},
+                                                    "original_times": {}})
             for name in _SUMS:
                 total[name] += band.get(name, 0)
+            for name in _HISTOGRAMS:
+                for index, count in band.get(name, {}).items():
+                    total[name][int(index)] = total[name].get(int(index), 0) + count
             for arm in ("helper", "original"):
                 if band[f"first_{arm}_s"] is not None:
                     total[f"{arm}_firsts"].append(band[f"first_{arm}_s"])
     return merged
 
 
-def _arm(band: Mapping[str, Any], arm: str) -> tuple[float | None, int, int, float, float]:
-    """``(mean, calls the mean is of, calls timed, seconds timed, warm-up seconds)`` of one arm in one band:
-    the mean of the calls after the first when there are any, else of the first calls."""
+class Arm(NamedTuple):
+    """One arm's calls in one band: the median call, its 95 % interval, the slowest call, how many calls the
+    statistics are of, and all calls timed (firsts included) with their seconds."""
+
+    median: float
+    low: float
+    high: float
+    slowest: float
+    n: int
+    timed: int
+    seconds: float
+
+
+def _ranked(histogram: Mapping[int, int], ranks: Sequence[int]) -> List[float]:
+    """The times of the calls of 1-based ``ranks`` (ascending) in ``histogram``."""
+    from np2torch.runtime.sites import bin_seconds  # NumPy loads with the program, not before (docs/run.md)
+
+    values = []
+    seen = 0
+    pending = list(ranks)
+    for index, count in sorted(histogram.items()):
+        seen += count
+        while pending and pending[0] <= seen:
+            values.append(bin_seconds(index))
+            pending.pop(0)
+    return values
+
+
+def median_interval(histogram: Mapping[int, int]) -> Tuple[float, float, float]:
+    """``(median, low, high)`` of the calls in ``histogram`` (bin -> calls; not empty): the median call and
+    the order statistics that hold it with 95 % probability, whatever the distribution of the times."""
+    n = sum(histogram.values())
+    half = Z * math.sqrt(n) / 2
+    low = min(max(1, math.floor(n / 2 - half)), n)
+    high = max(1, min(n, math.ceil(n / 2 + half) + 1))
+    ranks = sorted({(n + 1) // 2, low, high})
+    values = dict(zip(ranks, _ranked(histogram, ranks)))
+    return values[(n + 1) // 2], values[low], values[high]
+
+
+def _arm(band: Mapping[str, Any], arm: str) -> Tuple[Arm | None, float]:
+    """One arm of one band, and its warm-up (what its first calls took beyond the median): the statistics of
+    the calls after the first when there are any, else of the first calls."""
+    from np2torch.runtime.sites import bin_seconds, time_bin
+
     firsts: List[float] = band[f"{arm}_firsts"]
-    n, total = band[f"{arm}_n"], band[f"{arm}_s"]
-    if n:
-        mean = total / n
-        return mean, n, n + len(firsts), total + sum(firsts), sum(max(0.0, first - mean) for first in firsts)
-    if firsts:
-        return sum(firsts) / len(firsts), len(firsts), len(firsts), sum(firsts), 0.0
-    return None, 0, 0, 0.0, 0.0
+    histogram: Dict[int, int] = band[f"{arm}_times"]
+    timed, seconds = band[f"{arm}_n"] + len(firsts), band[f"{arm}_s"] + sum(firsts)
+    warmup = True
+    if not histogram:
+        histogram, warmup = {}, False
+        for first in firsts:
+            histogram[time_bin(first)] = histogram.get(time_bin(first), 0) + 1
+    if not histogram:
+        return None, 0.0
+    median, low, high = median_interval(histogram)
+    statistics = Arm(median, low, high, bin_seconds(max(histogram)), sum(histogram.values()), timed, seconds)
+    return statistics, sum(max(0.0, first - median) for first in firsts) if warmup else 0.0
 
 
 def _median_elements(record: Mapping[str, Any]) -> int:
@@ -106,25 +178,33 @@ def site_figures(record: Mapping[str, Any]) -> Dict[str, Any]:
     """One site's line of the report (JSON-ready) from its merged record."""
     bands = record["bands"].values()
     calls = sum(band["calls"] for band in bands)
-    helper = original = warmup = 0.0
+    helper = original = warmup = one_time = 0.0
+    below = above = 0.0
     unmeasured = thin = 0
     samples = {"helper": 0, "original": 0, "helper_s": 0.0, "original_s": 0.0}
     for band in bands:
-        helper_mean, helper_n, helper_timed, helper_s, helper_warmup = _arm(band, "helper")
-        original_mean, original_n, original_timed, original_s, _ = _arm(band, "original")
-        samples["helper"] += helper_timed
-        samples["original"] += original_timed
-        samples["helper_s"] += helper_s
-        samples["original_s"] += original_s
-        warmup += band.get("one_time_s", 0.0)
-        if helper_mean is None or original_mean is None:
+        helper_arm, helper_warmup = _arm(band, "helper")
+        original_arm, _ = _arm(band, "original")
+        for name, arm in (("helper", helper_arm), ("original", original_arm)):
+            if arm is not None:
+                samples[name] += arm.timed
+                samples[f"{name}_s"] += arm.seconds
+        one_time += band.get("one_time_s", 0.0)
+        if helper_arm is None or original_arm is None:
             unmeasured += band["calls"]
             continue
         warmup += helper_warmup
-        helper += helper_mean * band["calls"]
-        original += original_mean * band["calls"]
-        if min(helper_n, original_n) < FEW:
-            thin += band["calls"]
+        count = band["calls"]
+        saved = original_arm.median - helper_arm.median
+        if min(helper_arm.n, original_arm.n) < FEW:
+            thin += count
+            low, high = -helper_arm.slowest, original_arm.slowest  # all that a few calls say
+        else:
+            low, high = original_arm.low - helper_arm.high, original_arm.high - helper_arm.low
+        helper += helper_arm.median * count
+        original += original_arm.median * count
+        below += ((saved - min(low, saved)) * count) ** 2
+        above += ((max(high, saved) - saved) * count) ** 2
     notes = []
     if unmeasured:
         why = "too few calls of their size" if record.get("sampling", True) else "a timed statement: never sampled"
@@ -135,18 +215,28 @@ def site_figures(record: Mapping[str, Any]) -> Dict[str, Any]:
         notes.append(f"{record['errors']} calls raised")
     if not computed_by_torch(record["paths"]):
         # Both arms ran the same code: a difference between them is the machine's noise, not a saving.
-        helper = original
+        helper, below, above = original, 0.0, 0.0
         if calls:
             notes.append("the helper ran the original on every call")
+    saved_s = original - helper
+    low_s, high_s = saved_s - math.sqrt(below), saved_s + math.sqrt(above)
     return {
         "path": record["path"], "line": record["line"], "col": record["col"], "code": record["code"],
         "function": record["function"], "calls": calls + record["errors"],
         "elements": sum(band["elements"] for band in bands), "median_elements": _median_elements(record),
-        "helper_s": helper, "original_s": original, "saved_s": original - helper, "warmup_s": warmup,
+        "helper_s": helper, "original_s": original, "saved_s": saved_s, "saved_low_s": low_s,
+        "saved_high_s": high_s, "verdict": verdict(low_s, high_s),
+        "warmup_s": warmup + one_time, "one_time_s": one_time,
         "paths": {"sampled": samples["original"], **record["paths"]},
         "samples": samples,
         "notes": notes,
     }
+
+
+def verdict(low: float, high: float) -> str:
+    """``saves`` when the interval of a site's saving is above zero, ``costs`` when below, else ``unsure``."""
+    saves, costs, unsure = VERDICTS
+    return saves if low > 0 else costs if high < 0 else unsure
 
 
 def build(command: Sequence[str], wall_s: float, records: Iterable[Mapping[str, Any]],
@@ -169,6 +259,8 @@ def build(command: Sequence[str], wall_s: float, records: Iterable[Mapping[str, 
         "rewritten_s": sum(site["samples"]["helper_s"] + site["samples"]["original_s"] for site in sites),
         "saved_s": sum(site["saved_s"] for site in sites),
         "warmup_s": sum(site["warmup_s"] for site in sites),
+        "one_time_s": sum(site["one_time_s"] for site in sites),
+        "timing": TIMING,
         "files": dict(sorted(files.items())),
         "rewrite": dict(rewrite or {}),
         "torch_imported": torch_imported,
@@ -192,7 +284,8 @@ def text(report: Mapping[str, Any]) -> str:
         lines.append("no call site was rewritten" + ("" if report["not_rewritten"] else
                      " (no finding in the program's files: see `np2torch check`)"))
     else:
-        header = ("site", "function", "calls", "elements", "median", "helper", "original", "saved", "paths")
+        header = ("site", "function", "calls", "elements", "median", "helper", "original", "saved", "verdict",
+                  "paths")
         rows = [header]
         idle = [site for site in sites if not site["calls"]]
         for site in sites:
@@ -201,11 +294,12 @@ def text(report: Mapping[str, Any]) -> str:
             paths = ", ".join(f"{name} {count}" for name, count in site["paths"].items() if count)
             rows.append((f"{display_path(site['path'])}:{site['line']}:{site['col']}", site["function"],
                          str(site["calls"]), _count(site["elements"]), _count(site["median_elements"]),
-                         format_seconds(site["helper_s"]), format_seconds(site["original_s"]), format_seconds(site["saved_s"]),
-                         paths + ("; " + "; ".join(site["notes"]) if site["notes"] else "")))
+                         format_seconds(site["helper_s"]), format_seconds(site["original_s"]),
+                         format_seconds(site["saved_s"]), site["verdict"], paths + ("; " + "; ".join(site["notes"]) if site["notes"] else "")))
         widths = [max(len(row[i]) for row in rows) for i in range(len(header) - 1)]
         for row in rows:
-            cells = [cell.ljust(width) if i < 2 else cell.rjust(width) for i, (cell, width) in enumerate(zip(row, widths))]
+            cells = [cell.ljust(width) if i < 2 or i == 8 else cell.rjust(width)
+                     for i, (cell, width) in enumerate(zip(row, widths))]
             lines.append("  ".join(cells) + "  " + row[-1])
         if idle:
             lines.append(f"{len(idle)} rewritten site{'s' if len(idle) != 1 else ''} never called")
@@ -214,6 +308,9 @@ def text(report: Mapping[str, Any]) -> str:
     lines.append(f"program {format_seconds(wall)}; rewritten calls {format_seconds(report['rewritten_s'])}{share}; "
                  f"estimated saving {format_seconds(report['saved_s'])}"
                  + (f", after {format_seconds(report['warmup_s'])} of one-time warm-up" if report["warmup_s"] >= 1e-3 else ""))
+    if any(site["calls"] for site in sites):
+        lines.append("timed: the median call of each arm per size band, the call alone as the program pays it; "
+                     "a site saves or costs when the 95% interval of its saving is above or below zero")
     ran = [site for site in sites if site["calls"]]
     if ran and not any(computed_by_torch(site["paths"]) for site in ran):
         if report.get("torch_imported") is False:

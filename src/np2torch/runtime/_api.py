@@ -34,7 +34,8 @@ def which(name: str, *args: Any, **kwargs: Any) -> tuple[str, str]:
 
     Returns ``(path, reason)``: ``path`` is ``"numpy"`` (the original),
     ``"cpu"`` (torch on the host) or ``"cuda"``; ``reason`` is one line.
-    Nothing is counted, measured or imported.
+    Nothing is counted or measured; torch is imported only to ask whether a configured CUDA device is
+    usable.  A call that would raise (a CUDA device set explicitly, none usable) raises the same error here.
     """
     helper = HELPERS.get(name)
     if helper is None:

@@ -30,16 +30,16 @@ original's call, with its result or error.  CUDA: no loop verified.
 
 from __future__ import annotations
 
+import functools
 import operator
 import sys
-import time
 from functools import reduce
 from typing import TYPE_CHECKING, Any, Callable, cast
 
 import numpy as np
 
-from . import _decide
-from ._backend import can_view, load_torch, threads
+from . import _parallel
+from ._backend import can_view, load_torch
 from ._config import RuntimeSettings
 from ._decide import Route, original_reason
 from ._errstate import error_checks, numpy_call, scipy_reports
@@ -147,13 +147,9 @@ class Binary(Helper):
         compute = getattr(torch, self.row.loops[loop.name])
         op = _torch_op(self.row.torch_op)
         t1, t2, out = _tensor(a1), _tensor(a2), torch.from_numpy(result)
-        with threads(route.threads):
-            if compute == out.dtype:
-                op(t1, t2, out=out)
-            else:
-                out.copy_(op(t1.to(compute), t2.to(compute)))
-            recompute = ~torch.isfinite(out)
-            found = bool(recompute.any())
+        _blocked(op, compute, t1, t2, out, route.threads)
+        recompute = ~torch.isfinite(out)
+        found = bool(recompute.any())
         if found:
             # The original's values, warnings and errors for the elements torch could not be trusted with.
             mask = recompute.numpy()
@@ -196,12 +192,6 @@ def _make_function(helper: Binary) -> Callable[..., Any]:
                 result = helper.try_torch(x1, x2, *prepared)
                 if result is not None:
                     return result
-            pending = _decide.renting(_elements(x1, x2)) if type(x1) is np.ndarray or type(x2) is np.ndarray else None
-            if pending is not None:  # the ski rental declined it: what torch would have saved counts
-                start = time.perf_counter()
-                result = numpy_call(helper.original, helper.name, x1, x2)
-                _decide.credit(pending, time.perf_counter() - start)
-                return result
         return numpy_call(helper.original, helper.name, x1, x2, *args, **kwargs)
 
     function.__name__ = function.__qualname__ = helper.name
@@ -240,6 +230,45 @@ def _allocate(x1: Operand, x2: Operand, a1: np.ndarray, a2: np.ndarray, loop: np
         casting="unsafe",
     ).operands[2]
     return allocated
+
+
+def _blocked(op: Callable[..., Any], compute: torch.dtype, t1: torch.Tensor, t2: torch.Tensor, out: torch.Tensor,
+             threads: int) -> None:
+    """``out = op(t1, t2)`` in ``compute``, in blocks fixed by the size, each on one torch thread (:mod:`._parallel`):
+    the same bits on any thread count.  Operands laid out as the dense result (or 0-d) are cut into blocks of the
+    flat result; any other layout is computed whole, on one thread."""
+
+    def whole(a: torch.Tensor, b: torch.Tensor, dst: torch.Tensor) -> None:
+        if compute == dst.dtype:
+            op(a, b, out=dst)
+        else:
+            dst.copy_(op(a.to(compute), b.to(compute)))
+
+    flat_out = _flat_view(out) if out.dim() else None
+    if flat_out is None or not all(t.dim() == 0 or (t.shape == out.shape and t.stride() == out.stride()) for t in (t1, t2)):
+        _parallel.run([functools.partial(whole, t1, t2, out)], 1)
+        return
+    def flat(t: torch.Tensor) -> torch.Tensor:
+        found = t if t.dim() == 0 else _flat_view(t)  # laid out as the dense result: never None
+        assert found is not None
+        return found
+
+    def part(v: torch.Tensor, a: int, b: int) -> torch.Tensor:
+        return v if v.dim() == 0 else v[a:b]
+
+    f1, f2 = flat(t1), flat(t2)
+
+    n = flat_out.numel()
+    spans = _parallel.bounds(n, _parallel.block_elements(n))
+    _parallel.run([functools.partial(whole, part(f1, a, b), part(f2, a, b), flat_out[a:b]) for a, b in spans], threads)
+
+
+def _flat_view(t: torch.Tensor) -> torch.Tensor | None:
+    """A 1-D view of a dense ``t`` in its memory order (C or F order), else None."""
+    if t.is_contiguous():
+        return t.view(-1)
+    reversed_t = t.permute(*range(t.dim() - 1, -1, -1))
+    return reversed_t.view(-1) if reversed_t.is_contiguous() else None
 
 
 def _kind(x: Any) -> Any:

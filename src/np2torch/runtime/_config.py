@@ -12,11 +12,13 @@ number replaces the profile: torch from that size on.
 from __future__ import annotations
 
 import numbers
+import os
 import re
 import sys
 from typing import Any, Mapping
 
 DEVICE_ENV = "NP2TORCH_DEVICE"
+CACHE_ENV = "NP2TORCH_CACHE_DIR"
 MIN_SIZE_ENV = "NP2TORCH_MIN_SIZE"
 
 _CUDA_RE = re.compile(r"cuda(?::(\d+))?\Z")
@@ -106,3 +108,18 @@ def settings_from_env(environ: Mapping[str, str]) -> RuntimeSettings:
         min_size=parse_min_size(min_size, MIN_SIZE_ENV) if min_size else None,
     )
 
+
+
+def cache_dir() -> str:
+    """np2torch's folder in the user's cache directory (``NP2TORCH_CACHE_DIR`` overrides): the machine profile's
+    and ``np2torch run``'s compiled rewrites' (read before the program imports NumPy: standard library only)."""
+    explicit = os.environ.get(CACHE_ENV)
+    if explicit:
+        return explicit
+    home = os.path.expanduser("~")
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or os.path.join(home, "AppData", "Local")
+        return os.path.join(base, "np2torch", "Cache")
+    if sys.platform == "darwin":
+        return os.path.join(home, "Library", "Caches", "np2torch")
+    return os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache"), "np2torch")

@@ -5,27 +5,26 @@ and the curve the fastest path per size (:func:`._model.bands_of`, with its
 margins); those *bands* are computed once per profile and looked up on every
 call that passes the helper's size floor.
 
-Two rules make the first calls of a process cheap:
+What decides is the call and the profile loaded at start-up, never the
+moment: not the machine's load, not a clock, not a measurement taken while the
+program runs.  So a program gives the same bits on every run of the same
+machine (the load and the thread settings change only how many of a call's
+blocks run at once: :mod:`._parallel`).  Reductions are decided by their
+*shape class* (:func:`._slices.shape_class`: the reduced length and whether
+the reduced axes are the contiguous ones), elementwise calls by their size.
 
-* **ski rental** -- while torch is not imported, a call the profile sends to
-  torch goes to the original, and the time the torch path would have saved is
-  added up; once the sum reaches the measured cost of ``import torch``, torch
-  is loaded and used from then on (so a process spends at most twice what the
-  best choice in hindsight would have).  The saving counted for a call is the
-  profile's, corrected by the original's measured time on that call (the
-  profile times one shape per size; a reduction along a short axis can take
-  ten times as long).  If torch is already in ``sys.modules`` there is nothing
-  to pay.
-* **on-the-spot calibration** -- a (function, dtype) this machine's profile
-  lacks is measured (a few ms, on scratch inputs) the first time a call of at
-  least :data:`CALIBRATE_FROM` elements meets it with torch loaded, and
-  recorded in the profile; until then the built-in profile, scaled to this
-  machine's cores, is the prior.  The prior is another machine's: it decides
-  only whether torch is worth importing (the ski rental above, without the
-  one-thread guard, whose one-thread times would be that machine's), never
-  that a pair is not worth measuring once torch is here.  :func:`route` only
-  asks for it (:class:`Measure`): the helper, which knows how to run itself,
-  measures (:func:`._calibrate.on_the_spot`) and asks again.
+One rule makes the first calls of a process cheap, the **ski rental**: while
+torch is not imported, a call the profile sends to torch goes to the original,
+and the time the profile predicts the torch path would have saved on it is
+added up; once the sum reaches the profile's cost of ``import torch``, torch is
+loaded and used from then on (so a process spends at most twice what the best
+choice in hindsight would have).  The sum counts predictions for the call's
+shape, never measured seconds, so the call that imports torch is the same one
+on every run.  If torch is already in ``sys.modules`` there is nothing to pay.
+
+Without ``np2torch tune`` the built-in profile (the reference machine's),
+with its pool times scaled to this machine's cores, decides.  Nothing is
+measured on the spot: a measurement would decide by the moment it was taken.
 
 An explicit ``min_size`` (``NP2TORCH_MIN_SIZE``, ``configure``, ``using``)
 replaces all of this: from that size on, torch on the configured device.
@@ -35,7 +34,7 @@ Decisions derived from the profile are cached in :data:`._state.PROCESS` until
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence, Tuple, Union
+from typing import Sequence, Tuple
 
 from . import _profile
 from ._backend import cuda_available, load_torch, torch_ready, torch_unavailable
@@ -52,25 +51,25 @@ from ._model import (
     scaled_prior,
 )
 from ._record import Record
-from ._state import PROCESS, RENTING
+from ._state import PROCESS
 
-CALIBRATE_FROM = 1 << 12
-"""Below this size no (function, dtype) is measured on the spot: per-call overheads decide there."""
 PRIOR = "prior"
-"""The origin of a curve from the built-in profile scaled to this machine, which measures on the spot."""
+"""The origin of a curve from the built-in profile scaled to this machine's cores (no ``np2torch tune`` here yet)."""
 CUDA_UNMEASURED_FROM = 1_000_000
 """With an explicit CUDA device and no CUDA measurement in the profile: CUDA from this size on."""
 
 class Basis(Record):
-    """What a route was predicted from: the ``curve``, the call's size ``n`` and where the curve came
-    from (``origin``: ``machine``, ``prior`` or ``builtin``)."""
+    """What a route was predicted from: the ``curve``, the call's size ``n``, where the curve came
+    from (``origin``: ``machine``, ``prior`` or ``builtin``) and the call's shape class (``klass``,
+    reductions; empty for elementwise calls)."""
 
-    __slots__ = ("curve", "n", "origin")
+    __slots__ = ("curve", "n", "origin", "klass")
 
-    def __init__(self, curve: Curve, n: int, origin: str) -> None:
+    def __init__(self, curve: Curve, n: int, origin: str, klass: str = "") -> None:
         self.curve = curve
         self.n = n
         self.origin = origin
+        self.klass = klass
 
 
 class Route(Record):
@@ -90,44 +89,30 @@ class Route(Record):
     def why(self) -> str:
         """One line: what decided it."""
         basis = self.basis
-        return self.reason if basis is None else _reason(basis.curve, self.path, basis.n, basis.origin)
+        return self.reason if basis is None else _reason(basis.curve, self.path, basis.n, basis.origin, basis.klass)
 
     @property
     def threads(self) -> int:
-        """1 for ``cpu1``; 0 (the pool) otherwise."""
+        """The most threads the call's blocks run on: 1 for ``cpu1``; 0 (as many as torch may use) otherwise."""
         return 1 if self.path == "cpu1" else 0
-
-    @property
-    def adapt(self) -> bool:
-        """Whether the pool may shrink to the free cores: only where the profile measured that the
-        thread count changes no value (else the bits would depend on the machine's load)."""
-        return self.basis is not None and self.basis.curve.thread_invariant
-
-
-class Measure(Record):
-    """:func:`route`'s request: measure ``(name, dtype)`` over ``paths`` on the spot (curve ``key``),
-    then ask again; ``otherwise`` is the answer when that cannot be done now."""
-
-    __slots__ = ("key", "name", "dtype", "paths", "otherwise")
-
-    def __init__(self, key: str, name: str, dtype: str, otherwise: Route | None) -> None:
-        self.key = key
-        self.name = name
-        self.dtype = dtype
-        self.paths = CPU_PATHS
-        self.otherwise = otherwise
-
-
-if TYPE_CHECKING:
-    Decision = Union[Route, Measure, None]
-    """What :func:`route` answers: a route, a request to measure first, or None (the original)."""
 
 
 # ---------------------------------------------------------------- decisions cached per profile
 
 
 def _curve(active: Active, key: str) -> Tuple[Curve | None, str]:
-    """The curve decisions use, and where it came from (``machine``, ``prior``, ``builtin``)."""
+    """The curve decisions use, and where it came from (``machine``, ``prior``, ``builtin``).
+
+    A shape class the profile lacks (a profile written before classes) falls back to the function's
+    class-less curve in the same profile."""
+    for candidate in (key, key.rsplit("/", 1)[0]) if key.count("/") > 1 else (key,):
+        found, origin = _curve_of(active, candidate)
+        if found is not None:
+            return found, origin
+    return None, "none"
+
+
+def _curve_of(active: Active, key: str) -> Tuple[Curve | None, str]:
     if active.machine is not None and key in active.machine.curves:
         return active.machine.curves[key], "machine"
     builtin = active.builtin.curves.get(key)
@@ -138,14 +123,14 @@ def _curve(active: Active, key: str) -> Tuple[Curve | None, str]:
     return scaled_prior(builtin, active.builtin.threads, active.print_["cores"]), PRIOR
 
 
-def _forecast(name: str, dtype: str, device: str, cuda_ok: bool) -> Forecast:
-    cache_key = (name, dtype, device, cuda_ok)
+def _forecast(name: str, dtype: str, device: str, cuda_ok: bool, klass: str = "") -> Forecast:
+    cache_key = (name, dtype, device, cuda_ok, klass)
     cached = PROCESS.forecasts.get(cache_key)
     if cached is not None:
         return cached
     generation = PROCESS.generation
     active = _profile.active()
-    key = curve_key(name, dtype)
+    key = curve_key(name, dtype, klass)
     curve, origin = _curve(active, key)
     allowed = CPU_PATHS if curve is None else _allowed(curve, device, cuda_ok)
     bands = None if curve is None else _bands(active, key, curve, origin, allowed)
@@ -154,9 +139,10 @@ def _forecast(name: str, dtype: str, device: str, cuda_ok: bool) -> Forecast:
     return found
 
 
-def _bands(active: Active, key: str, curve: Curve, origin: str, allowed: Tuple[str, ...], guard: bool | None = None) -> Bands:
-    """The bands of ``curve``; with the one-thread guard (``guard``) except for a prior, unless asked."""
-    guard = origin != PRIOR if guard is None else guard
+def _bands(active: Active, key: str, curve: Curve, origin: str, allowed: Tuple[str, ...]) -> Bands:
+    """The bands of ``curve``; with the one-thread guard except for a prior (whose one-thread times are the
+    reference machine's, which say nothing about this one's)."""
+    guard = origin != PRIOR
     cache_key = (key, allowed, origin, guard)
     cached = PROCESS.bands.get(cache_key)
     if cached is not None:
@@ -188,21 +174,19 @@ def deferring(n: int) -> bool:
     return False
 
 
-def torch_floor(name: str, dtypes: Sequence[str]) -> int:
-    """The smallest size at which any profile curve of ``name`` sends a call to torch (the helpers' cheap first test)."""
+def torch_floor(name: str, dtypes: Sequence[str], classes: Sequence[str] = ("",)) -> int:
+    """The smallest size at which any profile curve of ``name`` (over ``dtypes`` and the shape ``classes``)
+    sends a call to torch (the helpers' cheap first test)."""
     active = _profile.active()
     floors = [CUDA_UNMEASURED_FROM]
     for dtype in dtypes:
-        key = curve_key(name, dtype)
-        curve, origin = _curve(active, key)
-        if curve is None and active.write_to is not None:
-            floors.append(CALIBRATE_FROM)  # unknown: calls from that size on may measure it
-        elif curve is not None:
-            if origin == PRIOR and torch_ready():
-                floors.append(CALIBRATE_FROM)  # measured from that size on, whatever the prior says
-            first = _bands(active, key, curve, origin, ALL_PATHS).first_torch()
-            if first is not None:
-                floors.append(first)
+        for klass in classes:
+            key = curve_key(name, dtype, klass)
+            curve, origin = _curve(active, key)
+            if curve is not None:
+                first = _bands(active, key, curve, origin, ALL_PATHS).first_torch()
+                if first is not None:
+                    floors.append(first)
     return min(floors)
 
 
@@ -215,40 +199,34 @@ def route(
     cuda_ok: bool,
     *,
     dry_run: bool = False,
-) -> Decision:
-    """Where a call of ``name`` over ``n`` elements of loop ``dtype`` runs (None: the original).
+    klass: str = "",
+) -> Route | None:
+    """Where a call of ``name`` over ``n`` elements of loop ``dtype`` (shape class ``klass``) runs (None: the original).
 
     ``device``: the settings' device (``cpu``, ``auto``, ``cuda[:N]``); ``cuda_ok``:
-    the loop is verified on CUDA.  A :class:`Measure` asks the caller to measure
-    the pair on the spot first.  ``dry_run`` (for :func:`which`) neither counts
-    ski-rental savings, nor loads torch, nor asks for a measurement.
+    the loop is verified on CUDA.  ``dry_run`` (for :func:`which`) neither counts
+    ski-rental savings nor loads torch.
     """
     if torch_unavailable():
         return None
     if min_size is not None:
         return _explicit(device, n, min_size, cuda_ok, dry_run)
     if device.startswith("cuda"):
-        forced = explicit_cuda_unmeasured(device, n, cuda_ok, name, dtype)
+        forced = explicit_cuda_unmeasured(device, n, cuda_ok, name, dtype, klass)
         if forced is not None:
             return forced
-    forecast = _forecast(name, dtype, device, cuda_ok)
+    forecast = _forecast(name, dtype, device, cuda_ok, klass)
     curve, bands = forecast.curve, forecast.bands
     if curve is None or bands is None:
-        # Nothing known (a function newer than the built-in profile): measure it once torch is
-        # here anyway; without torch there is no estimate to rent against.
-        if dry_run or n < CALIBRATE_FROM or not torch_ready() or _profile.active().write_to is None:
-            return None
-        return Measure(forecast.key, name, dtype, None)
+        return None  # nothing known (a function newer than the profile): the original
     path = bands.at(n)
-    measure = forecast.origin == PRIOR and n >= CALIBRATE_FROM and not dry_run
     if path == "numpy":
-        # Once torch is here, measuring this machine (ms, once) costs less than trusting another's.
-        return Measure(forecast.key, name, dtype, None) if measure and torch_ready() else None
+        return None
     if not torch_ready():
         if dry_run:
             return Route("numpy", "cpu", f"the original for now: torch is not imported yet, and is imported once the "
-                         f"time it would have saved reaches its import cost ({PROCESS.saved:.3g} of "
-                         f"{_import_seconds():.3g} s); then {_reason(curve, path, n, forecast.origin)}")
+                         f"time the profile predicts it would have saved reaches its import cost ({PROCESS.saved:.3g} "
+                         f"of {_import_seconds():.3g} s); then {_reason(curve, path, n, forecast.origin, klass)}")
         if not _rent(curve, path, n):
             return None
     if path == "cuda" and not dry_run and not cuda_available():
@@ -256,19 +234,7 @@ def route(
         path = _bands(_profile.active(), forecast.key, curve, forecast.origin, allowed).at(n)
         if path == "numpy":
             return None
-    found = Route(path, _device_for(path, device), basis=Basis(curve, n, forecast.origin))
-    if measure:
-        return Measure(forecast.key, name, dtype, _guarded(forecast, found))
-    return found
-
-
-def _guarded(forecast: Forecast, found: Route) -> Route | None:
-    """Where a call the prior sends to torch runs while the pair cannot be measured: the prior's
-    path only where it also passes the one-thread guard (else the original)."""
-    assert forecast.curve is not None and found.basis is not None
-    guarded = _bands(_profile.active(), forecast.key, forecast.curve, forecast.origin, forecast.allowed, guard=True)
-    # The guard only ever turns a torch path into the original's: the same path, or none.
-    return found if guarded.at(found.basis.n) == found.path else None
+    return Route(path, _device_for(path, device), basis=Basis(curve, n, forecast.origin, klass))
 
 
 def _allowed(curve: Curve, device: str, cuda_ok: bool) -> Tuple[str, ...]:
@@ -296,11 +262,11 @@ def _explicit(device: str, n: int, min_size: int, cuda_ok: bool, dry_run: bool) 
     return Route("cpu", "cpu", why)
 
 
-def explicit_cuda_unmeasured(device: str, n: int, cuda_ok: bool, name: str, dtype: str) -> Route | None:
+def explicit_cuda_unmeasured(device: str, n: int, cuda_ok: bool, name: str, dtype: str, klass: str = "") -> Route | None:
     """An explicit CUDA device whose profile has no CUDA measurement: CUDA for large arrays, as configured."""
     if not (device.startswith("cuda") and cuda_ok and n >= CUDA_UNMEASURED_FROM):
         return None
-    curve, _ = _curve(_profile.active(), curve_key(name, dtype))
+    curve, _ = _curve(_profile.active(), curve_key(name, dtype, klass))
     if curve is not None and "cuda" in curve.seconds:
         return None
     return Route("cuda", device, f"device={device!r} set explicitly; the profile has no CUDA measurement: CUDA from "
@@ -315,55 +281,49 @@ def _import_seconds() -> float:
 def _rent(curve: Curve, path: str, n: int) -> bool:
     """Ski rental: count this call's predicted saving; load torch once the savings pay for importing it.
 
-    Declining, it leaves the call's predicted share of the original's time that
-    torch would save in :data:`._state.RENTING` (this thread's), so the helper
-    that then calls the original can time it and :func:`credit` what the
-    profile could not know: the original's real time on this call's input (a
-    reduction along a short axis, a strided view, a slow original's version).
+    Predictions only (the profile's time of each path for the call's size and shape class), never
+    a measured time: the call that imports torch is the same one on every run of the program.
     """
     with PROCESS.lock:
         if torch_ready():
             return True
         original = curve.predict("numpy", n) or 0.0
         chosen = curve.predict(path, n) or original
-        saving = max(0.0, original - chosen)
-        PROCESS.saved += saving
+        PROCESS.saved += max(0.0, original - chosen)
         if PROCESS.saved < _import_seconds():
-            if original > 0.0:
-                RENTING.pending = (n, saving / original, saving)
             return False
     return load_torch()
 
 
-def renting(n: int) -> tuple[float, float] | None:
-    """The share of the original's time torch would save on the call over ``n`` elements the ski rental declined
-    last in this thread, and the saving already counted for it; taken (None afterwards, and for another call)."""
-    pending: tuple[int, float, float] | None = getattr(RENTING, "pending", None)
-    if pending is None:
-        return None
-    RENTING.pending = None
-    return pending[1:] if pending[0] == n else None
-
-
-def credit(pending: tuple[float, float], seconds: float) -> None:
-    """The original took ``seconds`` on the call :func:`renting` described: count what torch would have saved
-    on it beyond the prediction already counted (never less: the prediction stands where the call was faster)."""
-    share, counted = pending
-    extra = share * seconds - counted
-    if extra > 0.0:
-        with PROCESS.lock:
-            PROCESS.saved += extra
-
-
-def _reason(curve: Curve, path: str, n: int, origin: str) -> str:
-    source = {"machine": "this machine's profile", "prior": "the built-in profile scaled to this machine (not measured here yet)",
+def _reason(curve: Curve, path: str, n: int, origin: str, klass: str = "") -> str:
+    source = {"machine": "this machine's profile", "prior": "the built-in profile scaled to this machine (run `np2torch tune`)",
               "builtin": "the built-in profile"}[origin]
+    if klass:
+        source += f", shape class {klass!r} ({_CLASS_WORDS.get(klass, klass)})"
     original = curve.predict("numpy", n)
     chosen = curve.predict(path, n)
-    label = {"numpy": "the original", "cpu1": "torch on one CPU thread", "cpu": "torch on the CPU thread pool", "cuda": "CUDA"}[path]
+    label = {"numpy": "the original", "cpu1": "torch on one CPU thread",
+             "cpu": f"torch on up to {_pool_threads()} CPU threads (in blocks fixed by the shape: the same bits on any count)",
+             "cuda": "CUDA"}[path]
     if path == "numpy" or chosen is None or original is None:
         return f"{label}, from {source}"
     return f"{label}: predicted {_seconds(chosen)} against the original's {_seconds(original)} ({original / chosen:.2f}x), from {source}"
+
+
+def _pool_threads() -> int:
+    """The threads a pool route may use here (without importing torch for it)."""
+    if torch_ready():
+        from ._parallel import thread_limit
+
+        return thread_limit()
+    from ._load import usable_cores
+
+    return usable_cores()
+
+
+_CLASS_WORDS = {f"{length}-{layout}": f"a reduced length {words}, {where}" for length, words in (
+    ("short", "of at most 16"), ("medium", "of 17 to 1,024"), ("long", "over 1,024")) for layout, where in (
+    ("inner", "the reduced axes contiguous"), ("outer", "the reduced axes strided"))}
 
 
 def _seconds(value: float) -> str:
@@ -373,7 +333,7 @@ def _seconds(value: float) -> str:
     return f"{value * 1e9:.3g} ns"
 
 
-def original_reason(name: str, dtype: str, n: int, device: str, min_size: int | None) -> str:
+def original_reason(name: str, dtype: str, n: int, device: str, min_size: int | None, klass: str = "") -> str:
     """Why a call stays with the original (for :func:`which`)."""
     if device == "numpy":
         return "device='numpy': every call goes to the original"
@@ -381,16 +341,16 @@ def original_reason(name: str, dtype: str, n: int, device: str, min_size: int | 
         return "torch cannot be used in this process (not installed, or forked while another thread imported it)"
     if min_size is not None:
         return f"below min_size={min_size} set explicitly"
-    curve, origin = _curve(_profile.active(), curve_key(name, dtype))
+    curve, origin = _curve(_profile.active(), curve_key(name, dtype, klass))
     if curve is None:
         return f"{name} over {dtype} is not in the profile"
-    return _reason(curve, "numpy", n, origin) + f": no torch path is predicted {MARGIN:.1f}x faster at {n:,} elements"
+    return _reason(curve, "numpy", n, origin, klass) + f": no torch path is predicted {MARGIN:.1f}x faster at {n:,} elements"
 
 
-def describe_bands(name: str, dtype: str, device: str = "auto") -> list[tuple[int, str]]:
-    """The bands in force for (name, dtype): ``[(from_size, path), ...]`` (``np2torch tune --show``)."""
+def describe_bands(name: str, dtype: str, device: str = "auto", klass: str = "") -> list[tuple[int, str]]:
+    """The bands in force for (name, dtype, shape class): ``[(from_size, path), ...]`` (``np2torch tune --show``)."""
     active = _profile.active()
-    key = curve_key(name, dtype)
+    key = curve_key(name, dtype, klass)
     curve, origin = _curve(active, key)
     if curve is None:
         return []

@@ -220,6 +220,15 @@ def call_redirected(redirect: object, original: Callable[..., Any], args: tuple[
 
 def numpy_call(original: Callable[..., Any], name: str, *args: Any, **kwargs: Any) -> Any:
     """``original(*args, **kwargs)`` reporting floating-point errors as NumPy would at the user's line."""
+    redirect = redirect_for(original, name, args, kwargs)
+    if redirect is None:
+        return original(*args, **kwargs)
+    return call_redirected(redirect, original, args, kwargs)
+
+
+def redirect_for(original: Callable[..., Any], name: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> object:
+    """The error state :func:`numpy_call` runs ``original(*args, **kwargs)`` in (None: it calls it plainly);
+    ``np2torch run`` sets it up before its clock starts, so that a sampled call is timed as the program pays it."""
     redirect = warn_redirect(name)
     if (
         redirect is None
@@ -227,8 +236,8 @@ def numpy_call(original: Callable[..., Any], name: str, *args: Any, **kwargs: An
         or not names_its_warnings(original, name)
         or may_warn_in_a_cast(getattr(original, "nin", len(args)), args, kwargs)
     ):
-        return original(*args, **kwargs)
-    return call_redirected(redirect, original, args, kwargs)
+        return None
+    return redirect
 
 
 def names_its_warnings(original: Callable[..., Any], name: str) -> bool:

@@ -5,7 +5,7 @@ A kind (:mod:`._ufunc` for the elementwise rows, a reduction's own module)
 subclasses :class:`Helper`: it makes the public function, says where a call
 would run without running it (:meth:`Helper.which`) and runs one path on a
 scratch input (:meth:`Helper.run_path`), which is what ``np2torch tune`` and
-on-the-spot calibration time.  ``make_helper(row)`` in the kind's module makes
+``np2torch tune`` times.  ``make_helper(row)`` in the kind's module makes
 one; :mod:`._api` calls it for the module each row names (``implementation``).
 """
 
@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any, Callable, Dict
 
 import numpy as np
 
-from . import _decide
-from ._calibrate import on_the_spot
-from ._decide import Measure, Route
+from . import _decide, _original
+from ._decide import Route
+from ._model import REDUCTION_CLASSES
 from ._state import PROCESS
 
 if TYPE_CHECKING:
@@ -64,12 +64,14 @@ class Helper:
         self.floors: Dict[np.dtype, int] = PROCESS.floor_table()
         """Input dtype -> the size below which a call takes the original (from the profile; a dtype
         not seen yet has none, so its first call learns it)."""
-        self.loaded: Callable[..., Any] | None = getattr(np, row.name) if row.module == "numpy" else None
+        self.loaded: Callable[..., Any] | None = _original.find(row, np) if row.module == "numpy" else None
         self.original: Callable[..., Any] = self.loaded if self.loaded is not None else self._load_and_call
-        """The original function; until it is imported, a stand-in that imports it and calls it."""
+        """The original function; until it is imported (and found: :mod:`._original`), a stand-in that imports
+        it and calls it."""
 
     def load(self) -> Callable[..., Any]:
-        """The original, imported on first use (SciPy's only when a call needs it)."""
+        """The original, imported on first use (SciPy's only when a call needs it); never a patch in force then
+        (:mod:`._original`: when none is found, what the module holds now, not kept)."""
         if self.loaded is None:
             with PROCESS.loading:
                 if self.loaded is None:
@@ -79,27 +81,24 @@ class Helper:
                             f"np2torch.runtime: {self.row.qualname} cannot be imported in this process: it was forked "
                             f"while another thread was importing {module} (import it before forking)"
                         )
-                    self.loaded = getattr(importlib.import_module(self.row.module), self.name)
-                    self.original = self.loaded
+                    imported = importlib.import_module(module)
+                    found = _original.find(self.row, imported)
+                    if found is None:
+                        current: Callable[..., Any] = getattr(imported, self.name)
+                        return current
+                    self.loaded = self.original = found
         assert self.loaded is not None
         return self.loaded
 
     def _load_and_call(self, *args: Any, **kwargs: Any) -> Any:
         return self.load()(*args, **kwargs)
 
-    def route(self, loop: str, n: int, settings: RuntimeSettings, cuda_ok: bool, dry_run: bool = False) -> Route | None:
-        """Where a call over ``n`` elements of loop ``loop`` runs under ``settings`` (None: the original).
-
-        A pair the profile asks to measure first is measured here, on scratch
-        inputs through :meth:`run_path`, and the profile asked again.
-        """
-        found = _decide.route(self.name, loop, n, settings.device, settings.min_size, cuda_ok, dry_run=dry_run)
-        if isinstance(found, Measure):
-            if on_the_spot(found, self.run_path) is None:
-                return found.otherwise
-            again = _decide.route(self.name, loop, n, settings.device, settings.min_size, cuda_ok)
-            return again.otherwise if isinstance(again, Measure) else again
-        return found
+    def route(self, loop: str, n: int, settings: RuntimeSettings, cuda_ok: bool, dry_run: bool = False,
+              klass: str = "") -> Route | None:
+        """Where a call over ``n`` elements of loop ``loop`` (a reduction's shape class ``klass``) runs under
+        ``settings`` (None: the original): :func:`._decide.route`, from the call and the profile alone."""
+        return _decide.route(self.name, loop, n, settings.device, settings.min_size, cuda_ok, dry_run=dry_run,
+                             klass=klass)
 
     def admits(self, dtype: np.dtype, n: int, settings: RuntimeSettings) -> bool:
         """Whether a call of ``n`` elements whose floor is kept under ``dtype`` may leave the original: the size floor.
@@ -125,7 +124,8 @@ class Helper:
             PROCESS.remember(self.floors, dtype, _decide.DEFER_FLOOR, generation)
             return False
         loop = self.loop_of(dtype)
-        floor = sys.maxsize if loop is None else _decide.torch_floor(self.name, (loop,))
+        classes = REDUCTION_CLASSES if self.row.kind == "reduction" else ("",)
+        floor = sys.maxsize if loop is None else _decide.torch_floor(self.name, (loop,), classes)
         PROCESS.remember(self.floors, dtype, floor, generation)
         return n >= floor
 
@@ -134,7 +134,9 @@ class Helper:
         raise NotImplementedError
 
     def run_path(self, path: str, x: np.ndarray) -> object:
-        """One call through ``path`` on the scratch input ``x``, as a user's call taking that path (tune, calibration)."""
+        """One call through ``path`` on the scratch input ``x``, as a user's call taking that path (``np2torch tune``).
+
+        A reduction reduces ``x`` along axis 0 (tune lays the input out for the shape class it measures)."""
         raise NotImplementedError
 
     def which(self, *args: Any, **kwargs: Any) -> tuple[str, str]:

@@ -11,7 +11,7 @@ for any transient task, and the 1-minute load average answers a minute late.
   ``/proc/stat`` at most that often);
 * :func:`machine_busy`: whether other processes keep more than half of this
   process's cores busy -- timings taken now are a busy machine's
-  (``np2torch tune`` and ``bench`` warn; a measurement on the spot serves this
+  (``np2torch tune`` and ``bench`` warn; a measurement taken now is a busy machine's
   process but is not written to the profile).
 
 Without ``/proc/stat`` nothing is known: the pool is used whole and the

@@ -38,14 +38,15 @@ SciPy is imported only when first needed.
 
 from __future__ import annotations
 
+import functools
 import sys
-import time
-from typing import TYPE_CHECKING, Any, List, Literal, Sequence, Tuple, Union, cast, overload
+import threading
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Literal, Sequence, Tuple, TypeVar, Union, cast, overload
 
 import numpy as np
 
-from . import _decide
-from ._backend import can_view, cuda_available, load_torch, threads
+from . import _parallel
+from ._backend import can_view, cuda_available, load_torch
 from ._config import RuntimeSettings
 from ._dask import DASK_ARRAY, is_dask_array
 from ._decide import Route, original_reason
@@ -53,6 +54,7 @@ from ._helper import PUBLIC_MODULE, Helper
 from ._slices import OVERFLOW_FROM as _OVERFLOW_FROM
 from ._slices import positive_strides as _positive_strides
 from ._slices import reduced_dims as _reduced_dims
+from ._slices import shape_class
 from ._state import PROCESS, SCOPED, TAKEN
 from .table import FUNCTIONS_BY_NAME
 
@@ -64,6 +66,7 @@ if TYPE_CHECKING:
     from .table import Function
 
 NAME = "logsumexp"
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     Parts = Tuple[np.ndarray, np.ndarray, np.ndarray]
@@ -71,14 +74,11 @@ if TYPE_CHECKING:
     and the sum ``s`` of ``exp(x - a_max)`` over the others."""
 
 # Elements per block on the CPU (4 MiB of float64, in L3 while the ops walk it).
-# Each op on a block is one parallel region: with 1 MiB blocks, waking the
-# sleeping workers (OMP_WAIT_POLICY=PASSIVE) cost as much as the arithmetic
-# (1e8 float64 on the 2-core reference VM: 2**17 0.63-1.05 s, 2**19 0.33-0.82 s,
-# 2**21 no better; docs/logsumexp.md).  Scaled with the thread count so that
-# every torch worker gets at least one 32 Ki-element grain (torch's internal
-# parallel grain size).
+# A block is computed by one thread on one torch thread (:mod:`._parallel`), so
+# the block boundaries -- a function of the shape alone -- fix the order of the
+# additions whatever the thread count (1e8 float64 on the 2-core reference VM:
+# 2**17 0.63-1.05 s, 2**19 0.33-0.82 s, 2**21 no better; docs/logsumexp.md).
 _CPU_BLOCK = 1 << 19
-_GRAIN = 1 << 15
 # On CUDA the block only bounds the device temporaries (128 MiB of float64).
 _CUDA_BLOCK = 1 << 24
 # When slices span blocks, each block's maximum is kept if all of them together
@@ -120,11 +120,12 @@ class Logsumexp(Helper):
         work = _work(dtype)
         return None if work is None else work.name
 
-    def route_call(self, a: np.ndarray, work: np.dtype, settings: RuntimeSettings, dry_run: bool = False) -> Route | None:
-        """Where the settings and the machine profile send this call (None: SciPy)."""
+    def route_call(self, a: np.ndarray, work: np.dtype, settings: RuntimeSettings, dims: Tuple[int, ...],
+                   dry_run: bool = False) -> Route | None:
+        """Where the settings and the machine profile send this call, by its size and shape class (None: SciPy)."""
         if settings.device == "numpy":
             return None
-        found = self.route(work.name, a.size, settings, True, dry_run)
+        found = self.route(work.name, a.size, settings, True, dry_run, shape_class(a.shape, a.strides, dims))
         if found is not None and found.path == "cuda" and not dry_run and not cuda_available():
             return None
         return found
@@ -185,12 +186,6 @@ def logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: Any = False, re
             result = _try_torch(a, axis, keepdims, return_sign, settings)
             if result is not None:
                 return result
-            pending = _decide.renting(a.size)
-            if pending is not None:
-                start = time.perf_counter()
-                result = HELPER.original(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign)
-                _decide.credit(pending, time.perf_counter() - start)
-                return result
     elif DASK_ARRAY in sys.modules and is_dask_array(a):
         from ._logsumexp_dask import as_the_original
 
@@ -224,14 +219,10 @@ def torch_block_parts(a: np.ndarray, dims: Tuple[int, ...]) -> Parts | None:
         return None
     if min(a.strides) < 0 or (0 in a.strides and a.size > 1) or not can_view(a):
         return None
-    route = HELPER.route_call(a, work, settings)
+    route = HELPER.route_call(a, work, settings, dims)
     if route is None or not load_torch():
         return None
-    if route.device == "cpu":
-        with threads(route.threads, adapt=False):
-            reduced = _reduce(a, dims, work, route.device)
-    else:
-        reduced = _reduce(a, dims, work, route.device)
+    reduced = _reduce(a, dims, work, route.device, route.threads)
     if reduced is None or (np.geterr()["over"] != "ignore" and _subtraction_may_overflow(reduced[0])):
         return None
     return reduced
@@ -247,7 +238,7 @@ def _try_torch(a: np.ndarray, axis: object, keepdims: object, return_sign: objec
     keep, sign = _flag(keepdims), _flag(return_sign)
     if dims is None or keep is None or sign is None:
         return None
-    route = HELPER.route_call(a, work, settings) if forced is None else forced
+    route = HELPER.route_call(a, work, settings, dims) if forced is None else forced
     if route is None:
         return None
     device = route.device
@@ -262,13 +253,10 @@ def _try_torch(a: np.ndarray, axis: object, keepdims: object, return_sign: objec
     view, flipped = _positive_strides(a)
     if not can_view(view) or not load_torch():
         return None
-    if device == "cpu":
-        # The pool as configured, never shrunk under load: a reduction's bits
-        # depend on how it is split between threads.
-        with threads(route.threads, adapt=False):
-            reduced = _reduce(view, dims, work, device)
+    if device == "cpu" and dims == (view.ndim - 1,) and view.shape[-1] <= _SHORT and view.flags.c_contiguous:
+        reduced: Parts | None = _short_rows(view, work, route.threads)
     else:
-        reduced = _reduce(view, dims, work, device)
+        reduced = _reduce(view, dims, work, device, route.threads)
     if reduced is None:
         return None
     a_max = reduced[0]
@@ -293,10 +281,17 @@ def _which(a: Any, axis: Any = None, b: Any = None, keepdims: Any = False, retur
     if type(a) is not np.ndarray or b is not None:
         return "numpy", f"{NAME}: not a plain ndarray call without b=: SciPy"
     work = _work(a.dtype) or _FLOAT64
-    route = HELPER.route_call(a, work, settings, dry_run=True)
+    dims = _reduced_dims(axis, a.ndim) if a.ndim else None
+    if dims is None:
+        return "numpy", f"{NAME}: an axis SciPy may treat differently, or a 0-d input: SciPy"
+    route = HELPER.route_call(a, work, settings, dims, dry_run=True)
     if route is None:
         return "numpy", f"{NAME} over {a.size:,} elements of {work}: " + original_reason(
-            NAME, work.name, a.size, settings.device, settings.min_size)
+            NAME, work.name, a.size, settings.device, settings.min_size, shape_class(a.shape, a.strides, dims))
+    if route.path == "cuda" and route.basis is None and not cuda_available():
+        # The call hands it to SciPy (route_call); asking loads torch, as the call would.
+        return "numpy", (f"{NAME} over {a.size:,} elements of {work}: SciPy: configured for device "
+                         f"{settings.device!r}, but torch reports no usable CUDA device")
     kind = "cuda" if route.path == "cuda" else "cpu"
     return kind, f"{NAME} over {a.size:,} elements of {work}: {route.why} (SciPy's behaviour is checked at the call)"
 
@@ -308,25 +303,79 @@ def _flag(value: object) -> bool | None:
     return None
 
 
-def _reduce(view: np.ndarray, dims: Tuple[int, ...], work: np.dtype, device: str) -> Parts | None:
-    """``(a_max, m, s)`` per slice as NumPy arrays of the keepdims shape (``m`` as int64)."""
+def _reduce(view: np.ndarray, dims: Tuple[int, ...], work: np.dtype, device: str, threads: int = 0) -> Parts | None:
+    """``(a_max, m, s)`` per slice as NumPy arrays of the keepdims shape (``m`` as int64).
+
+    On the CPU the blocks are fixed by the shape and each is computed on one torch thread, up to
+    ``threads`` at once (0: as many as torch may use): the same bits on any thread count.
+    """
     import torch
 
     t = torch.from_numpy(view)
     if t.dtype == torch.bool:
         t = t.view(torch.uint8)
     if device == "cpu":
-        block = max(_CPU_BLOCK, torch.get_num_threads() * _GRAIN)
+        block = _parallel.block_elements(t.numel(), min(_parallel.MIN_BLOCK, _CPU_BLOCK), _CPU_BLOCK)
     else:
         # One host -> device copy (the reduction reads the input twice when
         # slices span blocks); blocks then only bound the device temporaries.
         block = _CUDA_BLOCK
+        threads = 1
         try:
             t = t.to(device)
         except RuntimeError:  # out of device memory (torch.cuda.OutOfMemoryError): SciPy serves it
             return None
-    a_max, count, total = _blockwise(t, dims, getattr(torch, work.name), t.device, block)
+    a_max, count, total = _blockwise(t, dims, getattr(torch, work.name), t.device, block, threads)
     return a_max.cpu().numpy(), count.cpu().numpy(), total.cpu().numpy()
+
+
+_SHORT = 16
+"""Slices at most this long along the contiguous last axis (``logsumexp(x, axis=1)`` over a few mixture
+components) are computed column by column (:func:`_short_rows`): torch's reduction kernels pay more per
+slice than the arithmetic of a short one."""
+
+
+def _short_rows(view: np.ndarray, work: np.dtype, threads: int) -> Parts:
+    """``(a_max, m, s)`` of a C-contiguous ``view`` reduced along its short last axis, one column at a time.
+
+    Each quantity is a few elementwise ops over the rows per column, in column order (the order NumPy's
+    own sum adds so few terms in), in blocks of rows fixed by the shape (:mod:`._parallel`).
+    """
+    import torch
+
+    length = view.shape[-1]
+    rows = view.size // length if length else 0
+    t = torch.from_numpy(view.reshape(rows, length))
+    if t.dtype == torch.bool:
+        t = t.view(torch.uint8)
+    dtype = getattr(torch, work.name)
+    a_max = torch.empty(rows, dtype=dtype)
+    total = torch.empty(rows, dtype=dtype)
+    count = torch.empty(rows, dtype=torch.int64)
+
+    def block(start: int, stop: int) -> None:
+        # Columns as contiguous rows: every op below runs torch's vectorized loop over the points.
+        columns = torch.empty((length, stop - start), dtype=dtype)  # always a copy: the input is never written
+        columns.copy_(t[start:stop].t())  # (SciPy's astype(float64) for integers and bools)
+        top = a_max[start:stop]
+        top.copy_(columns[0])
+        for j in range(1, length):
+            torch.maximum(top, columns[j], out=top)
+        columns.sub_(top)
+        hit = torch.eq(columns, 0).to(dtype)  # the maxima: exp(0) - 1.0 is exactly 0, as in SciPy's masked sum
+        columns.exp_().sub_(hit)
+        found = total[start:stop]
+        found.copy_(columns[0])
+        for j in range(1, length):
+            found.add_(columns[j])
+            hit[0].add_(hit[j])
+        count[start:stop].copy_(hit[0])
+
+    per_block = max(1, _CPU_BLOCK // max(length, 1))
+    spans = _parallel.bounds(rows, per_block)
+    _parallel.run([functools.partial(block, a, b) for a, b in spans], threads)
+    shape = view.shape[:-1] + (1,)
+    return a_max.numpy().reshape(shape), count.numpy().reshape(shape), total.numpy().reshape(shape)
 
 
 def _chunk_dim(shape: Sequence[int], strides: Sequence[int], block: int) -> tuple[int, int]:
@@ -354,14 +403,12 @@ if TYPE_CHECKING:
 
 
 def _blockwise(t: torch.Tensor, dims: Tuple[int, ...], work: torch.dtype, device: torch.device,
-               block: int) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+               block: int, threads: int = 0) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     import torch
 
     axis, step = _chunk_dim(t.shape, t.stride(), block)
     starts = range(0, t.shape[axis], step)
     slab = t.numel() // t.shape[axis] * min(step, t.shape[axis])
-    shifted = torch.empty(slab, dtype=work, device=device)
-    is_max = torch.empty(slab, dtype=work, device=device)
     # Counts per block are sums of 0.0/1.0: exact below 2**24 terms even in
     # float32; they are added up in float64 (exact below 2**53) and converted once.
     count_dtype = work if slab < 1 << 24 else torch.float64
@@ -370,39 +417,67 @@ def _blockwise(t: torch.Tensor, dims: Tuple[int, ...], work: torch.dtype, device
         return t.narrow(axis, start, min(step, t.shape[axis] - start))
 
     def sums(chunk: torch.Tensor, a_max: torch.Tensor, holds: Holds, count: torch.Tensor) -> torch.Tensor:
+        shifted, is_max = _scratch(slab, work, device)
         return _block_sums(chunk, a_max, dims, shifted, is_max, holds, count, count_dtype)
 
+    def run(tasks: List[Callable[[], T]]) -> List[T]:
+        return _parallel.run(tasks, threads) if device.type == "cpu" else [task() for task in tasks]
+
     if axis in dims:
-        # Slices span blocks: the maximum first, then partial sums over blocks.
-        # Each block's own maximum is kept (when small next to the input) to
-        # tell which slices have their maxima in it: only those need the mask.
-        parts = [torch.amax(piece(start), dims, keepdim=True) for start in starts[:1]]
+        # Slices span blocks: the maximum first, then partial sums over blocks, added up in block order.
+        # Each block's own maximum is kept (when small next to the input) to tell which slices have
+        # their maxima in it: only those need the mask.
+        parts = run([functools.partial(torch.amax, piece(start), dims, keepdim=True) for start in starts])
         raw_max = parts[0].clone()
-        keep = len(starts) * raw_max.numel() * _PARTS_PER_ELEMENT <= t.numel()
-        for start in starts[1:]:
-            part = torch.amax(piece(start), dims, keepdim=True)
+        for part in parts[1:]:
             torch.maximum(raw_max, part, out=raw_max)
-            if keep:
-                parts.append(part)
+        keep = len(starts) * raw_max.numel() * _PARTS_PER_ELEMENT <= t.numel()
         a_max = raw_max.to(work)
-        count = torch.zeros(a_max.shape, dtype=torch.float64, device=device)
-        totals = _Pairwise()
-        for i, start in enumerate(starts):
+
+        def partial_sums(i: int, start: int) -> Tuple[torch.Tensor, torch.Tensor]:
             holds: Holds = parts[i] == raw_max if keep else _LOOK
-            totals.add(sums(piece(start), a_max, holds, count))
+            count = torch.zeros(a_max.shape, dtype=torch.float64, device=device)
+            return sums(piece(start), a_max, holds, count), count
+
+        found = run([functools.partial(partial_sums, i, start) for i, start in enumerate(starts)])
+        totals = _Pairwise()
+        count = found[0][1]
+        for i, (total, part_count) in enumerate(found):
+            totals.add(total)
+            if i:
+                count.add_(part_count)
         return a_max, count.to(torch.int64), totals.result()
-    # Each block holds whole slices: one read of the input from memory.
+    # Each block holds whole slices: one read of the input from memory, blocks independent of each other.
     shape = [1 if i in dims else size for i, size in enumerate(t.shape)]
     a_max = torch.empty(shape, dtype=work, device=device)
     total = torch.empty(shape, dtype=work, device=device)
     count = torch.zeros(shape, dtype=torch.float64, device=device)
-    for start in starts:
+
+    def whole_slices(start: int) -> None:
         chunk = piece(start)
         width = chunk.shape[axis]
         block_max = a_max.narrow(axis, start, width)
         block_max.copy_(torch.amax(chunk, dims, keepdim=True))
         total.narrow(axis, start, width).copy_(sums(chunk, block_max, None, count.narrow(axis, start, width)))
+
+    run([functools.partial(whole_slices, start) for start in starts])
     return a_max, count.to(torch.int64), total
+
+
+_SCRATCH = threading.local()
+
+
+def _scratch(size: int, work: torch.dtype, device: torch.device) -> Tuple[torch.Tensor, torch.Tensor]:
+    """This thread's two block buffers of at least ``size`` elements (kept between calls: fresh
+    temporaries cost page faults that outweighed the arithmetic on the reference VM)."""
+    import torch
+
+    key = (work, device)
+    kept: Dict[Tuple[torch.dtype, torch.device], Tuple[torch.Tensor, torch.Tensor]] = _SCRATCH.__dict__.setdefault("buffers", {})
+    found = kept.get(key)
+    if found is None or found[0].numel() < size:
+        found = kept[key] = (torch.empty(size, dtype=work, device=device), torch.empty(size, dtype=work, device=device))
+    return found
 
 
 def _block_sums(chunk: torch.Tensor, a_max: torch.Tensor, dims: Tuple[int, ...], shifted: torch.Tensor,
@@ -550,6 +625,8 @@ def _laid_out(a: np.ndarray, dims: tuple[int, ...], flipped: tuple[int, ...], va
     like this (checked over all axis permutations, flips and reductions of
     3-d and 4-d arrays).
     """
+    if not flipped and a.flags.c_contiguous and values.flags.c_contiguous and values.dtype == work:
+        return values  # a C-ordered input's reduction is C-ordered: nothing to lay out
     order = sorted(range(a.ndim), key=lambda i: -abs(a.strides[i]))
     shape = [1 if i in dims else a.shape[i] for i in range(a.ndim)]
     result = np.empty([shape[i] for i in order], dtype=work).transpose(np.argsort(order))

@@ -113,8 +113,19 @@ def _positive_number(value: Any) -> bool:
     return type(value) in (int, float) and math.isfinite(value) and value > 0
 
 
-def curve_key(name: str, dtype: str) -> str:
-    return f"{name}/{dtype}"
+def curve_key(name: str, dtype: str, klass: str = "") -> str:
+    """A profile's key for (function, loop dtype) and, for a reduction, its shape class (:data:`REDUCTION_CLASSES`)."""
+    return f"{name}/{dtype}/{klass}" if klass else f"{name}/{dtype}"
+
+
+REDUCED_LENGTHS = (("short", 16), ("medium", 1024), ("long", None))
+"""A reduction's length class: the product of the reduced axes' lengths up to the bound (None: any)."""
+REDUCED_LAYOUTS = ("inner", "outer")
+"""``inner``: the reduced axes are the input's contiguous ones (``axis=-1`` of a C array); ``outer``: not."""
+REDUCTION_CLASSES = tuple(f"{length}-{layout}" for length, _ in REDUCED_LENGTHS for layout in REDUCED_LAYOUTS)
+"""The shape classes a reduction is decided by, each measured by ``np2torch tune`` as a curve of its own."""
+CLASS_LENGTHS = {"short": 4, "medium": 128, "long": 8192}
+"""The reduced length ``np2torch tune`` times each length class at (or the whole size, when smaller)."""
 
 
 class Profile(Record):
@@ -184,11 +195,10 @@ class Profile(Record):
 class Active(Record):
     """The profile the runtime decides from, resolved once per process (:func:`._profile.active`).
 
-    ``machine``: this machine's measurements (None: none yet; replaced when a
-    pair is measured on the spot, after which the caller makes every decision
-    afresh: :meth:`._state.Process.forget_decisions`); ``write_to``: where
-    on-the-spot measurements are recorded (None: nowhere, e.g.
-    ``NP2TORCH_PROFILE=builtin``).
+    ``machine``: this machine's measurements (None: none, ``np2torch tune`` has
+    not run); ``write_to``: where this machine's profile is or would be (None:
+    nowhere, e.g. ``NP2TORCH_PROFILE=builtin``, when the built-in profile is
+    used unscaled).
     """
 
     __slots__ = ("machine", "builtin", "write_to", "print_")
@@ -263,12 +273,11 @@ def best_path(curve: Curve, allowed: Sequence[str], n: int, one_thread_guard: bo
 def scaled_prior(curve: Curve, built_threads: int, threads_here: int) -> Curve:
     """The built-in curve with the pool path's per-element time scaled to this machine's thread count.
 
-    Only a prior: it decides whether measuring on the spot could pay off, and
-    how much the ski rental counts before torch is loaded.  Its one-thread
-    times stay the reference machine's, which say nothing about this one's
-    (one torch thread was 2.3x slower than NumPy's float64 exp on the AVX2
-    reference VM and 1.7x faster on an AVX-512 host): the one-thread guard is
-    applied to this machine's measurement, not to the prior.
+    What decides where ``np2torch tune`` has not run.  Its one-thread times
+    stay the reference machine's, which say nothing about this one's (one torch
+    thread was 2.3x slower than NumPy's float64 exp on the AVX2 reference VM
+    and 1.7x faster on an AVX-512 host): the one-thread guard is applied to this
+    machine's measurements only, not to the prior.
     """
     pool = curve.seconds.get("cpu")
     if pool is None or threads_here <= built_threads:

@@ -8,11 +8,11 @@ runs (as FFTW's wisdom or cuDNN's benchmark mode) and stored:
 * ``np2torch tune`` measures every served (function, dtype) and writes the
   profile atomically to the user's cache directory, named by a fingerprint of
   what decides the answer (:func:`fingerprint`);
-* a helper meeting a (function, dtype) the profile lacks measures that pair on
-  the spot and records it (:mod:`._calibrate`);
 * the built-in profile (``builtin_profile.json`` beside this file), measured by
-  ``np2torch tune`` on the 2-core reference VM, is the prior until then, and
-  the whole truth under ``NP2TORCH_PROFILE=builtin`` (deterministic CI).
+  ``np2torch tune`` on the 2-core reference VM, decides where no profile of this
+  machine exists (its pool times scaled to this machine's cores), and is the
+  whole truth under ``NP2TORCH_PROFILE=builtin`` (CI).  Nothing is measured
+  while a program runs: the profile read at start-up decides every call.
 
 ``NP2TORCH_PROFILE`` names a profile file, or ``builtin``.  A missing, corrupt
 or foreign profile falls back to the built-in one with one warning, never an
@@ -33,13 +33,13 @@ from typing import Any, Iterator, Mapping
 
 import numpy as np
 
+from ._config import cache_dir
 from ._errstate import user_stacklevel
 from ._load import usable_cores
 from ._model import Active, Curve, Profile, ProfileError
 from ._state import PROCESS
 
 PROFILE_ENV = "NP2TORCH_PROFILE"
-CACHE_ENV = "NP2TORCH_CACHE_DIR"
 BUILTIN = "builtin"
 _BUILTIN_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "builtin_profile.json")
 
@@ -54,7 +54,10 @@ def fingerprint() -> dict[str, Any]:
         "machine": _machine_and_system()[0],
         "system": _machine_and_system()[1],
         "cores": usable_cores(),
-        "threads_env": {k: os.environ[k] for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "ATEN_CPU_CAPABILITY") if k in os.environ},
+        # Not OMP_NUM_THREADS or torch's thread count: they change how many of a call's blocks run at once,
+        # never which path it takes (the bits are the same on any count: ._parallel). ATEN_CPU_CAPABILITY
+        # changes torch's kernels, hence its bits and times.
+        "threads_env": {k: os.environ[k] for k in ("ATEN_CPU_CAPABILITY",) if k in os.environ},
         "python": "%d.%d" % sys.version_info[:2],
         "numpy": np.__version__,
         "scipy": package_version("scipy"),
@@ -137,20 +140,6 @@ def package_version(name: str) -> str | None:
 
 
 # ---------------------------------------------------------------- where profiles live
-
-
-def cache_dir() -> str:
-    """np2torch's folder in the user's cache directory (``NP2TORCH_CACHE_DIR`` overrides)."""
-    explicit = os.environ.get(CACHE_ENV)
-    if explicit:
-        return explicit
-    home = os.path.expanduser("~")
-    if sys.platform == "win32":
-        base = os.environ.get("LOCALAPPDATA") or os.path.join(home, "AppData", "Local")
-        return os.path.join(base, "np2torch", "Cache")
-    if sys.platform == "darwin":
-        return os.path.join(home, "Library", "Caches", "np2torch")
-    return os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache"), "np2torch")
 
 
 def default_path(print_: Mapping[str, Any] | None = None) -> str:

@@ -9,6 +9,8 @@ import operator
 
 import numpy as np
 
+from ._model import REDUCED_LENGTHS
+
 # |max| from which SciPy's ``x - x_max`` can overflow (x >= -max must round
 # past -max): half an ULP of the largest finite value.
 OVERFLOW_FROM = {np.dtype(np.float64): 2.0**970, np.dtype(np.float32): 2.0**103}
@@ -30,6 +32,19 @@ def reduced_dims(axis: object, ndim: int) -> tuple[int, ...] | None:
     if len(set(dims)) != len(dims) or not dims:
         return None
     return tuple(sorted(dims))
+
+
+def shape_class(shape: tuple[int, ...], strides: tuple[int, ...], dims: tuple[int, ...]) -> str:
+    """The reduction's shape class (:data:`._model.REDUCTION_CLASSES`): how long its slices are, and whether the
+    reduced axes are the contiguous ones (every reduced axis steps less than every kept one of length > 1)."""
+    reduced = 1
+    for d in dims:
+        reduced *= shape[d]
+    length = next(name for name, bound in REDUCED_LENGTHS if bound is None or reduced <= bound)
+    kept = [abs(strides[i]) for i in range(len(shape)) if i not in dims and shape[i] > 1]
+    steps = [abs(strides[d]) for d in dims if shape[d] > 1]
+    inner = not kept or not steps or max(steps) < min(kept)
+    return f"{length}-{'inner' if inner else 'outer'}"
 
 
 def positive_strides(a: np.ndarray) -> tuple[np.ndarray, tuple[int, ...]]:

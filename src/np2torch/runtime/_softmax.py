@@ -38,18 +38,17 @@ call of the helper; otherwise SciPy builds its own graph.
 from __future__ import annotations
 
 import sys
-import time
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from . import _decide
-from ._backend import can_view, load_torch, threads
+from . import _parallel
+from ._backend import can_view, load_torch
 from ._config import RuntimeSettings
 from ._dask import DASK_ARRAY, BlockCall, explicit_settings, is_dask_array
 from ._decide import Route, original_reason
 from ._helper import PUBLIC_MODULE, Helper
-from ._slices import OVERFLOW_FROM, positive_strides, reduced_dims
+from ._slices import OVERFLOW_FROM, positive_strides, reduced_dims, shape_class
 from ._state import PROCESS, SCOPED, TAKEN
 from .table import FUNCTIONS_BY_NAME
 
@@ -85,11 +84,15 @@ class Softmax(Helper):
         work = self.work(dtype)
         return None if work is None else work.name
 
-    def route_call(self, n: int, work: np.dtype, settings: RuntimeSettings, dry_run: bool = False) -> Route | None:
-        """Where the settings and the machine profile send this call (None: SciPy; never CUDA, none verified)."""
-        if settings.device == "numpy":
+    def route_call(self, x: np.ndarray, axis: object, work: np.dtype, settings: RuntimeSettings,
+                   dry_run: bool = False) -> Route | None:
+        """Where the settings and the machine profile send this call, by its size and shape class (None: SciPy;
+        never CUDA, none verified)."""
+        dims = reduced_dims(axis, x.ndim) if x.ndim else None
+        if settings.device == "numpy" or dims is None:
             return None
-        found = self.route(work.name, n, settings, work.name in self.row.cuda_loops, dry_run)
+        klass = shape_class(x.shape, x.strides, dims)
+        found = self.route(work.name, x.size, settings, work.name in self.row.cuda_loops, dry_run, klass)
         return None if found is not None and found.device != "cpu" else found
 
     def run_path(self, path: str, x: np.ndarray) -> object:
@@ -110,15 +113,9 @@ class Softmax(Helper):
             settings = PROCESS.settings if scoped is None else scoped
             if self.admits(x.dtype, x.size, settings):
                 work = self.work(x.dtype)
-                route = None if work is None or x.size == 0 else self.route_call(x.size, work, settings)
+                route = None if work is None or x.size == 0 else self.route_call(x, axis, work, settings)
                 result = None if route is None else self.try_torch(x, axis, route)
                 if result is not None:
-                    return result
-                pending = _decide.renting(x.size)
-                if pending is not None:  # the ski rental declined it: what torch would have saved counts
-                    start = time.perf_counter()
-                    result = self.original(x, axis=axis)
-                    _decide.credit(pending, time.perf_counter() - start)
                     return result
         elif DASK_ARRAY in sys.modules and is_dask_array(x):
             return self.on_dask(x, axis)
@@ -140,9 +137,10 @@ class Softmax(Helper):
         view, flipped = positive_strides(x)
         if not can_view(view) or not load_torch():
             return None
-        # The pool as configured, never shrunk under load: the sum's bits depend on how it is split.
-        with threads(route.threads, adapt=False):
-            result = _compute(self.name, x, view, flipped, dims, work, modes["over"] == "ignore")
+        # On one torch thread: the sums' and torch's exp's bits would depend on how torch splits them
+        # between threads (the elementwise helpers and logsumexp split into blocks fixed by the shape
+        # instead: not done here yet, so softmax does not use the pool).
+        result = _parallel.run([lambda: _compute(self.name, x, view, flipped, dims, work, modes["over"] == "ignore")], 1)[0]
         if result is not None:
             TAKEN.device = "cpu"  # which path this call took, for np2torch run's sites
         return result
@@ -173,10 +171,12 @@ class Softmax(Helper):
         work = self.work(x.dtype)
         if work is None:
             return "numpy", f"{self.name} of {x.dtype}: SciPy (not a loop torch serves)"
-        route = self.route_call(x.size, work, settings, dry_run=True)
+        route = self.route_call(x, axis, work, settings, dry_run=True)
         if route is None:
+            dims = reduced_dims(axis, x.ndim) if x.ndim else None
+            klass = "" if dims is None else shape_class(x.shape, x.strides, dims)
             return "numpy", f"{self.name} over {x.size:,} elements of {work}: " + original_reason(
-                self.name, work.name, x.size, settings.device, settings.min_size)
+                self.name, work.name, x.size, settings.device, settings.min_size, klass)
         return "cpu", f"{self.name} over {x.size:,} elements of {work}: {route.why} (special values are checked at the call)"
 
 

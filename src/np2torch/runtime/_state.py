@@ -28,7 +28,7 @@ import contextlib
 import os
 import threading
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Set, Tuple, TypeVar
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Tuple, TypeVar
 
 from ._config import KEEP, RuntimeSettings, parse_device, parse_min_size, settings_from_env
 
@@ -73,8 +73,8 @@ class Process:
         "torch_tried", "torch_found", "cuda", "forked_child", "fork_hook", "half_imported",
         "load",
         "profile", "profile_warned", "generation", "forecasts", "bands", "floor_tables",
-        "saved", "deferred", "measuring", "unmeasurable",
-        "cuda_slots", "verdicts", "error_checks", "redirects", "one_time",
+        "saved", "deferred",
+        "cuda_slots", "verdicts", "error_checks", "redirects", "one_time", "workers", "per_thread_torch",
     )
 
     settings: RuntimeSettings
@@ -104,20 +104,17 @@ class Process:
         self.profile = None
         self.profile_warned = False
         self.generation = 0
-        self.forecasts: Dict[Tuple[str, str, str, bool], Forecast] = {}
-        """(function, loop dtype, device, CUDA verified) -> what the profile says about it."""
+        self.forecasts: Dict[Tuple[str, str, str, bool, str], Forecast] = {}
+        """(function, loop dtype, device, CUDA verified, shape class) -> what the profile says about it."""
         self.bands: Dict[Tuple[str, Tuple[str, ...], str, bool], Bands] = {}
         """(curve key, allowed paths, where the curve came from, one-thread guard) -> the fastest path per size."""
         self.floor_tables: List[Dict[np.dtype, int]] = []
         """Each helper's input dtype -> the size below which its calls take the original."""
         self.saved = 0.0
-        """Seconds the torch path would have saved so far, while torch was not imported (ski rental)."""
+        """Seconds the profile predicts the torch path would have saved so far, while torch was not imported
+        (the ski rental: predictions only, so the same on every run)."""
         self.deferred = 0
         """Elements the helpers saw before the profile was read (:func:`._decide.deferring`)."""
-        self.measuring: Set[str] = set()
-        """Curve keys being measured on the spot now."""
-        self.unmeasurable: Set[str] = set()
-        """Curve keys whose on-the-spot measurement failed: never retried in this process."""
         self.cuda_slots: Dict[Tuple[str, torch.dtype], object] = {}
         """(device, dtype) -> the CUDA staging slots (:mod:`._cuda`)."""
         self.verdicts: Dict[str, object] = {}
@@ -126,9 +123,13 @@ class Process:
         """NumPy error-state object -> the checks a torch result needs under it (:mod:`._errstate`)."""
         self.one_time: List[Tuple[float, float]] = []
         """``(time.perf_counter() at the start, seconds)`` of each one-time piece of work a call did for the
-        process (``import torch``, an on-the-spot measurement): :mod:`.sites` keeps it out of a call's timing."""
+        process (``import torch``): :mod:`.sites` keeps it out of a call's timing."""
         self.redirects: Dict[str, Dict[object, object]] = {}
         """Helper name -> {NumPy error-state object -> the state its warnings are issued from}."""
+        self.workers: Tuple[int, List[Any]] | None = None
+        """(pid, the block workers started in that process) (:mod:`._parallel`); a forked child starts its own."""
+        self.per_thread_torch: bool | None = None
+        """Whether torch's thread setting is per thread here (:mod:`._parallel`; None: not checked yet)."""
 
     def floor_table(self) -> Dict[np.dtype, int]:
         """A new helper's size floors, emptied with every other decision by :meth:`forget_decisions`."""
@@ -161,8 +162,6 @@ class Process:
             self.profile_warned = False
             self.saved = 0.0
             self.deferred = 0
-            self.measuring = set()
-            self.unmeasurable = set()
             self.forget_decisions()
 
     def after_fork_in_child(self, half_imported: frozenset[str]) -> None:
@@ -181,9 +180,6 @@ class Process:
 
 
 PROCESS = Process(settings_from_env(os.environ))
-
-RENTING = threading.local()
-"""``RENTING.pending``: what :func:`._decide.renting` hands the helper whose call the ski rental just declined."""
 
 TAKEN = threading.local()
 """``TAKEN.device``: the device (``"cpu"``/``"cuda"``) of this thread's last call computed on torch; a caller that

@@ -29,15 +29,15 @@ the caller's own error state when NumPy would run the caller's code:
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
-import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, Literal, Mapping, Tuple, Union
 
 import numpy as np
 
-from . import _decide
-from ._backend import can_view, cuda_available, load_torch, tensor_view, threads
+from . import _parallel
+from ._backend import can_view, cuda_available, load_torch, tensor_view
 from ._cuda import cuda_unary
 from ._dask import DASK_ARRAY, is_dask_array
 from ._dask import elementwise as dask_elementwise
@@ -70,9 +70,8 @@ _SERVED_KEYWORDS = frozenset(("out", "where", "casting", "order", "dtype", "subo
 _CASTINGS: Mapping[str, Casting] = {"no": "no", "equiv": "equiv", "safe": "safe", "same_kind": "same_kind",
                                     "unsafe": "unsafe"}
 _ORDERS: Mapping[str, Order] = {"K": "K", "A": "A", "C": "C", "F": "F"}
-# Elements per piece when a float32 result is computed in float64, or when an
-# in-place call must keep its inputs for the error check.
-_PIECE = 1 << 18
+# Elements per piece when an in-place call must keep its inputs for the error check.
+_INPLACE_PIECE = 1 << 22
 
 
 class Plan(Record):
@@ -152,10 +151,7 @@ class Ufunc(Helper):
         """:meth:`route`, and a clear error for an explicit CUDA device without CUDA."""
         found = self.route(plan.name, size, settings, plan.cuda_ok, dry_run)
         if found is not None and found.path == "cuda" and not dry_run and not cuda_available():
-            raise RuntimeError(
-                f"np2torch.runtime is configured for device {settings.device!r} (NP2TORCH_DEVICE or "
-                "configure()), but torch reports no usable CUDA device; use 'auto' to fall back"
-            )
+            raise no_cuda(settings)
         return found
 
     def run_path(self, path: str, x: np.ndarray) -> object:
@@ -166,12 +162,7 @@ class Ufunc(Helper):
             raise ValueError(f"{self.name} has no torch loop for {x.dtype}")
         device = "cuda" if path == "cuda" else "cpu"
         result = _allocate(x, plan, "K")
-        checks = error_checks()
-        if device == "cpu":
-            with threads(1 if path == "cpu1" else 0, adapt=False):  # the pool as it is, never shrunk: what tune measures
-                _run(self, device, plan, x, result, False, checks)
-        else:
-            _run(self, device, plan, x, result, False, checks)
+        _run(self, device, plan, x, result, False, error_checks(), 1 if path == "cpu1" else 0)
         return result
 
     def which(self, *args: Any, **kwargs: Any) -> tuple[str, str]:
@@ -185,9 +176,19 @@ class Ufunc(Helper):
             return "numpy", f"{self.name} over {x.size:,} elements of {x.dtype}: {prepared.reason}"
         assert type(prepared) is Call
         route = prepared.route
+        if route.path == "cuda" and route.basis is None and not cuda_available():
+            # The call raises (route_call): a CUDA device set explicitly, not a profile's prediction (which the
+            # call itself moves off CUDA when there is none).  Asking loads torch, as the call would.
+            raise no_cuda(settings)
         kind = "cuda" if route.path == "cuda" else ("numpy" if route.path == "numpy" else "cpu")
         threads_text = " (one thread)" if route.path == "cpu1" else ""
         return kind, f"{self.name} over {x.size:,} elements of {prepared.plan.name}{threads_text}: {route.why}"
+
+
+def no_cuda(settings: RuntimeSettings) -> RuntimeError:
+    """What a call (and :func:`which`) raises when the settings name a CUDA device and torch has none."""
+    return RuntimeError(f"np2torch.runtime is configured for device {settings.device!r} (NP2TORCH_DEVICE or "
+                        "configure()), but torch reports no usable CUDA device; use 'auto' to fall back")
 
 
 def make_helper(row: Function) -> Ufunc:
@@ -335,13 +336,7 @@ def _dispatch(state: Ufunc, settings: RuntimeSettings, x: np.ndarray,
     result = _try_torch(state, settings, x, args, kwargs)
     if result is not _DECLINED:
         return result
-    pending = _decide.renting(x.size)
-    if pending is None:
-        return numpy_call(state.original, state.name, x, *args, **kwargs)
-    start = time.perf_counter()
-    result = numpy_call(state.original, state.name, x, *args, **kwargs)
-    _decide.credit(pending, time.perf_counter() - start)
-    return result
+    return numpy_call(state.original, state.name, x, *args, **kwargs)
 
 
 _DECLINED = object()
@@ -356,11 +351,7 @@ def _try_torch(state: Ufunc, settings: RuntimeSettings, x: np.ndarray, args: Tup
         return _DECLINED
     plan, out = prepared.plan, prepared.out
     result = out if out is not None else _allocate(x, plan, prepared.order)
-    if prepared.route.device == "cpu":
-        with threads(prepared.route.threads, adapt=prepared.route.adapt):
-            _run(state, "cpu", plan, x, result, prepared.inplace, prepared.checks)
-    else:
-        _run(state, prepared.route.device, plan, x, result, prepared.inplace, prepared.checks)
+    _run(state, prepared.route.device, plan, x, result, prepared.inplace, prepared.checks, prepared.route.threads)
     TAKEN.device = prepared.route.device
     if out is not None:
         return out
@@ -507,44 +498,71 @@ def _run(
     result: np.ndarray,
     inplace: bool,
     checks: ErrorChecks | None,
+    threads: int = 0,
 ) -> None:
+    """``result[...] = op(x)`` on ``device`` (on the CPU in blocks, on up to ``threads`` threads: 0 as many as
+    allowed), then the original's values and reports for the elements NumPy would flag."""
     torch_op = state.row.torch_op
     src = x
     if inplace:
         if checks is not None:
             # The inputs are overwritten as we go: keep each piece's inputs for the check.
-            _inplace_checked(state, plan, result, checks)
+            _inplace_checked(state, plan, result, checks, threads)
             return
     elif plan.stage or not can_view(x):
         np.copyto(result, x, casting="unsafe")  # NumPy's own (exact) input cast / layout copy
         src = result
     under = checks is not None and checks.under
     others = checks is not None and checks.others
-    if device != "cpu" and (result.flags.c_contiguous or result.flags.f_contiguous):
+    dense = bool(result.flags.c_contiguous or result.flags.f_contiguous)
+    if device != "cpu" and dense:
         if not _flat_pair(src, result):
             np.copyto(result, src, casting="unsafe")
             src = result
         suspicious = cuda_unary(torch_op, _flat(src), _flat(result), device, plan.cuda_wide, others)
     else:
-        _compute_cpu(torch_op, plan, src, result)
-        suspicious = others and not _all_finite(tensor_view(result))
+        suspicious = not _compute_cpu(torch_op, plan, src, result, threads, others)
     if under or suspicious:
         _report(state, _settle(state, x, result, under))
 
 
-def _compute_cpu(op_name: str, plan: Plan, src: np.ndarray, dst: np.ndarray) -> None:
-    """``dst[...] = op(src)`` with torch on the host, writing into ``dst``'s memory."""
+def _compute_cpu(op_name: str, plan: Plan, src: np.ndarray, dst: np.ndarray, threads: int, check: bool) -> bool:
+    """``dst[...] = op(src)`` with torch on the host, in blocks fixed by the size (:mod:`._parallel`): the same
+    bits on any number of threads.  Returns whether every result is finite (True unasked: ``check`` False)."""
+    if _flat_pair(src, dst):
+        return _blocks(op_name, plan, src, dst, threads, check)
+    if dst.flags.c_contiguous or dst.flags.f_contiguous:
+        np.copyto(dst, src, casting="unsafe")  # NumPy's exact copy into the result's own dense layout
+        return _blocks(op_name, plan, dst, dst, threads, check)
+    # An out= that is not dense: computed in a dense buffer, then copied into it.
+    dense = np.empty(dst.shape, dst.dtype)
+    np.copyto(dense, src, casting="unsafe")
+    finite = _blocks(op_name, plan, dense, dense, threads, check)
+    np.copyto(dst, dense)
+    return finite
+
+
+def _blocks(op_name: str, plan: Plan, src: np.ndarray, dst: np.ndarray, threads: int, check: bool) -> bool:
+    """:func:`_compute_cpu` of a dense ``src`` and ``dst`` laid out alike, as 1-D blocks."""
     import torch
 
     op = torch_op(op_name)
-    if plan.wide is None:
-        op(tensor_view(src), out=tensor_view(dst))
-        return
-    wide: torch.dtype = getattr(torch, plan.wide)
-    if _flat_pair(src, dst):
-        _widened_pieces(op, wide, tensor_view(_flat(src)), tensor_view(_flat(dst)))
-    else:
-        tensor_view(dst).copy_(op(tensor_view(src).to(wide)))
+    flat_src, flat_dst = tensor_view(_flat(src)), tensor_view(_flat(dst))
+    wide: torch.dtype | None = None if plan.wide is None else getattr(torch, plan.wide)
+
+    def block(start: int, stop: int) -> bool:
+        part = flat_dst[start:stop]
+        if wide is None:
+            op(flat_src[start:stop], out=part)
+        else:
+            tmp = flat_src[start:stop].to(wide)
+            op(tmp, out=tmp)
+            part.copy_(tmp)
+        return not check or _all_finite(part)
+
+    spans = _parallel.bounds(flat_dst.numel(), _parallel.block_elements(flat_dst.numel()))
+    tasks = [functools.partial(block, start, stop) for start, stop in spans]
+    return all(_parallel.run(tasks, threads))
 
 
 if TYPE_CHECKING:
@@ -577,23 +595,6 @@ def _erfinv_unsigned_zero(t: torch.Tensor, out: torch.Tensor | None = None) -> t
 
 # torch_op names the runtime composes itself (CPU only: a row using one lists no CUDA loops).
 _COMPOSED: Mapping[str, TorchOp] = {"erfinv_unsigned_zero": _erfinv_unsigned_zero}
-
-
-def _widened_pieces(op: TorchOp, wide: torch.dtype, src: torch.Tensor, dst: torch.Tensor) -> None:
-    """1-D ``dst = op(src computed in wide)``, piecewise, so the wide temporary stays small."""
-    import torch
-
-    n = dst.numel()
-    if n == 0:
-        return
-    piece = max(_PIECE, 32768 * torch.get_num_threads())
-    scratch = torch.empty(min(piece, n), dtype=wide)
-    for start in range(0, n, piece):
-        stop = min(start + piece, n)
-        tmp = scratch[: stop - start]
-        tmp.copy_(src[start:stop])
-        op(tmp, out=tmp)
-        dst[start:stop].copy_(tmp)
 
 
 def _all_finite(t: torch.Tensor) -> bool:
@@ -658,21 +659,20 @@ def _report(state: Ufunc, inputs: np.ndarray | None) -> None:
         numpy_call(state.load(), state.name, inputs)
 
 
-def _inplace_checked(state: Ufunc, plan: Plan, result: np.ndarray, checks: ErrorChecks) -> None:
-    """In place under a non-quiet errstate: piecewise, keeping each piece's inputs for the check."""
-    import torch
+def _inplace_checked(state: Ufunc, plan: Plan, result: np.ndarray, checks: ErrorChecks, threads: int) -> None:
+    """In place under a non-quiet errstate: piecewise, keeping each piece's inputs for the check.
 
+    Pieces are a fixed number of elements (never a function of the thread count), cut into blocks as any call.
+    """
     under = checks.under
     flat = _flat(result)
-    piece = max(_PIECE, 32768 * torch.get_num_threads())
-    saved = np.empty(min(piece, flat.size), dtype=flat.dtype)
+    saved = np.empty(min(_INPLACE_PIECE, flat.size), dtype=flat.dtype)
     suspects: list[np.ndarray] = []
-    for start in range(0, flat.size, piece):
-        part = flat[start : start + piece]
+    for start in range(0, flat.size, _INPLACE_PIECE):
+        part = flat[start : start + _INPLACE_PIECE]
         kept = saved[: part.size]
         np.copyto(kept, part)
-        _compute_cpu(state.row.torch_op, plan, part, part)
-        if under or not _all_finite(tensor_view(part)):
+        if not _compute_cpu(state.row.torch_op, plan, part, part, threads, True) or under:
             found = _settle(state, kept, part, under)
             if found is not None:
                 suspects.append(found)

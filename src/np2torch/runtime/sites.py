@@ -7,12 +7,17 @@ took (the original, torch on the CPU, CUDA).  The share is an A/B sample taken
 per size band (powers of two of the element count): the first
 :data:`SAMPLE_EVERY` calls of a band alternate between the original and the
 helper (the original first), and after them one call in :data:`SAMPLE_EVERY`
-runs the original.  Each arm's first call in a band is
-kept apart from its other timings: it may import torch, measure the machine, or
-be the first to touch memory of that size.  Both arms are timed on this machine
-and this program's data, so the saving a report states is measured, not
-predicted.  A sampled call returns the original's own result (bits and all):
-sampling never gives the program a value the original would not have.
+runs the original: which calls do is a function of the count of calls per site
+and band, never of a clock or chance, so every run samples the same calls.
+Each arm's clock wraps the call alone, as the program pays it: the original's
+warning redirect is set up before the clock starts (:func:`_make_call`).  Each
+arm's first call in a band is kept apart from its other timings: it may import
+torch, measure the machine, or be the first to touch memory of that size; the
+others are summed and kept as a histogram of their times (:func:`time_bin`),
+whose medians the report reads.  Both arms are timed on this machine and this
+program's data, so the saving a report states is measured, not predicted.  A
+sampled call returns the original's own result (bits and all): sampling never
+gives the program a value the original would not have.
 
 Two things turn sampling off, the calls still counted (and timed as the
 helper's): a site made with ``table(..., sample=False)`` never samples (code
@@ -27,34 +32,35 @@ frames in its traceback (Python 3.11 and later; before, the site's own frame
 stays): the program, its ``traceback.print_exc()``, pytest and the interpreter
 show what the original call shows.
 
-A program's sites are registered per file (:func:`table`); a file executed
-again (``__main__`` and ``__mp_main__``, ``importlib.reload``) gets the same
-sites, so its counts add up.  :func:`snapshot` reads every site's record;
-:func:`after_fork_in_child` starts a forked child's counts from zero.
+A program's sites are registered per file (:func:`register`, which leaves
+making them -- :func:`table` -- to the first time the program reaches one: this
+module imports neither NumPy nor the helpers); a file executed again
+(``__main__`` and ``__mp_main__``, ``importlib.reload``) gets the same sites, so
+its counts add up.  :func:`snapshot` reads every site's record;
+:func:`after_fork_in_child` starts a forked child's counts from zero, and
+:func:`clear` every site's.
 """
 
 from __future__ import annotations
 
 import builtins
 import contextlib
-import functools
 import importlib
 import itertools
+import math
 import operator
+import os
 import sys
 import threading
 import time
 import types
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Sequence, Tuple
 
-import numpy as np
-
-from . import _errstate
-from ._profile import cache_dir
+from ._config import cache_dir
 from ._state import PROCESS, TAKEN
 
-__all__ = ["BUILTIN", "SAMPLE_EVERY", "Band", "Site", "after_fork_in_child", "cache_dir", "calls_since_mark", "mark",
-           "paused", "snapshot", "table"]
+__all__ = ["BINS_PER_OCTAVE", "BUILTIN", "SAMPLE_EVERY", "Band", "Site", "after_fork_in_child", "bin_seconds",
+           "cache_dir", "calls_since_mark", "clear", "mark", "paused", "register", "snapshot", "table", "time_bin"]
 
 SAMPLE_EVERY = 8
 """A size band's first this many calls alternate between the arms; after them one in this many runs the original."""
@@ -66,8 +72,8 @@ _DISTINCT_SIZES = 256
 class Band:
     """One site's calls whose element count has the same bit length (``2**(k-1) <= n < 2**k``)."""
 
-    __slots__ = ("calls", "elements", "helper_n", "helper_s", "first_helper_s", "original_n", "original_s",
-                 "first_original_s", "one_time_s")
+    __slots__ = ("calls", "elements", "helper_n", "helper_s", "first_helper_s", "helper_times", "original_n",
+                 "original_s", "first_original_s", "original_times", "one_time_s")
 
     def __init__(self) -> None:
         self.calls = 0
@@ -77,16 +83,53 @@ class Band:
         memory the program has not touched yet: kept apart, in ``first_helper_s``)."""
         self.helper_s = 0.0
         self.first_helper_s: float | None = None
+        self.helper_times: Dict[int, int] = {}
+        """The timed helper calls after the first, as a histogram: :func:`time_bin` -> calls (the report's
+        medians and their intervals come from it; it adds up across processes and stays small)."""
         self.original_n = 0
         """Timed original calls after the band's first (kept apart as the helper's, in ``first_original_s``)."""
         self.original_s = 0.0
         self.first_original_s: float | None = None
+        self.original_times: Dict[int, int] = {}
+        """The timed original calls after the first, as :attr:`helper_times`."""
         self.one_time_s = 0.0
-        """One-time work the process did inside this band's helper calls (``import torch``, an on-the-spot
+        """One-time work the process did inside this band's helper calls (``import torch``, a
         measurement: :attr:`._state.Process.one_time`), taken out of their timings."""
 
     def as_dict(self) -> Dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__slots__}
+        data = {name: getattr(self, name) for name in self.__slots__}
+        for name in ("helper_times", "original_times"):
+            data[name] = {str(k): count for k, count in sorted(data[name].items())}
+        return data
+
+
+BINS_PER_OCTAVE = 16
+"""Histogram bins per doubling of a call's time: a bin is 4.4 % wide, so a median read as its bin's middle is
+within 2.2 % of the median call."""
+_SHORTEST = 1e-9
+"""Times below this (a call the one-time work inside it took whole) fall in its bin."""
+
+
+def time_bin(seconds: float) -> int:
+    """The histogram bin of a call that took ``seconds``: ``floor(log2(seconds) * BINS_PER_OCTAVE)``."""
+    return math.floor(math.log2(seconds if seconds > _SHORTEST else _SHORTEST) * BINS_PER_OCTAVE)
+
+
+def _bin_all(histogram: Dict[int, int], seconds: List[float]) -> None:
+    """Add calls of ``seconds`` to ``histogram`` (a long log at once, in NumPy: the same bins as :func:`time_bin`)."""
+    if len(seconds) < 64:
+        _count(histogram, map(time_bin, seconds))
+        return
+    import numpy as np  # the report's side, once the program has run (np2torch run imports nothing before it)
+
+    bins, counts = np.unique(np.floor(np.log2(np.maximum(seconds, _SHORTEST)) * BINS_PER_OCTAVE), return_counts=True)
+    for index, count in zip(bins.tolist(), counts.tolist()):
+        histogram[int(index)] = histogram.get(int(index), 0) + count
+
+
+def bin_seconds(index: int) -> float:
+    """The middle (geometric) of bin ``index``: the time the report takes for the calls in it."""
+    return float(2.0 ** ((index + 0.5) / BINS_PER_OCTAVE))
 
 
 class Site:
@@ -185,11 +228,13 @@ class Site:
                 band.first_helper_s = seconds.pop(0)
             band.helper_n += len(seconds)
             band.helper_s += sum(seconds)
+            _bin_all(band.helper_times, seconds)
         else:
             if band.first_original_s is None:
                 band.first_original_s = seconds.pop(0)
             band.original_n += len(seconds)
             band.original_s += sum(seconds)
+            _bin_all(band.original_times, seconds)
 
     def record(self) -> Dict[str, Any]:
         """The site's counts as plain data (JSON-ready)."""
@@ -245,11 +290,15 @@ def _size(x: Any) -> int:
     return 1
 
 
+_RUNTIME_FOLDER = os.path.dirname(__file__) + os.sep
+"""The runtime's files (:data:`._errstate.RUNTIME_FOLDER`, without importing NumPy for it)."""
+
+
 def _without_runtime_frames(tb: types.TracebackType | None) -> types.TracebackType | None:
     """``tb`` from its first frame outside the runtime's files: without the site's, the helper's and the errstate
     redirect's frames, with every frame the original's own call added (SciPy's, a duck array's method, and
     whatever they call, np2torch's too)."""
-    while tb is not None and tb.tb_frame.f_code.co_filename.startswith(_errstate.RUNTIME_FOLDER):
+    while tb is not None and tb.tb_frame.f_code.co_filename.startswith(_RUNTIME_FOLDER):
         tb = tb.tb_next
     return tb
 
@@ -273,13 +322,21 @@ def _without_site(exc: BaseException) -> None:
 
 def _make_call(site: Site, name: str) -> Callable[..., Any]:
     """The callable the program calls at ``site``: the helper's signature, the record kept on the side."""
+    import numpy as np
+
+    from . import _errstate
+
     helper, original = site.helper, site.original
     clock = time.perf_counter
     taken = TAKEN
     every = SAMPLE_EVERY
-    # the original's floating-point warnings name it and point at the program's line; a spelled expression's
-    # pieces do that each under its own name
-    run_original = original if site.spelled else functools.partial(_errstate.numpy_call, original, name)
+    # The original's floating-point warnings name it and point at the program's line: the error state that
+    # does so is set up before the clock starts and reset after it stops, so the original is timed as the
+    # program calls it under `python`.  A spelled expression's pieces do that each under its own name, and
+    # the time they spend on it is taken out of the expression's (:func:`_redirected`).
+    redirect_for = None if site.spelled else _errstate.redirect_for
+    extobj = _errstate.EXTOBJ_VAR
+    overhead = _OVERHEAD
     ndarray = np.ndarray
     lanes = site.lanes
     hold = _PAUSED if site.sampling else _NEVER
@@ -297,9 +354,21 @@ def _make_call(site: Site, name: str) -> Callable[..., Any]:
             if not hold[0] and (not lane[3] or (not index & 1 if index < every else index % every == first)):
                 lane[3] = True
                 try:
-                    start = clock()
-                    result = run_original(*args, **kwargs)
-                    elapsed = clock() - start
+                    if redirect_for is None:
+                        overhead.seconds = 0.0
+                        start = clock()
+                        result = original(*args, **kwargs)
+                        elapsed = clock() - start - overhead.seconds
+                    else:
+                        redirect = redirect_for(original, name, args, kwargs)
+                        token = None if redirect is None else extobj.set(redirect)
+                        try:
+                            start = clock()
+                            result = original(*args, **kwargs)
+                            elapsed = clock() - start
+                        finally:
+                            if token is not None:
+                                extobj.reset(token)
                 except BaseException as exc:
                     _failed(site, exc)
                     raise
@@ -366,6 +435,7 @@ def table(key: str, path: str, specs: Sequence[Tuple[int, int, str, str, str, Tu
     calls = []
     entries: List[Any] = []
     with _LOCK:
+        _WAITING.pop(key, None)
         for line, column, name, function, code, pattern in specs:
             site = _SITES.get((path, line, column, code))
             helper = _api.HELPERS[name]
@@ -378,6 +448,36 @@ def table(key: str, path: str, specs: Sequence[Tuple[int, int, str, str, str, Tu
             entries.append(site.call if pattern else Pick(helper.load, site.call))
         vars(builtins).setdefault(BUILTIN, {})[key] = entries
     return calls
+
+
+def register(key: str, path: str, specs: Sequence[Tuple[int, int, str, str, str, Tuple[str, ...]]], *,
+             sample: bool = True) -> None:
+    """What an instrumented module runs before its first statement: :func:`table` for its sites, made when the
+    program first reaches one of them.  Until then nothing is imported -- not the helpers, not NumPy: everything
+    the program does before its own ``import numpy`` (``OPENBLAS_NUM_THREADS``, ``warnings`` filters) acts as
+    it does under ``python``."""
+    waiting = _Waiting(key, path, tuple(specs), sample)
+    with _LOCK:
+        _WAITING[key] = waiting
+        vars(builtins).setdefault(BUILTIN, {})[key] = waiting
+
+
+_WAITING: Dict[str, _Waiting] = {}
+"""Key -> a file registered whose sites are not made yet (:func:`snapshot` reports them, uncalled)."""
+
+
+class _Waiting:
+    """A file's entry in :data:`BUILTIN` until the program reaches one of its sites (``<sites>[key][i]``): then
+    :func:`table` makes them, puts the real entries in its place, and the subscript gets the real entry."""
+
+    __slots__ = ("key", "path", "specs", "sample")
+
+    def __init__(self, key: str, path: str, specs: Tuple[Any, ...], sample: bool) -> None:
+        self.key, self.path, self.specs, self.sample = key, path, specs, sample
+
+    def __getitem__(self, index: int) -> Any:
+        table(self.key, self.path, self.specs, sample=self.sample)
+        return vars(builtins)[BUILTIN][self.key][index]
 
 
 class Pick(Dict[Any, Any]):
@@ -414,7 +514,9 @@ def _spelled(*pattern: str) -> Callable[..., Any]:
     Each ufunc and operator of it reports its floating-point errors under its own name at the program's line
     ("overflow encountered in exp", "... in divide"), as the expression does there; a reduction runs as it is
     (NumPy's ``sum`` and SciPy's ``logsumexp`` warn from their own lines, as they do under ``python``)."""
+
     functions = [_piece(_load(name)) for name in pattern]
+    divide, subtract = _redirected(operator.truediv, "divide"), _redirected(operator.sub, "subtract")
     if len(functions) == 3:
         outer, reduction, inner = functions
 
@@ -426,28 +528,61 @@ def _spelled(*pattern: str) -> Callable[..., Any]:
         inner, reduction = functions
 
         def ratio(x: Any, *rest: Any, **keywords: Any) -> Any:
-            return _DIVIDE(inner(x), reduction(inner(x), *rest, keepdims=True, **keywords))
+            return divide(inner(x), reduction(inner(x), *rest, keepdims=True, **keywords))
 
         return ratio
     (reduction,) = functions
 
     def difference(x: Any, *rest: Any, **keywords: Any) -> Any:
-        return _SUBTRACT(x, reduction(x, *rest, keepdims=True, **keywords))
+        return subtract(x, reduction(x, *rest, keepdims=True, **keywords))
 
     return difference
 
 
 def _piece(function: Callable[..., Any]) -> Callable[..., Any]:
     """A pattern's piece: a ufunc reports under its own name (see :func:`_spelled`), anything else runs as it is."""
+    import numpy as np
+
+
     if isinstance(function, np.ufunc):
-        return functools.partial(_errstate.numpy_call, function, function.__name__)
+        return _redirected(function, function.__name__)
     return function
 
 
-_DIVIDE = functools.partial(_errstate.numpy_call, operator.truediv, "divide")
-"""``a / b``, reporting as NumPy's ``divide`` does at the program's line."""
-_SUBTRACT = functools.partial(_errstate.numpy_call, operator.sub, "subtract")
-"""``a - b``, reporting as NumPy's ``subtract`` does at the program's line."""
+class _Overhead(threading.local):
+    """Seconds a spelled expression's pieces spent, in this thread, setting up and resetting the error state
+    their warnings are issued from (the program does not pay it): the site takes it out of the call's time."""
+
+    seconds = 0.0
+
+
+_OVERHEAD = _Overhead()
+
+
+def _redirected(function: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """``function`` reporting its floating-point errors under ``name`` at the program's line, as
+    :func:`._errstate.numpy_call` does, adding the time that takes it to :data:`_OVERHEAD`."""
+    from . import _errstate
+
+    clock = time.perf_counter
+    extobj = _errstate.EXTOBJ_VAR
+    redirect_for = _errstate.redirect_for
+
+    def piece(*args: Any, **kwargs: Any) -> Any:
+        began = clock()
+        redirect = redirect_for(function, name, args, kwargs)
+        token = None if redirect is None else extobj.set(redirect)
+        start = clock()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            end = clock()
+            if token is not None:
+                extobj.reset(token)
+            _OVERHEAD.seconds += start - began + clock() - end
+
+    return piece
+
 
 
 def _load(qualname: str) -> Callable[..., Any]:
@@ -457,8 +592,20 @@ def _load(qualname: str) -> Callable[..., Any]:
 
 
 def snapshot() -> List[Dict[str, Any]]:
-    """Every site's record, in the order the sites were registered."""
-    return [site.record() for site in list(_SITES.values())]
+    """Every site's record, in the order the sites were made, then those of files whose sites were registered and
+    never reached (no call: :func:`register` had not made them)."""
+    records = [site.record() for site in list(_SITES.values())]
+    for waiting in list(_WAITING.values()):
+        records += [_unreached(waiting.path, spec, waiting.sample) for spec in waiting.specs
+                    if (waiting.path, spec[0], spec[1], spec[4]) not in _SITES]
+    return records
+
+
+def _unreached(path: str, spec: Tuple[int, int, str, str, str, Tuple[str, ...]], sample: bool) -> Dict[str, Any]:
+    """The record of a site the program never reached: :meth:`Site.record`'s, with no call."""
+    line, column, _helper, function, code, _pattern = spec
+    return {"path": path, "line": line, "col": column, "function": function, "code": code, "sampling": sample,
+            "errors": 0, "paths": {}, "sizes": {}, "bands": {}}
 
 
 _MARK = [0]
@@ -476,6 +623,14 @@ def calls_since_mark() -> bool:
     for site in list(_SITES.values()):
         total += site.pending() + sum(band.calls for band in site.bands.values())
     return total != _MARK[0]
+
+
+def clear() -> None:
+    """Every site counts from zero (``%load_ext np2torch`` again: a fresh report)."""
+    with _LOCK:
+        for site in list(_SITES.values()):
+            site.clear()
+        _MARK[0] = 0
 
 
 def after_fork_in_child() -> None:

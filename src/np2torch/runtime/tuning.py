@@ -20,12 +20,13 @@ from . import _calibrate, _profile
 from ._backend import cuda_available
 from ._backend import load_torch as torch_available
 from ._binary import second_operand
-from ._load import machine_busy
+from ._load import machine_busy, usable_cores
 from ._model import (
     ALL_PATHS,
     CONTENDED_LIMIT,
     CPU_PATHS,
     MARGIN,
+    REDUCTION_CLASSES,
     Active,
     Bands,
     Curve,
@@ -38,8 +39,8 @@ from ._profile import BUILTIN, PROFILE_ENV, default_path, fingerprint, locked, r
 
 __all__ = [
     "ALL_PATHS", "BUILTIN", "CONTENDED_LIMIT", "CPU_PATHS", "MARGIN", "PROFILE_ENV", "Active", "Bands", "Curve",
-    "Profile", "ProfileError", "bands_of", "cuda_available", "curve_key", "default_path", "fingerprint", "locked",
-    "machine_busy", "measure", "profile_in_force", "read_profile", "second_operand", "torch_available", "write_profile",
+    "Profile", "ProfileError", "REDUCTION_CLASSES", "bands_of", "cuda_available", "curve_key", "default_path", "fingerprint", "locked",
+    "machine_busy", "measure", "profile_in_force", "read_profile", "second_operand", "torch_available", "usable_cores", "write_profile",
 ]
 
 
@@ -51,8 +52,10 @@ def measure(
     max_call: float | None,
     repeat: int = 3,
     progress: Callable[[], None] | None = None,
+    klass: str = "",
 ) -> Curve:
-    """A :class:`Curve` of the helper ``name`` over ``paths`` and ``sizes`` for ``dtype`` input.
+    """A :class:`Curve` of the helper ``name`` over ``paths`` and ``sizes`` for ``dtype`` input (a reduction's
+    shape class ``klass``: :data:`REDUCTION_CLASSES`).
 
     Each path runs as a user's call taking it would (``numpy`` is the
     original); sizes stop growing once the original's call takes longer than
@@ -61,7 +64,7 @@ def measure(
     from ._api import HELPERS
 
     run = HELPERS[name].run_path
-    return _calibrate.measure(run, name, dtype, paths, sizes, max_call, repeat, progress)
+    return _calibrate.measure(run, name, dtype, paths, sizes, max_call, repeat, progress, klass)
 
 
 def profile_in_force() -> Active:

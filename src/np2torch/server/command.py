@@ -14,7 +14,7 @@ class MissingExtra(click.ClickException):
 @click.command(name="server", short_help="Run the language server (LSP over stdio) for editors.")
 @click.option("--unsafe-fixes", is_flag=True,
               help="Also offer the fixes that can change results (e.g. NPT901) as code actions.")
-def command(unsafe_fixes: bool) -> None:
+def command(unsafe_fixes: bool) -> int:
     """Run np2torch's language server on stdin and stdout: diagnostics, quick fixes, fix-all and hover
     for Python files and notebooks (docs/editors.md)."""
     try:
@@ -24,4 +24,4 @@ def command(unsafe_fixes: bool) -> None:
         if missing in ("pygls", "lsprotocol", "cattrs", "attrs"):
             raise MissingExtra(f"`np2torch server` needs pygls, which is not installed: {EXTRA_HINT}") from None
         raise
-    lsp.serve(unsafe_fixes=unsafe_fixes)
+    return lsp.serve(unsafe_fixes=unsafe_fixes)

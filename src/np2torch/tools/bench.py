@@ -37,6 +37,7 @@ import numpy as np
 from np2torch import __version__
 from np2torch.lint.rules import RULES, Rule
 from np2torch.runtime.table import BINARY, FUNCTIONS, Function
+from np2torch.tools.originals import importable
 
 Shape = tuple[int, ...]
 
@@ -106,13 +107,14 @@ QUIET_MACHINE_NOTE = (
 def benchmarked_rules(names: Sequence[str] | None = None) -> list[Rule]:
     """The rules to benchmark, in table order: all with a recipe, or those whose helper is in ``names``."""
     rules = [rule for rule in RULES if rule.is_function and rule.helper in RECIPES]
-    if names is None:
-        return rules
-    known = {rule.helper: rule for rule in rules}
-    unknown = [name for name in names if name not in known]
-    if unknown:
-        raise click.BadParameter(f"unknown function(s) {', '.join(unknown)}; choose from {', '.join(known)}", param_hint="--functions")
-    return [rule for rule in rules if rule.helper in names]
+    if names is not None:
+        known = {rule.helper: rule for rule in rules}
+        unknown = [name for name in names if name not in known]
+        if unknown:
+            raise click.BadParameter(f"unknown function(s) {', '.join(unknown)}; choose from {', '.join(known)}", param_hint="--functions")
+        rules = [rule for rule in rules if rule.helper in names]
+    kept = importable([rule.helper for rule in rules], [rule.qualname for rule in rules], named=names is not None, tool="bench")
+    return [rule for rule in rules if rule.helper in kept]
 
 
 def original_function(rule: Rule) -> Callable[..., Any]:

@@ -22,12 +22,18 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import click
 import numpy as np
 
+from np2torch.tools.originals import importable
+
 if TYPE_CHECKING:
     from np2torch.runtime.tuning import Profile
 
 SIZES = tuple(4**k for k in range(5, 13))
 """1,024 to 16,777,216 elements, a factor 4 apart."""
 QUICK_SIZES = (1 << 12, 1 << 15, 1 << 18, 1 << 21)
+REDUCTION_SIZES = tuple(4**k for k in range(5, 12, 2)) + (4**12,)
+"""A reduction's shape classes, each a curve: 1,024 to 16,777,216 elements, a factor 16 apart (six classes
+per loop dtype within tune's time)."""
+QUICK_REDUCTION_SIZES = (1 << 12, 1 << 16, 1 << 20)
 MAX_CALL = 0.05
 QUICK_MAX_CALL = 0.004
 """A size is the last measured once the original's call takes longer than this (the model extrapolates)."""
@@ -37,7 +43,7 @@ BAND_SIZES = (10**3, 10**4, 10**5, 10**6, 10**7, 10**8)
 def pairs(names: Sequence[str] | None = None, everything: bool = False) -> list[tuple[str, str]]:
     """(function, loop dtype) pairs of the table, in table order: ``names``, else every function
     (``everything``), else those whose rules are on by default (what fixed code calls unless the
-    project opted into more; the others are measured on the spot when first used)."""
+    project opted into more; the built-in profile decides for the others)."""
     from np2torch.runtime.table import FUNCTIONS
 
     known = [row.name for row in FUNCTIONS]
@@ -46,7 +52,8 @@ def pairs(names: Sequence[str] | None = None, everything: bool = False) -> list[
         if unknown:
             raise click.BadParameter(f"unknown function(s) {', '.join(unknown)}; choose from {', '.join(known)}", param_hint="--functions")
     chosen = [row for row in FUNCTIONS if (row.name in names if names is not None else everything or row.default)]
-    return [(row.name, dtype) for row in chosen for dtype in row.loops]
+    kept = importable([row.name for row in chosen], [row.qualname for row in chosen], named=names is not None, tool="tune")
+    return [(row.name, dtype) for row in chosen if row.name in kept for dtype in row.loops]
 
 
 def measure_import_seconds(repeat: int = 3) -> float:
@@ -63,8 +70,9 @@ def measure_import_seconds(repeat: int = 3) -> float:
     return sorted(runs)[len(runs) // 2]
 
 
-def run_tune(names: Sequence[str] | None, quick: bool, cuda: bool, progress: Any = None, everything: bool = False) -> Profile:
-    """Measure and return a :class:`Profile` (not written)."""
+def run_tune(names: Sequence[str] | None, quick: bool, cuda: bool, progress: Any = None, everything: bool = False,
+             chosen: Sequence[tuple[str, str]] | None = None) -> Profile:
+    """Measure and return a :class:`Profile` (not written); ``chosen``: the :func:`pairs` already computed."""
     from np2torch.runtime import tuning
     from np2torch.runtime.table import FUNCTIONS_BY_NAME
 
@@ -73,21 +81,52 @@ def run_tune(names: Sequence[str] | None, quick: bool, cuda: bool, progress: Any
     import torch
 
     use_cuda = cuda and tuning.cuda_available()
-    sizes = QUICK_SIZES if quick else SIZES
+    # The pool is measured on every core this process may use, whatever OMP_NUM_THREADS says: a
+    # program with fewer threads runs the same blocks, fewer at once (the same bits), and the
+    # profile is this machine's, not one setting's.
+    threads_before = torch.get_num_threads()
+    torch.set_num_threads(tuning.usable_cores())
     curves = {}
-    for name, dtype in pairs(names, everything):
-        paths = ["numpy", "cpu1", "cpu"]
-        if use_cuda and dtype in FUNCTIONS_BY_NAME[name].cuda_loops:
-            paths.append("cuda")
-        step = (lambda: progress.update(1)) if progress is not None else None
-        curve = tuning.measure(name, np.dtype(dtype), paths, sizes, QUICK_MAX_CALL if quick else MAX_CALL, progress=step)
-        if progress is not None:
-            progress.update(len(sizes) - len(curve.sizes))
-        curves[tuning.curve_key(name, dtype)] = curve
+    try:
+        for name, dtype, klass in measured_curves(pairs(names, everything) if chosen is None else chosen):
+            sizes = sizes_for(klass, quick)
+            paths = ["numpy", "cpu1", "cpu"]
+            if use_cuda and dtype in FUNCTIONS_BY_NAME[name].cuda_loops:
+                paths.append("cuda")
+            step = (lambda: progress.update(1)) if progress is not None else None
+            curve = tuning.measure(name, np.dtype(dtype), paths, sizes, QUICK_MAX_CALL if quick else MAX_CALL, progress=step,
+                                   klass=klass)
+            if progress is not None:
+                progress.update(len(sizes) - len(curve.sizes))
+            curves[tuning.curve_key(name, dtype, klass)] = curve
+        threads = torch.get_num_threads()
+    finally:
+        torch.set_num_threads(threads_before)
     import_seconds = measure_import_seconds(1 if quick else 3)
     if progress is not None:
         progress.update(1)
-    return tuning.Profile("", tuning.fingerprint(), import_seconds, torch.get_num_threads(), curves)
+    return tuning.Profile("", tuning.fingerprint(), import_seconds, threads, curves)
+
+
+def measured_curves(chosen: Sequence[tuple[str, str]]) -> list[tuple[str, str, str]]:
+    """(function, loop dtype, shape class) of every curve tune measures for the :func:`pairs` ``chosen``: a
+    reduction's per shape class."""
+    from np2torch.runtime.table import FUNCTIONS_BY_NAME
+
+    return [(name, dtype, klass) for name, dtype in chosen
+            for klass in (tuning_classes() if FUNCTIONS_BY_NAME[name].kind == "reduction" else ("",))]
+
+
+def tuning_classes() -> tuple[str, ...]:
+    from np2torch.runtime import tuning
+
+    return tuning.REDUCTION_CLASSES
+
+
+def sizes_for(klass: str, quick: bool) -> tuple[int, ...]:
+    if klass:
+        return QUICK_REDUCTION_SIZES if quick else REDUCTION_SIZES
+    return QUICK_SIZES if quick else SIZES
 
 
 def bands_report(profile: Profile, device: str = "auto") -> list[dict[str, Any]]:
@@ -157,7 +196,7 @@ def _show(as_json: bool) -> None:
     if active.machine is None:
         where = "none yet" if active.write_to is None else f"none yet (would be {active.write_to})"
         click.echo(f"machine profile: {where}; deciding from the built-in profile (the 2-core reference VM), "
-                   "scaled to this machine until a pair is measured")
+                   "scaled to this machine's cores (run `np2torch tune`)")
     else:
         click.echo(f"machine profile: {profile.source}")
     click.echo(f"import torch: {profile.import_seconds:.2f} s; torch threads when measured: {profile.threads}; "
@@ -177,9 +216,9 @@ def command(quick: bool, function_text: str | None, everything: bool, output: st
     """Measure which path is fastest on this machine and store it for np2torch.runtime.
 
     Run it once per machine (and after upgrading NumPy, SciPy or torch), on a
-    quiet machine: the runtime reads the profile in every later process.
-    Without it the runtime measures each function on the spot the first time
-    it could pay off.
+    quiet machine: the runtime reads the profile in every later process, and
+    decides every call from it (nothing is measured while a program runs).
+    Without it the built-in profile, scaled to this machine's cores, decides.
     """
     from np2torch.runtime import tuning
 
@@ -188,13 +227,13 @@ def command(quick: bool, function_text: str | None, everything: bool, output: st
         return
     names = None if function_text is None else [n.strip() for n in function_text.split(",") if n.strip()]
     chosen = pairs(names, everything)
-    sizes = QUICK_SIZES if quick else SIZES
+    steps = sum(len(sizes_for(klass, quick)) for _, _, klass in measured_curves(chosen))
     from np2torch.tools.bench import warn_if_busy
 
     warn_if_busy("the profile will be pessimistic about torch's thread pool: run it again on a quiet machine")
     started = time.perf_counter()
-    with click.progressbar(length=len(chosen) * len(sizes) + 1, label="np2torch tune", file=sys.stderr) as bar:
-        profile = run_tune(names, quick, not no_cuda, bar, everything)
+    with click.progressbar(length=steps + 1, label="np2torch tune", file=sys.stderr) as bar:
+        profile = run_tune(names, quick, not no_cuda, bar, everything, chosen)
     target = _target(output)
     with tuning.locked(target):
         if names is not None or not everything:

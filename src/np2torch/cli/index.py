@@ -1,0 +1,214 @@
+"""The project index: which functions of a module other modules of its project hand to a compiler.
+
+``check``, ``fix`` and ``np2torch run`` see the project, not only the file: a
+function that any module compiles (``fast = numba.njit(kernel)`` after ``from
+pkg.kernels import kernel``) is compiled, and its calls are reported without a
+fix (:mod:`np2torch.lint.project` reads the modules, the engine takes each
+file's answer as :attr:`~np2torch.lint.model.Settings.compiled_elsewhere`).
+This module does the file work: one :class:`ProjectIndex` per run of ``check``/
+``fix``/``run``, built for a project the first time a file of it may have a
+finding, and not before.
+
+A file's project is the nearest folder above it holding a ``pyproject.toml`` or
+``.git`` (its own folder when there is none), as for ``np2torch run``; its files
+are every ``.py`` below that folder except in hidden folders, virtual
+environments, folders named in :data:`~np2torch.cli.config.DEFAULT_EXCLUDE`
+and through symbolic links.  The configuration's excludes do not apply: a
+module left out of checking can still compile a function of one that is
+checked.
+
+Every file is read; only those that spell a compiler's package (``numba``,
+``jax``, ``torch``, ``cupy``) are parsed, then those that spell a name such a
+module binds to a compiler (``jit`` of ``def jit(f): return numba.njit(f)``),
+and those a compiled name leads to (a re-export).  Each parse is cached in the folder's ``index/``, one JSON entry per
+file (keyed by its path, holding the SHA-256 of its bytes and the tool's
+fingerprint, as the lint cache's entries), so a warm run parses nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from np2torch.cli.cache import CACHEDIR_TAG, GITIGNORE, digest, tool_fingerprint
+from np2torch.cli.config import DEFAULT_EXCLUDE, RunSettings
+from np2torch.cli.files import FileError, decode_source, read_regular, replace_file
+from np2torch.lint.project import Answer, Summary, answers, compiler_names, may_hand, summarize
+
+__all__ = ["ProjectIndex", "project_files", "project_root"]
+
+_SKIPPED = frozenset(DEFAULT_EXCLUDE)
+
+
+def project_root(start: str) -> str:
+    """The folder of the project ``start`` (a folder) belongs to: the nearest one above it holding a
+    ``pyproject.toml`` or ``.git``; ``start`` itself when there is none."""
+    folder = os.path.realpath(start)
+    while True:
+        if os.path.exists(os.path.join(folder, "pyproject.toml")) or os.path.exists(os.path.join(folder, ".git")):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return os.path.realpath(start)
+        folder = parent
+
+
+def project_files(root: str) -> list[str]:
+    """The ``.py`` files of the project at ``root`` (a folder, or one file), sorted."""
+    if os.path.isfile(root):
+        return [os.path.realpath(root)] if root.endswith(".py") else []
+    found = []
+    for top, dirs, files in os.walk(os.path.realpath(root)):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIPPED
+                         and not os.path.islink(os.path.join(top, d))
+                         and not os.path.isfile(os.path.join(top, d, "pyvenv.cfg")))
+        found += [os.path.join(top, name) for name in files
+                  if name.endswith(".py") and not os.path.islink(os.path.join(top, name))]
+    return sorted(found)
+
+
+class ProjectIndex:
+    """The index of every project a run touches, each built once, on first need.
+
+    ``folder``: where parses are cached (None: nowhere); ``tag``: mark the folder as a cache
+    (``CACHEDIR.TAG``, ``.gitignore``) when it is the lint cache's; ``roots``: the projects' folders (or files)
+    to index instead of finding each file's project (``np2torch run``: its scope's roots and includes)."""
+
+    def __init__(self, folder: Path | None = None, *, fingerprint: str | None = None, tag: bool = False,
+                 roots: tuple[str, ...] | None = None) -> None:
+        self.folder = folder
+        self.tag = tag
+        self.roots = roots
+        self.parsed = 0
+        """Files parsed afresh (not taken from the cache)."""
+        self._fingerprint = fingerprint
+        self._built: dict[str, dict[str, Answer]] = {}
+        self._whole: dict[str, Answer] | None = None
+
+    def answer(self, path: str) -> Answer:
+        """The functions of the file at ``path`` that other modules compile (see :data:`Answer`)."""
+        real = os.path.realpath(path)
+        if self.roots is not None:
+            if self._whole is None:
+                self._whole = self._build(self.roots)
+            return self._whole.get(real, ())
+        root = project_root(os.path.dirname(real))
+        if root not in self._built:
+            self._built[root] = self._build((root,))
+        return self._built[root].get(real, ())
+
+    def settings(self, path: str, settings: RunSettings) -> RunSettings:
+        """``settings`` for the file at ``path``, with its answer (unchanged when it has none)."""
+        answer = self.answer(path)
+        if not answer or answer == settings.lint.compiled_elsewhere:
+            return settings
+        return dataclasses.replace(settings, lint=dataclasses.replace(settings.lint, compiled_elsewhere=answer))
+
+    # -- building ------------------------------------------------------------------------------------
+
+    def _build(self, roots: tuple[str, ...]) -> dict[str, Answer]:
+        files = sorted({path for root in roots for path in project_files(root)})
+        summaries: dict[str, Summary] = {}
+        others: list[tuple[str, tuple[str, str]]] = []
+        for path in files:
+            text = _text(path)
+            if text is None:
+                continue
+            summary = self._summary(path, *text) if may_hand(text[0]) else None
+            if summary is not None:
+                summaries[path] = summary
+            else:
+                others.append((path, text))
+        looked: set[str] = set()
+        while True:  # a module that imports a compiler (`from .util import jit`) need not spell numba
+            names = sorted(compiler_names(summaries) - looked)
+            if not names:
+                break
+            looked.update(names)
+            spells = re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, names)))
+            for path, text in others:
+                if path not in summaries and spells.search(text[0]):
+                    summary = self._summary(path, *text)
+                    if summary is not None:
+                        summaries[path] = summary
+        if not any(summary.handed or summary.applied for summary in summaries.values()):
+            return {}
+        shown_from = os.path.realpath(roots[0]) if os.path.isdir(roots[0]) else os.path.dirname(roots[0])
+
+        def summary_of(path: str) -> Summary | None:
+            text = _text(path)
+            return None if text is None else self._summary(path, *text)
+
+        return answers(summaries, files, summary_of, lambda path: os.path.relpath(path, shown_from))
+
+    def _summary(self, path: str, text: str, content: str) -> Summary | None:
+        cached = self._read(path, content)
+        if cached is not None:
+            return cached
+        import ast
+
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None  # its own check reports it; it hands nothing on that can be seen
+        summary = summarize(tree, text)
+        self.parsed += 1
+        self._write(path, content, summary)
+        return summary
+
+    # -- the cache -------------------------------------------------------------------------------------
+
+    def _entry(self, path: str) -> Path | None:
+        if self.folder is None:
+            return None
+        key = hashlib.sha256(path.encode("utf-8", "surrogateescape")).hexdigest()
+        return self.folder / "index" / key[:2] / f"{key[2:32]}.json"
+
+    def _fingerprint_now(self) -> str:
+        if self._fingerprint is None:
+            self._fingerprint = tool_fingerprint()
+        return self._fingerprint
+
+    def _read(self, path: str, content: str) -> Summary | None:
+        entry = self._entry(path)
+        if entry is None:
+            return None
+        try:
+            raw, _ = read_regular(str(entry), "index entry")
+            data: Any = json.loads(raw)
+        except (FileError, ValueError, RecursionError):
+            return None
+        if not isinstance(data, dict) or data.get("fingerprint") != self._fingerprint_now():
+            return None
+        if data.get("digest") != content:
+            return None
+        return Summary.from_json(data.get("summary"))
+
+    def _write(self, path: str, content: str, summary: Summary) -> None:
+        entry = self._entry(path)
+        if entry is None or self.folder is None:
+            return
+        data = {"fingerprint": self._fingerprint_now(), "digest": content, "summary": summary.as_json()}
+        try:
+            if self.tag and not (self.folder / "CACHEDIR.TAG").exists():
+                self.folder.mkdir(parents=True, exist_ok=True)
+                for name, text in (("CACHEDIR.TAG", CACHEDIR_TAG), (".gitignore", GITIGNORE)):
+                    replace_file(self.folder / name, text.encode(), durable=False)
+            entry.parent.mkdir(parents=True, exist_ok=True)
+            replace_file(entry, json.dumps(data, separators=(",", ":")).encode(), durable=False)
+        except OSError:
+            pass  # a cache that cannot be written costs a parse next time, nothing else
+
+
+def _text(path: str) -> tuple[str, str] | None:
+    """The file's text and the digest of its bytes; None when it cannot be read or decoded."""
+    try:
+        raw, _ = read_regular(path, path)
+        return decode_source(raw, path).text, digest(raw)
+    except FileError:
+        return None

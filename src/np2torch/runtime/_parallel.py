@@ -1,0 +1,213 @@
+"""Work split into blocks fixed by the call's shape, run on as many threads as are free: the same bits on any count.
+
+torch's own parallelism splits an op between its threads at boundaries that
+move with the thread count (``at::parallel_for`` cuts ``n`` elements into
+``ceil(n / threads)``), and where a boundary falls decides which elements
+torch's vectorized loop computes and which its scalar tail does, and in which
+order a reduction adds its partial sums.  So torch's bits depend on
+``OMP_NUM_THREADS``, ``torch.set_num_threads`` and, where the pool shrank for
+the load, on the load.  NumPy's do not, and neither do numexpr's (it splits
+work the same way) nor MKL's under Conditional Numerical Reproducibility.
+
+Here the runtime splits the work itself, as numexpr does: a call is cut into
+blocks whose boundaries are a function of the call's shape alone
+(:func:`block_elements`: aligned, so every block but the last is a whole
+number of any vector width), each block is computed by torch on *one* thread
+(a worker thread of this module's pool runs with ``torch.set_num_threads(1)``,
+which OpenMP keeps per thread), and partial results are combined by the caller
+in block order.  What the machine's load or the thread settings change is how
+many blocks run at once, never which bits come out.  torch releases the GIL
+inside each op, so the blocks of one call run in parallel.
+
+Where the backend's thread setting turns out to be process-wide (checked once,
+in the first worker: a build whose ``set_num_threads`` is not per thread),
+every block runs in the calling thread on one torch thread: the same bits,
+without the parallelism.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import TYPE_CHECKING, Callable, List, Sequence, TypeVar
+
+from ._fork import in_forked_child
+from ._load import free_cores, usable_cores
+from ._state import PROCESS
+
+if TYPE_CHECKING:
+    T = TypeVar("T")
+
+ALIGN = 1 << 10
+"""Block boundaries fall on multiples of this many elements: past twice the widest vector (AVX-512's 32 half floats)."""
+MIN_BLOCK = 1 << 16
+"""The smallest block: tens of microseconds of work (a float32 exp's ~20 us) against ~5 us of Python around it."""
+MAX_BLOCK = 1 << 20
+"""The largest block: a call of 1e8 elements is ~100 blocks, so threads finish together."""
+BLOCKS_PER_CALL = 32
+"""A call is cut into about this many blocks while they stay between the two sizes above."""
+
+
+def block_elements(n: int, smallest: int = MIN_BLOCK, largest: int = MAX_BLOCK) -> int:
+    """The block size for a call over ``n`` elements: a power of two between ``smallest`` and ``largest``
+    (about :data:`BLOCKS_PER_CALL` blocks), from ``n`` alone."""
+    size = smallest
+    while size < largest and size * BLOCKS_PER_CALL < n:
+        size *= 2
+    return size
+
+
+def bounds(n: int, size: int) -> List[tuple[int, int]]:
+    """``[(start, stop), ...]`` of the blocks of ``size`` elements covering ``range(n)``."""
+    return [(start, min(start + size, n)) for start in range(0, n, size)]
+
+
+def thread_limit() -> int:
+    """How many threads a torch call may use at most: torch's own setting (``OMP_NUM_THREADS``,
+    ``torch.set_num_threads``), this process's cores, one in a forked child."""
+    if in_forked_child():
+        return 1
+    import torch
+
+    return max(1, min(torch.get_num_threads(), usable_cores()))
+
+
+def run(tasks: Sequence[Callable[[], T]], threads: int) -> List[T]:
+    """Run ``tasks`` (each computes one block with torch) on up to ``threads`` threads; their results in order.
+
+    The caller's thread takes part; the others are this module's workers, each
+    on one torch thread.  ``threads`` is capped by :func:`thread_limit` and by
+    the cores other processes leave free (:func:`._load.free_cores`): the load
+    changes how many blocks run at once, never their results.  The first
+    exception of a task is raised here once every task has stopped.
+    """
+    count = len(tasks)
+    wanted = min(threads, count, thread_limit()) if count > 1 else 1
+    if wanted > 1:
+        wanted = free_cores(wanted)
+    if wanted <= 1 or not _pool_per_thread():
+        return _serially(tasks)
+    job = _Job(tasks)
+    pool = _pool(wanted - 1)
+    for worker in pool[: wanted - 1]:
+        worker.give(job)
+    with _one_torch_thread():
+        job.work()
+    job.done.wait()
+    if job.error is not None:
+        raise job.error
+    return job.results  # type: ignore[return-value]
+
+
+def _serially(tasks: Sequence[Callable[[], T]]) -> List[T]:
+    with _one_torch_thread():
+        return [task() for task in tasks]
+
+
+class _one_torch_thread:
+    """The calling thread's torch on one thread for the body (OpenMP keeps the setting per thread)."""
+
+    def __enter__(self) -> None:
+        import torch
+
+        self.before = torch.get_num_threads()
+        if self.before != 1:
+            torch.set_num_threads(1)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.before != 1:
+            import torch
+
+            torch.set_num_threads(self.before)
+
+
+class _Job:
+    """One call's blocks: handed out one at a time (a thread that got a core late takes fewer)."""
+
+    def __init__(self, tasks: Sequence[Callable[[], object]]) -> None:
+        self.tasks = tasks
+        self.results: List[object] = [None] * len(tasks)
+        self.next = 0
+        self.finished = 0
+        self.lock = threading.Lock()
+        self.done = threading.Event()
+        self.error: BaseException | None = None
+
+    def work(self) -> None:
+        tasks = self.tasks
+        while True:
+            with self.lock:
+                if self.next >= len(tasks) or self.error is not None:
+                    return
+                index = self.next
+                self.next += 1
+            result: object = None
+            try:
+                result = tasks[index]()
+            except BaseException as exc:
+                with self.lock:
+                    if self.error is None:
+                        self.error = exc
+            with self.lock:
+                self.results[index] = result
+                self.finished += 1
+                # Every block taken has finished, and no more will be taken: the caller may go on.
+                if self.finished == self.next and (self.next == len(tasks) or self.error is not None):
+                    self.done.set()
+
+
+class _Worker:
+    """A daemon thread running jobs' blocks on one torch thread."""
+
+    def __init__(self) -> None:
+        self.ready = threading.Semaphore(0)
+        self.jobs: List[_Job] = []
+        self.lock = threading.Lock()
+        self.thread = threading.Thread(target=self._loop, name="np2torch-block", daemon=True)
+        self.thread.start()
+
+    def give(self, job: _Job) -> None:
+        with self.lock:
+            self.jobs.append(job)
+        self.ready.release()
+
+    def _loop(self) -> None:
+        import torch
+
+        torch.set_num_threads(1)
+        while True:
+            self.ready.acquire()
+            with self.lock:
+                job = self.jobs.pop(0)
+            job.work()
+
+
+def _pool(count: int) -> List[_Worker]:
+    """At least ``count`` workers of this process (a forked child starts with none: the parent's threads are not there)."""
+    with PROCESS.lock:
+        workers = PROCESS.workers
+        if workers is None or workers[0] != os.getpid():
+            workers = PROCESS.workers = (os.getpid(), [])
+        pool = workers[1]
+        while len(pool) < count:
+            pool.append(_Worker())
+        return pool
+
+
+def _pool_per_thread() -> bool:
+    """Whether a worker's ``torch.set_num_threads(1)`` leaves the other threads' setting alone (checked once)."""
+    found = PROCESS.per_thread_torch
+    if found is None:
+        import torch
+
+        before = torch.get_num_threads()
+        if before == 1:
+            return True  # nothing to tell apart; asked again once the caller has more threads
+        probe = threading.Thread(target=torch.set_num_threads, args=(1,))
+        probe.start()
+        probe.join()
+        found = torch.get_num_threads() == before
+        if not found:
+            torch.set_num_threads(before)
+        PROCESS.per_thread_torch = found
+    return found

@@ -1,0 +1,270 @@
+"""The command-line and configuration features a ruff user reaches for, each run beside ruff on the same tree
+where the two are comparable: ruff on its own rule (F401, an unused import), np2torch on NPT001."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from np2torch.cli import main
+
+SOURCE = "import os\nimport numpy as np\n\n\ndef f(x):\n    return np.exp(x)\n"
+
+
+def _ruff(tree: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "ruff", *args], cwd=tree, capture_output=True, text=True, check=False)
+
+
+def _np2torch(tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    monkeypatch.chdir(tree)
+    code = main([*args])
+    return code, capsys.readouterr().out
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    (tmp_path / "a.py").write_text(SOURCE)
+    return tmp_path
+
+
+def _config(tree: Path, ruff: str, np2torch: str) -> None:
+    (tree / "pyproject.toml").write_text(textwrap.dedent(f"""
+        [tool.ruff.lint]
+        select = ["F401"]
+        {ruff}
+
+        [tool.np2torch]
+        select = ["NPT001"]
+        {np2torch}
+        """))
+
+
+@pytest.mark.parametrize(
+    ("ruff", "np2torch", "flags", "fixed"),
+    [
+        pytest.param("", "", ((), ()), True, id="fixable by default"),
+        pytest.param('unfixable = ["F401"]', 'unfixable = ["NPT001"]', ((), ()), False, id="unfixable in the file"),
+        pytest.param('fixable = ["E"]', 'fixable = ["NPT002"]', ((), ()), False, id="fixable names others only"),
+        pytest.param('fixable = ["E"]\nextend-fixable = ["F401"]', 'fixable = ["NPT002"]\nextend-fixable = ["NPT001"]',
+                     ((), ()), True, id="extend-fixable adds"),
+        pytest.param("", "", (("--unfixable", "F401"), ("--unfixable", "NPT001")), False, id="--unfixable"),
+        pytest.param('unfixable = ["F401"]', 'unfixable = ["NPT001"]', (("--fixable", "F401"), ("--fixable", "NPT001")),
+                     True, id="--fixable overrides the file"),
+        pytest.param('fixable = ["E"]', 'fixable = ["NPT002"]',
+                     (("--extend-fixable", "F401"), ("--extend-fixable", "NPT001")), True, id="--extend-fixable"),
+    ],
+)
+def test_fixable_and_unfixable_as_ruff_has_them(
+    tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], ruff: str, np2torch: str,
+    flags: tuple[tuple[str, ...], tuple[str, ...]], fixed: bool,
+) -> None:
+    _config(tree, ruff, np2torch)
+    ruff_check = _ruff(tree, "check", "--no-cache", "--output-format", "concise", *flags[0], "a.py")
+    ours_code, ours = _np2torch(tree, monkeypatch, capsys, "check", "--no-cache", *flags[1], "a.py")
+    assert ruff_check.returncode == ours_code == 1
+    assert ("[*]" in ruff_check.stdout) is ("[*]" in ours) is fixed, (ruff_check.stdout, ours)
+    _ruff(tree, "check", "--no-cache", "--fix", *flags[0], "a.py")
+    assert ("import os" not in (tree / "a.py").read_text()) is fixed
+    _np2torch(tree, monkeypatch, capsys, "fix", "--no-cache", *flags[1], "a.py")
+    assert ("np2t.exp" in (tree / "a.py").read_text()) is fixed
+
+
+def _shape(value: object) -> object:
+    if isinstance(value, dict):
+        return {key: _shape(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_shape(value[0])] if value else []
+    return type(value).__name__
+
+
+def test_rdjson_has_ruffs_shape(tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    _config(tree, "", "")
+    theirs = json.loads(_ruff(tree, "check", "--no-cache", "--output-format", "rdjson", "a.py").stdout)
+    code, out = _np2torch(tree, monkeypatch, capsys, "check", "--no-cache", "--output-format", "rdjson", "a.py")
+    ours = json.loads(out)
+    assert code == 1 and _shape(ours) == _shape(theirs)
+    assert ours["diagnostics"][0]["location"]["path"] == str(tree / "a.py")
+    suggested = {s["text"] for s in ours["diagnostics"][0]["suggestions"]}
+    assert suggested == {"import np2torch.runtime as np2t\n", "np2t.exp"}
+
+
+def test_azure_lines_as_ruffs(tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    _config(tree, "", "")
+    theirs = _ruff(tree, "check", "--no-cache", "--output-format", "azure", "a.py").stdout.splitlines()
+    code, out = _np2torch(tree, monkeypatch, capsys, "check", "--no-cache", "--output-format", "azure", "a.py")
+    pattern = re.compile(r"##vso\[task\.logissue type=(error|warning);sourcepath=(.+?);linenumber=(\d+);"
+                         r"columnnumber=(\d+);code=(\w+);\](.+)\Z")
+    [ruff_match] = [pattern.match(line) for line in theirs]
+    [our_match] = [pattern.match(line) for line in out.splitlines()]
+    assert ruff_match and our_match and code == 1
+    assert ruff_match.group(2) == our_match.group(2) == str(tree / "a.py")
+    assert our_match.group(1) == "warning" and our_match.group(3, 4, 5) == ("6", "12", "NPT001")
+
+
+def test_rules_as_json_has_ruffs_keys(tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    theirs = json.loads(_ruff(tree, "rule", "F401", "--output-format", "json").stdout)
+    code, out = _np2torch(tree, monkeypatch, capsys, "rules", "--output-format", "json")
+    ours = json.loads(out)
+    missing = set(theirs) - set(ours[0]) - {"status", "source_location"}  # ruff's own history and source file
+    assert code == 0 and not missing
+    assert all(type(ours[0][key]) is type(theirs[key]) for key in set(theirs) & set(ours[0]))
+    assert ours[0]["explanation"].startswith("# NPT001")
+
+
+def test_fix_only_reports_what_was_fixed_and_exits_0(
+    tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    _config(tree, 'extend-select = ["E711"]', 'extend-select = ["NPT002"]')
+    (tree / "a.py").write_text(SOURCE + "z = f is np.log\nw = (z == None)\n")  # one unfixable finding each
+    theirs = _ruff(tree, "check", "--no-cache", "--fix-only", "a.py")
+    code, ours = _np2torch(tree, monkeypatch, capsys, "check", "--no-cache", "--fix-only", "a.py")
+    assert theirs.returncode == code == 0
+    assert theirs.stdout.splitlines()[0].startswith("Fixed 1 error") and ours.splitlines()[0] == "Fixed 1 error."
+    assert "np2t.exp" in (tree / "a.py").read_text() and "import os" not in (tree / "a.py").read_text()
+    theirs = _ruff(tree, "check", "--no-cache", "--fix-only", "a.py")
+    code, ours = _np2torch(tree, monkeypatch, capsys, "check", "--no-cache", "--fix-only", "a.py")
+    assert theirs.returncode == code == 0
+    assert theirs.stdout.startswith("No errors fixed") and ours.splitlines() == ["No errors fixed."]
+
+
+def test_ignore_noqa(tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    _config(tree, "", "")
+    (tree / "a.py").write_text("import os  # noqa: F401\nimport numpy as np\n\ny = np.exp(x)  # noqa: NPT001\n")
+    assert _ruff(tree, "check", "--no-cache", "a.py").returncode == 0
+    assert _np2torch(tree, monkeypatch, capsys, "check", "--no-cache", "a.py")[0] == 0
+    theirs = _ruff(tree, "check", "--no-cache", "--output-format", "concise", "--ignore-noqa", "a.py")
+    code, ours = _np2torch(tree, monkeypatch, capsys, "check", "--no-cache", "--ignore-noqa", "a.py")
+    assert theirs.returncode == code == 1
+    assert "F401" in theirs.stdout and "a.py:4:5: NPT001" in ours
+
+
+@pytest.mark.parametrize(
+    ("option", "ruff_value", "value", "ignored"),
+    [
+        pytest.param("--per-file-ignores", "a.py:F401", "a.py:NPT001", True, id="--per-file-ignores"),
+        pytest.param("--per-file-ignores", "b.py:F401", "b.py:NPT001", False, id="another file's"),
+        pytest.param("--extend-per-file-ignores", "a.py:F401", "a.py:NPT001", True, id="--extend-per-file-ignores"),
+        pytest.param("--per-file-ignores", "b.py:F401,a.py:F401", "b.py:NPT001,a.py:NPT001", True,
+                     id="comma-separated items"),
+    ],
+)
+def test_per_file_ignores_as_flags(
+    tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], option: str, ruff_value: str,
+    value: str, ignored: bool,
+) -> None:
+    _config(tree, "", "")
+    theirs = _ruff(tree, "check", "--no-cache", option, ruff_value, "a.py")
+    code, _ours = _np2torch(tree, monkeypatch, capsys, "check", "--no-cache", option, value, "a.py")
+    assert theirs.returncode == code == (0 if ignored else 1)
+
+
+def test_extend_per_file_ignores_adds_to_the_files(
+    tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    _config(tree, 'extend-select = ["E711"]\nper-file-ignores = {"a.py" = ["E711"]}',
+            'extend-select = ["NPT002"]\nper-file-ignores = {"a.py" = ["NPT002"]}')
+    (tree / "a.py").write_text(SOURCE + "z = f is np.log\nw = (z == None)\n")
+    for option, expected in (("--extend-per-file-ignores", 0), ("--per-file-ignores", 1)):
+        theirs = _ruff(tree, "check", "--no-cache", option, "a.py:F401", "a.py")
+        code, _ours = _np2torch(tree, monkeypatch, capsys, "check", "--no-cache", option, "a.py:NPT001", "a.py")
+        assert theirs.returncode == code == expected, option
+
+
+def test_a_per_file_ignore_without_a_code_is_refused(
+    tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert _ruff(tree, "check", "--no-cache", "--per-file-ignores", "a.py", "a.py").returncode == 2
+    monkeypatch.chdir(tree)
+    assert main(["check", "--no-cache", "--per-file-ignores", "a.py", "a.py"]) == 2
+    assert "expected <FilePattern>:<RuleCode>, got 'a.py'" in capsys.readouterr().err
+
+
+def test_extend_inherits_another_file(tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # a monorepo: the root's settings, a package that extends them and overrides one key
+    (tree / "pyproject.toml").write_text(textwrap.dedent("""
+        [tool.ruff]
+        extend-exclude = ["generated"]
+        [tool.ruff.lint]
+        select = ["F401", "E711"]
+
+        [tool.np2torch]
+        extend-exclude = ["generated"]
+        select = ["NPT001", "NPT002"]
+        """))
+    package = tree / "pkg"
+    (package / "generated").mkdir(parents=True)
+    (package / "pyproject.toml").write_text(textwrap.dedent("""
+        [tool.ruff]
+        extend = "../pyproject.toml"
+        [tool.ruff.lint]
+        ignore = ["E711"]
+
+        [tool.np2torch]
+        extend = "../pyproject.toml"
+        ignore = ["NPT002"]
+        """))
+    body = SOURCE + "z = f is np.log\nw = (z == None)\n"
+    (package / "a.py").write_text(body)
+    (package / "generated" / "b.py").write_text(body)
+    (tree / "generated").mkdir()
+    (tree / "generated" / "c.py").write_text(body)
+    theirs = _ruff(tree, "check", "--no-cache", "--output-format", "concise", "pkg").stdout
+    code, ours = _np2torch(tree, monkeypatch, capsys, "check", "--no-cache", "pkg")
+    # the root's select holds in the package, its own ignore too, and the root's extend-exclude (a name: at
+    # any depth) keeps pkg/generated out
+    assert {line.split(":")[0] for line in theirs.splitlines() if ".py:" in line} == {"pkg/a.py"}
+    assert {line.split(":")[0] for line in ours.splitlines() if ".py:" in line} == {"pkg/a.py"}
+    assert "E711" not in theirs and "F401" in theirs
+    assert "NPT002" not in ours and "NPT001" in ours and code == 1
+
+
+def test_extend_refuses_a_cycle(tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    (tree / "np2torch.toml").write_text('extend = "other.toml"\n')
+    (tree / "other.toml").write_text('extend = "np2torch.toml"\n')
+    monkeypatch.chdir(tree)
+    assert main(["check", "--no-cache", "a.py"]) == 2
+    assert "other.toml: 'extend' makes a cycle: np2torch.toml -> other.toml -> np2torch.toml" in (
+        capsys.readouterr().err)
+
+
+def test_include_and_extend_include(tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    (tree / "b.pyw").write_text(SOURCE)
+    for ruff_key, key, found in (("", "", {"a.py"}), ('extend-include = ["*.pyw"]', 'extend-include = ["*.pyw"]',
+                                                      {"a.py", "b.pyw"}),
+                                 ('include = ["*.pyw"]', 'include = ["*.pyw"]', {"b.pyw"})):
+        (tree / "pyproject.toml").write_text(f"[tool.ruff]\n{ruff_key}\n[tool.np2torch]\n{key}\n")
+        theirs = _ruff(tree, "check", "--no-cache", "--show-files", ".").stdout
+        _code, ours = _np2torch(tree, monkeypatch, capsys, "check", "--show-files", ".")
+        assert {Path(line).name for line in theirs.splitlines() if line.strip()} - {"pyproject.toml"} == found
+        assert {Path(line).name for line in ours.splitlines()} == found
+
+
+def test_sarif_rules_have_a_help_uri_as_ruffs(tree: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    _config(tree, "", "")
+    theirs = json.loads(_ruff(tree, "check", "--no-cache", "--output-format", "sarif", "a.py").stdout)
+    _code, out = _np2torch(tree, monkeypatch, capsys, "check", "--no-cache", "--output-format", "sarif", "a.py")
+    ours = json.loads(out)
+    their_rule = theirs["runs"][0]["tool"]["driver"]["rules"][0]
+    our_rules = {rule["id"]: rule for rule in ours["runs"][0]["tool"]["driver"]["rules"]}
+    assert their_rule["helpUri"].startswith("https://")
+    result = ours["runs"][0]["results"][0]
+    assert our_rules[result["ruleId"]]["helpUri"].endswith("#" + result["ruleId"].lower())
+
+
+def test_fix_only_on_stdin_prints_the_source_and_exits_0(tree: Path) -> None:
+    _config(tree, 'extend-select = ["E711"]', 'extend-select = ["NPT002"]')
+    source = SOURCE + "z = f is np.log\nw = (z == None)\n"
+    runs = [subprocess.run([*command, "check", "--no-cache", "--fix-only", "--stdin-filename", "a.py", "-"],
+                           cwd=tree, input=source, capture_output=True, text=True, check=False)
+            for command in ([sys.executable, "-m", "ruff"], [sys.executable, "-m", "np2torch"])]
+    theirs, ours = runs
+    assert theirs.returncode == ours.returncode == 0
+    assert "import os" not in theirs.stdout and "np2t.exp(x)" in ours.stdout and "np.log" in ours.stdout
+    assert theirs.stderr.startswith("Fixed 1 error") and ours.stderr.strip() == "Fixed 1 error."  # E711: unsafe

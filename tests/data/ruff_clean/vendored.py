@@ -1,0 +1,7 @@
+import numpy as np
+
+from mypkg import helpers
+
+
+def f(x):
+    return np.exp(x) + helpers.ONE
