@@ -271,7 +271,7 @@ def test_run_then_fix_from_run_end_to_end(tmp_path: Path) -> None:
     report.write_text(json.dumps(data))
     code, out, err = _fix(tmp_path, "--from-run", str(report))
     assert prog.read_text() == source.replace("np.sin", "np2t.sin").replace(
-        "import numpy as np\n", "import numpy as np\nimport np2torch.runtime as np2t\n\n")
+        "import numpy as np\n", "import np2torch.runtime as np2t\nimport numpy as np\n")  # isort's order
     assert err.splitlines() == ["prog.py:5:5: NPT001 left out by the report: costs: saved -500.0 ms of 1.00 s over "
                                 "200 calls, 95% interval -600.0 ms to -400.0 ms"]
     assert "Left 1 site as it is: left out by the report" in out and code == 0
