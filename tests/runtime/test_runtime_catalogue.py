@@ -282,12 +282,16 @@ def test_logit_float64_stays_with_scipy():
 
 
 def test_every_spec_has_a_rule_and_the_builtin_profile_measures_only_served_loops():
-    # A loop missing from the built-in profile is measured on the spot (a new function
-    # needs no profile edit); a curve for a loop no longer served is stale.
+    # A loop missing from the built-in profile stays on the original until `np2torch tune` measures it (a new
+    # function needs no profile edit); a curve for a loop no longer served, or a shape class no reduction has, is stale.
     helpers = {rule.helper for rule in RULES}
     assert set(SPECS) <= helpers
-    served = {_model.curve_key(row.name, dtype) for row in _table.FUNCTIONS for dtype in row.loops}
-    assert set(_profile.load_builtin().curves) <= served
+    served = {_model.curve_key(row.name, dtype, klass) for row in _table.FUNCTIONS for dtype in row.loops
+              for klass in (_model.REDUCTION_CLASSES if row.kind == "reduction" else ("",))}
+    curves = set(_profile.load_builtin().curves)
+    assert curves <= served
+    reductions = {row.name for row in _table.FUNCTIONS if row.kind == "reduction"}
+    assert all(key.count("/") == 2 for key in curves if key.split("/")[0] in reductions)  # measured per shape class
     for name, spec in SPECS.items():
         assert HELPERS[name].row is spec and HELPERS[name].function is getattr(np2t, name)
         assert name in np2t.__all__
