@@ -45,7 +45,7 @@ from np2torch.cli.config import (
 from np2torch.cli.discovery import Target, discover
 from np2torch.cli.files import FileError, decode_notebook, decode_source, is_notebook, read_bytes
 from np2torch.cli.fix_edits import FixEdits
-from np2torch.cli.from_run import Margin, RunReport, decide, parse_margin, plan_file, project_root, within
+from np2torch.cli.from_run import Margin, RunReport, decide, parse_margin, plan_file, within
 from np2torch.cli.index import ProjectIndex
 from np2torch.cli.output import (
     FORMATS,
@@ -64,6 +64,7 @@ from np2torch.cli.output import (
     sort_key,
     statistics,
 )
+from np2torch.cli.projects import project_root
 from np2torch.cli.show import SourceLines, settings_report
 from np2torch.lint.model import Settings, check_alias, check_module
 from np2torch.lint.pages import rules_table

@@ -216,19 +216,6 @@ class RunReport:
         return sorted(path for path in self.sites if os.path.isfile(path))
 
 
-def project_root(start: str) -> str:
-    """The project ``start`` (a folder) belongs to, as ``np2torch run`` finds it: the nearest folder at or above
-    it holding a ``pyproject.toml`` or ``.git``; ``start`` itself when there is none."""
-    folder = os.path.realpath(start)
-    while True:
-        if os.path.exists(os.path.join(folder, "pyproject.toml")) or os.path.exists(os.path.join(folder, ".git")):
-            return folder
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            return os.path.realpath(start)
-        folder = parent
-
-
 def within(path: str, root: str) -> bool:
     """Whether the file at ``path`` lies under the folder ``root`` (links resolved)."""
     real = os.path.realpath(path)

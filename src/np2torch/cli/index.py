@@ -38,24 +38,12 @@ from typing import Any
 from np2torch.cli.cache import CACHEDIR_TAG, GITIGNORE, digest, tool_fingerprint
 from np2torch.cli.config import DEFAULT_EXCLUDE, RunSettings
 from np2torch.cli.files import FileError, decode_source, read_regular, replace_file
+from np2torch.cli.projects import project_root
 from np2torch.lint.project import Answer, Summary, answers, compiler_names, may_hand, summarize
 
 __all__ = ["ProjectIndex", "project_files", "project_root"]
 
 _SKIPPED = frozenset(DEFAULT_EXCLUDE)
-
-
-def project_root(start: str) -> str:
-    """The folder of the project ``start`` (a folder) belongs to: the nearest one above it holding a
-    ``pyproject.toml`` or ``.git``; ``start`` itself when there is none."""
-    folder = os.path.realpath(start)
-    while True:
-        if os.path.exists(os.path.join(folder, "pyproject.toml")) or os.path.exists(os.path.join(folder, ".git")):
-            return folder
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            return os.path.realpath(start)
-        folder = parent
 
 
 def project_files(root: str) -> list[str]:

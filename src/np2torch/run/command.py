@@ -163,9 +163,10 @@ def command(argv: tuple[str, ...]) -> None:
 
 def main(options: Options) -> NoReturn:
     """Run the program under the options; never returns (the program's exit is the process's)."""
+    from np2torch.cli.projects import project_root
     from np2torch.run import at_exit
     from np2torch.run.children import Run, activate, flush, follow_children
-    from np2torch.run.hook import Scope, ScopeError, project_root
+    from np2torch.run.hook import Scope, ScopeError
     from np2torch.run.program import Program, ProgramError, execute
 
     program = Program(options.script, options.module, tuple(options.args))

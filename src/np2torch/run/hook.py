@@ -84,19 +84,6 @@ def _site_folders() -> Tuple[str, ...]:
     return tuple(sorted(folders))
 
 
-def project_root(start: str) -> str:
-    """The folder of the project ``start`` (a folder) belongs to: the nearest one above it holding a
-    ``pyproject.toml`` or ``.git``; ``start`` itself when there is none."""
-    folder = os.path.realpath(start)
-    while True:
-        if os.path.exists(os.path.join(folder, "pyproject.toml")) or os.path.exists(os.path.join(folder, ".git")):
-            return folder
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            return os.path.realpath(start)
-        folder = parent
-
-
 def _locate(name_or_path: str) -> str:
     """The file or folder an ``--include``/``--exclude`` names: a path, or an importable module's source."""
     if os.path.exists(name_or_path):
