@@ -169,15 +169,7 @@ def compiled_regions(
                     everything = everything or family  # `njit(funcs[k])`: any function may be the one
                 else:
                     by_name.setdefault(target, family)
-    if by_name:
-        everything = _follow(every, by_name, regions) or everything
-    if everything is not None or by_name:
-        for node in every:
-            if everything is not None and isinstance(node, (*_DEFS, ast.Lambda)):
-                regions.append(_body_region(node, everything))
-            elif isinstance(node, _DEFS) and node.name in by_name:
-                regions.append(_body_region(node, by_name[node.name]))
-    return regions
+    return _named_regions(every, by_name, everything, regions)
 
 
 def _walk(tree: ast.Module) -> tuple[list[ast.AST], dict[int, list[ast.Return | ast.Call]]]:
@@ -549,6 +541,17 @@ def compiled_elsewhere(tree: ast.Module, elsewhere: Iterable[tuple[str, str, str
             by_name.setdefault(name, key)
     regions: list[Region] = []
     every = list(walk.every(tree)) if by_name or everything is not None else []
+    return _named_regions(every, by_name, everything, regions)
+
+
+_BY = " by "
+"""Between a family and what compiles the function, in a region's family (``numba by main.py``)."""
+
+
+def _named_regions(every: list[ast.AST], by_name: dict[str, str], everything: str | None,
+                   regions: list[Region]) -> list[Region]:
+    """``regions`` and the bodies of the functions compiled by name (``by_name``: name -> family), followed
+    through assignments, or of every function (``everything``: the family, when any function may be compiled)."""
     if by_name:
         everything = _follow(every, by_name, regions) or everything
     if everything is not None or by_name:
@@ -558,8 +561,3 @@ def compiled_elsewhere(tree: ast.Module, elsewhere: Iterable[tuple[str, str, str
             elif isinstance(node, _DEFS) and node.name in by_name:
                 regions.append(_body_region(node, by_name[node.name]))
     return regions
-
-
-_BY = " by "
-"""Between a family and what compiles the function, in a region's family (``numba by main.py``)."""
-

@@ -84,6 +84,7 @@ def apply_fixes(
 
 
 _K = TypeVar("_K", _Span, tuple[int, int])
+ImportT = TypeVar("ImportT", cst.Import, cst.ImportFrom)
 _V = TypeVar("_V")
 
 
@@ -603,27 +604,22 @@ class _Rewriter(cst.CSTTransformer):
 
     # -- removing imports ----------------------------------------------------
     def leave_Import(self, original_node: cst.Import, updated_node: cst.Import) -> cst.Import | cst.RemovalSentinel:
-        span = self.positions.get(original_node)
-        drop = self.removals.get((span.start.line, span.start.column)) if span else None
-        if not drop:
-            return updated_node
-        names = list(updated_node.names)
-        keep = [a for a in names if (_alias_name(a), _alias_asname(a)) not in drop]
-        if len(keep) == len(names):
-            return updated_node
-        if not keep:
-            return cst.RemovalSentinel.REMOVE
-        if keep[-1] is not names[-1]:
-            keep[-1] = keep[-1].with_changes(comma=names[-1].comma)
-        return updated_node.with_changes(names=keep)
+        return self._without_dropped(original_node, updated_node)
 
     def leave_ImportFrom(
         self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom
     ) -> cst.ImportFrom | cst.RemovalSentinel:
+        if isinstance(updated_node.names, cst.ImportStar):
+            return updated_node
+        return self._without_dropped(original_node, updated_node)
+
+    def _without_dropped(self, original_node: ImportT, updated_node: ImportT) -> ImportT | cst.RemovalSentinel:
+        """The import without the names planned for removal (none left: the statement goes)."""
         span = self.positions.get(original_node)
         drop = self.removals.get((span.start.line, span.start.column)) if span else None
-        if not drop or isinstance(updated_node.names, cst.ImportStar):
+        if not drop:
             return updated_node
+        assert not isinstance(updated_node.names, cst.ImportStar)
         names = list(updated_node.names)
         keep = [a for a in names if (_alias_name(a), _alias_asname(a)) not in drop]
         if len(keep) == len(names):
