@@ -487,23 +487,6 @@ def test_which_changes_nothing(tmp_path):
     assert proc.stdout.split() == ["numpy", "False", "True"], proc.stderr
 
 
-def test_threads_follow_the_route_and_are_restored(monkeypatch):
-    assert _backend.load_torch()
-    import torch
-
-    before = torch.get_num_threads()
-    seen = []
-    with _backend.threads(1):
-        seen.append(torch.get_num_threads())
-    monkeypatch.setattr(_load, "sample", lambda now: setattr(PROCESS.load, "busy", 10**6))  # every core busy
-    monkeypatch.setattr(PROCESS.load, "when", -1.0)
-    with _backend.threads(0):
-        seen.append(torch.get_num_threads())
-    with _backend.threads(0, adapt=False):
-        seen.append(torch.get_num_threads())
-    assert seen == [1, 1, before] and torch.get_num_threads() == before
-
-
 def test_the_thread_count_changes_no_bit():
     # torch's own split between threads rounds the element at a boundary differently for sigmoid and
     # atanh, and adds a reduction's partial sums in another order: the runtime's blocks are fixed by the

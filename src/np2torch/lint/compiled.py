@@ -126,22 +126,10 @@ def compiled_regions(
 ) -> list[Region]:
     """The bodies of the functions (and jitclasses, lambdas) that a compiler takes over (``text``: the source;
     ``imports``: every import statement of ``tree``, when the caller has them: :attr:`Resolution.imports`)."""
-    spelled = text if text.isascii() else unicodedata.normalize("NFKC", text)
-    if not any(root in spelled for root in _ROOTS):
-        return []  # every way to a compiler spells the name of its package
-    if imports is not None and not any(map(_binds_a_compiler, imports)) and not _loads(tree, spelled):
-        return []  # every way to a compiler starts at an import of its package or a call loading it by name
-    every, within = _walk(tree)  # the one walk of the whole module that the passes below share
-    imports = []
-    loads = False  # a call loading a compiler's package by its name (`importlib.import_module("numba")`)
-    for node in every:
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            imports.append(node)
-        elif type(node) is ast.Call and not loads:
-            loads = _loaded(node) is not None
-    if not loads and not any(_binds_a_compiler(stmt) for stmt in imports):
-        return []  # every way to a compiler starts at an import of its package
-    names = _Compilers(imports, every, within, _loaded_by_name(every))
+    found = _compilers_of(tree, text, imports)
+    if found is None:
+        return []
+    every, names = found
     regions: list[Region] = []
     by_name: dict[str, str] = {}
     everything: str | None = None
@@ -170,6 +158,29 @@ def compiled_regions(
                 else:
                     by_name.setdefault(target, family)
     return _named_regions(every, by_name, everything, regions)
+
+
+def _compilers_of(
+    tree: ast.Module, text: str, imports: Sequence[ast.Import | ast.ImportFrom] | None = None
+) -> tuple[list[ast.AST], _Compilers] | None:
+    """Every node of ``tree`` (the one walk the passes share) and the names its bindings make compilers; None
+    where no way to a compiler can start (``imports``: the module's imports, when the caller has them)."""
+    spelled = text if text.isascii() else unicodedata.normalize("NFKC", text)
+    if not any(root in spelled for root in _ROOTS):
+        return None  # every way to a compiler spells the name of its package
+    if imports is not None and not any(map(_binds_a_compiler, imports)) and not _loads(tree, spelled):
+        return None  # every way to a compiler starts at an import of its package or a call loading it by name
+    every, within = _walk(tree)
+    found: list[ast.Import | ast.ImportFrom] = []
+    loads = False  # a call loading a compiler's package by its name (`importlib.import_module("numba")`)
+    for node in every:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.append(node)
+        elif type(node) is ast.Call and not loads:
+            loads = _loaded(node) is not None
+    if not loads and not any(_binds_a_compiler(stmt) for stmt in found):
+        return None  # every way to a compiler starts at an import of its package
+    return every, _Compilers(found, every, within, _loaded_by_name(every))
 
 
 def _walk(tree: ast.Module) -> tuple[list[ast.AST], dict[int, list[ast.Return | ast.Call]]]:
@@ -502,20 +513,10 @@ def handed_to_compilers(tree: ast.Module, text: str) -> tuple[list[tuple[ast.exp
     family, and the names the module binds to a compiler, scopes ignored (``from numba import njit``,
     ``jit = numba.njit(cache=True)``, ``def jit(f): return numba.njit(f)``) with theirs: what
     :mod:`np2torch.lint.project` follows into other modules."""
-    spelled = text if text.isascii() else unicodedata.normalize("NFKC", text)
-    if not any(root in spelled for root in _ROOTS):
+    found = _compilers_of(tree, text)
+    if found is None:
         return [], {}
-    every, within = _walk(tree)
-    imports: list[ast.Import | ast.ImportFrom] = []
-    loads = False
-    for node in every:
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            imports.append(node)
-        elif type(node) is ast.Call and not loads:
-            loads = _loaded(node) is not None
-    if not loads and not any(_binds_a_compiler(stmt) for stmt in imports):
-        return [], {}  # every way to a compiler starts at an import of its package
-    names = _Compilers(imports, every, within, _loaded_by_name(every))
+    every, names = found
     handed: list[tuple[ast.expr, str]] = []
     for node in every:
         if type(node) is ast.Call:

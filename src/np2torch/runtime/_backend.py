@@ -15,25 +15,23 @@ also fixes three process-wide hazards measured on the 2-core reference VM:
   cannot be marked read-only; we never write to inputs), so that one warning is
   consumed at load time instead of surfacing at a user's first read-only call.
 
-Threads: a route runs on one thread (``cpu1``) or on torch's pool, shrunk to the
-cores other processes left free (:func:`._load.free_cores`) only for the pairs
-the profile measured thread-invariant, so the thread count never changes a value.
+Threads: a route's work is cut into blocks fixed by the shape and run by
+:mod:`._parallel`, each block on one torch thread, so the thread count never
+changes a value.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 import threading
 import time
 import warnings
-from typing import TYPE_CHECKING, Iterator, Mapping
+from typing import TYPE_CHECKING, Mapping
 
 import numpy as np
 
 from ._fork import in_forked_child
-from ._load import free_cores
 from ._state import PROCESS
 
 if TYPE_CHECKING:
@@ -114,28 +112,6 @@ def _consume_readonly_warning() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.from_numpy(probe)
-
-
-@contextlib.contextmanager
-def threads(count: int, adapt: bool = True) -> Iterator[None]:
-    """Run the body on ``count`` torch threads (0: the pool; with ``adapt``, shrunk to the free cores)."""
-    import torch
-
-    before = torch.get_num_threads()
-    if in_forked_child():
-        wanted = 1
-    elif count:
-        wanted = count
-    else:
-        wanted = free_cores(before) if adapt else before
-    if wanted == before:
-        yield
-        return
-    torch.set_num_threads(wanted)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def cuda_available() -> bool:

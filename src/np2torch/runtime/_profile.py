@@ -300,33 +300,3 @@ def _warn(message: str) -> None:
     except RuntimeWarning as raised:
         frame = sys._getframe(level - 1)
         warnings.showwarning(raised, RuntimeWarning, frame.f_code.co_filename, frame.f_lineno)
-
-
-def record(
-    curves: Mapping[str, Curve],
-    notes: Mapping[str, Any] = {},
-    import_seconds: float | None = None,
-    threads: int | None = None,
-    persist: bool = True,
-) -> None:
-    """Add on-the-spot measurements to the profile in force, and to its file when it has one and
-    ``persist`` (measurements taken on a busy machine serve this process only).  The caller then
-    makes every decision afresh (:meth:`._state.Process.forget_decisions`)."""
-    with PROCESS.lock:
-        current = active()
-        base = current.machine or Profile(
-            str(current.write_to or ""),
-            current.print_,
-            import_seconds or current.builtin.import_seconds,
-            threads or current.builtin.threads,
-        )
-        merged = Profile(base.source, base.fingerprint, base.import_seconds, threads or base.threads, dict(base.curves), dict(base.notes))
-        merged.curves.update(curves)
-        merged.notes.update(notes)
-        if current.write_to is not None and persist:
-            try:
-                merged = merge_into_file(current.write_to, merged, curves, notes)
-            except OSError:
-                pass  # a read-only cache costs speed in later processes, nothing else
-        current.machine = merged
-
