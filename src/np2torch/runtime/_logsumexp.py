@@ -260,17 +260,19 @@ def _try_torch(a: np.ndarray, axis: object, keepdims: object, return_sign: objec
     if reduced is None:
         return None
     a_max = reduced[0]
-    with np.errstate(all="ignore"):  # NaN comparisons, garbage in non-finite slices
-        if not verdict.infinite and not np.isfinite(a_max).all():
-            return None
-        if modes["over"] != "ignore" and _subtraction_may_overflow(a_max):
-            return None
-        if np.isnan(a_max).any():
-            # The sign of SciPy's NaN comes from the input's NaNs through
-            # NumPy's SIMD kernels (float64 exp keeps it, float32 exp and max
-            # clear it here); torch's max makes a new NaN.  Left to SciPy.
-            return None
-        result = _finish(a, dims, flipped, reduced, work, keep, sign)
+    high, low = a_max.max(), a_max.min()  # a NaN in any slice makes both NaN
+    if high != high:
+        # The sign of SciPy's NaN comes from the input's NaNs through
+        # NumPy's SIMD kernels (float64 exp keeps it, float32 exp and max
+        # clear it here); torch's max makes a new NaN.  Left to SciPy.
+        return None
+    finite = bool(-np.inf < low and high < np.inf)
+    if not finite and not verdict.infinite:
+        return None
+    if modes["over"] != "ignore" and high >= _OVERFLOW_FROM[a_max.dtype] and _subtraction_may_overflow(a_max):
+        return None
+    with np.errstate(all="ignore"):  # garbage in non-finite slices
+        result = _finish(a, dims, flipped, reduced, work, keep, sign, finite)
     TAKEN.device = device
     return result
 
@@ -336,7 +338,8 @@ slice than the arithmetic of a short one."""
 
 
 def _short_rows(view: np.ndarray, work: np.dtype, threads: int) -> Parts:
-    """``(a_max, m, s)`` of a C-contiguous ``view`` reduced along its short last axis, one column at a time.
+    """``(a_max, m, s)`` of a C-contiguous ``view`` reduced along its short last axis, one column at a time
+    (``m`` in the work dtype, as :func:`_finish` uses it).
 
     Each quantity is a few elementwise ops over the rows per column, in column order (the order NumPy's
     own sum adds so few terms in), in blocks of rows fixed by the shape (:mod:`._parallel`).
@@ -351,25 +354,32 @@ def _short_rows(view: np.ndarray, work: np.dtype, threads: int) -> Parts:
     dtype = getattr(torch, work.name)
     a_max = torch.empty(rows, dtype=dtype)
     total = torch.empty(rows, dtype=dtype)
-    count = torch.empty(rows, dtype=torch.int64)
+    count = torch.empty(rows, dtype=dtype)  # at most 16 per slice: exact in the work dtype, as _finish takes it
 
     def block(start: int, stop: int) -> None:
         # Columns as contiguous rows: every op below runs torch's vectorized loop over the points.
         columns = torch.empty((length, stop - start), dtype=dtype)  # always a copy: the input is never written
         columns.copy_(t[start:stop].t())  # (SciPy's astype(float64) for integers and bools)
-        top = a_max[start:stop]
-        top.copy_(columns[0])
-        for j in range(1, length):
+        top, found, hits = a_max[start:stop], total[start:stop], count[start:stop]
+        if length == 1:
+            top.copy_(columns[0])
+        else:
+            torch.maximum(columns[0], columns[1], out=top)
+        for j in range(2, length):
             torch.maximum(top, columns[j], out=top)
         columns.sub_(top)
-        hit = torch.eq(columns, 0).to(dtype)  # the maxima: exp(0) - 1.0 is exactly 0, as in SciPy's masked sum
+        hit = torch.empty_like(columns)
+        torch.eq(columns, 0, out=hit)  # the maxima: exp(0) - 1.0 is exactly 0, as in SciPy's masked sum
         columns.exp_().sub_(hit)
-        found = total[start:stop]
-        found.copy_(columns[0])
-        for j in range(1, length):
+        if length == 1:
+            found.copy_(columns[0])
+            hits.copy_(hit[0])
+        else:
+            torch.add(columns[0], columns[1], out=found)
+            torch.add(hit[0], hit[1], out=hits)
+        for j in range(2, length):
             found.add_(columns[j])
-            hit[0].add_(hit[j])
-        count[start:stop].copy_(hit[0])
+            hits.add_(hit[j])
 
     per_block = max(1, _CPU_BLOCK // max(length, 1))
     spans = _parallel.bounds(rows, per_block)
@@ -580,20 +590,30 @@ def _finish(
     work: np.dtype,
     keepdims: bool,
     return_sign: bool,
+    finite: bool = False,
 ) -> object:
     """SciPy 1.17's NumPy expressions on the reduced quantities, in SciPy's memory order: SciPy's result
-    (a NumPy scalar or array, a pair with ``return_sign``)."""
+    (a NumPy scalar or array, a pair with ``return_sign``).  ``finite``: every ``a_max`` is known finite."""
     a_max, m, total = (_laid_out(a, dims, flipped, values, work) for values in reduced)
-    finite = np.isfinite(a_max)
+    if finite and not return_sign and not keepdims and _no_unit_dims(a.shape, dims) and m.max() == 1:
+        # The common case, to the bit: s / m is s, log(m) is +0.0, and log1p(s) >= +0.0 is unchanged by adding it.
+        # (Where the result keeps a dimension of length 1, its stride is the one SciPy's final `where` gives: below.)
+        out = np.log1p(total)
+        out += a_max
+        return _squeezed(out, dims, keepdims)
     s = np.where(total == 0, total, total / m)
     out = np.log1p(s) + np.log(m) + a_max
     # Non-finite maximum (NaN slices never get here): SciPy falls back to
     # log(sum(exp(a))): +inf -> +inf, all -inf -> -inf, with sign(sum) = 1, 0.
-    out = _squeezed(np.where(finite, out, a_max), dims, keepdims)
+    out = _squeezed(np.where(np.isfinite(a_max), out, a_max), dims, keepdims)
     if not return_sign:
         return out
     one, zero = work.type(1), work.type(0)
     return out, _squeezed(np.where(a_max == -np.inf, zero, one), dims, keepdims)
+
+
+def _no_unit_dims(shape: tuple[int, ...], dims: tuple[int, ...]) -> bool:
+    return all(size != 1 for i, size in enumerate(shape) if i not in dims)
 
 
 def _expected(a: np.ndarray, axis: object, keepdims: bool, return_sign: bool) -> object:
