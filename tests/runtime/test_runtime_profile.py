@@ -547,6 +547,36 @@ def test_a_failing_block_raises_in_the_caller_once_every_block_stopped():
     assert _parallel.run([functools.partial(ok, i) for i in range(9)], 3) == list(range(9))
 
 
+@pytest.mark.parametrize("threads", [0, 2])
+def test_the_pool_runs_blocks_on_several_threads(monkeypatch, threads):
+    # 0 is what a "cpu" route asks for: as many threads as torch may use.  Both blocks wait for each
+    # other, so the call returns only if two threads ran them at once (serially the barrier breaks).
+    import threading
+
+    import torch
+
+    from np2torch.runtime import _parallel
+
+    assert _backend.load_torch()
+    monkeypatch.setattr(_parallel, "free_cores", lambda wanted: wanted)  # as on a quiet machine
+    monkeypatch.setattr(_parallel, "usable_cores", lambda: 2)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        if not _parallel._pool_per_thread():
+            pytest.skip("this torch's thread setting is process-wide: blocks run in the caller")
+        barrier = threading.Barrier(2, timeout=60)
+
+        def meet(i: int) -> int:
+            barrier.wait()
+            return threading.get_ident()
+
+        idents = _parallel.run([functools.partial(meet, i) for i in range(2)], threads)
+    finally:
+        torch.set_num_threads(before)
+    assert len(set(idents)) == 2
+
+
 def test_tune_times_a_reduction_per_shape_class():
     _backend.load_torch()
     x = _calibrate.make_input("logsumexp", np.dtype(np.float64), 4096, klass="short-inner")

@@ -73,7 +73,8 @@ def thread_limit() -> int:
 
 
 def run(tasks: Sequence[Callable[[], T]], threads: int) -> List[T]:
-    """Run ``tasks`` (each computes one block with torch) on up to ``threads`` threads; their results in order.
+    """Run ``tasks`` (each computes one block with torch) on up to ``threads`` threads (0: as many as
+    :func:`thread_limit` allows); their results in order.
 
     The caller's thread takes part; the others are this module's workers, each
     on one torch thread.  ``threads`` is capped by :func:`thread_limit` and by
@@ -82,7 +83,10 @@ def run(tasks: Sequence[Callable[[], T]], threads: int) -> List[T]:
     exception of a task is raised here once every task has stopped.
     """
     count = len(tasks)
-    wanted = min(threads, count, thread_limit()) if count > 1 else 1
+    wanted = 1
+    if count > 1 and threads != 1:
+        limit = thread_limit()
+        wanted = min(threads or limit, count, limit)
     if wanted > 1:
         wanted = free_cores(wanted)
     if wanted <= 1 or not _pool_per_thread():
