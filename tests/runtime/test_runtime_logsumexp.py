@@ -825,3 +825,30 @@ def test_short_slices_take_the_column_path_and_give_the_same_bits_in_any_block_s
     monkeypatch.setattr(lse, "_CPU_BLOCK", PRODUCTION_BLOCK)
     assert on_torch(a, 1).tobytes() == small.tobytes()  # per row: the block boundaries change no bit
     assert calls == [(5000, 3), (5000, 3)]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.sampled_from([(40, 3), (7, 5, 2), (1, 9), (12, 1), (6, 1, 4)]),
+    st.sampled_from([np.float64, np.float32]),
+    st.booleans(),
+    st.booleans(),
+    st.data(),
+)
+def test_the_common_finish_gives_the_general_ones_bits_and_layout(shape: tuple[int, ...], dtype: Any, keepdims: bool,
+                                                                   fortran: bool, data: st.DataObject) -> None:
+    # Every maximum finite and reached once: _finish's two-op shortcut must give what SciPy's full
+    # expressions give, to the bit and the stride (a kept length-1 dimension included), or not be taken.
+    a = data.draw(hnp.arrays(dtype, shape, elements=st.floats(-700, 700, width=32), unique=True))
+    if fortran:
+        a = np.asfortranarray(a)
+    dims = (data.draw(st.integers(0, a.ndim - 1)),)
+    view, flipped = lse._positive_strides(a)
+    reduced = lse._reduce_like_blocks(view, dims, np.dtype(dtype))
+    with np.errstate(all="ignore"):
+        general = lse._finish(a, dims, flipped, reduced, np.dtype(dtype), keepdims, False)
+        common = lse._finish(a, dims, flipped, reduced, np.dtype(dtype), keepdims, False, finite=True)
+    assert type(common) is type(general)
+    if isinstance(general, np.ndarray):
+        assert common.strides == general.strides and common.dtype == general.dtype
+    assert np.asarray(common).tobytes() == np.asarray(general).tobytes()
