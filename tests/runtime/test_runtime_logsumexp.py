@@ -10,6 +10,7 @@ closer than SciPy to a reference computed in long double.
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 import subprocess
 import sys
@@ -852,3 +853,86 @@ def test_the_common_finish_gives_the_general_ones_bits_and_layout(shape: tuple[i
     if isinstance(general, np.ndarray):
         assert common.strides == general.strides and common.dtype == general.dtype
     assert np.asarray(common).tobytes() == np.asarray(general).tobytes()
+
+
+# ---------------------------------------------------------------- the lean path: SciPy's bits without its overhead
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(2, 7),
+    st.integers(1, 200),
+    st.sampled_from([np.float64, np.float32]),
+    st.booleans(),
+    st.sampled_from(["C", "F", "3d"]),
+    st.data(),
+)
+def test_the_lean_path_gives_scipys_bits_and_layout(length: int, rows: int, dtype: Any, keepdims: bool, layout: str,
+                                                    data: st.DataObject) -> None:
+    # Along one short contiguous axis the helper computes SciPy's own arithmetic in NumPy: the very bits
+    # SciPy returns (not within a few ULP: equal), its type, dtype, shape and strides, ties and -inf included.
+    a = data.draw(hnp.arrays(dtype, (rows, length), elements=st.floats(-300, 300, width=32)))
+    if data.draw(st.booleans()):
+        a = np.round(a / 8)  # ties: a maximum reached more than once
+    if data.draw(st.booleans()):
+        a[data.draw(st.integers(0, rows - 1)), data.draw(st.integers(0, length - 1))] = -np.inf
+    axis: Any = 1
+    if layout == "F":
+        a, axis = np.ascontiguousarray(a).T, 0  # the reduced axis 0 is the contiguous one
+    elif layout == "3d":
+        a, axis = a.reshape(1, rows, length), -1
+    lean = lse._lean(a, axis, keepdims, False)
+    want = scipy.special.logsumexp(a, axis=axis, keepdims=keepdims)
+    if np.isfinite(np.max(a, axis=axis)).all():
+        assert lean is not None
+    if lean is not None:
+        assert lse_check.same_result(lean, want)
+    got = np2t.logsumexp(a, axis=axis, keepdims=keepdims)  # the default dispatch, whichever path it takes
+    assert type(got) is type(want) and got.dtype == want.dtype and got.shape == want.shape
+
+
+def test_the_lean_path_is_taken_by_default_for_the_emcee_shape_without_torch() -> None:
+    a = np.random.default_rng(5).normal(size=(5000, 3))
+    with np2t.using(device="auto", min_size=None):
+        got = np2t.logsumexp(a, axis=1)
+        path, why = np2t.which("logsumexp", a, axis=1)
+    assert got.tobytes() == scipy.special.logsumexp(a, axis=1).tobytes()
+    if path == "numpy":
+        assert "SciPy's own arithmetic without its overhead" in why
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["return_sign", "nan", "long slices", "under", "two axes", "strided", "inf maximum", "int", "near overflow"],
+)
+def test_the_lean_path_leaves_to_scipy_what_it_does_not_reproduce(case: str) -> None:
+    a = np.random.default_rng(6).normal(size=(50, 4))
+    axis: Any = 1
+    return_sign = case == "return_sign"
+    if case == "nan":
+        a[3, 2] = np.nan
+    elif case == "long slices":
+        a = np.random.default_rng(6).normal(size=(50, 8))  # NumPy's pairwise sum from eight terms on
+    elif case == "two axes":
+        a, axis = a.reshape(50, 2, 2), (1, 2)
+    elif case == "strided":
+        a = a[::2]
+    elif case == "inf maximum":
+        a[7, 1] = np.inf
+    elif case == "int":
+        a = (a * 10).astype(np.int64)
+    elif case == "near overflow":
+        a[0, 0] = 2.0**980
+    with np.errstate(under="warn" if case == "under" else "ignore"):
+        assert lse._lean(a, axis, False, return_sign) is None
+
+
+def test_the_lean_check_catches_another_order_of_the_additions() -> None:
+    # The probes' sums round differently in other orders: a lean path adding each slice backwards fails.
+    def backwards(a: np.ndarray, axis: Any, keepdims: bool, return_sign: bool) -> Any:
+        flipped = np.flip(a, axis).copy(order="K")
+        return lse._lean(flipped, axis, keepdims, return_sign, checked=False)
+
+    original = scipy.special.logsumexp
+    assert lse_check.check_lean(original, functools.partial(lse._lean, checked=False))
+    assert not lse_check.check_lean(original, backwards)

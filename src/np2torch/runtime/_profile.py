@@ -46,6 +46,12 @@ _BUILTIN_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "builti
 
 # ---------------------------------------------------------------- the fingerprint
 
+MEASURED_AS = 2
+"""What a profile's timings mean, as part of its fingerprint: raised when a path's code changes what
+``tune`` measures for it, so that profiles measured before are measured again, not read as this
+code's.  2: the pool runs a call's blocks on several threads (1 ran them one after the other), and
+logsumexp's original path along a short contiguous axis is SciPy's arithmetic without its overhead."""
+
 
 def fingerprint() -> dict[str, Any]:
     """What decides which path is fastest here; computed without importing torch or SciPy."""
@@ -64,6 +70,7 @@ def fingerprint() -> dict[str, Any]:
         "torch": package_version("torch"),
         "gpus": _gpu_models(),
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "measured_as": MEASURED_AS,
     }
 
 
