@@ -27,8 +27,6 @@ from ._dask import BlockCall, Settings, explicit_settings
 from ._state import PROCESS
 
 if TYPE_CHECKING:
-    from dask.array import Array
-
     from ._logsumexp_check import LseVerdict
 
 Axis = Union[SupportsIndex, Tuple[SupportsIndex, ...], None]
@@ -42,7 +40,7 @@ _WEAK_SCALARS = (bool, int, float, complex)
 
 
 def reduction(
-    a: Array,
+    a: Any,
     axis: Axis,
     b: Any,
     keepdims: object,
@@ -164,7 +162,7 @@ def _parts_dtype(work: np.dtype) -> np.dtype:
     return np.dtype([("max", work), ("count", np.int64), ("sum", np.longdouble)])
 
 
-def _reduction(a: Array, dims: tuple[int, ...], work: np.dtype, settings: Settings | None, torch_parts: TorchParts) -> Any:
+def _reduction(a: Any, dims: tuple[int, ...], work: np.dtype, settings: Settings | None, torch_parts: TorchParts) -> Any:
     """Per slice ``(a_max, m, s)`` of the whole array, keepdims-shaped, as one structured Dask array."""
     from dask.array import reduction
 
@@ -256,7 +254,7 @@ def _finish(parts: np.ndarray, which: str, drop: tuple[int, ...]) -> np.ndarray 
 
 
 def _by_slices(
-    a: Array, b: Array | None, scalar_b: object, dims: tuple[int, ...], return_sign: bool, dtypes: tuple[np.dtype, ...],
+    a: Any, b: Any, scalar_b: object, dims: tuple[int, ...], return_sign: bool, dtypes: tuple[np.dtype, ...],
     settings: Settings | None, entry: Callable[..., Any],
 ) -> Any:
     """The plainer path: the reduced axes in one block, each block one call of np2torch's ``logsumexp``
