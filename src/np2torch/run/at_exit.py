@@ -11,13 +11,31 @@ import shutil
 import stat
 import sys
 import time
-from typing import TYPE_CHECKING, Callable, Dict, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Protocol, Sequence, TypedDict
 
 from np2torch.cli.files import replace_file
 from np2torch.run import report as _report
 
 if TYPE_CHECKING:
-    from np2torch.run.children import Run
+    from np2torch.run.hook import Rewriter
+
+
+class ReportPlan(TypedDict):
+    """What the run's own process reports and where (``Run.report``)."""
+
+    mode: str
+    file: Optional[str]
+    command: List[str]
+    started: float
+
+
+class Run(Protocol):
+    """What the exit reads of the run (:class:`np2torch.run.children.Run`)."""
+
+    owner: int
+    spool: str | None
+    report: ReportPlan | None
+    rewriter: Rewriter
 
 
 def after_exec(run: Run, outcome: Dict[str, Optional[int]], flush: Callable[[], None]) -> Callable[[], None]:

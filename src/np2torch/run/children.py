@@ -25,7 +25,7 @@ import sys
 import tempfile
 import threading
 import types
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, TypedDict
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
 
 from np2torch.cli.config import Overrides
 from np2torch.run.hook import Rewriter, Scope, install
@@ -34,19 +34,11 @@ from np2torch.runtime import sites
 if TYPE_CHECKING:
     import importlib.machinery
 
+    from np2torch.run.at_exit import ReportPlan
     from np2torch.run.program import Program
 
 ENV = "NP2TORCH_RUN"
 BOOTSTRAP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bootstrap")
-
-
-class ReportPlan(TypedDict):
-    """What the run's own process reports and where (:attr:`Run.report`)."""
-
-    mode: str
-    file: Optional[str]
-    command: List[str]
-    started: float
 
 
 class Run:
