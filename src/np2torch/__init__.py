@@ -20,26 +20,25 @@ __version__ = "0.1.0"
 __all__ = ["Finding", "FixResult", "Settings", "check_source", "fix_and_check", "fix_source", "__version__"]
 
 if TYPE_CHECKING:
-    from typing import Any
-
     from np2torch.lint.engine import Finding, FixResult, Settings, check_source, fix_and_check, fix_source
+    from np2torch.run.ipython import Shell
 
 
-def load_ipython_extension(ipython: Any) -> None:
+def load_ipython_extension(ipython: Shell) -> None:
     """``%load_ext np2torch``: every cell run afterwards runs with the rewrite (docs/run.md)."""
     from np2torch.run import ipython as extension
 
     extension.load(ipython)
 
 
-def unload_ipython_extension(ipython: Any) -> None:
+def unload_ipython_extension(ipython: Shell) -> None:
     """``%unload_ext np2torch``: cells run as they are again."""
     from np2torch.run import ipython as extension
 
     extension.unload(ipython)
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name in {"Finding", "FixResult", "Settings", "check_source", "fix_and_check", "fix_source"}:
         from np2torch.lint import engine
 

@@ -240,7 +240,10 @@ _SHARED_OPTIONS = [
 ]
 
 
-def _shared_options(function: Callable[..., Any]) -> Callable[..., Any]:
+_Command = TypeVar("_Command", bound=Callable[..., object])
+
+
+def _shared_options(function: _Command) -> _Command:
     for option in reversed(_SHARED_OPTIONS):
         function = option(function)
     return function

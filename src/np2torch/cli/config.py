@@ -232,13 +232,13 @@ def _suggestion(value: str, choices: Iterable[str]) -> str:
 # ---------------------------------------------------------------- reading files
 
 
-def _read_toml(path: Path) -> dict[str, Any] | None:
+def _read_toml(path: Path) -> dict[str, object] | None:
     """The parsed ``pyproject.toml``, or ``None`` when it cannot mention np2torch (unrelated files stay unparsed)."""
     raw = _read(path)
     return _parse_toml(raw, display_path(path)) if b"np2torch" in raw else None
 
 
-def _read_settings_file(path: Path) -> dict[str, Any]:
+def _read_settings_file(path: Path) -> dict[str, object]:
     """The parsed file (an ``np2torch.toml`` is np2torch's whatever it says)."""
     return _parse_toml(_read(path), display_path(path))
 
@@ -251,7 +251,7 @@ def _read(path: Path) -> bytes:
     return raw
 
 
-def _parse_toml(raw: bytes, where: str) -> dict[str, Any]:
+def _parse_toml(raw: bytes, where: str) -> dict[str, object]:
     try:
         return tomllib.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
@@ -260,13 +260,13 @@ def _parse_toml(raw: bytes, where: str) -> dict[str, Any]:
         raise ConfigError(f"{where}: invalid TOML: nested too deeply") from None
 
 
-def _string_list(where: str, key: str, value: Any, section: str) -> tuple[str, ...]:
+def _string_list(where: str, key: str, value: object, section: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ConfigError(f"{where}: {key!r}{section} must be a list of strings")
     return tuple(value)
 
 
-def _per_file_ignores(where: str, key: str, value: Any, section: str) -> PerFileIgnores:
+def _per_file_ignores(where: str, key: str, value: object, section: str) -> PerFileIgnores:
     if not isinstance(value, dict):
         raise ConfigError(f"{where}: {key!r}{section} must be a table of glob = [codes]")
     entries = []
@@ -281,7 +281,7 @@ def _per_file_ignores(where: str, key: str, value: Any, section: str) -> PerFile
     return tuple(entries)
 
 
-def table_values(table: Any, where: str, section: str = f" in {SECTION}") -> dict[str, Any]:
+def table_values(table: object, where: str, section: str = f" in {SECTION}") -> dict[str, Any]:
     """The validated values of a settings table, by :class:`Config` field name; ``ConfigError`` names the key."""
     if not isinstance(table, dict):
         raise ConfigError(f"{where}: {SECTION} must be a table")
@@ -323,7 +323,7 @@ def _check_folder(value: object) -> str:
     return value
 
 
-def config_from_table(table: Any, path: Path, section: str = f" in {SECTION}", extending: tuple[Path, ...] = ()) -> Config:
+def config_from_table(table: object, path: Path, section: str = f" in {SECTION}", extending: tuple[Path, ...] = ()) -> Config:
     """Validate a settings table read from ``path`` (``[tool.np2torch]``, or an ``np2torch.toml``'s top level);
     with ``extend``, merged onto the settings of the file it names (``extending``: the files on the way)."""
     values = table_values(table, display_path(path), section)
@@ -380,7 +380,7 @@ def _merged(base: Config, config: Config) -> Config:
 _REQUIREMENT_NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
-def _requirement_names(value: Any) -> Iterable[str]:
+def _requirement_names(value: object) -> Iterable[str]:
     """The names a dependency list or table mentions (PEP 621 lists, dependency groups, Poetry tables)."""
     if isinstance(value, dict):
         yield from value  # Poetry: {name = version}
@@ -391,7 +391,7 @@ def _requirement_names(value: Any) -> Iterable[str]:
                 yield match.group(1)
 
 
-def _dependency_lists(data: dict[str, Any]) -> Iterable[Any]:
+def _dependency_lists(data: dict[str, object]) -> Iterable[object]:
     project = data.get("project")
     if not isinstance(project, dict):
         project = {}
@@ -399,7 +399,8 @@ def _dependency_lists(data: dict[str, Any]) -> Iterable[Any]:
     for table in (project.get("optional-dependencies"), data.get("dependency-groups")):
         if isinstance(table, dict):
             yield from table.values()
-    poetry = data.get("tool", {}).get("poetry", {}) if isinstance(data.get("tool"), dict) else {}
+    tool = data.get("tool")
+    poetry = tool.get("poetry", {}) if isinstance(tool, dict) else {}
     if isinstance(poetry, dict):
         yield poetry.get("dependencies")
         yield poetry.get("dev-dependencies")
@@ -465,7 +466,7 @@ def is_inline_setting(value: str) -> bool:
 
 def inline_settings(values: Sequence[str]) -> dict[str, Any]:
     """``--config 'KEY = VALUE'`` options (each a line of TOML) as validated :class:`Config` field values."""
-    table: dict[str, Any] = {}
+    table: dict[str, object] = {}
     for value in values:
         try:
             parsed = tomllib.loads(value)

@@ -17,13 +17,36 @@ import dataclasses
 import difflib
 import os
 import re
-from typing import Any, Mapping
+from typing import List, Mapping, TypedDict
 
 from np2torch.cli.files import FileError, decode_source, is_notebook, read_bytes
 from np2torch.lint.model import CellFinding, Finding, Settings, SourceError
 from np2torch.lint.rules import RULES_BY_CODE
 
-_Edit = dict[str, Any]
+
+class Location(TypedDict):
+    """A position as ruff's JSON gives it (1-based)."""
+
+    row: int
+    column: int
+
+
+class Edit(TypedDict):
+    """One edit of a fix, as ruff's JSON gives it: ``content`` replaces ``location`` .. ``end_location``."""
+
+    content: str
+    location: Location
+    end_location: Location
+
+
+class Fix(TypedDict):
+    """A finding's fix in ruff's JSON shape."""
+
+    applicability: str
+    message: str
+    edits: List[Edit]
+
+
 _TITLE = re.compile(r"`([^`]+)`\Z")
 """A function rule's fix title names what replaces the expression: ``Replace with `np2t.exp```."""
 UNSAFE_HINT = "--unsafe-fixes"
@@ -35,16 +58,16 @@ class FixEdits:
 
     def __init__(self, settings: Mapping[str, Settings]) -> None:
         self._settings = settings
-        self._hunks: dict[tuple[str, bool], list[tuple[int, int, _Edit, bool]] | None] = {}
+        self._hunks: dict[tuple[str, bool], list[tuple[int, int, Edit, bool]] | None] = {}
 
-    def __call__(self, finding: Finding) -> dict[str, Any] | None:
+    def __call__(self, finding: Finding) -> Fix | None:
         unsafe = not finding.fixable and bool(finding.reason) and UNSAFE_HINT in (finding.reason or "")
         if not finding.fixable and not unsafe:
             return None
         rule = RULES_BY_CODE.get(finding.code)
         settings = self._settings.get(finding.path)
         title = finding.fix_title or (rule.fix_title(settings.alias) if rule and settings else f"Fix {finding.code}")
-        fix: dict[str, Any] = {"applicability": "unsafe" if unsafe else "safe", "message": title, "edits": []}
+        fix: Fix = {"applicability": "unsafe" if unsafe else "safe", "message": title, "edits": []}
         if isinstance(finding, CellFinding):
             return fix
         hunks = self._file(finding.path, unsafe)
@@ -54,7 +77,7 @@ class FixEdits:
         replacement = _TITLE.search(finding.fix_title or "")
         if rule is not None and rule.is_function and replacement and any(not is_import for *_, is_import in hunks):
             # exactly the finding's span, as the rewrite replaces it (other findings on its lines are theirs)
-            own = [{"content": replacement.group(1), "location": {"row": finding.line, "column": finding.column},
+            own: list[Edit] = [{"content": replacement.group(1), "location": {"row": finding.line, "column": finding.column},
                     "end_location": {"row": finding.end_line, "column": finding.end_column}}]
         else:
             own = [edit for start, stop, edit, is_import in hunks
@@ -62,13 +85,13 @@ class FixEdits:
         fix["edits"] = [*(edit for *_, edit, is_import in hunks if is_import), *own]
         return fix
 
-    def _file(self, display: str, unsafe: bool) -> list[tuple[int, int, _Edit, bool]] | None:
+    def _file(self, display: str, unsafe: bool) -> list[tuple[int, int, Edit, bool]] | None:
         key = (display, unsafe)
         if key not in self._hunks:
             self._hunks[key] = self._compute(display, unsafe)
         return self._hunks[key]
 
-    def _compute(self, display: str, unsafe: bool) -> list[tuple[int, int, _Edit, bool]] | None:
+    def _compute(self, display: str, unsafe: bool) -> list[tuple[int, int, Edit, bool]] | None:
         settings = self._settings.get(display)
         path = os.path.abspath(display)
         if settings is None or is_notebook(path):
@@ -86,14 +109,14 @@ class FixEdits:
         return hunks(text, fixed, f"import {settings.runtime_module} as ")
 
 
-def hunks(before: str, after: str, import_prefix: str) -> list[tuple[int, int, _Edit, bool]]:
+def hunks(before: str, after: str, import_prefix: str) -> list[tuple[int, int, Edit, bool]]:
     """The runs of changed lines from ``before`` to ``after``: (first line, end line, 0-based, end exclusive;
     the edit; whether it adds the runtime import)."""
     old, new = before.splitlines(keepends=True), after.splitlines(keepends=True)
     found = []
     for i1, i2, j1, j2 in _changes(old, new):
         content = "".join(new[j1:j2])
-        edit = {"content": content, "location": {"row": i1 + 1, "column": 1},
+        edit: Edit = {"content": content, "location": {"row": i1 + 1, "column": 1},
                 "end_location": {"row": i2 + 1, "column": 1}}
         adds_import = i1 == i2 and any(line.lstrip().startswith(import_prefix) for line in new[j1:j2])
         found.append((i1, i2, edit, adds_import))

@@ -28,10 +28,13 @@ import math
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, List, Mapping, Sequence, Tuple, TypedDict
 
 from np2torch.cli.config import ConfigError, display_path
 from np2torch.lint.rules import RULES_BY_CODE
+
+if TYPE_CHECKING:
+    from np2torch.lint.model import Finding
 
 FORMAT = 2
 """The version of the report ``np2torch run`` writes (np2torch.run.report) and this reads."""
@@ -146,7 +149,25 @@ def _no_constant(name: str) -> object:
     raise ValueError(f"{name} is not a number")
 
 
-def _site(entry: object) -> Tuple[str, Dict[str, Any]]:
+class CheckedSite(TypedDict):
+    """A report's site entry as ``fix`` reads it (:func:`_site`: checked)."""
+
+    line: int
+    col: int
+    code: str
+    function: str
+    calls: int
+    verdict: str
+    paths: Dict[str, int]
+    saved_s: float
+    saved_low_s: float
+    saved_high_s: float
+    original_s: float
+    warmup_s: float
+    one_time_s: float
+
+
+def _site(entry: object) -> Tuple[str, CheckedSite]:
     """A report's site entry, checked: its absolute path and the fields ``fix`` reads."""
     if not isinstance(entry, dict):
         raise _Malformed(f"a site is {_short(entry)}")
@@ -157,15 +178,19 @@ def _site(entry: object) -> Tuple[str, Dict[str, Any]]:
     verdict = _text(entry.get("verdict"), f"{where}: verdict")
     if verdict not in VERDICTS:
         raise _Malformed(f"{where}: verdict is {_short(verdict)}, not one of {', '.join(VERDICTS)}")
-    site = {"line": _whole(entry.get("line"), f"{where}: line", 1), "col": _whole(entry.get("col"), f"{where}: col", 1),
-            "code": _text(entry.get("code"), f"{where}: code"), "function": _text(entry.get("function"), f"{where}: function"),
-            "calls": _whole(entry.get("calls"), f"{where}: calls"), "verdict": verdict,
-            "paths": {_text(path, f"{where}: a path"): _whole(count, f"{where}: paths[{_short(path)}]")
-                      for path, count in paths.items()}}
-    for name in ("saved_s", "saved_low_s", "saved_high_s"):
-        site[name] = _seconds(entry.get(name), f"{where}: {name}")
-    for name in ("original_s", "warmup_s", "one_time_s"):
-        site[name] = _seconds(entry.get(name), f"{where}: {name}", 0.0)
+    site: CheckedSite = {
+        "line": _whole(entry.get("line"), f"{where}: line", 1), "col": _whole(entry.get("col"), f"{where}: col", 1),
+        "code": _text(entry.get("code"), f"{where}: code"), "function": _text(entry.get("function"), f"{where}: function"),
+        "calls": _whole(entry.get("calls"), f"{where}: calls"), "verdict": verdict,
+        "paths": {_text(path, f"{where}: a path"): _whole(count, f"{where}: paths[{_short(path)}]")
+                  for path, count in paths.items()},
+        "saved_s": _seconds(entry.get("saved_s"), f"{where}: saved_s"),
+        "saved_low_s": _seconds(entry.get("saved_low_s"), f"{where}: saved_low_s"),
+        "saved_high_s": _seconds(entry.get("saved_high_s"), f"{where}: saved_high_s"),
+        "original_s": _seconds(entry.get("original_s"), f"{where}: original_s", 0.0),
+        "warmup_s": _seconds(entry.get("warmup_s"), f"{where}: warmup_s", 0.0),
+        "one_time_s": _seconds(entry.get("one_time_s"), f"{where}: one_time_s", 0.0),
+    }
     return os.path.abspath(_text(entry.get("path"), f"{where}: path")), site
 
 
@@ -174,7 +199,7 @@ class RunReport:
     """A report of ``np2torch run``, read for ``fix``: sites and file digests by absolute path."""
 
     source: str
-    sites: Dict[str, List[Dict[str, Any]]] = field(default_factory=dict)
+    sites: Dict[str, List[CheckedSite]] = field(default_factory=dict)
     files: Dict[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -231,7 +256,7 @@ def decide(report: RunReport, margin: Margin) -> Dict[Site, str | None]:
     warm-up and its share, clears ``margin``.  Dropping a site only grows the others' shares, so the kept set
     is found by dropping every site that fails until none does."""
     why: Dict[Site, str | None] = {}
-    candidates: Dict[Site, Dict[str, Any]] = {}
+    candidates: Dict[Site, CheckedSite] = {}
     for path, sites in report.sites.items():
         for site in sites:
             key = (path, site["line"], site["col"], site["code"])
@@ -275,7 +300,7 @@ class FilePlan:
 
 
 def plan_file(report: RunReport, decisions: Mapping[Site, str | None], path: str, raw: bytes,
-              findings: Sequence[Any]) -> FilePlan:
+              findings: Sequence[Finding]) -> FilePlan:
     """What ``fix`` may rewrite in the file at ``path`` (bytes ``raw``, fixable ``findings`` as ``check`` gives;
     ``decisions`` as :func:`decide` made them)."""
     absolute = os.path.abspath(path)

@@ -36,7 +36,7 @@ _LISTS = ("known-first-party", "known-third-party", "known-local-folder", "extra
 _FLAGS = ("force-sort-within-sections", "case-sensitive", "from-first")
 
 
-_Found = tuple[Path, Mapping[str, Any], tuple[str, ...]]
+_Found = tuple[Path, Mapping[str, object], tuple[str, ...]]
 """A settings file, its isort table and its source folders."""
 
 
@@ -48,7 +48,7 @@ class ImportOrders:
     def __init__(self, *, isolated: bool = False) -> None:
         self._isolated = isolated
         self._nearest: dict[tuple[Path, bool], _Found | None] = {}
-        self._read: dict[Path, dict[str, Any]] = {}
+        self._read: dict[Path, dict[str, object]] = {}
         self._orders: dict[tuple[Path, Path | None], ImportOrder] = {}
 
     def for_folder(self, folder: Path, fallback: Path) -> ImportOrder:
@@ -95,7 +95,7 @@ class ImportOrders:
             return pyproject, _ruff_isort(table), _sources(table.get("src"))
         return pyproject, table, _sources(table.get("src_paths"))
 
-    def _parsed(self, path: Path) -> dict[str, Any]:
+    def _parsed(self, path: Path) -> dict[str, object]:
         if path not in self._read:
             self._read[path] = _read(path)
         return self._read[path]
@@ -108,13 +108,14 @@ def _order(found: _Found | None, fallback: Path) -> ImportOrder:
     values: dict[str, Any] = {}
     for key in (*_LISTS, *_FLAGS):
         for spelling in (key, key.replace("-", "_")):  # ruff's keys have dashes, isort's underscores
-            value = _checked(table.get(spelling), key in _LISTS)
+            given = table.get(spelling)
+            value = _strings(given) if key in _LISTS else _flag(given)
             if value is not None:
                 values[key.replace("-", "_")] = value
     return ImportOrder(project_modules=_modules_in(path.parent, src), **values)
 
 
-def _ruff_isort(data: Mapping[str, Any]) -> Mapping[str, Any]:
+def _ruff_isort(data: Mapping[str, object]) -> Mapping[str, object]:
     lint = data.get("lint")
     for table in ((lint or {}).get("isort") if isinstance(lint, dict) else None, data.get("isort")):
         if isinstance(table, dict):
@@ -122,18 +123,21 @@ def _ruff_isort(data: Mapping[str, Any]) -> Mapping[str, Any]:
     return {}
 
 
-def _sources(value: Any) -> tuple[str, ...]:
-    return _checked(value, True) or (".", "src")
+def _sources(value: object) -> tuple[str, ...]:
+    return _strings(value) or (".", "src")
 
 
-def _checked(value: Any, is_list: bool) -> Any:
-    """``value`` if it has the key's type (a list of strings, as a tuple; a bool), else None."""
-    if is_list:
-        return tuple(value) if isinstance(value, list) and all(isinstance(item, str) for item in value) else None
+def _strings(value: object) -> tuple[str, ...] | None:
+    """``value`` if it is a list of strings (as a tuple), else None."""
+    return tuple(value) if isinstance(value, list) and all(isinstance(item, str) for item in value) else None
+
+
+def _flag(value: object) -> bool | None:
+    """``value`` if it is a bool, else None."""
     return value if isinstance(value, bool) else None
 
 
-def _read(path: Path) -> dict[str, Any]:
+def _read(path: Path) -> dict[str, object]:
     """The parsed file; ``{}`` when it cannot be read, names neither ruff nor isort, or is not TOML."""
     try:
         raw = path.read_bytes()

@@ -33,7 +33,6 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any
 
 from np2torch.cli.cache import CACHEDIR_TAG, GITIGNORE, digest, tool_fingerprint
 from np2torch.cli.config import DEFAULT_EXCLUDE, RunSettings
@@ -168,7 +167,7 @@ class ProjectIndex:
             return None
         try:
             raw, _ = read_regular(str(entry), "index entry")
-            data: Any = json.loads(raw)
+            data: object = json.loads(raw)
         except (FileError, ValueError, RecursionError):
             return None
         if not isinstance(data, dict) or data.get("fingerprint") != self._fingerprint_now():

@@ -17,7 +17,7 @@ import os
 import re
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Sequence, TextIO
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence, TextIO
 from xml.sax.saxutils import escape as xml_escape
 from xml.sax.saxutils import quoteattr
 
@@ -26,6 +26,9 @@ from np2torch.cli.sarif import sarif_document
 from np2torch.lint.model import CellFinding, Finding
 from np2torch.lint.pages import rule_url
 from np2torch.lint.rules import RULES_BY_CODE
+
+if TYPE_CHECKING:
+    from np2torch.cli.fix_edits import Fix, Location
 
 FORMATS = OUTPUT_FORMATS
 TEXT_FORMATS = ("concise", "full", "grouped", "pylint")
@@ -39,7 +42,7 @@ RUFF_KEYS = ("cell", "filename", "location", "end_location", "fix", "noqa_row", 
 none), ``noqa_row`` (where ``# noqa`` goes), ``url`` (the rule's page), ``cell`` (null outside a notebook),
 ``name`` (the rule's), ``severity`` (``warning``: findings are speed-ups, as in every other format)."""
 
-Fixes = Callable[[Finding], "dict[str, Any] | None"]
+Fixes = Callable[[Finding], "Fix | None"]
 """A finding's fix in ruff's JSON shape (:class:`np2torch.cli.fix_edits.FixEdits`)."""
 
 
@@ -205,7 +208,7 @@ def rdjson_document(findings: Sequence[Finding], problems: Sequence[Problem] = (
     """reviewdog's Diagnostic Format, as ruff's ``rdjson``: each finding with its rule's code and page, its
     range (``line``/``column``, 1-based), and its fix's edits as ``suggestions``; a file that could not be
     checked is a diagnostic of severity ``ERROR`` with no code."""
-    def position(where: dict[str, int]) -> dict[str, int]:
+    def position(where: Location) -> dict[str, int]:
         return {"line": where["row"], "column": where["column"]}
 
     diagnostics: list[dict[str, object]] = []

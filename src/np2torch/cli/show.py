@@ -25,7 +25,7 @@ from np2torch.lint.model import CellFinding, Finding, SourceError
 _NEWLINE = re.compile(r"\r\n|\r|\n")  # as the engine counts lines
 
 
-def _toml(value: Any) -> str:
+def _toml(value: object) -> str:
     """A value as TOML writes it (the settings' types only: strings, booleans, lists, tables, pairs)."""
     if isinstance(value, bool):
         return "true" if value else "false"

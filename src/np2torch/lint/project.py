@@ -35,7 +35,7 @@ import ast
 import os
 import unicodedata
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
 from np2torch.lint import compiled
 
@@ -69,7 +69,7 @@ class Summary:
     in a module-level statement, is called with one (``@jit`` on ``kernel`` after ``from .util import jit``:
     ``(1, "util.jit", "kernel")``): a compiler when the module it comes from binds it to one."""
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> dict[str, list[list[object]]]:
         return {name: [list(item) for item in getattr(self, name)] for name in _SHAPES}
 
     @classmethod

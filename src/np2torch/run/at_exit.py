@@ -11,17 +11,39 @@ import shutil
 import stat
 import sys
 import time
-from typing import Any, Callable, Dict, Sequence
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Protocol, Sequence, TypedDict
 
 from np2torch.cli.files import replace_file
 from np2torch.run import report as _report
 
+if TYPE_CHECKING:
+    from np2torch.run.hook import Rewriter
 
-def after_exec(run: Any, outcome: Dict[str, Any], flush: Callable[[], None]) -> Callable[[], None]:
+
+class ReportPlan(TypedDict):
+    """What the run's own process reports and where (``Run.report``)."""
+
+    mode: str
+    file: Optional[str]
+    command: List[str]
+    started: float
+
+
+class Run(Protocol):
+    """What the exit reads of the run (:class:`np2torch.run.children.Run`)."""
+
+    owner: int
+    spool: str | None
+    report: ReportPlan | None
+    rewriter: Rewriter
+
+
+def after_exec(run: Run, outcome: Dict[str, Optional[int]], flush: Callable[[], None]) -> Callable[[], None]:
     """The ``before`` of the run's own process once the program replaced it (``os.execv`` of itself, as a
     reloader does): it reports at exit as ``np2torch run`` would have, from the run's description (the counts
     of the image it replaced are gone with it); a child it forks ``flush``es its counts instead."""
     described = run.report
+    assert described is not None  # the caller's condition
 
     def report_at_exit() -> None:
         if os.getpid() != run.owner:
@@ -36,7 +58,7 @@ def after_exec(run: Any, outcome: Dict[str, Any], flush: Callable[[], None]) -> 
     return before
 
 
-def report(run: Any, mode: str, path: str | None, command: Sequence[str], wall: float, status: int | None) -> None:
+def report(run: Run, mode: str, path: str | None, command: Sequence[str], wall: float, status: int | None) -> None:
     """Gather the children's counts from the spool (and remove it), then write the report to ``path`` (if any)
     and print it on stderr as ``mode`` says (``text``, ``json`` or ``none``)."""
     from np2torch.runtime import sites  # NumPy loads with the program, not before

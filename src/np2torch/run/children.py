@@ -25,11 +25,17 @@ import sys
 import tempfile
 import threading
 import types
-from typing import Any, Callable, Dict, List
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
 
 from np2torch.cli.config import Overrides
 from np2torch.run.hook import Rewriter, Scope, install
 from np2torch.runtime import sites
+
+if TYPE_CHECKING:
+    import importlib.machinery
+
+    from np2torch.run.at_exit import ReportPlan
+    from np2torch.run.program import Program
 
 ENV = "NP2TORCH_RUN"
 BOOTSTRAP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bootstrap")
@@ -50,7 +56,7 @@ class Run:
         self.cache = cache
         self.rewriter = Rewriter(scope, overrides, config_path, cache=cache)
         self.rewriter.notify = os.getpid() == owner  # a child's files were the parent's to say
-        self.report: Dict[str, Any] | None = None
+        self.report: ReportPlan | None = None
         """What the owner reports and where (``mode``, ``file``, ``command``, ``started``): the owner's process
         reports from it when the program replaced it with ``os.exec*``."""
 
@@ -133,7 +139,7 @@ def activate_from_environment() -> None:
         _run_and_exit(program, run)
 
 
-def _main_program(run: Run) -> Any:
+def _main_program(run: Run) -> Program | None:
     """The script or module this interpreter is about to run, when it is the program's and runs as a file
     would (not ``-c``, stdin, a folder or zip, nor interactively); None otherwise."""
     from np2torch.run.program import Program
@@ -161,7 +167,7 @@ def _main_program(run: Run) -> Any:
     return Program(script, None, tuple(tail))
 
 
-def _spec(module: str) -> Any:
+def _spec(module: str) -> importlib.machinery.ModuleSpec | None:
     import importlib.util
 
     try:
@@ -170,7 +176,7 @@ def _spec(module: str) -> Any:
         return None
 
 
-def _run_and_exit(program: Any, run: Run) -> None:
+def _run_and_exit(program: Program, run: Run) -> None:
     """Run the child's program now, then end the interpreter as it would have ended after it: non-daemon
     threads joined, ``atexit`` handlers run, streams flushed, the same exit status."""
     import atexit
@@ -178,7 +184,7 @@ def _run_and_exit(program: Any, run: Run) -> None:
 
     from np2torch.run.program import execute
 
-    outcome: Dict[str, Any] = {"status": None}
+    outcome: Dict[str, Optional[int]] = {"status": None}
     before: Callable[[], None] = _nothing
     if os.getpid() == run.owner and run.report is not None:  # the run's own process, the program exec'd itself
         from np2torch.run.at_exit import after_exec
@@ -297,7 +303,7 @@ def patch_pool(module: types.ModuleType) -> None:
     def worker(inqueue: Any, outqueue: Any, *args: Any, **kwargs: Any) -> Any:
         put = outqueue.put
 
-        def put_after_flush(obj: Any) -> None:
+        def put_after_flush(obj: object) -> None:
             if sites.calls_since_mark():
                 flush()
             put(obj)
@@ -321,11 +327,11 @@ def _rewrite_run_path(run: Run) -> None:
     traceback, the file named as the caller spelled it -- is ``run_path``'s own."""
     import runpy
 
-    original: Callable[..., Any] | None = getattr(runpy, "_get_code_from_file", None)
+    original: Callable[..., object] | None = getattr(runpy, "_get_code_from_file", None)
     if original is None or getattr(original, "__np2torch__", False):
         return
 
-    def get_code_from_file(*args: Any) -> Any:
+    def get_code_from_file(*args: object) -> object:
         # (run_name, fname) -> (code, fname) before Python 3.12; (fname) -> code from 3.12 on
         fname = args[-1]
         code = _code_of(run, fname)
@@ -338,8 +344,10 @@ def _rewrite_run_path(run: Run) -> None:
     runpy._get_code_from_file = get_code_from_file  # type: ignore[attr-defined]
 
 
-def _code_of(run: Run, path_name: Any) -> Any:
+def _code_of(run: Run, path_name: object) -> types.CodeType | None:
     """The instrumented code of one of the program's ``.py`` files, compiled under the name it was given as."""
+    if not isinstance(path_name, (str, os.PathLike)):
+        return None  # os.fspath's TypeError, before it is called
     try:
         path = os.fspath(path_name)
     except TypeError:

@@ -13,7 +13,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, NoReturn, Sequence
+from typing import Dict, List, NoReturn, Optional, Sequence
 
 import click
 
@@ -188,7 +188,7 @@ def main(options: Options) -> NoReturn:
     activate(run)
     if options.children:
         follow_children(run)
-    outcome: Dict[str, Any] = {"status": None}
+    outcome: Dict[str, Optional[int]] = {"status": None}
     start = time.perf_counter()
 
     def report_at_exit() -> None:

@@ -27,9 +27,10 @@ import sys
 import sysconfig
 import tempfile
 import threading
+import types
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, TypedDict
 
 from np2torch.cli.cache import settings_key, tool_fingerprint
 from np2torch.cli.config import ConfigFinder, Overrides, RunSettings, run_settings, settings_for_file
@@ -142,12 +143,35 @@ class Scope:
             return False
         return None
 
-    def as_dict(self) -> Dict[str, Any]:
+    def as_dict(self) -> ScopeRecord:
         return {"roots": list(self.roots), "includes": list(self.includes), "excludes": list(self.excludes)}
 
     @classmethod
-    def from_dict(cls, data: Dict[str, Any]) -> Scope:
+    def from_dict(cls, data: ScopeRecord) -> Scope:
         return cls(tuple(data["roots"]), tuple(data["includes"]), tuple(data["excludes"]))
+
+
+class ScopeRecord(TypedDict):
+    """A :class:`Scope` as plain data (JSON: a child process reads its parent's)."""
+
+    roots: List[str]
+    includes: List[str]
+    excludes: List[str]
+
+
+class SkippedRecord(TypedDict):
+    """A :class:`Skipped` as plain data (JSON: the report's ``not_rewritten``)."""
+
+    path: str
+    line: int
+    col: int
+    code: str
+    function: str
+    reason: str
+
+
+_Compiled = Tuple[Optional[types.CodeType], Tuple[Tuple[int, int, str, str], ...]]
+"""A compile as the cache keeps it: ``(code or None, skipped findings as (line, column, code, reason))``."""
 
 
 @dataclass(frozen=True)
@@ -160,7 +184,7 @@ class Skipped:
     code: str
     reason: str
 
-    def as_dict(self) -> Dict[str, Any]:
+    def as_dict(self) -> SkippedRecord:
         rule = RULES_BY_CODE.get(self.code)
         return {"path": self.path, "line": self.line, "col": self.column, "code": self.code,
                 "function": rule.qualname if rule else self.code, "reason": self.reason}
@@ -214,7 +238,7 @@ class Rewriter:
         return run_settings(self.configs.for_file(path), self.overrides, path)
 
     def code_for(self, path: str, source: bytes, included: bool, optimize: int = -1,
-                 filename: str | None = None) -> Any:
+                 filename: str | None = None) -> types.CodeType | None:
         """The instrumented code of the file at ``path`` holding ``source``, compiled as ``filename`` (default
         ``path``: ``runpy.run_path`` names a file as its caller spelled it); None: import it unchanged."""
         settings = self.settings_for(path, included)
@@ -277,7 +301,7 @@ class Rewriter:
         digest.update(source)
         return digest.hexdigest()
 
-    def _read(self, key: str) -> Tuple[Any, Any] | None:
+    def _read(self, key: str) -> _Compiled | None:
         """``(code or None, skipped findings)`` of a cached compile, or None."""
         if self.cache_folder is None:
             return None
@@ -290,7 +314,7 @@ class Rewriter:
             return None
         return data[1], data[2]
 
-    def _write(self, key: str, entry: Tuple[Any, Any]) -> None:
+    def _write(self, key: str, entry: _Compiled) -> None:
         if self.cache_folder is None:
             return
         folder = os.path.join(self.cache_folder, key[:2])
@@ -328,7 +352,7 @@ class RewritingLoader(importlib.machinery.SourceFileLoader):
         self.spec = spec
         self.plain = importlib.machinery.SourceFileLoader(fullname, path)
 
-    def get_code(self, fullname: str) -> Any:
+    def get_code(self, fullname: str) -> types.CodeType | None:
         _hand_back(self, self.plain, self.spec, sys.modules.get(fullname))
         path = self.get_filename(fullname)
         try:
@@ -361,11 +385,11 @@ class Finder(importlib.abc.MetaPathFinder):
     def __init__(self, rewriter: Rewriter) -> None:
         self.rewriter = rewriter
         self._busy = threading.local()
-        self.after_import: Dict[str, Callable[[Any], None]] = {}
+        self.after_import: Dict[str, Callable[[types.ModuleType], None]] = {}
         """Module name -> called with the module once it has been executed (once)."""
 
     def find_spec(self, fullname: str, path: Optional[Sequence[str]] = None,
-                  target: Any = None) -> importlib.machinery.ModuleSpec | None:
+                  target: types.ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
         if path is None and fullname in _STDLIB_NAMES or getattr(self._busy, "on", False):
             return None
         self._busy.on = True
@@ -385,7 +409,7 @@ class Finder(importlib.abc.MetaPathFinder):
         return spec
 
     def _others(self, fullname: str, path: Optional[Sequence[str]],
-                target: Any) -> importlib.machinery.ModuleSpec | None:
+                target: types.ModuleType | None) -> importlib.machinery.ModuleSpec | None:
         for finder in list(sys.meta_path):
             if finder is self or isinstance(finder, Finder):
                 continue
@@ -405,23 +429,24 @@ class _AfterExec(importlib.abc.Loader):
     """Another loader, and a call with the module once it has run (``multiprocessing.pool``: see
     :func:`np2torch.run.children.patch_pool`)."""
 
-    def __init__(self, loader: Any, then: Callable[[Any], None]) -> None:
+    def __init__(self, loader: importlib.abc.Loader, then: Callable[[types.ModuleType], None]) -> None:
         self.loader = loader
         self.then = then
 
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> Any:
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType | None:
         return self.loader.create_module(spec)
 
-    def exec_module(self, module: Any) -> None:
+    def exec_module(self, module: types.ModuleType) -> None:
         _hand_back(self, self.loader, getattr(module, "__spec__", None), module)
         self.loader.exec_module(module)
         self.then(module)
 
-    def __getattr__(self, name: str) -> Any:  # get_source, get_code, is_package, ... of the real loader
+    def __getattr__(self, name: str) -> object:  # get_source, get_code, is_package, ... of the real loader
         return getattr(self.loader, name)
 
 
-def _hand_back(ours: Any, theirs: Any, spec: importlib.machinery.ModuleSpec | None, module: Any) -> None:
+def _hand_back(ours: importlib.abc.Loader, theirs: importlib.abc.Loader, spec: importlib.machinery.ModuleSpec | None,
+               module: types.ModuleType | None) -> None:
     """``spec``'s and ``module``'s loader ``theirs`` where it is ``ours`` (the import system took ``ours``
     from the spec already: ``runpy`` and ``importlib`` then give the module the one it would have had)."""
     if spec is not None and spec.loader is ours:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import hashlib
+import types
 from dataclasses import dataclass
 from typing import Dict, Sequence, Tuple
 
@@ -52,7 +53,7 @@ Spec = Tuple[int, int, str, str, str, Tuple[str, ...]]
 class Instrumented:
     """A module's code with its sites (``code`` None: nothing to rewrite), and the findings left as they are."""
 
-    code: object | None
+    code: types.CodeType | None
     sites: Tuple[Spec, ...]
     not_rewritten: Tuple[Finding, ...]
 

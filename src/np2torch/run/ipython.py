@@ -46,7 +46,7 @@ import os
 import shlex
 import sys
 import time
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Callable, Dict, List, Protocol, Tuple, TypeVar
 
 from np2torch.cli.config import ConfigError, Overrides, check_selectors, split_codes
 from np2torch.lint.model import SourceError
@@ -54,6 +54,34 @@ from np2torch.run import report
 from np2torch.run.hook import Rewriter, Scope, Skipped
 from np2torch.run.instrument import TreeMismatch, instrument_tree
 from np2torch.runtime import sites
+
+_T = TypeVar("_T")
+_Magic = Callable[..., object]
+
+
+class _Events(Protocol):
+    def register(self, event: str, function: Callable[..., None]) -> None: ...
+
+    def unregister(self, event: str, function: Callable[..., None]) -> None: ...
+
+
+class _MagicsManager(Protocol):
+    magics: Dict[str, Dict[str, _Magic]]
+    """Kind (``line``, ``cell``) -> name -> the magic."""
+
+
+class Shell(Protocol):
+    """What the extension uses of IPython's ``InteractiveShell``."""
+
+    execution_count: int
+    input_transformers_post: List[Callable[[List[str]], List[str]]]
+    ast_transformers: List[ast.NodeTransformer]
+    events: _Events
+    magics_manager: _MagicsManager
+
+    def find_magic(self, magic_name: str, magic_kind: str = ...) -> _Magic | None: ...
+
+    def register_magic_function(self, func: _Magic, magic_kind: str = ..., magic_name: str | None = ...) -> None: ...
 
 TIMED = ("time", "timeit")
 """IPython's magics that time the code they compile: no site samples while they run."""
@@ -65,14 +93,14 @@ class _Transformer(ast.NodeTransformer):
     def __init__(self, extension: Extension) -> None:
         self.extension = extension
 
-    def visit(self, node: ast.AST) -> Any:
+    def visit(self, node: ast.AST) -> ast.AST:
         return self.extension.transform(node) if isinstance(node, ast.Module) else node
 
 
 class Extension:
     """The extension in one shell: its hooks, the cells seen, what was left as it was."""
 
-    def __init__(self, shell: Any) -> None:
+    def __init__(self, shell: Shell) -> None:
         self.shell = shell
         self.rewriter = Rewriter(Scope((os.getcwd(),)), Overrides(), cache=False, warn=_stderr)
         history = getattr(getattr(shell, "history_manager", None), "input_hist_parsed", None) or [""]
@@ -90,7 +118,7 @@ class Extension:
         self.serial = 0
         self.start = time.perf_counter()
         self.transformer = _Transformer(self)
-        self.timed: Dict[Tuple[str, str], Callable[..., Any]] = {}
+        self.timed: Dict[Tuple[str, str], Callable[..., object]] = {}
         """The magics replaced by a pausing wrapper: (kind, name) -> IPython's own."""
         self.labels: set[str] = set()
         """The labels of the cells (and timed statements) this load registered sites for."""
@@ -138,19 +166,19 @@ class Extension:
         self.recorded = "".join(lines)
         return lines
 
-    def pre_run_cell(self, info: Any) -> None:
+    def pre_run_cell(self, info: object) -> None:
         """IPython is about to parse a cell (it has transformed its text): the next tree is that cell's."""
         self.number = self.shell.execution_count - (1 if getattr(info, "store_history", False) else 0)
         self.cell = (self.number, self.recorded)
         self.magics_run = 0
 
-    def post_run_cell(self, result: Any) -> None:
+    def post_run_cell(self, result: object) -> None:
         """The cell is done (or never parsed): a tree that comes now is not a cell's (code run silently)."""
         self.cell = None
 
-    def _pausing(self, original: Callable[..., Any], label: str) -> Callable[..., Any]:
+    def _pausing(self, original: Callable[..., object], label: str) -> Callable[..., object]:
         @functools.wraps(original)
-        def magic(*args: Any, **kwargs: Any) -> Any:
+        def magic(*args: object, **kwargs: object) -> object:
             self.magics_run += 1
             outer, self.magic = self.magic, label + (f" {self.magics_run}" if self.magics_run > 1 else "")
             try:
@@ -216,7 +244,7 @@ class Extension:
 
     # -- %np2torch -----------------------------------------------------------------------------------------
 
-    def report(self) -> Dict[str, Any]:
+    def report(self) -> report.Report:
         """The report of ``np2torch run`` since this load: the calls of every site (a function of a cell before
         it counts too) since then, the sites of this load's cells that were not called, the time since then."""
         command = ["%load_ext", "np2torch", f"(cells up to In[{self.number}])" + ("" if self.loaded else ", unloaded")]
@@ -316,7 +344,7 @@ def _line_ended(text: str) -> str:
     return text if text.endswith("\n") else text + "\n"
 
 
-def _remove(items: List[Any], item: Any) -> None:
+def _remove(items: List[_T], item: _T) -> None:
     while item in items:
         items.remove(item)
 
@@ -329,7 +357,7 @@ _LOADED: Dict[int, Extension] = {}
 """id(shell) -> its extension."""
 
 
-def load(shell: Any) -> None:
+def load(shell: Shell) -> None:
     """``%load_ext np2torch`` (IPython calls it once per shell until unloaded)."""
     if id(shell) in _LOADED:
         return
@@ -339,7 +367,7 @@ def load(shell: Any) -> None:
     _LOADED[id(shell)] = extension
 
 
-def unload(shell: Any) -> None:
+def unload(shell: Shell) -> None:
     """``%unload_ext np2torch``: cells run as they are again."""
     extension = _LOADED.pop(id(shell), None)
     if extension is not None:

@@ -21,7 +21,7 @@ import signal
 import sys
 import types
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable
 
 from np2torch.run.hook import Rewriter
 
@@ -113,7 +113,7 @@ def execute(program: Program, rewriter: Rewriter, before: Callable[[], None] = l
     return 0
 
 
-_REPLACED: list[Any] = []
+_REPLACED: list[types.ModuleType | None] = []
 
 _OPTIONS_WITH_VALUE = ("-W", "-X", "--check-hash-based-pycs")
 """The interpreter's options that take the next word as their value."""
@@ -142,7 +142,7 @@ def _first_path(folder: str, starting: bool) -> None:
         sys.path[0] = folder
 
 
-def _script(path: str, rewriter: Rewriter, namespace: dict[str, Any]) -> Any:
+def _script(path: str, rewriter: Rewriter, namespace: dict[str, object]) -> types.CodeType:
     absolute = os.path.abspath(path)
     if os.path.isdir(absolute):
         raise ProgramError(f"{path}: a folder; run a package with -m", 2)

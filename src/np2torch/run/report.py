@@ -39,11 +39,15 @@ from __future__ import annotations
 import json
 import math
 import os
-from typing import Any, Dict, Iterable, List, Mapping, NamedTuple, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple, TypedDict
 
 from np2torch import __version__
 from np2torch.cli.config import display_path
 from np2torch.cli.from_run import FORMAT, VERDICTS, computed_by_torch, format_seconds
+
+if TYPE_CHECKING:
+    from np2torch.run.hook import SkippedRecord
+    from np2torch.runtime.sites import SiteRecord
 
 FEW = 3
 Z = 1.959964
@@ -60,14 +64,98 @@ def _absolute(path: str) -> str:
     return path if path.startswith("<") and path.endswith(">") else os.path.abspath(path)
 
 
-_SUMS = ("calls", "elements", "helper_n", "helper_s", "original_n", "original_s", "one_time_s")
-_HISTOGRAMS = ("helper_times", "original_times")
+class MergedBand(TypedDict):
+    """One band of one site, its records from every process added up: each arm's first calls (one per
+    process, ``*_firsts``) kept apart, its other calls' histogram with the bins as integers."""
+
+    calls: int
+    elements: int
+    helper_n: int
+    helper_s: float
+    original_n: int
+    original_s: float
+    one_time_s: float
+    helper_firsts: List[float]
+    original_firsts: List[float]
+    helper_times: Dict[int, int]
+    original_times: Dict[int, int]
 
 
-def _merge_records(records: Iterable[Mapping[str, Any]]) -> Dict[tuple[str, int, int, str], Dict[str, Any]]:
+class _MergedSite(TypedDict):
+    path: str
+    line: int
+    col: int
+    function: str
+    code: str
+    errors: int
+    paths: Dict[str, int]
+    sizes: Optional[Dict[str, int]]
+    bands: Dict[str, MergedBand]
+
+
+class MergedRecord(_MergedSite, total=False):
+    """One site's records from every process added up (:func:`_merge_records`); ``sampling`` as the record's."""
+
+    sampling: bool
+
+
+class Samples(TypedDict):
+    """The calls each arm of a site timed, and their seconds."""
+
+    helper: int
+    original: int
+    helper_s: float
+    original_s: float
+
+
+class SiteFigures(TypedDict):
+    """One site's line of the report (:func:`site_figures`)."""
+
+    path: str
+    line: int
+    col: int
+    code: str
+    function: str
+    calls: int
+    elements: int
+    median_elements: int
+    helper_s: float
+    original_s: float
+    saved_s: float
+    saved_low_s: float
+    saved_high_s: float
+    verdict: str
+    warmup_s: float
+    one_time_s: float
+    paths: Dict[str, int]
+    samples: Samples
+    notes: List[str]
+
+
+class Report(TypedDict):
+    """The report as JSON-ready data (:func:`build`)."""
+
+    version: int
+    np2torch: str
+    command: List[str]
+    exit_status: Optional[int]
+    wall_s: float
+    rewritten_s: float
+    saved_s: float
+    warmup_s: float
+    one_time_s: float
+    timing: str
+    files: Dict[str, str]
+    rewrite: Dict[str, int]
+    torch_imported: Optional[bool]
+    sites: List[SiteFigures]
+    not_rewritten: List[SkippedRecord]
+
+
+def _merge_records(records: Iterable[SiteRecord]) -> Dict[tuple[str, int, int, str], MergedRecord]:
     """Records of the same site from several processes, added up (each process's first calls of a band
     stay first calls: ``firsts``)."""
-    merged: Dict[tuple[str, int, int, str], Dict[str, Any]] = {}
+    merged: Dict[tuple[str, int, int, str], MergedRecord] = {}
     for record in records:
         key = (_absolute(record["path"]), record["line"], record["col"], record["code"])
         into = merged.get(key)
@@ -82,18 +170,29 @@ def _merge_records(records: Iterable[Mapping[str, Any]]) -> Dict[tuple[str, int,
             for size, count in record["sizes"].items():
                 into["sizes"][size] = into["sizes"].get(size, 0) + count
         for bits, band in record["bands"].items():
-            total = into["bands"].setdefault(bits, {**{name: 0 for name in _SUMS}, "helper_firsts": [],
-                                                    "original_firsts": [], "helper_times": {},
-                                                    "original_times": {}})
-            for name in _SUMS:
-                total[name] += band.get(name, 0)
-            for name in _HISTOGRAMS:
-                for index, count in band.get(name, {}).items():
-                    total[name][int(index)] = total[name].get(int(index), 0) + count
-            for arm in ("helper", "original"):
-                if band[f"first_{arm}_s"] is not None:
-                    total[f"{arm}_firsts"].append(band[f"first_{arm}_s"])
+            total = into["bands"].setdefault(bits, {
+                "calls": 0, "elements": 0, "helper_n": 0, "helper_s": 0, "original_n": 0, "original_s": 0,
+                "one_time_s": 0, "helper_firsts": [], "original_firsts": [], "helper_times": {}, "original_times": {}})
+            total["calls"] += band.get("calls", 0)
+            total["elements"] += band.get("elements", 0)
+            total["helper_n"] += band.get("helper_n", 0)
+            total["helper_s"] += band.get("helper_s", 0)
+            total["original_n"] += band.get("original_n", 0)
+            total["original_s"] += band.get("original_s", 0)
+            total["one_time_s"] += band.get("one_time_s", 0)
+            _add_histogram(total["helper_times"], band.get("helper_times", {}))
+            _add_histogram(total["original_times"], band.get("original_times", {}))
+            first_helper_s, first_original_s = band["first_helper_s"], band["first_original_s"]
+            if first_helper_s is not None:
+                total["helper_firsts"].append(first_helper_s)
+            if first_original_s is not None:
+                total["original_firsts"].append(first_original_s)
     return merged
+
+
+def _add_histogram(total: Dict[int, int], histogram: Mapping[str, int]) -> None:
+    for index, count in histogram.items():
+        total[int(index)] = total.get(int(index), 0) + count
 
 
 class Arm(NamedTuple):
@@ -136,14 +235,17 @@ def median_interval(histogram: Mapping[int, int]) -> Tuple[float, float, float]:
     return values[(n + 1) // 2], values[low], values[high]
 
 
-def _arm(band: Mapping[str, Any], arm: str) -> Tuple[Arm | None, float]:
+def _arm(band: MergedBand, arm: str) -> Tuple[Arm | None, float]:
     """One arm of one band, and its warm-up (what its first calls took beyond the median): the statistics of
     the calls after the first when there are any, else of the first calls."""
     from np2torch.runtime.sites import bin_seconds, time_bin
 
-    firsts: List[float] = band[f"{arm}_firsts"]
-    histogram: Dict[int, int] = band[f"{arm}_times"]
-    timed, seconds = band[f"{arm}_n"] + len(firsts), band[f"{arm}_s"] + sum(firsts)
+    if arm == "helper":
+        firsts, histogram, n, s = band["helper_firsts"], band["helper_times"], band["helper_n"], band["helper_s"]
+    else:
+        firsts, histogram = band["original_firsts"], band["original_times"]
+        n, s = band["original_n"], band["original_s"]
+    timed, seconds = n + len(firsts), s + sum(firsts)
     warmup = True
     if not histogram:
         histogram, warmup = {}, False
@@ -156,7 +258,7 @@ def _arm(band: Mapping[str, Any], arm: str) -> Tuple[Arm | None, float]:
     return statistics, sum(max(0.0, first - median) for first in firsts) if warmup else 0.0
 
 
-def _median_elements(record: Mapping[str, Any]) -> int:
+def _median_elements(record: MergedRecord) -> int:
     """The median call's element count (the lower one of an even count): exact while the site kept its sizes,
     else the mean size of the band that holds the median call."""
     sizes = record["sizes"]
@@ -174,21 +276,23 @@ def _median_elements(record: Mapping[str, Any]) -> int:
     return 0
 
 
-def site_figures(record: Mapping[str, Any]) -> Dict[str, Any]:
+def site_figures(record: MergedRecord) -> SiteFigures:
     """One site's line of the report (JSON-ready) from its merged record."""
     bands = record["bands"].values()
     calls = sum(band["calls"] for band in bands)
     helper = original = warmup = one_time = 0.0
     below = above = 0.0
     unmeasured = thin = 0
-    samples = {"helper": 0, "original": 0, "helper_s": 0.0, "original_s": 0.0}
+    samples: Samples = {"helper": 0, "original": 0, "helper_s": 0.0, "original_s": 0.0}
     for band in bands:
         helper_arm, helper_warmup = _arm(band, "helper")
         original_arm, _ = _arm(band, "original")
-        for name, arm in (("helper", helper_arm), ("original", original_arm)):
-            if arm is not None:
-                samples[name] += arm.timed
-                samples[f"{name}_s"] += arm.seconds
+        if helper_arm is not None:
+            samples["helper"] += helper_arm.timed
+            samples["helper_s"] += helper_arm.seconds
+        if original_arm is not None:
+            samples["original"] += original_arm.timed
+            samples["original_s"] += original_arm.seconds
         one_time += band.get("one_time_s", 0.0)
         if helper_arm is None or original_arm is None:
             unmeasured += band["calls"]
@@ -239,14 +343,14 @@ def verdict(low: float, high: float) -> str:
     return saves if low > 0 else costs if high < 0 else unsure
 
 
-def build(command: Sequence[str], wall_s: float, records: Iterable[Mapping[str, Any]],
-          skipped: Iterable[Mapping[str, Any]], files: Mapping[str, str], exit_status: int | None,
-          rewrite: Mapping[str, int] | None = None, torch_imported: bool | None = None) -> Dict[str, Any]:
+def build(command: Sequence[str], wall_s: float, records: Iterable[SiteRecord],
+          skipped: Iterable[SkippedRecord], files: Mapping[str, str], exit_status: int | None,
+          rewrite: Mapping[str, int] | None = None, torch_imported: bool | None = None) -> Report:
     """The report as JSON-ready data (``rewrite``: files compiled afresh and taken from the cache, all processes)."""
     sites = [site_figures(record) for record in _merge_records(records).values()]
     sites = [site for site in sites if site["calls"]] + [site for site in sites if not site["calls"]]
     sites.sort(key=lambda site: (-site["saved_s"], site["path"], site["line"], site["col"]))
-    unique: Dict[tuple[str, int, int, str], Dict[str, Any]] = {}
+    unique: Dict[tuple[str, int, int, str], SkippedRecord] = {}
     for item in skipped:
         path = _absolute(item["path"])
         unique[(path, item["line"], item["col"], item["code"])] = {**item, "path": path}
@@ -276,7 +380,7 @@ def _count(value: int) -> str:
     return str(value)
 
 
-def text(report: Mapping[str, Any]) -> str:
+def text(report: Report) -> str:
     """The report as a table for a terminal."""
     lines = ["np2torch run report: " + " ".join(report["command"][2:])]
     sites = report["sites"]
@@ -335,5 +439,5 @@ def text(report: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def dump(report: Mapping[str, Any]) -> str:
+def dump(report: Report) -> str:
     return json.dumps(report, indent=1)

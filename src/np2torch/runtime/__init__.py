@@ -25,8 +25,6 @@ nothing.
 
 from __future__ import annotations
 
-from typing import Any
-
 # Importing _state reads NP2TORCH_DEVICE and NP2TORCH_MIN_SIZE: a bad value fails this import, naming it.
 from . import (
     _fork,
@@ -40,7 +38,7 @@ _API = ("RuntimeSettings", "configure", "current_settings", "using", "which")
 __all__ = list(_API) + [row.name for row in FUNCTIONS]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     """The helpers and the API, loaded together on first use and then plain module attributes."""
     if name not in __all__:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,7 +8,7 @@ reduction's own module) -- nothing to keep in sync here.
 from __future__ import annotations
 
 import importlib
-from typing import Any, Mapping
+from typing import Mapping
 
 from ._config import RuntimeSettings
 from ._helper import Helper
@@ -29,7 +29,7 @@ HELPERS: Mapping[str, Helper] = {row.name: _make(row) for row in FUNCTIONS}
 globals().update({name: helper.function for name, helper in HELPERS.items()})
 
 
-def which(name: str, *args: Any, **kwargs: Any) -> tuple[str, str]:
+def which(name: str, *args: object, **kwargs: object) -> tuple[str, str]:
     """Where ``np2torch.runtime.<name>(*args, **kwargs)`` would run, and why, without running it.
 
     Returns ``(path, reason)``: ``path`` is ``"numpy"`` (the original),

@@ -34,7 +34,7 @@ import functools
 import operator
 import sys
 from functools import reduce
-from typing import TYPE_CHECKING, Any, Callable, cast
+from typing import TYPE_CHECKING, Any, Callable, Union, cast
 
 import numpy as np
 
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
     from .table import Function
 
-Operand = Any
+Operand = Union[np.ndarray, float, int]
 """An ndarray, or a Python ``float``/``int`` (NumPy 2's weak scalar)."""
 
 
@@ -134,7 +134,7 @@ class Binary(Helper):
             return original_reason(self.name, loop.name, n, settings.device, settings.min_size)
         return loop, route
 
-    def try_torch(self, x1: Operand, x2: Operand, loop: np.dtype, route: Route) -> Any:
+    def try_torch(self, x1: Operand, x2: Operand, loop: np.dtype, route: Route) -> np.ndarray | np.generic | None:
         """The original's result computed with torch on ``route`` (None where only the original can give it)."""
         a1, a2 = _in_loop(x1, loop), _in_loop(x2, loop)
         if a1 is None or a2 is None or not load_torch():
@@ -158,7 +158,7 @@ class Binary(Helper):
         TAKEN.device = "cpu"  # which path this call took, for np2torch run's sites
         return result[()] if result.ndim == 0 else result
 
-    def which(self, *args: Any, **kwargs: Any) -> tuple[str, str]:
+    def which(self, *args: object, **kwargs: object) -> tuple[str, str]:
         if len(args) != 2 or kwargs:
             return "numpy", f"{self.name}: not a plain call with two operands: the original"
         scoped = SCOPED.get()
@@ -180,7 +180,7 @@ def second_operand(x: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(x[::-1])
 
 
-def _make_function(helper: Binary) -> Callable[..., Any]:
+def _make_function(helper: Binary) -> Callable[..., object]:
     def function(x1: Any = ABSENT, x2: Any = ABSENT, /, *args: Any, **kwargs: Any) -> Any:
         if x2 is ABSENT:
             return helper.original(*(() if x1 is ABSENT else (x1,)), **kwargs)
@@ -232,7 +232,7 @@ def _allocate(x1: Operand, x2: Operand, a1: np.ndarray, a2: np.ndarray, loop: np
     return allocated
 
 
-def _blocked(op: Callable[..., Any], compute: torch.dtype, t1: torch.Tensor, t2: torch.Tensor, out: torch.Tensor,
+def _blocked(op: Callable[..., torch.Tensor], compute: torch.dtype, t1: torch.Tensor, t2: torch.Tensor, out: torch.Tensor,
              threads: int) -> None:
     """``out = op(t1, t2)`` in ``compute``, in blocks fixed by the size, each on one torch thread (:mod:`._parallel`):
     the same bits on any thread count.  Operands laid out as the dense result (or 0-d) are cut into blocks of the
@@ -313,10 +313,10 @@ def _tensor(a: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(a if can_view(a) else a.copy(order="C"))
 
 
-def _torch_op(name: str) -> Callable[..., Any]:
+def _torch_op(name: str) -> Callable[..., torch.Tensor]:
     import torch
 
-    op: Any = torch
+    op: object = torch
     for part in name.split("."):  # a dotted name: torch.special.xlog1py
         op = getattr(op, part)
-    return cast("Callable[..., Any]", op)
+    return cast("Callable[..., torch.Tensor]", op)

@@ -13,7 +13,7 @@ common case); they are never the user's arrays.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
@@ -56,7 +56,7 @@ def make_input(name: str, dtype: np.dtype, n: int, seed: int = 0, klass: str = "
     return x
 
 
-def time_call(call: Callable[[], Any], repeat: int = 3, min_run: float = _MIN_RUN) -> float:
+def time_call(call: Callable[[], object], repeat: int = 3, min_run: float = _MIN_RUN) -> float:
     """The fastest of ``repeat`` runs, in seconds per call (each run loops for ``min_run`` at least).
 
     The minimum, not the median: the question is what a path costs, and

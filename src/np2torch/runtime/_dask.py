@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, Optional, Tuple
 
 import numpy as np
 
@@ -29,12 +29,15 @@ from ._state import PROCESS, SCOPED
 DASK_ARRAY = "dask.array"
 """The module whose presence in ``sys.modules`` the helpers test before :func:`is_dask_array`."""
 
+Settings = Tuple[str, Optional[int]]
+"""The settings a graph carries to its workers: ``(device, min_size)``."""
+
 _UFUNC_KEYWORDS = frozenset(("out", "where", "dtype"))
 """What Dask's ``elemwise`` takes; it rejects the rest, as the original on a Dask array does."""
 
 
 
-def is_dask_array(x: Any) -> bool:
+def is_dask_array(x: object) -> bool:
     """Whether ``x`` is a ``dask.array.Array`` (never imports Dask)."""
     module = sys.modules.get(DASK_ARRAY)
     return module is not None and isinstance(x, module.Array)
@@ -47,12 +50,12 @@ class BlockCall:
     settings and machine profile.  Pickled by reference to ``function``.
     """
 
-    def __init__(self, function: Callable[..., Any], settings: tuple[str, int | None] | None) -> None:
+    def __init__(self, function: Callable[..., object], settings: Settings | None) -> None:
         self.function = function
         self.settings = settings
         self.__name__ = function.__name__  # Dask names the graph's keys after it
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: object, **kwargs: object) -> object:
         if self.settings is None:
             return self.function(*args, **kwargs)
         token = SCOPED.set(RuntimeSettings(*self.settings))
@@ -61,14 +64,14 @@ class BlockCall:
         finally:
             SCOPED.reset(token)
 
-    def __reduce__(self) -> tuple[Any, ...]:
+    def __reduce__(self) -> tuple[type[BlockCall], tuple[Callable[..., object], Settings | None]]:
         return (BlockCall, (self.function, self.settings))
 
-    def __dask_tokenize__(self) -> tuple[Any, ...]:
+    def __dask_tokenize__(self) -> tuple[str, str, str, Settings | None]:
         return ("np2torch", self.function.__module__, self.function.__qualname__, self.settings)
 
 
-def explicit_settings() -> tuple[str, int | None] | None:
+def explicit_settings() -> Settings | None:
     """The settings to send with a graph: those of a :func:`using` block or :func:`configure`, else None."""
     scoped = SCOPED.get()
     settings = PROCESS.settings if scoped is None else scoped

@@ -40,24 +40,24 @@ class LseVerdict:
 @dataclass(frozen=True)
 class Probe:
     a: np.ndarray
-    axis: Any = None
+    axis: int | tuple[int, ...] | None = None
     keepdims: bool = False
     return_sign: bool = False
     over: Literal["ignore", "raise"] = "raise"
     """``np.errstate(over=)`` for the call: ``ignore`` where the torch path serves only then."""
 
 
-Expected = Callable[[np.ndarray, Any, bool, bool], Any]
+Expected = Callable[[np.ndarray, object, bool, bool], object]
 """``(a, axis, keepdims, return_sign) -> result``: the torch path's arithmetic, done in NumPy."""
 
 
-def check(original: Callable[..., Any], expected: Expected) -> LseVerdict:
+def check(original: Callable[..., object], expected: Expected) -> LseVerdict:
     """The verdict on ``original`` (``scipy.special.logsumexp`` or a stand-in)."""
     finite = all(agrees(original, expected, probe) for probe in finite_probes())
     return LseVerdict(finite, finite and all(agrees(original, expected, probe) for probe in infinite_probes()))
 
 
-def agrees(original: Callable[..., Any], expected: Expected, probe: Probe) -> bool:
+def agrees(original: Callable[..., object], expected: Expected, probe: Probe) -> bool:
     """SciPy's result for ``probe`` is the torch path's, bit for bit and in layout."""
     with np.errstate(all="raise", under="ignore", over=probe.over):
         try:
@@ -67,7 +67,7 @@ def agrees(original: Callable[..., Any], expected: Expected, probe: Probe) -> bo
     return same_result(got, expected(probe.a, probe.axis, probe.keepdims, probe.return_sign))
 
 
-def same_result(got: Any, want: Any) -> bool:
+def same_result(got: object, want: object) -> bool:
     if isinstance(want, tuple):
         return type(got) is tuple and len(got) == len(want) and all(map(same_value, got, want))
     return same_value(got, want)

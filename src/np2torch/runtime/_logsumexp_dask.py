@@ -19,12 +19,20 @@ returns the lazy reduction itself.
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Optional, SupportsIndex, Tuple, Union
 
 import numpy as np
 
-from ._dask import BlockCall, explicit_settings
+from ._dask import BlockCall, Settings, explicit_settings
 from ._state import PROCESS
+
+if TYPE_CHECKING:
+    from ._logsumexp_check import LseVerdict
+
+Axis = Union[SupportsIndex, Tuple[SupportsIndex, ...], None]
+"""What ``axis`` SciPy's ``logsumexp`` takes."""
+TorchParts = Callable[[np.ndarray, Tuple[int, ...]], Optional[Tuple[np.ndarray, np.ndarray, np.ndarray]]]
+"""A block's ``(a_max, m, s)`` per slice on torch, or None where NumPy computes them."""
 
 _FAST_INPUTS = frozenset(np.dtype(c) for c in "?bBhHiIlLqQfd")
 _FAST_RESULTS = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
@@ -33,15 +41,15 @@ _WEAK_SCALARS = (bool, int, float, complex)
 
 def reduction(
     a: Any,
-    axis: Any,
+    axis: Axis,
     b: Any,
-    keepdims: Any,
-    return_sign: Any,
+    keepdims: object,
+    return_sign: object,
     entry: Callable[..., Any],
     original: Callable[..., Any],
-    torch_parts: Callable[..., Any],
-    verdict: Callable[[], Any],
-) -> Any:
+    torch_parts: TorchParts,
+    verdict: Callable[[], LseVerdict],
+) -> object:
     """``scipy.special.logsumexp`` of the Dask array ``a``, as a lazy Dask array (a pair with ``return_sign``;
     the original's own result where unknown chunk sizes leave no reduction to build).
 
@@ -84,7 +92,7 @@ def reduction(
     dims = _axes(axis, a.ndim)
     if fast:
         parts = _reduction(a, dims, dtypes[0], settings, torch_parts)
-        finish: Callable[..., Any] = _finish
+        finish: Callable[..., object] = _finish
     else:
         parts = _by_slices(a, b, scalar_b, dims, return_sign, dtypes, settings, entry)
         finish = _pick
@@ -104,7 +112,7 @@ def reduction(
     return results if return_sign else results[0]
 
 
-def as_the_original(result: Any, original: Callable[..., Any]) -> Any:
+def as_the_original(result: object, original: Callable[..., object]) -> object:
     """``result`` (a Dask array, or a pair of them) as the original returns it: lazy if SciPy is lazy on
     Dask arrays, else computed in one pass over the graph (an ``ndarray`` or a NumPy scalar, as SciPy's).
 
@@ -121,7 +129,7 @@ def as_the_original(result: Any, original: Callable[..., Any]) -> Any:
     return tuple(computed) if isinstance(result, tuple) else computed[0]
 
 
-def _lazy_on_dask(original: Callable[..., Any]) -> bool:
+def _lazy_on_dask(original: Callable[..., object]) -> bool:
     found = PROCESS.verdicts.get(_LAZY)
     if found is None:
         import dask.array as da
@@ -135,12 +143,12 @@ _LAZY = "logsumexp on Dask is lazy"
 """The key of :func:`_lazy_on_dask`'s answer in :attr:`._state.Process.verdicts`."""
 
 
-def _dtype(b: Any) -> np.dtype:
+def _dtype(b: object) -> np.dtype:
     dtype = getattr(b, "dtype", None)
     return np.asarray(b).dtype if dtype is None else np.dtype(dtype)
 
 
-def _axes(axis: Any, ndim: int) -> tuple[int, ...]:
+def _axes(axis: Axis, ndim: int) -> tuple[int, ...]:
     """The reduced axes, sorted (the probe has already rejected what SciPy rejects)."""
     if axis is None:
         return tuple(range(ndim))
@@ -154,7 +162,7 @@ def _parts_dtype(work: np.dtype) -> np.dtype:
     return np.dtype([("max", work), ("count", np.int64), ("sum", np.longdouble)])
 
 
-def _reduction(a: Any, dims: tuple[int, ...], work: np.dtype, settings: Any, torch_parts: Callable[..., Any]) -> Any:
+def _reduction(a: Any, dims: tuple[int, ...], work: np.dtype, settings: Settings | None, torch_parts: TorchParts) -> Any:
     """Per slice ``(a_max, m, s)`` of the whole array, keepdims-shaped, as one structured Dask array."""
     from dask.array import reduction
 
@@ -175,7 +183,7 @@ def _reduction(a: Any, dims: tuple[int, ...], work: np.dtype, settings: Any, tor
 
 
 def _chunk(
-    x: np.ndarray, axis: tuple[int, ...], keepdims: bool, work: str, torch_parts: Callable[..., Any], computing_meta: bool = False
+    x: np.ndarray, axis: tuple[int, ...], keepdims: bool, work: str, torch_parts: TorchParts, computing_meta: bool = False
 ) -> np.ndarray:
     """One block's ``(a_max, m, s)`` per slice: on torch where this worker's settings and profile say so."""
     dims = tuple(sorted(axis))
@@ -230,7 +238,7 @@ def _combine(parts: np.ndarray, axis: tuple[int, ...], keepdims: bool) -> np.nda
     return combined
 
 
-def _finish(parts: np.ndarray, which: str, drop: tuple[int, ...]) -> Any:
+def _finish(parts: np.ndarray, which: str, drop: tuple[int, ...]) -> np.ndarray | np.generic:
     """SciPy 1.17's expressions on the combined quantities (as :func:`._logsumexp._finish`)."""
     a_max = parts["max"]
     work = a_max.dtype
@@ -246,8 +254,8 @@ def _finish(parts: np.ndarray, which: str, drop: tuple[int, ...]) -> Any:
 
 
 def _by_slices(
-    a: Any, b: Any, scalar_b: Any, dims: tuple[int, ...], return_sign: bool, dtypes: tuple[np.dtype, ...], settings: Any,
-    entry: Callable[..., Any],
+    a: Any, b: Any, scalar_b: object, dims: tuple[int, ...], return_sign: bool, dtypes: tuple[np.dtype, ...],
+    settings: Settings | None, entry: Callable[..., Any],
 ) -> Any:
     """The plainer path: the reduced axes in one block, each block one call of np2torch's ``logsumexp``
     (with ``b``'s block, or the Python scalar ``scalar_b`` as given)."""
@@ -263,7 +271,7 @@ def _by_slices(
     )
 
 
-def _slices(a: np.ndarray, b: np.ndarray | None = None, *, scalar_b: Any, dims: tuple[int, ...], return_sign: bool,
+def _slices(a: np.ndarray, b: np.ndarray | None = None, *, scalar_b: object, dims: tuple[int, ...], return_sign: bool,
             entry: Callable[..., Any]) -> np.ndarray:
     result = entry(a, axis=dims, b=scalar_b if b is None else b, keepdims=True, return_sign=return_sign)
     values = result if return_sign else (result,)
@@ -274,11 +282,11 @@ def _slices(a: np.ndarray, b: np.ndarray | None = None, *, scalar_b: Any, dims: 
     return parts
 
 
-def _pick(parts: np.ndarray, which: str, drop: tuple[int, ...]) -> Any:
+def _pick(parts: np.ndarray, which: str, drop: tuple[int, ...]) -> np.ndarray | np.generic:
     return _squeezed(parts[which], drop)
 
 
-def _squeezed(values: np.ndarray, drop: tuple[int, ...]) -> Any:
+def _squeezed(values: np.ndarray, drop: tuple[int, ...]) -> np.ndarray | np.generic:
     if drop:
         values = np.squeeze(values, axis=drop)
     return values[()] if values.ndim == 0 else values

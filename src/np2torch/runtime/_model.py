@@ -77,14 +77,14 @@ class Curve(Record):
         f = (math.log(n) - math.log(sizes[i - 1])) / (math.log(sizes[i]) - math.log(sizes[i - 1]))
         return math.exp(math.log(times[i - 1]) * (1 - f) + math.log(times[i]) * f)
 
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"sizes": list(self.sizes), **{path: list(times) for path, times in self.seconds.items()}}
+    def to_json(self) -> dict[str, object]:
+        data: dict[str, object] = {"sizes": list(self.sizes), **{path: list(times) for path, times in self.seconds.items()}}
         if self.thread_invariant:
             data["thread_invariant"] = True
         return data
 
     @classmethod
-    def from_json(cls, data: Any, where: str) -> Curve:
+    def from_json(cls, data: object, where: str) -> Curve:
         if not isinstance(data, dict) or not isinstance(data.get("sizes"), list) or not data["sizes"]:
             raise ProfileError(f"{where}: needs a non-empty 'sizes' list")
         sizes = data["sizes"]
@@ -155,7 +155,7 @@ class Profile(Record):
         self.curves: dict[str, Curve] = {} if curves is None else curves
         self.notes: dict[str, Any] = {} if notes is None else notes
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "np2torch_profile": FORMAT,
             "fingerprint": dict(self.fingerprint),
@@ -175,7 +175,7 @@ class Profile(Record):
         return cls(source, data["fingerprint"], float(data["import_seconds"]), data["threads"], curves, dict(data.get("notes", {})))
 
     @classmethod
-    def from_json(cls, data: Any, source: str) -> Profile:
+    def from_json(cls, data: object, source: str) -> Profile:
         if not isinstance(data, dict) or data.get("np2torch_profile") != FORMAT:
             raise ProfileError(f"{source}: not an np2torch profile of format {FORMAT}")
         fingerprint = data.get("fingerprint")

@@ -17,28 +17,31 @@ from __future__ import annotations
 import inspect
 import sys
 import types
-from typing import Any
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
 from .table import BINARY, ELEMENTWISE, Function
 
+if TYPE_CHECKING:
+    from typing import TypeGuard  # Python 3.10
 
-def find(row: Function, module: types.ModuleType) -> Any | None:
+
+def find(row: Function, module: types.ModuleType) -> Callable[..., object] | None:
     """``row``'s original: ``module``'s attribute (``module`` is ``row.module``), or while that is not the
     original (a patch) the one another module of its package holds; None when neither is."""
-    found = getattr(module, row.name)
-    if _is_original(row, found):
+    found: object = getattr(module, row.name)
+    if _is_original(found, row):
         return found
     package = row.module.split(".")[0] + "."
     for name in sorted(name for name in list(sys.modules) if name.startswith(package) and name != row.module):
-        candidate = getattr(sys.modules.get(name), "__dict__", {}).get(row.name)
-        if candidate is not None and candidate is not found and _is_original(row, candidate):
+        candidate: object = getattr(sys.modules.get(name), "__dict__", {}).get(row.name)
+        if candidate is not None and candidate is not found and _is_original(candidate, row):
             return candidate
     return None
 
 
-def _is_original(row: Function, candidate: Any) -> bool:
+def _is_original(candidate: object, row: Function) -> TypeGuard[Callable[..., object]]:
     if row.kind in (ELEMENTWISE, BINARY):
         return isinstance(candidate, np.ufunc)
     if not inspect.isfunction(candidate):

@@ -54,7 +54,7 @@ import sys
 import threading
 import time
 import types
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, TypedDict, TypeVar
 
 from ._config import cache_dir
 from ._state import PROCESS, TAKEN
@@ -96,11 +96,50 @@ class Band:
         """One-time work the process did inside this band's helper calls (``import torch``, a
         measurement: :attr:`._state.Process.one_time`), taken out of their timings."""
 
-    def as_dict(self) -> Dict[str, Any]:
-        data = {name: getattr(self, name) for name in self.__slots__}
-        for name in ("helper_times", "original_times"):
-            data[name] = {str(k): count for k, count in sorted(data[name].items())}
-        return data
+    def as_dict(self) -> BandRecord:
+        return {
+            "calls": self.calls, "elements": self.elements, "helper_n": self.helper_n, "helper_s": self.helper_s,
+            "first_helper_s": self.first_helper_s, "helper_times": _histogram(self.helper_times),
+            "original_n": self.original_n, "original_s": self.original_s,
+            "first_original_s": self.first_original_s, "original_times": _histogram(self.original_times),
+            "one_time_s": self.one_time_s,
+        }
+
+
+def _histogram(times: Dict[int, int]) -> Dict[str, int]:
+    """A histogram as JSON keeps it: bins in ascending order, as strings."""
+    return {str(k): count for k, count in sorted(times.items())}
+
+
+class BandRecord(TypedDict):
+    """A band's counts as plain data (:meth:`Band.as_dict`): its slots, the histograms' bins as strings."""
+
+    calls: int
+    elements: int
+    helper_n: int
+    helper_s: float
+    first_helper_s: Optional[float]
+    helper_times: Dict[str, int]
+    original_n: int
+    original_s: float
+    first_original_s: Optional[float]
+    original_times: Dict[str, int]
+    one_time_s: float
+
+
+class SiteRecord(TypedDict):
+    """A site's counts as plain data (:meth:`Site.record`, JSON-ready): what the run report reads."""
+
+    path: str
+    line: int
+    col: int
+    function: str
+    code: str
+    sampling: bool
+    errors: int
+    paths: Dict[str, int]
+    sizes: Optional[Dict[str, int]]
+    bands: Dict[str, BandRecord]
 
 
 BINS_PER_OCTAVE = 16
@@ -147,7 +186,7 @@ class Site:
                  "paths", "sizes", "errors", "lock", "lanes", "call")
 
     def __init__(self, path: str, line: int, column: int, function: str, code: str,
-                 helper: Callable[..., Any], original: Callable[..., Any], name: str, sampling: bool = True,
+                 helper: Callable[..., object], original: Callable[..., object], name: str, sampling: bool = True,
                  spelled: bool = False) -> None:
         self.path = path
         self.line = line
@@ -236,7 +275,7 @@ class Site:
             band.original_s += sum(seconds)
             _bin_all(band.original_times, seconds)
 
-    def record(self) -> Dict[str, Any]:
+    def record(self) -> SiteRecord:
         """The site's counts as plain data (JSON-ready)."""
         with self.lock:
             self._fold()
@@ -260,6 +299,8 @@ class Site:
 _FOLD_AT = 4096
 """Logged helper calls of one band that make the next call fold the logs into the bands."""
 
+_Key = TypeVar("_Key")
+
 _ELEMENTS, _PATH, _START, _SECONDS = (operator.itemgetter(i) for i in range(4))
 """The columns of a log entry."""
 
@@ -267,7 +308,7 @@ try:
     from collections import _count_elements as _count  # type: ignore[attr-defined]  # Counter.update's C loop
 except ImportError:  # pragma: no cover - an interpreter without it
 
-    def _count(mapping: Dict[Any, int], iterable: Iterable[Any]) -> None:
+    def _count(mapping: Dict[_Key, int], iterable: Iterable[_Key]) -> None:
         for item in iterable:
             mapping[item] = mapping.get(item, 0) + 1
 
@@ -275,16 +316,15 @@ except ImportError:  # pragma: no cover - an interpreter without it
 _NATIVE_ATTRIBUTES = (types.GetSetDescriptorType, types.MemberDescriptorType)
 
 
-def _size(x: Any) -> int:
+def _size(x: object) -> int:
     """Elements of a call's first argument, read without running any of the program's code (a ``size``
     property or ``__len__`` of its own would run once more than under ``python``, and might print or raise):
     a list's or tuple's length, the ``size`` a type implements natively (NumPy's arrays and scalars, their
     subclasses that leave it alone, CuPy's), else 1."""
-    kind = type(x)
-    if kind is list or kind is tuple:
+    if type(x) is list or type(x) is tuple:
         return len(x)
-    if isinstance(getattr(kind, "size", None), _NATIVE_ATTRIBUTES):
-        size = x.size
+    if isinstance(getattr(type(x), "size", None), _NATIVE_ATTRIBUTES):
+        size = getattr(x, "size")  # noqa: B009 - x is an object: its type's native attribute, read as x.size
         if type(size) is int:
             return size
     return 1
@@ -320,7 +360,7 @@ def _without_site(exc: BaseException) -> None:
         tb.tb_next = _without_runtime_frames(tb.tb_next)
 
 
-def _make_call(site: Site, name: str) -> Callable[..., Any]:
+def _make_call(site: Site, name: str) -> Callable[..., object]:
     """The callable the program calls at ``site``: the helper's signature, the record kept on the side."""
     import numpy as np
 
@@ -343,7 +383,7 @@ def _make_call(site: Site, name: str) -> Callable[..., Any]:
     fold_at = _FOLD_AT
     first = every - 1
 
-    def call(*args: Any, **kwargs: Any) -> Any:
+    def call(*args: object, **kwargs: object) -> object:
         try:
             x = args[0] if args else next(iter(kwargs.values()), None)
             n = x.size if type(x) is ndarray else _size(x)
@@ -396,6 +436,9 @@ def _make_call(site: Site, name: str) -> Callable[..., Any]:
     return call
 
 
+Spec = Tuple[int, int, str, str, str, Tuple[str, ...]]
+"""A site as :func:`table` takes it: ``(line, column, helper, function, code, pattern)``."""
+
 _SITES: Dict[Tuple[str, int, int, str], Site] = {}
 _LOCK = threading.Lock()
 
@@ -423,8 +466,8 @@ BUILTIN = "@np2torch_sites"
 that ``np2torch run`` compiled reads its sites from there: the program's own namespaces stay untouched)."""
 
 
-def table(key: str, path: str, specs: Sequence[Tuple[int, int, str, str, str, Tuple[str, ...]]], *,
-          sample: bool = True) -> List[Callable[..., Any]]:
+def table(key: str, path: str, specs: Sequence[Spec], *,
+          sample: bool = True) -> List[Callable[..., object]]:
     """Register the callables of one file's sites under ``key``, in the order of ``specs``: ``(line, column,
     helper, function, code, pattern)`` each (1-based line and column, as the linter reports them;
     ``pattern``: a pattern rule's names, ``(outer, reduction, inner)``, ``(inner, reduction)`` or ``(reduction,)``,
@@ -433,7 +476,7 @@ def table(key: str, path: str, specs: Sequence[Tuple[int, int, str, str, str, Tu
     from . import _api  # the helpers and NumPy load with the first instrumented module, not before
 
     calls = []
-    entries: List[Any] = []
+    entries: List[Callable[..., object] | Pick] = []
     with _LOCK:
         _WAITING.pop(key, None)
         for line, column, name, function, code, pattern in specs:
@@ -450,7 +493,7 @@ def table(key: str, path: str, specs: Sequence[Tuple[int, int, str, str, str, Tu
     return calls
 
 
-def register(key: str, path: str, specs: Sequence[Tuple[int, int, str, str, str, Tuple[str, ...]]], *,
+def register(key: str, path: str, specs: Sequence[Spec], *,
              sample: bool = True) -> None:
     """What an instrumented module runs before its first statement: :func:`table` for its sites, made when the
     program first reaches one of them.  Until then nothing is imported -- not the helpers, not NumPy: everything
@@ -472,15 +515,15 @@ class _Waiting:
 
     __slots__ = ("key", "path", "specs", "sample")
 
-    def __init__(self, key: str, path: str, specs: Tuple[Any, ...], sample: bool) -> None:
+    def __init__(self, key: str, path: str, specs: Tuple[Spec, ...], sample: bool) -> None:
         self.key, self.path, self.specs, self.sample = key, path, specs, sample
 
-    def __getitem__(self, index: int) -> Any:
+    def __getitem__(self, index: int) -> object:
         table(self.key, self.path, self.specs, sample=self.sample)
         return vars(builtins)[BUILTIN][self.key][index]
 
 
-class Pick(Dict[Any, Any]):
+class Pick(Dict[object, object]):
     """A reference site's entry in :data:`BUILTIN`: the program's code subscripts it with what its own reference
     evaluates to when the call runs (``<sites>[key][i][np.exp](x)``), and gets the site's call when that is the
     original, else that object itself, which the program's line then calls as ``python`` would: a test's
@@ -489,12 +532,12 @@ class Pick(Dict[Any, Any]):
 
     __slots__ = ("load", "call")
 
-    def __init__(self, load: Callable[[], Any], call: Callable[..., Any]) -> None:
+    def __init__(self, load: Callable[[], object], call: Callable[..., object]) -> None:
         super().__init__()
         self.load = load
         self.call = call
 
-    def __missing__(self, reference: Any) -> Any:
+    def __missing__(self, reference: object) -> object:
         try:
             original = self.load()
         except Exception:
@@ -505,7 +548,7 @@ class Pick(Dict[Any, Any]):
         return self.call
 
 
-def _spelled(*pattern: str) -> Callable[..., Any]:
+def _spelled(*pattern: str) -> Callable[..., object]:
     """The expression a pattern rule replaces, told by how many names it has (the linter's rule table gives each
     form its own count): ``outer(reduction(inner(x), *rest, **keywords))``; ``inner(x) / reduction(inner(x),
     *rest, keepdims=True, **keywords)``; ``x - reduction(x, *rest, keepdims=True, **keywords)`` (the helper's
@@ -520,26 +563,26 @@ def _spelled(*pattern: str) -> Callable[..., Any]:
     if len(functions) == 3:
         outer, reduction, inner = functions
 
-        def nested(x: Any, *rest: Any, **keywords: Any) -> Any:
+        def nested(x: object, *rest: object, **keywords: object) -> object:
             return outer(reduction(inner(x), *rest, **keywords))
 
         return nested
     if len(functions) == 2:
         inner, reduction = functions
 
-        def ratio(x: Any, *rest: Any, **keywords: Any) -> Any:
+        def ratio(x: object, *rest: object, **keywords: object) -> object:
             return divide(inner(x), reduction(inner(x), *rest, keepdims=True, **keywords))
 
         return ratio
     (reduction,) = functions
 
-    def difference(x: Any, *rest: Any, **keywords: Any) -> Any:
+    def difference(x: object, *rest: object, **keywords: object) -> object:
         return subtract(x, reduction(x, *rest, keepdims=True, **keywords))
 
     return difference
 
 
-def _piece(function: Callable[..., Any]) -> Callable[..., Any]:
+def _piece(function: Callable[..., object]) -> Callable[..., object]:
     """A pattern's piece: a ufunc reports under its own name (see :func:`_spelled`), anything else runs as it is."""
     import numpy as np
 
@@ -559,7 +602,7 @@ class _Overhead(threading.local):
 _OVERHEAD = _Overhead()
 
 
-def _redirected(function: Callable[..., Any], name: str) -> Callable[..., Any]:
+def _redirected(function: Callable[..., object], name: str) -> Callable[..., object]:
     """``function`` reporting its floating-point errors under ``name`` at the program's line, as
     :func:`._errstate.numpy_call` does, adding the time that takes it to :data:`_OVERHEAD`."""
     from . import _errstate
@@ -568,7 +611,7 @@ def _redirected(function: Callable[..., Any], name: str) -> Callable[..., Any]:
     extobj = _errstate.EXTOBJ_VAR
     redirect_for = _errstate.redirect_for
 
-    def piece(*args: Any, **kwargs: Any) -> Any:
+    def piece(*args: object, **kwargs: object) -> object:
         began = clock()
         redirect = redirect_for(function, name, args, kwargs)
         token = None if redirect is None else extobj.set(redirect)
@@ -585,13 +628,13 @@ def _redirected(function: Callable[..., Any], name: str) -> Callable[..., Any]:
 
 
 
-def _load(qualname: str) -> Callable[..., Any]:
+def _load(qualname: str) -> Callable[..., object]:
     module, _, name = qualname.rpartition(".")
-    function: Callable[..., Any] = getattr(importlib.import_module(module), name)
+    function: Callable[..., object] = getattr(importlib.import_module(module), name)
     return function
 
 
-def snapshot() -> List[Dict[str, Any]]:
+def snapshot() -> List[SiteRecord]:
     """Every site's record, in the order the sites were made, then those of files whose sites were registered and
     never reached (no call: :func:`register` had not made them)."""
     records = [site.record() for site in list(_SITES.values())]
@@ -601,7 +644,7 @@ def snapshot() -> List[Dict[str, Any]]:
     return records
 
 
-def _unreached(path: str, spec: Tuple[int, int, str, str, str, Tuple[str, ...]], sample: bool) -> Dict[str, Any]:
+def _unreached(path: str, spec: Spec, sample: bool) -> SiteRecord:
     """The record of a site the program never reached: :meth:`Site.record`'s, with no call."""
     line, column, _helper, function, code, _pattern = spec
     return {"path": path, "line": line, "col": column, "function": function, "code": code, "sampling": sample,

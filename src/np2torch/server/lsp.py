@@ -44,7 +44,7 @@ from typing import Any, Mapping, Sequence
 from urllib.parse import unquote
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException
+from pygls.exceptions import JsonRpcException, PyglsError
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
@@ -198,7 +198,7 @@ class Server(LanguageServer):
         self.started_unsafe = unsafe_fixes
         """``np2torch server --unsafe-fixes``: no client setting turns them off."""
         self.root = Path(os.getcwd())
-        self.initial: dict[str, Any] = {}
+        self.initial: dict[str, object] = {}
         """The client's initialization options (np2torch's section), what ``didChangeConfiguration`` lays over."""
         self.client = ClientSettings()
         self.overrides = self.client.overrides(unsafe_fixes)
@@ -226,7 +226,7 @@ class Server(LanguageServer):
 
     # ------------------------------------------------------------ settings
 
-    def configure(self, raw: Mapping[str, Any]) -> None:
+    def configure(self, raw: Mapping[str, object]) -> None:
         """Take the editor's settings; a wrong one is shown to the user and the settings before it stay."""
         try:
             settings, unknown = client_settings(raw)
@@ -593,7 +593,7 @@ class Server(LanguageServer):
             return f"{NAME}: {exc}"
         return "\n".join([*lines, "", "# Editor settings", json.dumps(dict(self.client.raw), sort_keys=True)])
 
-    def debug_information(self) -> dict[str, Any]:
+    def debug_information(self) -> dict[str, object]:
         return {
             "version": __version__, "pullDiagnostics": self.pulls, "resolveCodeActions": self.resolves,
             "interruptedAnalyses": self.worker.interruptions,
@@ -610,7 +610,7 @@ class Server(LanguageServer):
         log.log(logging.ERROR if kind == types.MessageType.Error else logging.WARNING, message)
         self.window_show_message(types.ShowMessageParams(type=kind, message=message))
 
-    def report_server_error(self, error: Exception, source: Any) -> None:
+    def report_server_error(self, error: Exception, source: type[PyglsError] | type[JsonRpcException]) -> None:
         if isinstance(error, json.JSONDecodeError):  # the specification's answer: a Parse error, id null
             log.error("%s: a message that is not JSON: %s", NAME, error)
             _answer_error(self.protocol, None, types.ErrorCodes.ParseError, f"Parse error: {error}")
@@ -748,7 +748,7 @@ def _explain(finding: Finding) -> str:
             f"[{finding.code} rule page]({rule_url(finding.code)})")
 
 
-def _uri_argument(arguments: Sequence[Any]) -> str:
+def _uri_argument(arguments: Sequence[object]) -> str:
     """The document a command is about: ``[{"uri": ..., "version": ...}]`` (as ruff's commands take it) or
     ``["uri"]``."""
     first = arguments[0] if arguments else None
@@ -894,15 +894,15 @@ def _requests(server: Server) -> None:
         return await ls.hover(params)
 
     @server.command(APPLY_AUTOFIX)
-    async def apply_autofix(ls: Server, *arguments: Any) -> None:
+    async def apply_autofix(ls: Server, *arguments: object) -> None:
         await ls.apply_autofix(_uri_argument(arguments))
 
     @server.command(SHOW_SETTINGS)
-    def show_settings(ls: Server, *arguments: Any) -> str:
+    def show_settings(ls: Server, *arguments: object) -> str:
         return ls.show_settings(_uri_argument(arguments))
 
     @server.command(DEBUG_INFORMATION)
-    def debug_information(ls: Server, *_arguments: Any) -> dict[str, Any]:
+    def debug_information(ls: Server, *_arguments: object) -> dict[str, object]:
         return ls.debug_information()
 
 

@@ -37,7 +37,7 @@ _LINT = {"select": "select", "extendSelect": "extend-select", "ignore": "ignore"
 class ClientSettings:
     """The editor's settings, validated (:func:`client_settings`)."""
 
-    raw: Mapping[str, Any] = field(default_factory=dict)
+    raw: Mapping[str, object] = field(default_factory=dict)
     """As the client sent them, merged (what a later ``didChangeConfiguration`` is laid over)."""
     lint: Mapping[str, Any] = field(default_factory=dict)
     """``lint.*`` as :class:`~np2torch.cli.config.Config` field values (``select``, ``extend_select``, ...)."""
@@ -64,7 +64,7 @@ class ClientSettings:
         return ConfigFinder(override, root, overlay=Overlay(values, cwd=root))
 
 
-def section(options: object) -> dict[str, Any] | None:
+def section(options: object) -> dict[str, object] | None:
     """np2torch's settings in what a client sent, or ``None`` when it sent none of them."""
     if isinstance(options, dict):
         for wrapper in (SECTION, "settings"):
@@ -75,15 +75,16 @@ def section(options: object) -> dict[str, Any] | None:
     return None
 
 
-def merged(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
+def merged(base: Mapping[str, object], update: Mapping[str, object]) -> dict[str, object]:
     """``update`` laid over ``base``; the ``lint`` tables key by key."""
     result = {**base, **update}
-    if isinstance(base.get("lint"), dict) and isinstance(update.get("lint"), dict):
-        result["lint"] = {**base["lint"], **update["lint"]}
+    base_lint, update_lint = base.get("lint"), update.get("lint")
+    if isinstance(base_lint, dict) and isinstance(update_lint, dict):
+        result["lint"] = {**base_lint, **update_lint}
     return result
 
 
-def client_settings(raw: Mapping[str, Any]) -> tuple[ClientSettings, list[str]]:
+def client_settings(raw: Mapping[str, object]) -> tuple[ClientSettings, list[str]]:
     """The validated settings, and a warning per key np2torch does not know (ignored, as ruff ignores them).
 
     Raises :class:`ConfigError` naming the setting whose value is wrong."""
@@ -106,7 +107,7 @@ def client_settings(raw: Mapping[str, Any]) -> tuple[ClientSettings, list[str]]:
     return settings, [f"{SECTION}: unknown setting {key!r} ignored" for key in unknown]
 
 
-def _flag(raw: Mapping[str, Any], key: str) -> bool | None:
+def _flag(raw: Mapping[str, object], key: str) -> bool | None:
     value = raw.get(key)
     if value is not None and not isinstance(value, bool):
         raise ConfigError(f"editor settings: {key!r} must be true or false")

@@ -28,8 +28,9 @@ import os
 import statistics
 import sys
 import time
+import types
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, ContextManager, Dict, List, Mapping, Optional, Sequence, TypedDict
 
 import click
 import numpy as np
@@ -42,6 +43,45 @@ from np2torch.tools.originals import importable
 Shape = tuple[int, ...]
 
 
+class Row(TypedDict):
+    """One function at one size (:func:`measure`): seconds per call and speedup per backend (None: not run)."""
+
+    function: str
+    call: str
+    shape: List[int]
+    elements: int
+    seconds: Dict[str, Optional[float]]
+    speedup: Dict[str, Optional[float]]
+    mismatch: List[str]
+    path: str
+    best: str
+    slow: bool
+
+
+class Summary(TypedDict):
+    """One function over a sweep (:func:`summarize_sweep`)."""
+
+    function: str
+    crossover_elements: Optional[int]
+    overhead_seconds_at_smallest: float
+    over_budget_elements: List[int]
+
+
+class _Report(TypedDict):
+    machine: Dict[str, object]
+    dtype: str
+    repeat: int
+
+
+class Report(_Report, total=False):
+    """What ``--json`` prints: the machine and options, then a sweep's rows and summary or one size's rows."""
+
+    sweep: List[Row]
+    summary: List[Summary]
+    shape: List[int]
+    results: List[Row]
+
+
 @dataclass(frozen=True)
 class Recipe:
     """How to benchmark one runtime helper (the original comes from its rule)."""
@@ -51,7 +91,7 @@ class Recipe:
     """The naive torch equivalent: ``(torch, tensor) -> tensor``."""
     numexpr: str | None = None
     """numexpr expression in ``x``; None where numexpr lacks the function."""
-    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    kwargs: Mapping[str, object] = field(default_factory=dict)
     """Keywords for the original and the helper, e.g. ``axis=0``."""
     operands: int = 1
     """2 for a two-argument function: its second operand is ``tuning.second_operand(x)``."""
@@ -117,10 +157,10 @@ def benchmarked_rules(names: Sequence[str] | None = None) -> list[Rule]:
     return [rule for rule in rules if rule.helper in kept]
 
 
-def original_function(rule: Rule) -> Callable[..., Any]:
+def original_function(rule: Rule) -> Callable[..., object]:
     """The function a rule's qualified name names, e.g. ``scipy.special.logsumexp``."""
     module, _, attribute = rule.qualname.rpartition(".")
-    function: Callable[..., Any] = getattr(importlib.import_module(module), attribute)
+    function: Callable[..., object] = getattr(importlib.import_module(module), attribute)
     return function
 
 
@@ -160,7 +200,7 @@ def square_shape(n: int) -> Shape:
 # ---------------------------------------------------------------- timing
 
 
-def time_call(call: Callable[[], Any], repeat: int, min_run_time: float) -> float:
+def time_call(call: Callable[[], object], repeat: int, min_run_time: float) -> float:
     """Median seconds per call over ``repeat`` runs, each looping until ``min_run_time`` has passed."""
     start = time.perf_counter()
     call()  # warm-up: imports, caches, first-touch of memory
@@ -179,8 +219,8 @@ def time_call(call: Callable[[], Any], repeat: int, min_run_time: float) -> floa
 class Environment:
     """What the machine offers, loaded inside the command."""
 
-    torch: Any = None
-    numexpr: Any = None
+    torch: types.ModuleType | None = None
+    numexpr: types.ModuleType | None = None
     runtime: Any = None
     cuda: bool = False
 
@@ -205,8 +245,8 @@ class Environment:
             pass
         return env
 
-    def describe(self) -> dict[str, Any]:
-        info: dict[str, Any] = {
+    def describe(self) -> dict[str, object]:
+        info: dict[str, object] = {
             "np2torch": __version__,
             "python": sys.version.split()[0],
             "numpy": np.__version__,
@@ -238,17 +278,17 @@ def _operands(recipe: Recipe, x: np.ndarray) -> tuple[np.ndarray, ...]:
     return (x, second_operand(x))
 
 
-def backend_calls(rule: Rule, recipe: Recipe, x: np.ndarray, env: Environment) -> dict[str, Callable[[], Any] | None]:
+def backend_calls(rule: Rule, recipe: Recipe, x: np.ndarray, env: Environment) -> dict[str, Callable[[], object] | None]:
     """A zero-argument call per backend (None where the backend cannot run it)."""
     original = original_function(rule)
     helper = getattr(env.runtime, rule.helper)
     kwargs = dict(recipe.kwargs)
-    calls: dict[str, Callable[[], Any] | None] = dict.fromkeys(key for key, _ in BACKENDS)
+    calls: dict[str, Callable[[], object] | None] = dict.fromkeys(key for key, _ in BACKENDS)
     args = _operands(recipe, x)
     calls["original"] = lambda: original(*args, **kwargs)
     if env.numexpr is not None and recipe.numexpr is not None:
-        expression = recipe.numexpr
-        calls["numexpr"] = lambda: env.numexpr.evaluate(expression, local_dict=dict(zip("xy", args)))
+        expression, numexpr = recipe.numexpr, env.numexpr
+        calls["numexpr"] = lambda: numexpr.evaluate(expression, local_dict=dict(zip("xy", args)))
     if env.torch is not None:
         torch = env.torch
         calls["torch"] = lambda: recipe.torch_call(torch, *(torch.as_tensor(a) for a in args)).numpy()
@@ -266,15 +306,15 @@ DEVICES: Mapping[str, str] = {"forced": "cpu", "cuda": "cuda"}
 the np2torch column runs with the user's settings."""
 
 
-def _in_device(env: Environment, key: str) -> Any:
+def _in_device(env: Environment, key: str) -> ContextManager[object]:
     return env.runtime.using(device=DEVICES[key], min_size=0) if key in DEVICES else contextlib.nullcontext()
 
 
-def _agrees(got: Any, want: Any) -> bool:
+def _agrees(got: object, want: object) -> bool:
     return bool(np.allclose(np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64), rtol=1e-5, atol=0, equal_nan=True))
 
 
-def measure(rule: Rule, shape: Shape, dtype: np.dtype, env: Environment, repeat: int, min_run_time: float, seed: int = 0) -> dict[str, Any]:
+def measure(rule: Rule, shape: Shape, dtype: np.dtype, env: Environment, repeat: int, min_run_time: float, seed: int = 0) -> Row:
     """One row: seconds per call for every backend, speedups over the original, and a sanity check."""
     recipe = RECIPES[rule.helper]
     x = recipe.make_input(np.random.default_rng(seed), shape, dtype)
@@ -318,12 +358,12 @@ def measure(rule: Rule, shape: Shape, dtype: np.dtype, env: Environment, repeat:
     }
 
 
-def summarize_sweep(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def summarize_sweep(rows: Sequence[Mapping[str, Any]]) -> list[Summary]:
     """Per function: where np2torch starts to win, its per-call overhead, and sizes that break the budget.
 
     The budget: never more than 1 µs + 10% slower than the original.
     """
-    summary = []
+    summary: list[Summary] = []
     for function in dict.fromkeys(row["function"] for row in rows):
         mine = [row for row in rows if row["function"] == function and row["seconds"]["np2torch"] is not None]
         if not mine:
@@ -354,7 +394,7 @@ def _seconds(value: float | None) -> str:
     return f"{value / 1e-9:.3g} ns"
 
 
-def _cell(row: Mapping[str, Any], key: str) -> str:
+def _cell(row: Row, key: str) -> str:
     value = row["seconds"][key]
     text = _seconds(value)
     speedup = row["speedup"].get(key)
@@ -367,7 +407,7 @@ def _cell(row: Mapping[str, Any], key: str) -> str:
 _BEST_TITLES = dict(BACKENDS)
 
 
-def format_table(rows: Sequence[Mapping[str, Any]], first: str = "function") -> str:
+def format_table(rows: Sequence[Row], first: str = "function") -> str:
     shown = [(key, title) for key, title in BACKENDS if any(row["seconds"][key] is not None for row in rows)]
     header = [first] + [title for _, title in shown] + ["best"]
     body = []
@@ -382,7 +422,7 @@ def format_table(rows: Sequence[Mapping[str, Any]], first: str = "function") -> 
     return "\n".join(lines)
 
 
-def plot_sweep(rows: Sequence[Mapping[str, Any]], path: str) -> None:
+def plot_sweep(rows: Sequence[Row], path: str) -> None:
     """Speedup over the original versus size, one line per function and backend."""
     try:
         import matplotlib
@@ -460,7 +500,7 @@ def command(
     warn_if_busy()
     env = Environment.load()
     numpy_dtype = np.dtype(dtype)
-    report: dict[str, Any] = {"machine": env.describe(), "dtype": dtype, "repeat": repeat}
+    report: Report = {"machine": env.describe(), "dtype": dtype, "repeat": repeat}
     if sweep:
         plan = [(rule, n) for n in sweep_sizes(max_size) for rule in rules]
         with click.progressbar(plan, label="np2torch bench", file=sys.stderr) as items:
@@ -490,7 +530,7 @@ def _require_matplotlib() -> None:
         raise click.ClickException("--plot needs matplotlib: pip install 'np2torch[plot]'") from None
 
 
-def _echo_report(report: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], sweep: bool, plot_path: str | None) -> None:
+def _echo_report(report: Report, rows: Sequence[Row], sweep: bool, plot_path: str | None) -> None:
     machine = report["machine"]
     versions = ", ".join(f"{key} {value}" for key, value in machine.items())
     what = "sizes 1 to " + str(rows[-1]["elements"]) if sweep else "x".join(map(str, report["shape"]))
