@@ -55,6 +55,25 @@ def test_only_text_that_spells_a_compiler_can_hand_one_a_function() -> None:
     assert may_hand("import jax\n") and not may_hand("import numpy\n")
 
 
+@pytest.mark.parametrize("text", [
+    "import os, numba.cuda as nc\n", "import os as o, \\\n    cupyx\n", "from jax import jit\n",
+    "from numba.core import decorators\n", "import sys; from torch import jit\n", "import numba\n",
+    "m = importlib.import_module('numba')\n", 'jit = getattr(__import__("torch.jit"), "script")\n',
+])
+def test_every_way_to_a_compiler_can_hand_one_a_function(text: str) -> None:
+    assert may_hand(text)
+
+
+@pytest.mark.parametrize("text", [
+    "if is_torch(xp):\n    pass\n", "# works like numba and jax\nimport numpy\n", "x = backends.numba\n",
+    "from scipy import special  # no numba here\n", "import numpy as np\nnp.torch_like(1)\n",
+])
+def test_text_that_names_a_compiler_but_imports_or_loads_none_hands_nothing(text: str) -> None:
+    assert not may_hand(text)
+    summary = _summary(text)
+    assert summary.handed == summary.compilers == ()
+
+
 def test_module_level_from_imports_are_kept_for_re_exports() -> None:
     summary = _summary("""
         from .kernels import kernel as k

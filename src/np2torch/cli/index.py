@@ -77,6 +77,8 @@ class ProjectIndex:
         self._fingerprint = fingerprint
         self._built: dict[str, dict[str, Answer]] = {}
         self._whole: dict[str, Answer] | None = None
+        self._hands: dict[str, bool] = {}
+        self._summaries: dict[str, Summary | None] = {}
 
     def answer(self, path: str) -> Answer:
         """The functions of the file at ``path`` that other modules compile (see :data:`Answer`)."""
@@ -102,39 +104,53 @@ class ProjectIndex:
     def _build(self, roots: tuple[str, ...]) -> dict[str, Answer]:
         files = sorted({path for root in roots for path in project_files(root)})
         summaries: dict[str, Summary] = {}
-        others: list[tuple[str, tuple[str, str]]] = []
+        others: list[str] = []
         for path in files:
-            text = _text(path)
-            if text is None:
-                continue
-            summary = self._summary(path, *text) if may_hand(text[0]) else None
+            summary = self._summary(path) if self._may_hand(path) else None
             if summary is not None:
                 summaries[path] = summary
             else:
-                others.append((path, text))
+                others.append(path)
         looked: set[str] = set()
+        texts: dict[str, str | None] = {}
         while True:  # a module that imports a compiler (`from .util import jit`) need not spell numba
             names = sorted(compiler_names(summaries) - looked)
             if not names:
                 break
             looked.update(names)
             spells = re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, names)))
-            for path, text in others:
-                if path not in summaries and spells.search(text[0]):
-                    summary = self._summary(path, *text)
+            for path in others:
+                if path in summaries:
+                    continue
+                if path not in texts:
+                    read = _text(path)
+                    texts[path] = None if read is None else read[0]
+                text = texts[path]
+                if text is not None and spells.search(text):
+                    summary = self._summary(path)
                     if summary is not None:
                         summaries[path] = summary
         if not any(summary.handed or summary.applied for summary in summaries.values()):
             return {}
         shown_from = os.path.realpath(roots[0]) if os.path.isdir(roots[0]) else os.path.dirname(roots[0])
+        return answers(summaries, files, self._summary, lambda path: os.path.relpath(path, shown_from))
 
-        def summary_of(path: str) -> Summary | None:
+    def _may_hand(self, path: str) -> bool:
+        """Whether the file at ``path`` may hand a function to a compiler (:func:`may_hand`), read once a run:
+        nested projects (folders without a ``pyproject.toml``, each its own) share their files."""
+        if path not in self._hands:
             text = _text(path)
-            return None if text is None else self._summary(path, *text)
+            self._hands[path] = text is not None and may_hand(text[0])
+        return self._hands[path]
 
-        return answers(summaries, files, summary_of, lambda path: os.path.relpath(path, shown_from))
+    def _summary(self, path: str) -> Summary | None:
+        """The file's summary, parsed (or read from the cache) once a run; None when it cannot be read or parsed."""
+        if path not in self._summaries:
+            text = _text(path)
+            self._summaries[path] = None if text is None else self._parse(path, *text)
+        return self._summaries[path]
 
-    def _summary(self, path: str, text: str, content: str) -> Summary | None:
+    def _parse(self, path: str, text: str, content: str) -> Summary | None:
         cached = self._read(path, content)
         if cached is not None:
             return cached
