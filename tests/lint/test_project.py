@@ -8,6 +8,7 @@ from typing import Dict
 
 import pytest
 
+from np2torch.lint.compiled import may_name_a_compiler
 from np2torch.lint.engine import Settings, check_source, fix_source
 from np2torch.lint.project import ANY, Summary, answers, may_hand, summarize
 
@@ -62,6 +63,23 @@ def test_only_text_that_spells_a_compiler_can_hand_one_a_function() -> None:
 ])
 def test_every_way_to_a_compiler_can_hand_one_a_function(text: str) -> None:
     assert may_hand(text)
+
+
+@pytest.mark.parametrize("text", [
+    "import numba\nprint(numba.__version__)\n", "torch = pytest.importorskip('torch')\nx = torch.ones(3)\n",
+])
+def test_text_that_names_no_compiler_names_none(text: str) -> None:
+    assert may_hand(text) and not may_name_a_compiler(text)
+    summary = _summary(text)
+    assert summary.handed == summary.compilers == ()
+
+
+@pytest.mark.parametrize("text", [
+    "import numba\nnumba.njit(f)\n", "jit = getattr(importlib.import_module('numba'), 'njit')\n",
+    "from torch import compile as c\n", "import jax\njax.vmap(f)\n", "import numba\nnumba.jit_module()\n",
+])
+def test_every_way_to_a_compiler_names_it(text: str) -> None:
+    assert may_name_a_compiler(text)
 
 
 @pytest.mark.parametrize("text", [

@@ -18,7 +18,8 @@ module left out of checking can still compile a function of one that is
 checked.
 
 Every file is read; only those that spell a compiler's package (``numba``,
-``jax``, ``torch``, ``cupy``) are parsed, then those that spell a name such a
+``jax``, ``torch``, ``cupy``) in an import or as a string, and a compiler's name
+(``njit``, ``compile``), are parsed, then those that spell a name such a
 module binds to a compiler (``jit`` of ``def jit(f): return numba.njit(f)``),
 and those a compiled name leads to (a re-export).  Each parse is cached in the folder's ``index/``, one JSON entry per
 file (keyed by its path, holding the SHA-256 of its bytes and the tool's
@@ -39,6 +40,7 @@ from np2torch.cli.cache import CACHEDIR_TAG, GITIGNORE, digest, tool_fingerprint
 from np2torch.cli.config import DEFAULT_EXCLUDE, RunSettings
 from np2torch.cli.files import FileError, decode_source, read_regular, replace_file
 from np2torch.cli.projects import project_root
+from np2torch.lint.compiled import may_name_a_compiler
 from np2torch.lint.project import Answer, Summary, answers, compiler_names, may_hand, summarize
 
 __all__ = ["ProjectIndex", "project_files", "project_root"]
@@ -136,11 +138,11 @@ class ProjectIndex:
         return answers(summaries, files, self._summary, lambda path: os.path.relpath(path, shown_from))
 
     def _may_hand(self, path: str) -> bool:
-        """Whether the file at ``path`` may hand a function to a compiler (:func:`may_hand`), read once a run:
-        nested projects (folders without a ``pyproject.toml``, each its own) share their files."""
+        """Whether the file at ``path`` may hand a function to a compiler (:func:`may_hand`, and it names one),
+        read once a run: nested projects (folders without a ``pyproject.toml``, each its own) share their files."""
         if path not in self._hands:
             text = _text(path)
-            self._hands[path] = text is not None and may_hand(text[0])
+            self._hands[path] = text is not None and may_hand(text[0]) and may_name_a_compiler(text[0])
         return self._hands[path]
 
     def _summary(self, path: str) -> Summary | None:

@@ -56,7 +56,7 @@ from typing import Iterable, Iterator, Sequence
 from np2torch.lint import walk
 
 __all__ = ["COMPILERS", "MODULE_COMPILERS", "compiled_elsewhere", "compiled_regions", "handed_to_compilers",
-           "inside", "may_reach_a_compiler", "reason"]
+           "inside", "may_import_a_compiler", "may_name_a_compiler", "reason"]
 
 _NUMBA = "numba"
 _JAX = "jax"
@@ -99,6 +99,9 @@ _QUOTED_PACKAGE = re.compile("[\"']({})[\"']".format("|".join(sorted(map(re.esca
 # a package's root as a whole name (not an attribute: `a.numba`), and the words an import statement starts with;
 # the literal first, so that `re` scans for it quickly (an alternation or a look-behind first it cannot)
 _ROOT_NAMES = {root: re.compile(rf"{re.escape(root)}(?!\w)(?<![\w.]{re.escape(root)})") for root in sorted(_ROOTS)}
+# each compiler's own name, a whole word: every way to one spells it (`njit`, `nb.njit`, `getattr(numba, "njit")`)
+_COMPILER_NAMES = {name: re.compile(rf"{re.escape(name)}(?!\w)(?<!\w{re.escape(name)})")
+                   for name in sorted({q.rpartition(".")[2] for q in _ALL})}
 _IMPORT_WORDS = (re.compile(r"import(?!\w)(?<!\wimport)"), re.compile(r"from(?!\w)(?<!\wfrom)"))
 # what may stand between `import` (or `from`) and a name the statement imports: names, dots, commas, whitespace
 # and line continuations (an import outside parentheses holds no comment; `from` is followed by its module)
@@ -168,17 +171,29 @@ def compiled_regions(
     return _named_regions(every, by_name, everything, regions)
 
 
-def may_reach_a_compiler(text: str) -> bool:
+def may_import_a_compiler(text: str) -> bool:
     """False only when no way to a compiler can start in ``text``: every one starts at an import of its
     package (``import numba``, ``from jax import jit``) or at a call loading the package by its name as a
     string literal (``importlib.import_module("numba")``), and either spells the package's name so."""
-    return _may_reach(text if text.isascii() else unicodedata.normalize("NFKC", text))  # as the parser reads names
-
-
-def _may_reach(spelled: str) -> bool:
+    spelled = _spelled(text)
     roots = [pattern for root, pattern in _ROOT_NAMES.items() if root in spelled]
-    if not roots:
-        return False
+    return bool(roots) and _imports_or_loads(spelled, roots)
+
+
+def may_name_a_compiler(text: str) -> bool:
+    """False only when ``text`` names no compiler: every way to one spells the compiler's own name (``njit``,
+    ``compile``) as a name, an attribute or ``getattr``'s string."""
+    spelled = _spelled(text)
+    return any(name in spelled and pattern.search(spelled) for name, pattern in _COMPILER_NAMES.items())
+
+
+def _spelled(text: str) -> str:
+    return text if text.isascii() else unicodedata.normalize("NFKC", text)  # as the parser reads names
+
+
+def _imports_or_loads(spelled: str, roots: list[re.Pattern[str]]) -> bool:
+    """Whether a package's root (``roots``: the patterns of those spelled) stands in an import statement or
+    as a string literal of a compiler's package."""
     import_ends: list[int] | None = None
     for match in (match for pattern in roots for match in pattern.finditer(spelled)):
         start = match.start()
@@ -199,9 +214,9 @@ def _compilers_of(
 ) -> tuple[list[ast.AST], _Compilers] | None:
     """Every node of ``tree`` (the one walk the passes share) and the names its bindings make compilers; None
     where no way to a compiler can start (``imports``: the module's imports, when the caller has them)."""
-    spelled = text if text.isascii() else unicodedata.normalize("NFKC", text)
-    if not _may_reach(spelled):
-        return None  # every way to a compiler spells its package so
+    spelled = _spelled(text)
+    if not (may_import_a_compiler(spelled) and may_name_a_compiler(spelled)):
+        return None  # every way to a compiler spells its package and its name so
     if imports is not None and not any(map(_binds_a_compiler, imports)) and not _loads(tree, spelled):
         return None  # every way to a compiler starts at an import of its package or a call loading it by name
     every, within = _walk(tree)

@@ -93,8 +93,9 @@ def _shaped(item: object, types: tuple[type, ...]) -> bool:
 
 def may_hand(text: str) -> bool:
     """False only when the module can hand nothing to a compiler: every way to one starts at an import of its
-    package or a call loading it by its name (:func:`np2torch.lint.compiled.may_reach_a_compiler`)."""
-    return compiled.may_reach_a_compiler(text)
+    package or a call loading it by its name (:func:`np2torch.lint.compiled.may_import_a_compiler`; it spells
+    the compiler's name too: :func:`np2torch.lint.compiled.may_name_a_compiler`)."""
+    return compiled.may_import_a_compiler(text)
 
 
 def summarize(tree: ast.Module, text: str) -> Summary:
