@@ -125,8 +125,8 @@ class ProjectIndex:
                 if path in summaries:
                     continue
                 if path not in texts:
-                    read = _text(path)
-                    texts[path] = None if read is None else read[0]
+                    source = _source(path)
+                    texts[path] = None if source is None else source[0]
                 text = texts[path]
                 if text is not None and spells.search(text):
                     summary = self._summary(path)
@@ -141,15 +141,15 @@ class ProjectIndex:
         """Whether the file at ``path`` may hand a function to a compiler (:func:`may_hand`, and it names one),
         read once a run: nested projects (folders without a ``pyproject.toml``, each its own) share their files."""
         if path not in self._hands:
-            text = _text(path)
-            self._hands[path] = text is not None and may_hand(text[0]) and may_name_a_compiler(text[0])
+            source = _source(path)
+            self._hands[path] = source is not None and may_hand(source[0]) and may_name_a_compiler(source[0])
         return self._hands[path]
 
     def _summary(self, path: str) -> Summary | None:
         """The file's summary, parsed (or read from the cache) once a run; None when it cannot be read or parsed."""
         if path not in self._summaries:
-            text = _text(path)
-            self._summaries[path] = None if text is None else self._parse(path, *text)
+            source = _source(path)
+            self._summaries[path] = None if source is None else self._parse(path, source[0], digest(source[1]))
         return self._summaries[path]
 
     def _parse(self, path: str, text: str, content: str) -> Summary | None:
@@ -211,10 +211,10 @@ class ProjectIndex:
             pass  # a cache that cannot be written costs a parse next time, nothing else
 
 
-def _text(path: str) -> tuple[str, str] | None:
-    """The file's text and the digest of its bytes; None when it cannot be read or decoded."""
+def _source(path: str) -> tuple[str, bytes] | None:
+    """The file's text and its bytes; None when it cannot be read or decoded."""
     try:
         raw, _ = read_regular(path, path)
-        return decode_source(raw, path).text, digest(raw)
+        return decode_source(raw, path).text, raw
     except FileError:
         return None
