@@ -18,12 +18,17 @@ pyproject.toml, .gitignore or "site-packages" exclusion of either tool changes
 what is checked), and every tool runs there as a child process.  CPU seconds
 are the children's user + system time (`resource.getrusage(RUSAGE_CHILDREN)`,
 which includes np2torch's worker processes); wall seconds are shown beside.
-Each cell is the median of --repeat runs.
+Each cell is the median of --repeat runs.  The children run without
+PYTHONDONTWRITEBYTECODE, and each np2torch command runs once untimed first, so
+that they run from byte code as an installed np2torch does.
 
 Rows: ruff (--no-cache); np2torch cold (an empty cache folder each run, so it
-includes writing the cache); cold with --jobs 1; warm (cache filled, nothing
-changed); with --compare, the same three rows for a second np2torch (another
-checkout), run for run with the first.  Ratios are against ruff on the same scope.  The targets
+includes writing the cache; the concise output, whose lines give the findings
+counted); cold with --jobs 1; warm (cache filled, nothing changed); with
+--compare, the same three rows for a second np2torch (another checkout), run
+for run with the first.  No row asks for JSON: `--output-format json` adds each
+finding's fix edits, which fixes every file with a fixable finding through
+LibCST (on SciPy about ten times the check itself); time it on its own.  Ratios are against ruff on the same scope.  The targets
 (docs/benchmarks.md, issue 27): cold <= 5x ruff on scikit-learn and <= 6x on SciPy, warm <= 1x ruff.
 Timings on a busy machine are noise: compare CPU seconds of rows from the same run.
 """
@@ -33,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import shutil
 import statistics
@@ -43,6 +49,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
+
+# a concise finding: `path:line:column: CODE message`
+_CONCISE_CODE = re.compile(r"^.+?:\d+:\d+: ([A-Z]+[0-9]+) ", re.MULTILINE)
+
+
+Row = Callable[[list[str]], list[str]]
+"""A row's command for the paths of a scope."""
 
 
 @dataclass
@@ -96,7 +109,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     np2torch = args.np2torch.split() if args.np2torch else [sys.executable, "-m", "np2torch"]
-    env = {**os.environ, "NO_COLOR": "1"}
+    # An installed np2torch runs from its byte code (pip compiles it): without it each run would compile
+    # np2torch's own modules again (about 0.08 s CPU), which is the environment's cost, not the check's.
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}, "NO_COLOR": "1"}
     work = Path(tempfile.mkdtemp(prefix="np2torch-speed-"))
     try:
         scopes: dict[str, list[str]] = {}
@@ -111,7 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             scopes["all"] = [name for names in list(scopes.values()) for name in names]
             sizes["all"] = (sum(s[0] for s in sizes.values()), sum(s[1] for s in sizes.values()))
 
-        rows: dict[str, Callable[[list[str]], list[str]]] = {}
+        rows: dict[str, Row] = {}
         if args.ruff:
             rows["ruff --select NPY --no-cache"] = lambda paths: [args.ruff, "check", "--select", "NPY",
                                                                       "--no-cache", "--exit-zero", "-q", *paths]
@@ -119,42 +134,58 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.compare:
             commands["compared"] = args.compare.split()
         for name, command in commands.items():
-            rows[f"{name} cold"] = lambda paths, c=command: [*c, "check", "-q", "--format", "json", *paths]
+            rows[f"{name} cold"] = lambda paths, c=command: [*c, "check", "-q", "--output-format", "concise", *paths]
             rows[f"{name} cold --jobs 1"] = lambda paths, c=command: [*c, "check", "-q", "-j", "1", *paths]
             rows[f"{name} warm"] = lambda paths, c=command: [*c, "check", "-q", *paths]
 
+        warm_up = work / "warm_up.py"  # each command once, untimed: its byte code written, as installed
+        warm_up.write_text("import numpy as np\n\nnp.exp(1.0 + np.zeros(3))\n")
+        for command in commands.values():
+            timed([*command, "check", "-q", "--no-cache", warm_up.name], work, env)
         results: dict[str, dict[str, Timing]] = {}
         findings: dict[str, dict[str, int]] = {}
         for scope, paths in scopes.items():
-            timings: dict[str, list[Timing]] = {row: [] for row in rows}
-            # Run for run rather than row by row, so that a change in the machine's load hits every row alike.
-            for i in range(args.repeat):
-                for row, make in rows.items():
-                    folder = str(work / f".cache-{scope}-{row}")
-                    # Checkouts before the lint cache had a variable of its own read NP2TORCH_CACHE_DIR for it.
-                    cache_env = {**env, "NP2TORCH_LINT_CACHE_DIR": folder, "NP2TORCH_CACHE_DIR": folder}
-                    if "cold" in row:
-                        shutil.rmtree(folder, ignore_errors=True)
-                    elif row.endswith("warm") and i == 0:
-                        timed(make(paths), work, cache_env)  # fill
-                    timing, done = timed(make(paths), work, cache_env)
-                    timings[row].append(timing)
-                    if row.endswith(" cold") and i == 0:
-                        counts: dict[str, int] = {}
-                        for finding in json.loads(done.stdout or b"[]"):
-                            counts[finding["code"]] = counts.get(finding["code"], 0) + 1
-                        if row == "np2torch cold":
-                            findings[scope] = dict(sorted(counts.items()))
-                        elif dict(sorted(counts.items())) != findings.get(scope):
-                            print(f"  {scope:>10}  the compared command finds {counts}", file=sys.stderr)
-            results[scope] = {row: median(found) for row, found in timings.items()}
-            for row, timing in results[scope].items():
-                print(f"  {scope:>10}  {row:<30} {timing.cpu:8.2f} s cpu", file=sys.stderr)
+            results[scope] = time_rows(rows, scope, paths, work, env, args.repeat, findings)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
+    report(results, sizes, findings, args.repeat, args.json)
+    return 0
+
+def time_rows(rows: dict[str, Row], scope: str, paths: list[str], work: Path, env: dict[str, str], repeat: int,
+              findings: dict[str, dict[str, int]]) -> dict[str, Timing]:
+    """Each row's median timing on one scope (``findings``: the first cold run's counts, by scope)."""
+    timings: dict[str, list[Timing]] = {row: [] for row in rows}
+    # Run for run rather than row by row, so that a change in the machine's load hits every row alike.
+    for i in range(repeat):
+        for row, make in rows.items():
+            folder = str(work / f".cache-{scope}-{row}")
+            # Checkouts before the lint cache had a variable of its own read NP2TORCH_CACHE_DIR for it.
+            cache_env = {**env, "NP2TORCH_LINT_CACHE_DIR": folder, "NP2TORCH_CACHE_DIR": folder}
+            if "cold" in row:
+                shutil.rmtree(folder, ignore_errors=True)
+            elif row.endswith("warm") and i == 0:
+                timed(make(paths), work, cache_env)  # fill
+            timing, done = timed(make(paths), work, cache_env)
+            timings[row].append(timing)
+            if row.endswith(" cold") and i == 0:
+                counts: dict[str, int] = {}
+                for code in _CONCISE_CODE.findall(done.stdout.decode(errors="replace")):
+                    counts[code] = counts.get(code, 0) + 1
+                if row == "np2torch cold":
+                    findings[scope] = dict(sorted(counts.items()))
+                elif dict(sorted(counts.items())) != findings.get(scope):
+                    print(f"  {scope:>10}  the compared command finds {counts}", file=sys.stderr)
+    medians = {row: median(found) for row, found in timings.items()}
+    for row, timing in medians.items():
+        print(f"  {scope:>10}  {row:<30} {timing.cpu:8.2f} s cpu", file=sys.stderr)
+    return medians
+
+
+def report(results: dict[str, dict[str, Timing]], sizes: dict[str, tuple[int, int]],
+           findings: dict[str, dict[str, int]], repeat: int, as_json: bool) -> None:
     ruff_row = "ruff --select NPY --no-cache"
-    print(f"\nmedian of {args.repeat} runs; cpu = user + sys of the child processes, in seconds")
+    print(f"\nmedian of {repeat} runs; cpu = user + sys of the child processes, in seconds")
     print(f"{'scope':<10} {'files':>6} {'lines':>8}  {'tool':<30} {'cpu s':>8} {'wall s':>8} {'x ruff':>7}")
     for scope, by_row in results.items():
         files, lines = sizes[scope]
@@ -163,9 +194,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             ratio = f"{timing.cpu / base.cpu:7.1f}" if base and base.cpu > 0 else f"{'-':>7}"
             print(f"{scope:<10} {files:>6} {lines:>8}  {row:<30} {timing.cpu:8.2f} {timing.wall:8.2f} {ratio}")
         print(f"{'':<10} findings: {findings.get(scope, {})}")
-    if args.json:
+    if as_json:
         print(json.dumps({
-            "repeat": args.repeat,
+            "repeat": repeat,
             "scopes": {scope: {"files": sizes[scope][0], "lines": sizes[scope][1], "findings": findings.get(scope),
                                "cpu_s": {row: t.cpu for row, t in by_row.items()},
                                "wall_s": {row: t.wall for row, t in by_row.items()}}

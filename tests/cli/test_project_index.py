@@ -51,6 +51,16 @@ def test_a_warm_index_parses_nothing_and_only_files_that_spell_a_compiler_are_pa
     assert ProjectIndex(tmp_path / "cache", fingerprint="another tool").answer(str(root / "main.py")) == ()
 
 
+def test_a_file_that_names_a_compiler_only_in_words_or_arguments_is_not_parsed(tmp_path: Path) -> None:
+    root = _project(tmp_path / "p")
+    (root / "pkg" / "test_backends.py").write_text(
+        "import pytest\n\n\n@pytest.mark.skipif(not HAVE_TORCH, reason='needs torch')\n"
+        "def test_it(xp):  # like torch.compile, numba and jax would\n    assert not is_torch(xp)\n")
+    index = ProjectIndex(tmp_path / "cache", fingerprint="f")
+    assert index.answer(str(root / "pkg" / "kernels.py")) == (("kernel", "numba", "main.py"),)
+    assert index.parsed == 2  # main.py and pkg/kernels.py, as without the test module
+
+
 def test_a_torn_index_entry_costs_a_parse_not_a_result(tmp_path: Path) -> None:
     root = _project(tmp_path / "p")
     ProjectIndex(tmp_path / "cache", fingerprint="f").answer(str(root / "main.py"))

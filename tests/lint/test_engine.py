@@ -210,6 +210,34 @@ def test_prefilter_needs_module_and_name_of_one_rule() -> None:
     assert not may_contain("from math import exp\nexp(x)", RULES)
 
 
+@pytest.mark.parametrize("source", [
+    "import numpy as np\ny = (np).exp(x)\n",
+    "import numpy as np\ny = (np  # why\n     .exp)(x)\n",
+    "import numpy as np\ny = np \\\n    . exp(x)\n",
+    "import numpy as \\\n    N\ny = N.exp(x)\n",
+    "from scipy import special\ny = special.erf(x)\n",
+    "import scipy.special\ny = scipy.special.erf(x)\n",
+    "from scipy import (special as  # why\n    sp)\ny = sp.erf(x)\n",
+    "import numpy as np\ny = (0,\n... if c else np.exp(x))\n",
+    "import numpy as np\ny = [0,\n    ..., np.exp(x)]  # >>> np.exp\n",
+    "import numpy as \u00f1p\ny = \u00f1p.exp(x)\n",
+    "from numpy import exp\n'''\n    >>> import numpy\n'''\ny = exp(x)\n",
+])
+def test_prefilter_passes_every_reference_the_resolver_reads(source: str) -> None:
+    assert may_contain(source, RULES)
+    assert check_source(source)
+
+
+@pytest.mark.parametrize("source", [
+    'import numpy as np\n\ndef f(x):\n    """\n    >>> np.exp(1)\n    >>> y = (np.\n    ...      exp(2))\n    """\n',
+    "import numpy as np\n\ndef f(x):\n    xp = array_namespace(x)\n    return xp.exp(x) + xp.log(x)\n",
+    "import numpy as np\ns = '''\n>>> from numpy import exp\n... exp(1)\n'''\n",
+])
+def test_prefilter_leaves_doctests_and_attributes_of_other_names(source: str) -> None:
+    assert not may_contain(source, RULES)
+    assert _analyze(source, "<string>", Settings(), prefilter=False).findings == []
+
+
 def test_prefilter_sees_nfkc_normalised_identifiers() -> None:
     source = "import numpy as np\ny = np.ｅｘｐ(x)\n"
     assert may_contain(source, RULES)

@@ -8,6 +8,7 @@ from typing import Dict
 
 import pytest
 
+from np2torch.lint.compiled import may_name_a_compiler
 from np2torch.lint.engine import Settings, check_source, fix_source
 from np2torch.lint.project import ANY, Summary, answers, may_hand, summarize
 
@@ -53,6 +54,42 @@ def test_only_text_that_spells_a_compiler_can_hand_one_a_function() -> None:
     assert not may_hand("s = '\xe9'\nimport numpy as np\n")  # non-ASCII text is normalised, once
     assert may_hand("import \uff4e\uff55\uff4d\uff42\uff41\n")  # fullwidth `numba`: the parser reads `numba`
     assert may_hand("import jax\n") and not may_hand("import numpy\n")
+
+
+@pytest.mark.parametrize("text", [
+    "import os, numba.cuda as nc\n", "import os as o, \\\n    cupyx\n", "from jax import jit\n",
+    "from numba.core import decorators\n", "import sys; from torch import jit\n", "import numba\n",
+    "m = importlib.import_module('numba')\n", 'jit = getattr(__import__("torch.jit"), "script")\n',
+])
+def test_every_way_to_a_compiler_can_hand_one_a_function(text: str) -> None:
+    assert may_hand(text)
+
+
+@pytest.mark.parametrize("text", [
+    "import numba\nprint(numba.__version__)\n", "torch = pytest.importorskip('torch')\nx = torch.ones(3)\n",
+])
+def test_text_that_names_no_compiler_names_none(text: str) -> None:
+    assert may_hand(text) and not may_name_a_compiler(text)
+    summary = _summary(text)
+    assert summary.handed == summary.compilers == ()
+
+
+@pytest.mark.parametrize("text", [
+    "import numba\nnumba.njit(f)\n", "jit = getattr(importlib.import_module('numba'), 'njit')\n",
+    "from torch import compile as c\n", "import jax\njax.vmap(f)\n", "import numba\nnumba.jit_module()\n",
+])
+def test_every_way_to_a_compiler_names_it(text: str) -> None:
+    assert may_name_a_compiler(text)
+
+
+@pytest.mark.parametrize("text", [
+    "if is_torch(xp):\n    pass\n", "# works like numba and jax\nimport numpy\n", "x = backends.numba\n",
+    "from scipy import special  # no numba here\n", "import numpy as np\nnp.torch_like(1)\n",
+])
+def test_text_that_names_a_compiler_but_imports_or_loads_none_hands_nothing(text: str) -> None:
+    assert not may_hand(text)
+    summary = _summary(text)
+    assert summary.handed == summary.compilers == ()
 
 
 def test_module_level_from_imports_are_kept_for_re_exports() -> None:

@@ -18,7 +18,8 @@ module left out of checking can still compile a function of one that is
 checked.
 
 Every file is read; only those that spell a compiler's package (``numba``,
-``jax``, ``torch``, ``cupy``) are parsed, then those that spell a name such a
+``jax``, ``torch``, ``cupy``) in an import or as a string, and a compiler's name
+(``njit``, ``compile``), are parsed, then those that spell a name such a
 module binds to a compiler (``jit`` of ``def jit(f): return numba.njit(f)``),
 and those a compiled name leads to (a re-export).  Each parse is cached in the folder's ``index/``, one JSON entry per
 file (keyed by its path, holding the SHA-256 of its bytes and the tool's
@@ -38,6 +39,7 @@ from np2torch.cli.cache import CACHEDIR_TAG, GITIGNORE, digest, tool_fingerprint
 from np2torch.cli.config import DEFAULT_EXCLUDE, RunSettings
 from np2torch.cli.files import FileError, decode_source, read_regular, replace_file
 from np2torch.cli.projects import project_root
+from np2torch.lint.compiled import may_name_a_compiler
 from np2torch.lint.project import Answer, Summary, answers, compiler_names, may_hand, summarize
 
 __all__ = ["ProjectIndex", "project_files", "project_root"]
@@ -76,6 +78,8 @@ class ProjectIndex:
         self._fingerprint = fingerprint
         self._built: dict[str, dict[str, Answer]] = {}
         self._whole: dict[str, Answer] | None = None
+        self._hands: dict[str, bool] = {}
+        self._summaries: dict[str, Summary | None] = {}
 
     def answer(self, path: str) -> Answer:
         """The functions of the file at ``path`` that other modules compile (see :data:`Answer`)."""
@@ -101,39 +105,53 @@ class ProjectIndex:
     def _build(self, roots: tuple[str, ...]) -> dict[str, Answer]:
         files = sorted({path for root in roots for path in project_files(root)})
         summaries: dict[str, Summary] = {}
-        others: list[tuple[str, tuple[str, str]]] = []
+        others: list[str] = []
         for path in files:
-            text = _text(path)
-            if text is None:
-                continue
-            summary = self._summary(path, *text) if may_hand(text[0]) else None
+            summary = self._summary(path) if self._may_hand(path) else None
             if summary is not None:
                 summaries[path] = summary
             else:
-                others.append((path, text))
+                others.append(path)
         looked: set[str] = set()
+        texts: dict[str, str | None] = {}
         while True:  # a module that imports a compiler (`from .util import jit`) need not spell numba
             names = sorted(compiler_names(summaries) - looked)
             if not names:
                 break
             looked.update(names)
             spells = re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, names)))
-            for path, text in others:
-                if path not in summaries and spells.search(text[0]):
-                    summary = self._summary(path, *text)
+            for path in others:
+                if path in summaries:
+                    continue
+                if path not in texts:
+                    source = _source(path)
+                    texts[path] = None if source is None else source[0]
+                text = texts[path]
+                if text is not None and spells.search(text):
+                    summary = self._summary(path)
                     if summary is not None:
                         summaries[path] = summary
         if not any(summary.handed or summary.applied for summary in summaries.values()):
             return {}
         shown_from = os.path.realpath(roots[0]) if os.path.isdir(roots[0]) else os.path.dirname(roots[0])
+        return answers(summaries, files, self._summary, lambda path: os.path.relpath(path, shown_from))
 
-        def summary_of(path: str) -> Summary | None:
-            text = _text(path)
-            return None if text is None else self._summary(path, *text)
+    def _may_hand(self, path: str) -> bool:
+        """Whether the file at ``path`` may hand a function to a compiler (:func:`may_hand`, and it names one),
+        read once a run: nested projects (folders without a ``pyproject.toml``, each its own) share their files."""
+        if path not in self._hands:
+            source = _source(path)
+            self._hands[path] = source is not None and may_hand(source[0]) and may_name_a_compiler(source[0])
+        return self._hands[path]
 
-        return answers(summaries, files, summary_of, lambda path: os.path.relpath(path, shown_from))
+    def _summary(self, path: str) -> Summary | None:
+        """The file's summary, parsed (or read from the cache) once a run; None when it cannot be read or parsed."""
+        if path not in self._summaries:
+            source = _source(path)
+            self._summaries[path] = None if source is None else self._parse(path, source[0], digest(source[1]))
+        return self._summaries[path]
 
-    def _summary(self, path: str, text: str, content: str) -> Summary | None:
+    def _parse(self, path: str, text: str, content: str) -> Summary | None:
         cached = self._read(path, content)
         if cached is not None:
             return cached
@@ -192,10 +210,10 @@ class ProjectIndex:
             pass  # a cache that cannot be written costs a parse next time, nothing else
 
 
-def _text(path: str) -> tuple[str, str] | None:
-    """The file's text and the digest of its bytes; None when it cannot be read or decoded."""
+def _source(path: str) -> tuple[str, bytes] | None:
+    """The file's text and its bytes; None when it cannot be read or decoded."""
     try:
         raw, _ = read_regular(path, path)
-        return decode_source(raw, path).text, digest(raw)
+        return decode_source(raw, path).text, raw
     except FileError:
         return None

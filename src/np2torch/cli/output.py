@@ -18,8 +18,6 @@ import re
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence, TextIO
-from xml.sax.saxutils import escape as xml_escape
-from xml.sax.saxutils import quoteattr
 
 from np2torch.cli.config import OUTPUT_FORMATS
 from np2torch.cli.sarif import sarif_document
@@ -298,6 +296,9 @@ def pylint_line(finding: Finding) -> str:
 def junit_document(findings: Sequence[Finding], problems: Sequence[Problem] = ()) -> str:
     """JUnit XML, as ruff writes it: one test suite per file, one failing test case per finding (``error``
     for a file that could not be checked); one passing case when there is nothing."""
+    from xml.sax.saxutils import escape as xml_escape  # it loads urllib.request: only when JUnit is asked for
+    from xml.sax.saxutils import quoteattr
+
     by_path: dict[str, list[str]] = {}
     counts: dict[str, tuple[int, int]] = {}
     for finding in findings:

@@ -49,13 +49,14 @@ from __future__ import annotations
 import ast
 import re
 import unicodedata
+from bisect import bisect_right
 from collections import deque
 from typing import Iterable, Iterator, Sequence
 
 from np2torch.lint import walk
 
 __all__ = ["COMPILERS", "MODULE_COMPILERS", "compiled_elsewhere", "compiled_regions", "handed_to_compilers",
-           "inside", "reason"]
+           "inside", "may_import_a_compiler", "may_name_a_compiler", "reason"]
 
 _NUMBA = "numba"
 _JAX = "jax"
@@ -95,6 +96,16 @@ _PACKAGES = frozenset(q.rsplit(".", i)[0] for q in _ALL for i in range(1, q.coun
 _ROOTS = frozenset(q.partition(".")[0] for q in _ALL)
 # a package's name as a whole string literal (`"numba"`, `'torch.jit'`, `r"jax"`): what loading it by name spells
 _QUOTED_PACKAGE = re.compile("[\"']({})[\"']".format("|".join(sorted(map(re.escape, _PACKAGES), key=len, reverse=True))))
+# a package's root as a whole name (not an attribute: `a.numba`), and the words an import statement starts with;
+# the literal first, so that `re` scans for it quickly (an alternation or a look-behind first it cannot)
+_ROOT_NAMES = {root: re.compile(rf"{re.escape(root)}(?!\w)(?<![\w.]{re.escape(root)})") for root in sorted(_ROOTS)}
+# each compiler's own name, a whole word: every way to one spells it (`njit`, `nb.njit`, `getattr(numba, "njit")`)
+_COMPILER_NAMES = {name: re.compile(rf"{re.escape(name)}(?!\w)(?<!\w{re.escape(name)})")
+                   for name in sorted({q.rpartition(".")[2] for q in _ALL})}
+_IMPORT_WORDS = (re.compile(r"import(?!\w)(?<!\wimport)"), re.compile(r"from(?!\w)(?<!\wfrom)"))
+# what may stand between `import` (or `from`) and a name the statement imports: names, dots, commas, whitespace
+# and line continuations (an import outside parentheses holds no comment; `from` is followed by its module)
+_IMPORTED_NAMES = re.compile(r"[\w\s.,\\]*")
 
 _REASONS = {
     _NUMBA: "inside a numba-compiled function: np2torch.runtime helpers cannot be compiled by numba",
@@ -160,14 +171,52 @@ def compiled_regions(
     return _named_regions(every, by_name, everything, regions)
 
 
+def may_import_a_compiler(text: str) -> bool:
+    """False only when no way to a compiler can start in ``text``: every one starts at an import of its
+    package (``import numba``, ``from jax import jit``) or at a call loading the package by its name as a
+    string literal (``importlib.import_module("numba")``), and either spells the package's name so."""
+    spelled = _spelled(text)
+    roots = [pattern for root, pattern in _ROOT_NAMES.items() if root in spelled]
+    return bool(roots) and _imports_or_loads(spelled, roots)
+
+
+def may_name_a_compiler(text: str) -> bool:
+    """False only when ``text`` names no compiler: every way to one spells the compiler's own name (``njit``,
+    ``compile``) as a name, an attribute or ``getattr``'s string."""
+    spelled = _spelled(text)
+    return any(name in spelled and pattern.search(spelled) for name, pattern in _COMPILER_NAMES.items())
+
+
+def _spelled(text: str) -> str:
+    return text if text.isascii() else unicodedata.normalize("NFKC", text)  # as the parser reads names
+
+
+def _imports_or_loads(spelled: str, roots: list[re.Pattern[str]]) -> bool:
+    """Whether a package's root (``roots``: the patterns of those spelled) stands in an import statement or
+    as a string literal of a compiler's package."""
+    import_ends: list[int] | None = None
+    for match in (match for pattern in roots for match in pattern.finditer(spelled)):
+        start = match.start()
+        if start and spelled[start - 1] in "\"'" and _QUOTED_PACKAGE.match(spelled, start - 1):
+            return True  # `import_module("numba")`
+        if import_ends is None:
+            import_ends = sorted(word.end() for pattern in _IMPORT_WORDS for word in pattern.finditer(spelled))
+        # `import os, numba.cuda as nc`, `from jax import jit`: the nearest `import` or `from` before the name,
+        # and only names, dots, commas and whitespace between (an earlier one has that stretch between too)
+        i = bisect_right(import_ends, start)
+        if i and _IMPORTED_NAMES.fullmatch(spelled, import_ends[i - 1], start):
+            return True
+    return False
+
+
 def _compilers_of(
     tree: ast.Module, text: str, imports: Sequence[ast.Import | ast.ImportFrom] | None = None
 ) -> tuple[list[ast.AST], _Compilers] | None:
     """Every node of ``tree`` (the one walk the passes share) and the names its bindings make compilers; None
     where no way to a compiler can start (``imports``: the module's imports, when the caller has them)."""
-    spelled = text if text.isascii() else unicodedata.normalize("NFKC", text)
-    if not any(root in spelled for root in _ROOTS):
-        return None  # every way to a compiler spells the name of its package
+    spelled = _spelled(text)
+    if not (may_import_a_compiler(spelled) and may_name_a_compiler(spelled)):
+        return None  # every way to a compiler spells its package and its name so
     if imports is not None and not any(map(_binds_a_compiler, imports)) and not _loads(tree, spelled):
         return None  # every way to a compiler starts at an import of its package or a call loading it by name
     every, within = _walk(tree)
@@ -508,12 +557,15 @@ def _body_region(target: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef |
 # --------------------------------------------------------------------------- across modules (np2torch.lint.project)
 
 
-def handed_to_compilers(tree: ast.Module, text: str) -> tuple[list[tuple[ast.expr, str]], dict[str, str]]:
+def handed_to_compilers(
+    tree: ast.Module, text: str, imports: Sequence[ast.Import | ast.ImportFrom] | None = None
+) -> tuple[list[tuple[ast.expr, str]], dict[str, str]]:
     """What each call of a compiler is applied to (``numba.njit(k.kernel)``: ``k.kernel``), with the compiler's
     family, and the names the module binds to a compiler, scopes ignored (``from numba import njit``,
     ``jit = numba.njit(cache=True)``, ``def jit(f): return numba.njit(f)``) with theirs: what
-    :mod:`np2torch.lint.project` follows into other modules."""
-    found = _compilers_of(tree, text)
+    :mod:`np2torch.lint.project` follows into other modules (``imports``: every import statement of the
+    module, when the caller has them)."""
+    found = _compilers_of(tree, text, imports)
     if found is None:
         return [], {}
     every, names = found

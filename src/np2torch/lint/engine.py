@@ -169,36 +169,60 @@ def may_contain(text: str, rules: Sequence[Rule]) -> bool:
     where a reference to it can stand.
 
     Every way to reach ``numpy.exp`` spells ``numpy`` (in an import) and ``exp``
-    (as an imported or attribute name), each as a whole identifier: an attribute
-    after a dot (``np.exp``, ``numpy . exp``), or a name a ``from numpy...`` import
-    binds (``from numpy import exp``; a star import from ``numpy`` is read as
-    spelling the names it provides).  The parser NFKC-normalises non-ASCII
-    identifiers (``ｅｘｐ`` is ``exp``), so non-ASCII text is normalised before looking.
+    (as an imported or attribute name), each as a whole identifier: a name a
+    ``from numpy...`` import binds (``from numpy import exp``; a star import from
+    ``numpy`` is read as spelling the names it provides), or an attribute after a
+    dot (``np.exp``, ``numpy . exp``) of a name that can mean the module holding it
+    (:func:`_owner_may_hold`).  A line that starts with ``>>>`` (a doctest's, inside a
+    string) or with ``...`` then a name (a doctest's continuation) is never code.
+    The parser NFKC-normalises non-ASCII identifiers (``ｅｘｐ`` is ``exp``), so
+    non-ASCII text is normalised before looking.
     """
     if any(rule.is_meta for rule in rules) and "noqa" in text.lower():
         return True  # NPT801 judges the file's noqa comments, whatever it calls
     if not text.isascii():
         text = unicodedata.normalize("NFKC", text)
     imports_from: dict[str, bool] = {}  # root -> whether a `from <root>...` import is spelled
-    for root, name, root_word, name_word, from_root in _prefilter_patterns(tuple(rules)):
+    aliases: frozenset[str] | None = None
+    for root, name, owners, root_word, name_word, from_root in _prefilter_patterns(tuple(rules)):
         if root in text and name in text and root_word.search(text) and name_word.search(text):
             if root not in imports_from:
-                imports_from[root] = from_root.search(text) is not None
-            if imports_from[root] or _after_a_dot(text, name, name_word):
+                imports_from[root] = any(not _in_doctest(text, m.start()) for m in from_root.finditer(text))
+            if imports_from[root]:
+                return True
+            if aliases is None:
+                aliases = frozenset(_ALIAS.findall(text))
+            if _after_a_dot(text, name_word, owners | aliases):
                 return True
     return False
 
 
-def _after_a_dot(text: str, name: str, word: re.Pattern[str]) -> bool:
-    """``name`` (``word``: its pattern) spelled as an attribute: after a dot and whitespace (line continuations
-    included); a line ending in a comment before it counts too (``(np.  # why\n exp)``)."""
-    if f".{name}" in text and _dotted(name).search(text):
-        return True  # as it is mostly spelled: `np.exp`
+# what `import numpy as np`, `from scipy import special as sp` bind (any `as` clause: a superset), past line
+# continuations and the comments a parenthesised import may hold
+_ALIAS = re.compile(r"as(?<![\w.]as)(?:[ \t\f\r\n\\]|#[^\r\n]*)+(\w+)")
+# a line that is never code: a doctest's (`>>> np.exp(1)`: `>>` then `>` follow no operand), or its continuation
+# (`...` then a name: Ellipsis followed by a name is no expression, unless the name is a keyword that can follow
+# one: `... if c else x`)
+_DOCTEST = re.compile(r"[ \t\f]*(?:>>>|\.\.\.[ \t\f]+(?!(?:if|else|and|or|not|in|is|for|async|as)(?!\w))\w)")
+
+
+def _in_doctest(text: str, pos: int) -> bool:
+    """Whether the line holding ``pos`` is a doctest's line (see :data:`_DOCTEST`), never code."""
+    start = max(text.rfind("\n", 0, pos), text.rfind("\r", 0, pos)) + 1
+    return _DOCTEST.match(text, start, pos) is not None
+
+
+def _after_a_dot(text: str, word: re.Pattern[str], owners: frozenset[str]) -> bool:
+    """A name (``word``: its pattern) spelled as an attribute of one of ``owners`` (what can hold it): after a
+    dot and whitespace (line continuations included); a line ending in a comment before it counts too
+    (``(np.  # why\n exp)``)."""
     for match in word.finditer(text):
+        if _in_doctest(text, match.start()):
+            continue
         i = match.start() - 1
         while i >= 0 and text[i] in " \t\f\r\n\\":
             i -= 1
-        if i >= 0 and text[i] == ".":
+        if i >= 0 and text[i] == "." and _owner_may_hold(text, i, owners):
             return True
         skipped = text[i + 1:match.start()]
         if i >= 0 and ("\n" in skipped or "\r" in skipped):
@@ -208,24 +232,41 @@ def _after_a_dot(text: str, name: str, word: re.Pattern[str]) -> bool:
     return False
 
 
+def _owner_may_hold(text: str, dot: int, owners: frozenset[str]) -> bool:
+    """Whether what stands before the dot at ``dot`` can be a name the resolver reads as the module holding
+    the attribute: one of ``owners`` (the root, a module on the way, any alias), a parenthesised name
+    (``(np).exp``), a name on a line before that may end in a comment, or any name that is not ASCII."""
+    i = dot - 1
+    while i >= 0 and text[i] in " \t\f\r\n\\":
+        if text[i] in "\r\n":
+            line_start = max(text.rfind("\n", 0, i), text.rfind("\r", 0, i)) + 1
+            if "#" in text[line_start:i]:
+                return True  # maybe a comment between the name and the dot
+        i -= 1
+    if i < 0:
+        return False
+    if text[i] == ")":
+        return True
+    end = i + 1
+    while i >= 0 and (text[i].isalnum() or text[i] == "_" or not text[i].isascii()):
+        i -= 1
+    owner = text[i + 1:end]
+    return owner in owners or not owner.isascii()
+
+
 @functools.lru_cache(maxsize=64)
 def _prefilter_patterns(
     rules: tuple[Rule, ...],
-) -> list[tuple[str, str, re.Pattern[str], re.Pattern[str], re.Pattern[str]]]:
+) -> list[tuple[str, str, frozenset[str], re.Pattern[str], re.Pattern[str], re.Pattern[str]]]:
     patterns = []
     for rule in rules:
         if rule.is_meta:
             continue
         root, name = rule.qualname.partition(".")[0], rule.qualname.rpartition(".")[2]
+        owners = frozenset(rule.qualname.split(".")[:-1])  # `numpy`; `scipy`, `special` (`import scipy.special`)
         from_root = re.compile(rf"from(?<!\wfrom)[\s\\]+{re.escape(root)}(?!\w)")  # `from` first: scanned quickly
-        patterns.append((root, name, _whole_word(root), _whole_word(name), from_root))
+        patterns.append((root, name, owners, _whole_word(root), _whole_word(name), from_root))
     return patterns
-
-
-@functools.lru_cache(maxsize=None)
-def _dotted(name: str) -> re.Pattern[str]:
-    """``.name`` not followed by more of an identifier (``.exp``, not ``.expm1``)."""
-    return re.compile(rf"\.{re.escape(name)}(?!\w)")
 
 
 def _whole_word(word: str) -> re.Pattern[str]:

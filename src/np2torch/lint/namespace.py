@@ -12,10 +12,14 @@ from __future__ import annotations
 import ast
 import re
 
+from np2torch.lint import walk
+
 __all__ = ["lists_namespace"]
 
 
-_NAMESPACE_WORDS = re.compile(r"\b(?:globals|dir|vars|locals|__dict__|getmembers)\b")
+# each word a listing spells, as a whole word (the literal first, so that `re` scans for it quickly)
+_NAMESPACE_WORDS = {word: re.compile(rf"{word}(?!\w)(?<!\w{word})")
+                    for word in ("globals", "dir", "vars", "locals", "__dict__", "getmembers")}
 
 
 def lists_namespace(tree: ast.Module, spelled: str) -> bool:
@@ -24,19 +28,14 @@ def lists_namespace(tree: ast.Module, spelled: str) -> bool:
     n.startswith("_")]``, a registry built from ``globals().items()``), or its module object's
     (``sys.modules[__name__]``) ``__dict__``, ``dir``, ``vars`` or ``inspect.getmembers``.  Looking up one
     name (``globals()["f"]``, ``globals().get("f")``, ``"f" in globals()``) lists nothing."""
-    if not _NAMESPACE_WORDS.search(spelled):
-        return False
-    stack: list[tuple[ast.AST, ast.AST | None, bool]] = [(tree, None, True)]
-    while stack:
-        node, parent, module_level = stack.pop()
+    words = [pattern for word, pattern in _NAMESPACE_WORDS.items() if word in spelled]
+    # the call or attribute that lists them spells its word: only the statements holding such a line are walked
+    for node, parent, module_level in walk.nodes(tree, walk.line_numbers(spelled, words) if words else []):
         if type(node) is ast.Call and _lists(node, module_level) and not _looks_up_one(node, parent):
             return True
         if type(node) is ast.Attribute and node.attr == "__dict__" and _is_module_object(node.value):
             if not _looks_up_one(node, parent):
                 return True
-        inner = module_level and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
-                                                       ast.ClassDef))
-        stack.extend((child, node, inner) for child in ast.iter_child_nodes(node))
     return False
 
 

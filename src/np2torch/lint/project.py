@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import ast
 import os
-import unicodedata
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
@@ -44,7 +43,6 @@ __all__ = ["ANY", "Summary", "answers", "compiler_names", "may_hand", "summarize
 ANY = "*"
 """A name that stands for every function of the module (``njit(getattr(k, name))``)."""
 
-_ROOTS = tuple(sorted({q.partition(".")[0] for q in {**compiled.COMPILERS, **compiled.MODULE_COMPILERS}}))
 
 Ref = tuple[int, str]
 """(level, dotted name) as an import spells it: ``(0, "pkg.kernels.kernel")``, ``(1, "kernels")`` for
@@ -94,54 +92,78 @@ def _shaped(item: object, types: tuple[type, ...]) -> bool:
 
 
 def may_hand(text: str) -> bool:
-    """False only when the module can hand nothing to a compiler (every way spells a compiler's package)."""
-    spelled = text if text.isascii() else unicodedata.normalize("NFKC", text)  # as the parser reads names
-    return any(root in spelled for root in _ROOTS)
+    """False only when the module can hand nothing to a compiler: every way to one starts at an import of its
+    package or a call loading it by its name (:func:`np2torch.lint.compiled.may_import_a_compiler`; it spells
+    the compiler's name too: :func:`np2torch.lint.compiled.may_name_a_compiler`)."""
+    return compiled.may_import_a_compiler(text)
 
 
 def summarize(tree: ast.Module, text: str) -> Summary:
     """The module's :class:`Summary` (``text``: its source, ``tree``: its ``ast``)."""
-    walk = _Walk(tree)
+    statements = _Statements(tree)
     handed: set[tuple[int, str, str]] = set()
-    compilers: dict[str, str] = {}
-    if may_hand(text):
-        calls, compilers = compiled.handed_to_compilers(tree, text)
-        for expr, family in calls if walk.bindings else ():
-            for level, dotted in _refs(expr, walk.bindings, walk.sources, set()):
+    calls, compilers = compiled.handed_to_compilers(tree, text, statements.imports)
+    if calls and statements.bindings:
+        sources = _sources(tree)  # a walk of every expression, only where a compiler is called
+        for expr, family in calls:
+            for level, dotted in _refs(expr, statements.bindings, sources, set()):
                 handed.add((level, dotted, family))
     imports = [(name, level, dotted) for stmt in _module_level(tree.body) if type(stmt) is ast.ImportFrom
                for name, (level, dotted) in _bound(stmt)]
-    return Summary(tuple(sorted(handed)), tuple(imports), tuple(compilers.items()), tuple(sorted(_applied(tree, walk))))
+    return Summary(tuple(sorted(handed)), tuple(imports), tuple(compilers.items()),
+                   tuple(sorted(_applied(tree, statements))))
 
 
-class _Walk:
-    """What one walk over the module finds: every name an import binds (scopes ignored) -> what it may name,
-    every name's sources (what it is assigned, what it loops over: ``True``), the decorated definitions."""
+class _Statements:
+    """What a walk over the module's statements (any scope, no expressions) finds: every import statement,
+    every name one binds (scopes ignored) -> what it may name, the decorated definitions."""
 
     def __init__(self, tree: ast.Module) -> None:
+        self.imports: list[ast.Import | ast.ImportFrom] = []
         self.bindings: dict[str, list[Ref]] = {}
-        self.sources: dict[str, list[tuple[ast.expr, bool]]] = {}
         self.decorated: list[ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef] = []
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.Import, ast.ImportFrom)):
-                for name, ref in _bound(node):
-                    if name != ANY:
-                        self.bindings.setdefault(name, []).append(ref)
-            elif isinstance(node, ast.Assign):
-                for target in node.targets:
-                    if isinstance(target, ast.Name):
-                        self.sources.setdefault(target.id, []).append((node.value, False))
-            elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)):
-                if isinstance(node.target, ast.Name) and node.value is not None:
-                    self.sources.setdefault(node.target.id, []).append((node.value, False))
-            elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
-                if isinstance(node.target, ast.Name):
-                    self.sources.setdefault(node.target.id, []).append((node.iter, True))
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.decorator_list:
-                self.decorated.append(node)
+        todo: list[list[ast.stmt]] = [tree.body]
+        while todo:
+            for stmt in todo.pop():
+                if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                    self.imports.append(stmt)
+                    for name, ref in _bound(stmt):
+                        if name != ANY:
+                            self.bindings.setdefault(name, []).append(ref)
+                    continue
+                if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and stmt.decorator_list:
+                    self.decorated.append(stmt)
+                todo.extend(_blocks(stmt))
 
 
-def _applied(tree: ast.Module, walk: _Walk) -> set[tuple[int, str, str]]:
+def _blocks(stmt: ast.stmt) -> Iterator[list[ast.stmt]]:
+    """The statement lists ``stmt`` holds (a body, ``else``, ``finally``, each handler's and case's body)."""
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(stmt, field, None)
+        if type(block) is list and block and isinstance(block[0], ast.stmt):
+            yield block
+    for holder in (*getattr(stmt, "handlers", ()), *getattr(stmt, "cases", ())):
+        yield holder.body
+
+
+def _sources(tree: ast.Module) -> dict[str, list[tuple[ast.expr, bool]]]:
+    """Every name's sources, scopes ignored: what it is assigned, what it loops over (``True``)."""
+    sources: dict[str, list[tuple[ast.expr, bool]]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    sources.setdefault(target.id, []).append((node.value, False))
+        elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)):
+            if isinstance(node.target, ast.Name) and node.value is not None:
+                sources.setdefault(node.target.id, []).append((node.value, False))
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            if isinstance(node.target, ast.Name):
+                sources.setdefault(node.target.id, []).append((node.iter, True))
+    return sources
+
+
+def _applied(tree: ast.Module, walk: _Statements) -> set[tuple[int, str, str]]:
     """Where an imported name decorates a function of the module, or is called with one in a module-level
     statement (``fast = jit(kernel)``, ``jit(cache=True)(kernel)``): (level, what the name names, function)."""
     bindings = walk.bindings

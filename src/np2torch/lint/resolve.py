@@ -39,6 +39,7 @@ import *`` then ``import numpy as np``).
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import sys
 import unicodedata
@@ -197,24 +198,16 @@ def _interesting_lines(source: str, focus_names: Collection[str], candidates: Co
     """
     if "\r" in source:
         source = source.replace("\r\n", "\n").replace("\r", "\n")
-    patterns = []
-    for name in focus_names:
-        if name in source:
-            escaped = re.escape(name)  # literal first, so that `re` scans for it quickly
-            patterns.append(rf"{escaped}(?!\w)(?<!\w{escaped})")
-    for name in candidates:
-        if name not in focus_names and name in source:
-            escaped = re.escape(name)
-            patterns.append(rf"{escaped}(?!\w|[ \t]*\.)(?<!\w{escaped})")
-    positions = sorted(m.start() for pattern in patterns for m in re.finditer(pattern, source))
-    lines: list[int] = []
-    line, last = 1, 0
-    for pos in positions:
-        line += source.count("\n", last, pos)
-        last = pos
-        if not lines or lines[-1] != line:
-            lines.append(line)
-    return lines
+    patterns = [_spelling(name, False) for name in focus_names if name in source]
+    patterns += [_spelling(name, True) for name in candidates if name not in focus_names and name in source]
+    return line_numbers(source, patterns)
+
+
+@functools.lru_cache(maxsize=1024)
+def _spelling(name: str, undotted: bool) -> re.Pattern[str]:
+    """``name`` as a whole identifier (``undotted``: not followed by a dot)."""
+    escaped = re.escape(name)  # literal first, so that `re` scans for it quickly
+    return re.compile(rf"{escaped}(?!\w|[ \t]*\.)(?<!\w{escaped})" if undotted else rf"{escaped}(?!\w)(?<!\w{escaped})")
 
 
 class _Walker:
