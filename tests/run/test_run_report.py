@@ -279,6 +279,22 @@ def test_a_site_whose_helper_always_ran_the_original_saves_nothing() -> None:
     assert "the helper ran the original on every call" in figures["notes"]
 
 
+def test_a_site_whose_helper_computed_the_originals_arithmetic_itself_saves() -> None:
+    # logsumexp's lean path (SciPy's bits without its overhead) is the helper's own computation, not the original
+    figures = _figures(_record({"10": _band(20, [0.002, 0.001, 0.001], [0.004, 0.004, 0.004])}, {"lean": 12}))
+    assert figures["saved_s"] == pytest.approx(20 * 0.003, rel=BIN)
+    assert "the helper ran the original on every call" not in figures["notes"]
+
+
+def test_the_lean_path_marks_its_calls_for_the_sites() -> None:
+    from np2torch.runtime import _logsumexp, _state
+
+    a = np.random.default_rng(0).normal(size=(100, 3))
+    _state.TAKEN.device = None
+    _logsumexp.logsumexp(a, axis=1)
+    assert _state.TAKEN.device == "lean"
+
+
 def test_records_of_one_site_from_several_processes_add_up() -> None:
     one = _record({"10": _band(10, [0.01, 0.002], [0.006, 0.005])}, {"cpu": 1})
     two = _record({"10": _band(6, [0.02, 0.002, 0.002], [0.007, 0.005])}, {"cpu": 2})

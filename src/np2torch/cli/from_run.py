@@ -42,8 +42,9 @@ FORMAT = 2
 VERDICTS = ("saves", "costs", "unsure")
 """A site's verdict in a report: the interval of its saving is above zero, below zero, or holds zero."""
 
-TORCH_PATHS = ("cpu", "cuda")
-"""The paths of a report's site on which torch computed a helper call (``numpy``: the helper ran the original)."""
+COMPUTING_PATHS = ("cpu", "cuda", "lean")
+"""The paths of a report's site on which the helper computed a call itself: on torch, or (``lean``) with
+the original's own arithmetic without its overhead (``numpy``: the helper ran the original)."""
 
 LEFT_OUT = "left out by the report"
 """What ``fix --from-run`` says of a site it does not rewrite (one line each, then a count)."""
@@ -91,10 +92,10 @@ def parse_margin(text: str) -> Margin:
     return margin
 
 
-def computed_by_torch(paths: Mapping[str, int]) -> bool:
-    """Whether torch computed any of a site's helper calls (``paths``: calls per path): a helper that ran the
-    original on every call saved nothing, whatever the timings say (their difference is noise)."""
-    return any(paths.get(path) for path in TORCH_PATHS)
+def computed_by_helper(paths: Mapping[str, int]) -> bool:
+    """Whether the helper computed any of a site's calls itself (``paths``: calls per path): a helper that ran
+    the original on every call saved nothing, whatever the timings say (their difference is noise)."""
+    return any(paths.get(path) for path in COMPUTING_PATHS)
 
 
 def format_seconds(value: float) -> str:
@@ -262,7 +263,7 @@ def decide(report: RunReport, margin: Margin) -> Dict[Site, str | None]:
             key = (path, site["line"], site["col"], site["code"])
             if not site["calls"]:
                 why[key] = NOT_CALLED
-            elif not computed_by_torch(site["paths"]):
+            elif not computed_by_helper(site["paths"]):
                 why[key] = "every helper call ran the original (torch computed none)"
             elif site["verdict"] != "saves" or site["saved_s"] <= 0:
                 why[key] = (f"{site['verdict']}: saved {format_seconds(site['saved_s'])} of "

@@ -451,7 +451,9 @@ def _lean(a: np.ndarray, axis: object, keepdims: object, return_sign: object, ch
     if parts is None:
         return None
     with np.errstate(all="ignore"):
-        return _finish(a, dims, (), _from_rows(parts, dims[0]), a.dtype, keep, False, finite=True)
+        result = _finish(a, dims, (), _from_rows(parts, dims[0]), a.dtype, keep, False, finite=True)
+    TAKEN.device = "lean"  # which path this call took, for np2torch run's sites
+    return result
 
 
 def _lean_parts(rows: np.ndarray) -> Parts | None:

@@ -182,7 +182,8 @@ class Process:
 PROCESS = Process(settings_from_env(os.environ))
 
 TAKEN = threading.local()
-"""``TAKEN.device``: the device (``"cpu"``/``"cuda"``) of this thread's last call computed on torch; a caller that
+"""``TAKEN.device``: the device (``"cpu"``/``"cuda"``) of this thread's last call computed on torch, or ``"lean"``
+for one computed with the original's own arithmetic without its overhead (logsumexp's short axes); a caller that
 wants to know which path one call took sets it to None before the call (:mod:`.sites`)."""
 
 SCOPED: ContextVar[RuntimeSettings | None] = ContextVar("np2torch_runtime_settings", default=None)
