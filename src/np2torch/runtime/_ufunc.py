@@ -253,11 +253,12 @@ def make_function(state: Ufunc) -> Callable[..., Any]:
             if settings is None:
                 settings = process.settings
             gate = settings.gate
+            dtype = x.dtype
             if gate is None:
-                gate = state.floors.get(x.dtype, 0)
+                gate = state.floors.get(dtype, 0)
             if x.size >= gate:
                 return _dispatch(state, settings, x, args, kwargs)
-            if args or kwargs or x.dtype.hasobject:
+            if args or kwargs or dtype.hasobject:
                 return numpy_call(state.original, state.name, x, *args, **kwargs)
         elif type(x) not in scalars or args or kwargs:
             if x is ABSENT:
@@ -265,14 +266,15 @@ def make_function(state: Ufunc) -> Callable[..., Any]:
             if DASK_ARRAY in modules and is_dask_array(x):  # Dask is never imported here (as array-api-compat)
                 return dask_elementwise(helper, state.load(), x, args, kwargs)
             return numpy_call(state.original, state.name, x, *args, **kwargs)
+        # Here the call is the original's one argument, nothing else: called as `original(x)` (no unpacking).
         redirect = redirects.get(get_extobj(), miss)
         if redirect is None:
-            return state.original(x, *args, **kwargs)
+            return state.original(x)
         if redirect is miss:
             return numpy_call(state.original, state.name, x)
         token = set_extobj(redirect)
         try:
-            return state.original(x, *args, **kwargs)
+            return state.original(x)
         finally:
             reset_extobj(token)
 
