@@ -286,6 +286,13 @@ def test_a_site_whose_helper_computed_the_originals_arithmetic_itself_saves() ->
     assert "the helper ran the original on every call" not in figures["notes"]
 
 
+def test_the_report_says_why_torch_computed_nothing_beside_a_lean_site() -> None:
+    lean = _record({"10": _band(20, [0.002, 0.001, 0.001], [0.004, 0.004, 0.004])}, {"lean": 12})
+    plain = {**_record({"10": _band(20, [0.002, 0.002], [0.002, 0.002])}, {"numpy": 12}), "line": 2}
+    report = run_report.build(["x.py"], 1.0, [lean, plain], [], {}, 0, torch_imported=False)
+    assert "torch computed none of these calls: it was not imported" in run_report.text(report)
+
+
 def test_the_lean_path_marks_its_calls_for_the_sites() -> None:
     from np2torch.runtime import _logsumexp, _state
 

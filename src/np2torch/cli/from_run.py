@@ -42,7 +42,9 @@ FORMAT = 2
 VERDICTS = ("saves", "costs", "unsure")
 """A site's verdict in a report: the interval of its saving is above zero, below zero, or holds zero."""
 
-COMPUTING_PATHS = ("cpu", "cuda", "lean")
+TORCH_PATHS = ("cpu", "cuda")
+"""The paths of a report's site on which torch computed a helper call."""
+COMPUTING_PATHS = (*TORCH_PATHS, "lean")
 """The paths of a report's site on which the helper computed a call itself: on torch, or (``lean``) with
 the original's own arithmetic without its overhead (``numpy``: the helper ran the original)."""
 

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Dict, Iterable, List, Mapping, NamedTuple, Opt
 
 from np2torch import __version__
 from np2torch.cli.config import display_path
-from np2torch.cli.from_run import FORMAT, VERDICTS, computed_by_helper, format_seconds
+from np2torch.cli.from_run import FORMAT, TORCH_PATHS, VERDICTS, computed_by_helper, format_seconds
 
 if TYPE_CHECKING:
     from np2torch.run.hook import SkippedRecord
@@ -416,7 +416,7 @@ def text(report: Report) -> str:
         lines.append("timed: the median call of each arm per size band, the call alone as the program pays it; "
                      "a site saves or costs when the 95% interval of its saving is above or below zero")
     ran = [site for site in sites if site["calls"]]
-    if ran and not any(computed_by_helper(site["paths"]) for site in ran):
+    if ran and not any(site["paths"].get(path) for site in ran for path in TORCH_PATHS):
         if report.get("torch_imported") is False:
             lines.append("torch computed none of these calls: it was not imported, as the time it would have saved "
                          "did not pay for `import torch` (docs/runtime.md); on this machine's profile see "
