@@ -34,7 +34,7 @@ import np2torch.runtime as np2t
 from np2torch.runtime import _logsumexp as lse
 from np2torch.runtime import _logsumexp_check as lse_check
 from np2torch.runtime._backend import load_torch
-from np2torch.runtime._state import PROCESS
+from np2torch.runtime._state import PROCESS, TAKEN
 
 MAX_ULP = 4
 PRODUCTION_BLOCK = lse._CPU_BLOCK  # before the fixture below shrinks it
@@ -891,14 +891,18 @@ def test_the_lean_path_gives_scipys_bits_and_layout(length: int, rows: int, dtyp
     assert type(got) is type(want) and got.dtype == want.dtype and got.shape == want.shape
 
 
-def test_the_lean_path_is_taken_by_default_for_the_emcee_shape_without_torch() -> None:
+def test_the_lean_path_serves_the_emcee_shape_where_torch_does_not() -> None:
+    # A threshold no call reaches keeps torch out whatever this machine's profile says: the lean path serves.
     a = np.random.default_rng(5).normal(size=(5000, 3))
-    with np2t.using(device="auto", min_size=None):
+    with np2t.using(device="auto", min_size=10**12):
+        TAKEN.device = None
         got = np2t.logsumexp(a, axis=1)
+        assert TAKEN.device == "lean"
         path, why = np2t.which("logsumexp", a, axis=1)
+        assert np2t.which("logsumexp", a.reshape(3, 5000), axis=0)[0] == "numpy"  # a strided axis: SciPy's
+        assert "without its overhead" not in np2t.which("logsumexp", a.reshape(3, 5000), axis=0)[1]
     assert got.tobytes() == scipy.special.logsumexp(a, axis=1).tobytes()
-    if path == "numpy":
-        assert "SciPy's own arithmetic without its overhead" in why
+    assert path == "numpy" and "SciPy's own arithmetic without its overhead" in why
 
 
 @pytest.mark.parametrize(

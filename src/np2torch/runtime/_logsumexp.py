@@ -295,8 +295,7 @@ def _which(a: Any, axis: Any = None, b: Any = None, keepdims: Any = False, retur
     route = HELPER.route_call(a, work, settings, dims, dry_run=True)
     if route is None:
         lean = ""
-        if settings.device != "numpy" and a.dtype in _LEAN_DTYPES and return_sign is False and len(dims) == 1 \
-                and 2 <= a.shape[dims[0]] <= _LEAN_LONGEST and _rows_of(a, dims, _LEAN_LONGEST) is not None:
+        if settings.device != "numpy" and _lean_call(a, axis, keepdims, return_sign) is not None:
             lean = ("; along this short contiguous axis, SciPy's own arithmetic without its overhead (SciPy's bits, "
                     "checked at the call)")
         return "numpy", f"{NAME} over {a.size:,} elements of {work}: " + original_reason(
@@ -438,15 +437,10 @@ def _lean(a: np.ndarray, axis: object, keepdims: object, return_sign: object, ch
     ``checked=False``: not asked, for that check).
     Anything else (a NaN, a non-finite maximum, a reporting ``under=``, ``return_sign``) is SciPy's.
     """
-    if a.dtype not in _LEAN_DTYPES or return_sign is not False or a.ndim == 0:
+    call = _lean_call(a, axis, keepdims, return_sign)
+    if call is None or np.geterr()["under"] != "ignore" or (checked and not _lean_verdict()):
         return None
-    dims = _reduced_dims(axis, a.ndim)
-    keep = _flag(keepdims)
-    if dims is None or keep is None or not 2 <= a.shape[dims[0]] <= _LEAN_LONGEST:
-        return None
-    rows = _rows_of(a, dims, _LEAN_LONGEST)
-    if rows is None or np.geterr()["under"] != "ignore" or (checked and not _lean_verdict()):
-        return None
+    rows, dims, keep = call
     parts = _lean_parts(rows)
     if parts is None:
         return None
@@ -454,6 +448,20 @@ def _lean(a: np.ndarray, axis: object, keepdims: object, return_sign: object, ch
         result = _finish(a, dims, (), _from_rows(parts, dims[0]), a.dtype, keep, False, finite=True)
     TAKEN.device = "lean"  # which path this call took, for np2torch run's sites
     return result
+
+
+def _lean_call(a: np.ndarray, axis: object, keepdims: object,
+               return_sign: object) -> tuple[np.ndarray, Tuple[int, ...], bool] | None:
+    """Whether the lean path can serve the call by its shape and arguments: its rows (:func:`_rows_of`), the
+    reduced axis and ``keepdims``; None where it cannot."""
+    if a.dtype not in _LEAN_DTYPES or return_sign is not False or a.ndim == 0:
+        return None
+    dims = _reduced_dims(axis, a.ndim)
+    keep = _flag(keepdims)
+    if dims is None or keep is None or len(dims) != 1 or a.shape[dims[0]] < 2:
+        return None
+    rows = _rows_of(a, dims, _LEAN_LONGEST)
+    return None if rows is None else (rows, dims, keep)
 
 
 def _lean_parts(rows: np.ndarray) -> Parts | None:
