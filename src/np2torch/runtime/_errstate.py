@@ -192,6 +192,11 @@ def warn_redirect(name: str) -> object:
         if len(cache) >= _REDIRECT_CACHE_LIMIT:
             cache.clear()  # states made by errstate blocks in a loop are never seen again
         cache[current] = redirect
+        unwarned = PROCESS.underflow_unwarned
+        if redirect is not None and _np_get_extobj_dict()["under"] != "warn":
+            if len(unwarned) >= _REDIRECT_CACHE_LIMIT:
+                unwarned.clear()
+            unwarned.add(current)
     return redirect
 
 

@@ -28,7 +28,7 @@ import contextlib
 import os
 import threading
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Tuple, TypeVar
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Set, Tuple, TypeVar
 
 from ._config import KEEP, RuntimeSettings, parse_device, parse_min_size, settings_from_env
 
@@ -74,7 +74,7 @@ class Process:
         "load",
         "profile", "profile_warned", "generation", "forecasts", "bands", "floor_tables",
         "saved", "deferred",
-        "cuda_slots", "verdicts", "error_checks", "redirects", "one_time", "workers", "per_thread_torch",
+        "cuda_slots", "verdicts", "error_checks", "redirects", "underflow_unwarned", "one_time", "workers", "per_thread_torch",
     )
 
     settings: RuntimeSettings
@@ -126,6 +126,9 @@ class Process:
         process (``import torch``): :mod:`.sites` keeps it out of a call's timing."""
         self.redirects: Dict[str, Dict[object, object]] = {}
         """Helper name -> {NumPy error-state object -> the state its warnings are issued from}."""
+        self.underflow_unwarned: Set[object] = set()
+        """The NumPy error-state objects with a redirect (some mode is ``warn``) whose ``under`` is not ``warn``:
+        there a call raising no other flag behaves alike with and without the redirect (:mod:`._ufunc`)."""
         self.workers: Tuple[int, List[Any]] | None = None
         """(pid, the block workers started in that process) (:mod:`._parallel`); a forked child starts its own."""
         self.per_thread_torch: bool | None = None

@@ -31,6 +31,8 @@ REDUCTION = "reduction"
 BINARY = "binary"
 """A two-argument elementwise function (a ufunc with two inputs): runtime/_binary.py makes its helper."""
 
+_INF = float("inf")
+
 _REAL_AND_COMPLEX = {"float16": "float16", "float32": "float32", "float64": "float64", "complex64": "complex64", "complex128": "complex128"}
 
 
@@ -44,7 +46,12 @@ class Function:
     ``erfinv_unsigned_zero``); ``loops``: the original's loop dtype -> the torch
     dtype computed in, for the loops verified exact on the CPU; ``cuda_loops``:
     the same for CUDA (a subset); ``domain``: an input range raising no
-    floating-point flag (what bench and tune time); ``kind``: ``elementwise``,
+    floating-point flag (what bench and tune time); ``quiet``: for an elementwise
+    row, the open interval of float64 inputs on which the original raises none of
+    the divide, overflow and invalid flags on any machine (underflow it may): there
+    the helper hands a Python float or ``numpy.float64`` straight to the original,
+    without redirecting NumPy's warnings to the caller's line (:mod:`._ufunc`), when
+    the error state does not warn on underflow; None: never; ``kind``: ``elementwise``,
     ``binary`` (a two-argument ufunc: :mod:`._binary`; ``loops`` are those of
     the pair, both inputs cast into the loop) or ``reduction``;
     ``implementation``: the runtime module that makes the helper
@@ -62,7 +69,7 @@ class Function:
     all).
     """
 
-    __slots__ = ("code", "qualname", "torch_op", "loops", "cuda_loops", "domain", "kind", "implementation", "numexpr",
+    __slots__ = ("code", "qualname", "torch_op", "loops", "cuda_loops", "domain", "quiet", "kind", "implementation", "numexpr",
                  "naive", "bench_kwargs", "note", "why", "known_problems", "default")
 
     def __init__(
@@ -73,6 +80,7 @@ class Function:
         loops: Mapping[str, str],
         cuda_loops: Mapping[str, str] | None = None,
         domain: tuple[float, float] = (-5.0, 5.0),
+        quiet: tuple[float, float] | None = None,
         kind: str = ELEMENTWISE,
         implementation: str = "_ufunc",
         numexpr: str | None = None,
@@ -89,6 +97,7 @@ class Function:
         self.loops = loops
         self.cuda_loops: Mapping[str, str] = {} if cuda_loops is None else cuda_loops
         self.domain = domain
+        self.quiet = quiet
         self.kind = kind
         self.implementation = implementation
         self.numexpr = numexpr
@@ -118,6 +127,7 @@ FUNCTIONS: tuple[Function, ...] = (
         code="NPT001",
         default=True,
         qualname="numpy.exp",
+        quiet=(-_INF, 709.0),
         torch_op="exp",
         loops=_REAL_AND_COMPLEX,
         cuda_loops={"float32": "float32", "float64": "float64"},
@@ -128,6 +138,7 @@ FUNCTIONS: tuple[Function, ...] = (
         code="NPT002",
         default=True,
         qualname="numpy.log",
+        quiet=(0.0, _INF),
         torch_op="log",
         loops=_REAL_AND_COMPLEX,
         cuda_loops={"float32": "float32", "float64": "float64"},
@@ -138,6 +149,7 @@ FUNCTIONS: tuple[Function, ...] = (
         code="NPT003",
         default=True,
         qualname="scipy.special.erf",
+        quiet=(-_INF, _INF),
         torch_op="erf",
         loops={"float32": "float64", "float64": "float64"},
         cuda_loops={"float32": "float64", "float64": "float64"},
@@ -172,6 +184,7 @@ FUNCTIONS: tuple[Function, ...] = (
         code="NPT005",
         default=True,
         qualname="numpy.sin",
+        quiet=(-_INF, _INF),
         torch_op="sin",
         loops={"float64": "float64"},
         domain=(-10.0, 10.0),
@@ -185,6 +198,7 @@ FUNCTIONS: tuple[Function, ...] = (
         code="NPT006",
         default=True,
         qualname="numpy.cos",
+        quiet=(-_INF, _INF),
         torch_op="cos",
         loops={"float64": "float64"},
         domain=(-10.0, 10.0),
@@ -197,6 +211,7 @@ FUNCTIONS: tuple[Function, ...] = (
         code="NPT101",
         default=True,
         qualname="scipy.special.erfinv",
+        quiet=(-1.0, 1.0),
         torch_op="erfinv_unsigned_zero",
         loops={"float32": "float64", "float64": "float64"},
         domain=(-0.99, 0.99),
@@ -212,6 +227,7 @@ FUNCTIONS: tuple[Function, ...] = (
     Function(
         code="NPT007",
         qualname="numpy.exp2",
+        quiet=(-_INF, 1023.0),
         torch_op="exp2",
         loops={"float16": "float16"},
         note="float32: NumPy's exp2 returns 0.0 where torch returns the smallest subnormal (x near -149.7); "
@@ -220,6 +236,7 @@ FUNCTIONS: tuple[Function, ...] = (
     Function(
         code="NPT008",
         qualname="numpy.expm1",
+        quiet=(-_INF, 709.0),
         torch_op="expm1",
         loops={"float16": "float16", "float32": "float32", "float64": "float64"},
         numexpr="expm1",
@@ -227,6 +244,7 @@ FUNCTIONS: tuple[Function, ...] = (
     Function(
         code="NPT009",
         qualname="numpy.log2",
+        quiet=(0.0, _INF),
         torch_op="log2",
         loops={"float16": "float16", "float32": "float32", "float64": "float64"},
         domain=(0.1, 10.0),
@@ -235,6 +253,7 @@ FUNCTIONS: tuple[Function, ...] = (
     Function(
         code="NPT010",
         qualname="numpy.log10",
+        quiet=(0.0, _INF),
         torch_op="log10",
         loops={"float16": "float16", "float32": "float32", "float64": "float64"},
         domain=(0.1, 10.0),
@@ -243,6 +262,7 @@ FUNCTIONS: tuple[Function, ...] = (
     Function(
         code="NPT011",
         qualname="numpy.log1p",
+        quiet=(-1.0, _INF),
         torch_op="log1p",
         loops={"float16": "float16", "float32": "float32"},
         domain=(-0.9, 10.0),
@@ -252,6 +272,7 @@ FUNCTIONS: tuple[Function, ...] = (
     Function(
         code="NPT012",
         qualname="numpy.sqrt",
+        quiet=(0.0, _INF),
         torch_op="sqrt",
         loops={"float16": "float16", "float32": "float64"},
         domain=(0.0, 10.0),
@@ -262,6 +283,7 @@ FUNCTIONS: tuple[Function, ...] = (
     Function(
         code="NPT013",
         qualname="numpy.tan",
+        quiet=(-_INF, _INF),
         torch_op="tan",
         loops={"float16": "float16", "float32": "float32", "float64": "float64"},
         numexpr="tan",
@@ -269,6 +291,7 @@ FUNCTIONS: tuple[Function, ...] = (
     Function(
         code="NPT014",
         qualname="numpy.arcsin",
+        quiet=(-1.0, 1.0),
         torch_op="asin",
         loops={"float16": "float16", "float32": "float32", "float64": "float64"},
         domain=(-0.99, 0.99),
@@ -277,6 +300,7 @@ FUNCTIONS: tuple[Function, ...] = (
     Function(
         code="NPT015",
         qualname="numpy.arccos",
+        quiet=(-1.0, 1.0),
         torch_op="acos",
         loops={"float16": "float16", "float32": "float32", "float64": "float64"},
         domain=(-0.99, 0.99),
@@ -285,6 +309,7 @@ FUNCTIONS: tuple[Function, ...] = (
     Function(
         code="NPT016",
         qualname="numpy.arctan",
+        quiet=(-_INF, _INF),
         torch_op="atan",
         loops={"float16": "float16", "float32": "float32"},
         domain=(-10.0, 10.0),
@@ -294,6 +319,7 @@ FUNCTIONS: tuple[Function, ...] = (
     Function(
         code="NPT017",
         qualname="numpy.sinh",
+        quiet=(-710.0, 710.0),
         torch_op="sinh",
         loops={"float16": "float16", "float32": "float64"},
         domain=(-10.0, 10.0),
@@ -304,6 +330,7 @@ FUNCTIONS: tuple[Function, ...] = (
     Function(
         code="NPT018",
         qualname="numpy.cosh",
+        quiet=(-710.0, 710.0),
         torch_op="cosh",
         loops={"float16": "float16", "float32": "float64"},
         domain=(-10.0, 10.0),
@@ -313,6 +340,7 @@ FUNCTIONS: tuple[Function, ...] = (
     Function(
         code="NPT019",
         qualname="numpy.tanh",
+        quiet=(-_INF, _INF),
         torch_op="tanh",
         loops={"float16": "float16", "float32": "float32", "float64": "float64"},
         domain=(-10.0, 10.0),
@@ -321,6 +349,7 @@ FUNCTIONS: tuple[Function, ...] = (
     Function(
         code="NPT020",
         qualname="numpy.arcsinh",
+        quiet=(-_INF, _INF),
         torch_op="asinh",
         loops={"float16": "float16", "float32": "float64"},
         domain=(-10.0, 10.0),
@@ -331,6 +360,7 @@ FUNCTIONS: tuple[Function, ...] = (
     Function(
         code="NPT021",
         qualname="numpy.arccosh",
+        quiet=(1.0, _INF),
         torch_op="acosh",
         loops={"float16": "float16", "float32": "float64"},
         domain=(1.01, 10.0),
@@ -340,6 +370,7 @@ FUNCTIONS: tuple[Function, ...] = (
     Function(
         code="NPT022",
         qualname="numpy.arctanh",
+        quiet=(-1.0, 1.0),
         torch_op="atanh",
         loops={"float16": "float16", "float32": "float32", "float64": "float64"},
         domain=(-0.99, 0.99),
@@ -379,6 +410,7 @@ FUNCTIONS: tuple[Function, ...] = (
     Function(
         code="NPT102",
         qualname="scipy.special.expit",
+        quiet=(-_INF, _INF),
         torch_op="sigmoid",
         loops={"float32": "float32", "float64": "float64"},
         domain=(-10.0, 10.0),
@@ -386,6 +418,7 @@ FUNCTIONS: tuple[Function, ...] = (
     Function(
         code="NPT103",
         qualname="scipy.special.logit",
+        quiet=(0.0, 1.0),
         torch_op="logit",
         loops={"float32": "float64"},
         domain=(0.01, 0.99),
@@ -395,6 +428,7 @@ FUNCTIONS: tuple[Function, ...] = (
     Function(
         code="NPT104",
         qualname="scipy.special.erfc",
+        quiet=(-_INF, _INF),
         torch_op="erfc",
         loops={"float32": "float64"},
         domain=(-3.0, 3.0),
@@ -404,6 +438,7 @@ FUNCTIONS: tuple[Function, ...] = (
     Function(
         code="NPT105",
         qualname="scipy.special.erfcx",
+        quiet=(-26.0, _INF),
         torch_op="special.erfcx",
         loops={"float32": "float64"},
         domain=(-3.0, 10.0),
@@ -412,6 +447,7 @@ FUNCTIONS: tuple[Function, ...] = (
     Function(
         code="NPT106",
         qualname="scipy.special.log_ndtr",
+        quiet=(-30.0, 30.0),
         torch_op="special.log_ndtr",
         loops={"float32": "float64"},
         domain=(-10.0, 5.0),
@@ -420,6 +456,7 @@ FUNCTIONS: tuple[Function, ...] = (
     Function(
         code="NPT107",
         qualname="scipy.special.ndtri",
+        quiet=(0.0, 1.0),
         torch_op="special.ndtri",
         loops={"float32": "float64"},
         domain=(0.01, 0.99),
@@ -428,6 +465,7 @@ FUNCTIONS: tuple[Function, ...] = (
     Function(
         code="NPT108",
         qualname="scipy.special.digamma",
+        quiet=(1e-300, _INF),
         torch_op="digamma",
         loops={"float32": "float64"},
         domain=(0.1, 10.0),
@@ -436,6 +474,7 @@ FUNCTIONS: tuple[Function, ...] = (
     Function(
         code="NPT109",
         qualname="scipy.special.i0",
+        quiet=(-700.0, 700.0),
         torch_op="i0",
         loops={"float32": "float64"},
         domain=(-10.0, 10.0),
@@ -444,6 +483,7 @@ FUNCTIONS: tuple[Function, ...] = (
     Function(
         code="NPT110",
         qualname="scipy.special.i0e",
+        quiet=(-_INF, _INF),
         torch_op="special.i0e",
         loops={"float32": "float64"},
         domain=(-10.0, 10.0),
@@ -452,6 +492,7 @@ FUNCTIONS: tuple[Function, ...] = (
     Function(
         code="NPT111",
         qualname="scipy.special.i1",
+        quiet=(-700.0, 700.0),
         torch_op="special.i1",
         loops={"float32": "float64"},
         domain=(-10.0, 10.0),
@@ -460,6 +501,7 @@ FUNCTIONS: tuple[Function, ...] = (
     Function(
         code="NPT112",
         qualname="scipy.special.i1e",
+        quiet=(-_INF, _INF),
         torch_op="special.i1e",
         loops={"float32": "float64"},
         domain=(-10.0, 10.0),
