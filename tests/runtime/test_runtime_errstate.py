@@ -472,6 +472,9 @@ def test_a_rows_quiet_interval_raises_no_flag_but_underflow(row):
     for value in _inside(low, high):
         for scalar in (value, np.float64(value)):
             assert _flags_but_underflow(original, scalar) == [], (value, type(scalar))
+    for whole in (-(2**63), -(2**53), -1000, -1, 0, 1, 2, 700, 2**53, 2**63 - 1):  # an int is computed in float64
+        if low < whole < high:
+            assert _flags_but_underflow(original, whole) == [], whole
 
     @settings(max_examples=300, deadline=None, database=None)
     @given(st.floats(min_value=None if low == -np.inf else low, max_value=None if high == np.inf else high,
@@ -485,9 +488,9 @@ def test_a_rows_quiet_interval_raises_no_flag_but_underflow(row):
 @pytest.mark.parametrize("state", [{}, {"under": "warn"}, {"all": "warn"}, {"under": "raise"}, {"all": "raise"},
                                    {"all": "ignore"}], ids=["default", "under warns", "all warn", "under raises",
                                                             "all raise", "ignore"])
-@pytest.mark.parametrize("kind", [float, np.float64], ids=["float", "float64"])
+@pytest.mark.parametrize("kind", [float, np.float64, int], ids=["float", "float64", "int"])
 @pytest.mark.parametrize("name,value", [("exp", -800.0), ("exp", -745.2), ("exp", 0.5), ("log", 0.5), ("log", 5e-324),
-                                        ("erf", 1e-310), ("erf", -0.3), ("sin", 1e-320), ("exp", 710.0),
+                                        ("erf", 1e-310), ("erf", -0.3), ("sin", 1e-320), ("exp", 710.0), ("exp", -746.0),
                                         ("log", 0.0), ("log", -1.0)])
 def test_a_scalar_warns_where_and_as_numpy_does_inside_the_quiet_interval_too(name, value, kind, state, capsys):
     # exp(-800.0) lies inside exp's quiet interval but underflows: where underflow warns, the warning must point

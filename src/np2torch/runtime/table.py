@@ -49,7 +49,7 @@ class Function:
     floating-point flag (what bench and tune time); ``quiet``: for an elementwise
     row, the open interval of float64 inputs on which the original raises none of
     the divide, overflow and invalid flags on any machine (underflow it may): there
-    the helper hands a Python float or ``numpy.float64`` straight to the original,
+    the helper hands a Python float or int or a ``numpy.float64`` straight to the original,
     without redirecting NumPy's warnings to the caller's line (:mod:`._ufunc`), when
     the error state does not warn on underflow; None: never; ``kind``: ``elementwise``,
     ``binary`` (a two-argument ufunc: :mod:`._binary`; ``loops`` are those of
