@@ -56,7 +56,7 @@ from typing import Iterable, Iterator, Sequence
 from np2torch.lint import walk
 
 __all__ = ["COMPILERS", "MODULE_COMPILERS", "compiled_elsewhere", "compiled_regions", "handed_to_compilers",
-           "inside", "may_import_a_compiler", "may_name_a_compiler", "reason"]
+           "inside", "may_compile", "may_import_a_compiler", "may_name_a_compiler", "reason"]
 
 _NUMBA = "numba"
 _JAX = "jax"
@@ -187,6 +187,13 @@ def may_name_a_compiler(text: str) -> bool:
     return any(name in spelled and pattern.search(spelled) for name, pattern in _COMPILER_NAMES.items())
 
 
+def may_compile(text: str) -> bool:
+    """False only when nothing in ``text`` can be compiled: no way to a compiler starts in it
+    (:func:`may_import_a_compiler`) or none is named (:func:`may_name_a_compiler`)."""
+    spelled = _spelled(text)
+    return may_import_a_compiler(spelled) and may_name_a_compiler(spelled)
+
+
 def _spelled(text: str) -> str:
     return text if text.isascii() else unicodedata.normalize("NFKC", text)  # as the parser reads names
 
@@ -215,7 +222,7 @@ def _compilers_of(
     """Every node of ``tree`` (the one walk the passes share) and the names its bindings make compilers; None
     where no way to a compiler can start (``imports``: the module's imports, when the caller has them)."""
     spelled = _spelled(text)
-    if not (may_import_a_compiler(spelled) and may_name_a_compiler(spelled)):
+    if not may_compile(spelled):
         return None  # every way to a compiler spells its package and its name so
     if imports is not None and not any(map(_binds_a_compiler, imports)) and not _loads(tree, spelled):
         return None  # every way to a compiler starts at an import of its package or a call loading it by name

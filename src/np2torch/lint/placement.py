@@ -61,7 +61,7 @@ from np2torch.lint.walk import children, every
 
 __all__ = [
     "NO_PLACE", "STAR_AFTER", "ImportPlace", "Layout", "Unit", "Units", "before_their_import", "import_place",
-    "statements", "units_of",
+    "reads_function_bodies", "statements", "units_of",
 ]
 
 NO_PLACE = "no place"
@@ -425,9 +425,31 @@ _NESTED = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp
 _OTHER_BINDERS: tuple[type, ...] = (ast.ExceptHandler, *(
     getattr(ast, name) for name in ("MatchAs", "MatchStar", "MatchMapping") if hasattr(ast, name)))
 
-_MAY_BE_GLOBAL = re.compile(r"(?:^|[;:\r])[ \t\f]*global(?!\w)", re.MULTILINE)
-"""Where a ``global`` statement may stand: the keyword at a line's start (after its indentation), after a ``;``
-or a compound statement's ``:`` (a keyword is ASCII: ``ｇｌｏｂａｌ`` is a name)."""
+_GLOBAL = re.compile(r"global(?!\w)(?<!\wglobal)")  # the literal first, so that `re` scans for it quickly
+
+
+def _may_be_global(text: str) -> bool:
+    """Whether a ``global`` statement may stand in ``text``: the keyword at a line's start (after its
+    indentation), after a ``;`` or a compound statement's ``:`` (a keyword is ASCII: ``ｇｌｏｂａｌ`` is a name)."""
+    for match in _GLOBAL.finditer(text):
+        i = match.start() - 1
+        while i >= 0 and text[i] in " \t\f":
+            i -= 1
+        if i < 0 or text[i] in "\n\r;:":
+            return True
+    return False
+
+
+_WALRUS = ":="
+_CLASS_GETITEM = "__class_getitem__"
+
+
+def reads_function_bodies(text: str) -> bool:
+    """Whether placement reads what the bodies of functions bind: the module's own names where a ``global``
+    statement or ``:=`` may bind one from inside a function (:func:`_own_names`), the names of its classes
+    in any scope where it defines ``__class_getitem__`` (:func:`_class_names`).  Elsewhere it reads a
+    function's header only (decorators, defaults, annotations: what runs when the module is imported)."""
+    return _may_be_global(text) or _WALRUS in text or _CLASS_GETITEM in text
 
 
 def _own_names(tree: ast.Module, lines: Lines) -> set[str]:
@@ -439,7 +461,7 @@ def _own_names(tree: ast.Module, lines: Lines) -> set[str]:
     name from inside one -- ``global``, and ``:=`` in a comprehension -- for which every binding of any
     scope counts (:func:`bound_names`, a walk of the whole tree).
     """
-    if lines.matches(_MAY_BE_GLOBAL) or lines.spells(":="):
+    if _may_be_global(lines.text) or lines.spells(_WALRUS):
         return {name for name, kinds in bound_names(tree).items() if "other" in kinds}
     names: set[str] = set()
     stack: list[ast.AST] = list(tree.body)
@@ -472,7 +494,7 @@ def _own_names(tree: ast.Module, lines: Lines) -> set[str]:
 def _class_names(tree: ast.Module, lines: Lines) -> set[str]:
     """The names class statements bind, in any scope (conservative: a class may be returned or stored), when
     the module defines a ``__class_getitem__`` (else subscripting its classes runs none of its code)."""
-    if not lines.spells("__class_getitem__"):
+    if not lines.spells(_CLASS_GETITEM):
         return set()
     return {node.name for node in every(tree) if type(node) is ast.ClassDef}
 
