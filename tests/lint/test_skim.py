@@ -205,6 +205,20 @@ CAREFUL = {
         def quiet():
             return 0
         """,
+    "a class statement in a function where __class_getitem__ is spelled": """
+        def f(x):
+            return np.exp(x)
+
+        def make():
+            class Grid:
+                def __class_getitem__(cls, item):
+                    return f(item)
+            return Grid
+
+        Grid = None
+        y = Grid[1.0]
+        import numpy as np
+        """,
     "a name spelled only in a docstring and a comment": """
         import numpy as np
 
@@ -255,18 +269,6 @@ WHOLE = {
 
         def g(xs):
             return [y for x in xs if (y := x)]
-        """,
-    "__class_getitem__ (placement reads classes in every scope)": """
-        import numpy as np
-
-        def f(x):
-            return np.exp(x)
-
-        def g():
-            class Grid:
-                def __class_getitem__(cls, item):
-                    return f(item)
-            return Grid
         """,
 }
 

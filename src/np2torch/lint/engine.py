@@ -499,13 +499,15 @@ def _skim(text: str, settings: Settings) -> skim.Skim | None:
     """``text`` with the function bodies that cannot hold a finding replaced by ``pass`` (:mod:`np2torch.lint.skim`),
     or None where the whole-module analyses read function bodies beyond what the body itself spells: a
     compiler may be applied to a function by a name bound anywhere (:func:`np2torch.lint.compiled.may_compile`,
-    and functions other modules compile), placement reads names bound inside functions
-    (:func:`np2torch.lint.placement.reads_function_bodies`).  A body is parsed where it spells one of
-    :func:`_kept_words` or the runtime's alias (the names bound anywhere decide whether the alias is free)."""
-    if settings.compiled_elsewhere or compiled.may_compile(text) or placement.reads_function_bodies(text):
+    and functions other modules compile), placement reads every name bound inside functions
+    (:func:`np2torch.lint.placement.function_body_words`).  A body is parsed where it spells one of
+    :func:`_kept_words`, what placement reads, or the runtime's alias (the names bound anywhere decide whether
+    the alias is free)."""
+    placed = placement.function_body_words(text)
+    if settings.compiled_elsewhere or placed is None or compiled.may_compile(text):
         return None
     words = _kept_words(tuple(_may_match(text, settings.rules)))
-    return skim.skim(text, words | _aliases_of(text, words), (settings.alias,))
+    return skim.skim(text, words | _aliases_of(text, words) | placed, (settings.alias,))
 
 
 def _aliases_of(text: str, words: frozenset[str]) -> frozenset[str]:

@@ -61,7 +61,7 @@ from np2torch.lint.walk import children, every
 
 __all__ = [
     "NO_PLACE", "STAR_AFTER", "ImportPlace", "Layout", "Unit", "Units", "before_their_import", "import_place",
-    "reads_function_bodies", "statements", "units_of",
+    "function_body_words", "statements", "units_of",
 ]
 
 NO_PLACE = "no place"
@@ -444,12 +444,16 @@ _WALRUS = ":="
 _CLASS_GETITEM = "__class_getitem__"
 
 
-def reads_function_bodies(text: str) -> bool:
-    """Whether placement reads what the bodies of functions bind: the module's own names where a ``global``
-    statement or ``:=`` may bind one from inside a function (:func:`_own_names`), the names of its classes
-    in any scope where it defines ``__class_getitem__`` (:func:`_class_names`).  Elsewhere it reads a
-    function's header only (decorators, defaults, annotations: what runs when the module is imported)."""
-    return _may_be_global(text) or _WALRUS in text or _CLASS_GETITEM in text
+def function_body_words(text: str) -> frozenset[str] | None:
+    """What a function's body must spell for placement to read it, or None where it reads every body: the
+    module's own names where a ``global`` statement or ``:=`` may bind one from inside a function
+    (:func:`_own_names` reads every binding of every scope then); ``class`` where the module defines
+    ``__class_getitem__`` (:func:`_class_names` reads the class statements of every scope).  Otherwise it
+    reads a function's header only (decorators, defaults, annotations: what runs when the module is
+    imported) and the class bodies."""
+    if _may_be_global(text) or _WALRUS in text:
+        return None
+    return frozenset({"class"}) if _CLASS_GETITEM in text else frozenset()
 
 
 def _own_names(tree: ast.Module, lines: Lines) -> set[str]:

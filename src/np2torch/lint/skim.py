@@ -63,8 +63,9 @@ _HEAD = re.compile(r"(@)|(?:async[ \t]+)?(def|class)[ \t]+(\w+)")
 @functools.lru_cache(maxsize=64)
 def _starts(indent: str) -> re.Pattern[str]:
     """A line that begins with code at exactly ``indent``, not with a closing bracket (which no statement
-    starts with: black puts the one of a bracket that spans lines at the indentation of its statement)."""
-    return re.compile("^" + re.escape(indent) + r"[^\s#)\]}]", re.MULTILINE)
+    starts with: black puts the one of a bracket that spans lines at the indentation of its statement) nor
+    with a clause that continues a compound statement (``else``, ``elif``, ``except``, ``finally``)."""
+    return re.compile("^" + re.escape(indent) + r"(?!(?:else|elif|except|finally)(?!\w))[^\s#)\]}]", re.MULTILINE)
 
 
 @functools.lru_cache(maxsize=64)
