@@ -2,7 +2,9 @@
 ``fix_findings`` (some findings only, for an editor's quick fix): text in and text out, no file I/O.
 
 They run the same analysis (:func:`_analyze`): a text prefilter derived from the
-rule table, ``ast.parse``, the qualified-name resolver of :mod:`np2torch.lint.resolve`,
+rule table, ``ast.parse`` (of the text with the function bodies that cannot hold a
+finding replaced by ``pass``, :mod:`np2torch.lint.skim`, where it only reports or
+rewrites text), the qualified-name resolver of :mod:`np2torch.lint.resolve`,
 and the classification below.  ``fix_source`` then hands exactly the fixable
 findings' nodes to LibCST (:mod:`np2torch.lint.rewrite`), so check and fix
 cannot disagree about what a finding is.
