@@ -47,6 +47,7 @@ outside it.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import unicodedata
 from bisect import bisect_right
@@ -187,6 +188,7 @@ def may_name_a_compiler(text: str) -> bool:
     return any(name in spelled and pattern.search(spelled) for name, pattern in _COMPILER_NAMES.items())
 
 
+@functools.lru_cache(maxsize=4)  # the engine asks before the parse and the compiled regions after it
 def may_compile(text: str) -> bool:
     """False only when nothing in ``text`` can be compiled: no way to a compiler starts in it
     (:func:`may_import_a_compiler`) or none is named (:func:`may_name_a_compiler`)."""

@@ -34,8 +34,9 @@ import ast
 import functools
 import re
 import unicodedata
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Collection, Iterator, Optional, Sequence
 
 __all__ = ["Skim", "skim"]
@@ -50,7 +51,7 @@ _LITERALS = (
     r'|"[^"\\\r\n]*(?:\\(?:\r\n|.)[^"\\\r\n]*)*"'
     r"|['\"]"
 )
-_STRINGS_AND_COMMENTS = re.compile(_LITERALS, re.DOTALL)
+_STRINGS_AND_COMMENTS = re.compile(f"({_LITERALS})", re.DOTALL)  # one group: `split` keeps what it matches
 # what a header is read by: literals and comments (skipped), brackets, and the `:` that ends it
 _HEADER_TOKENS = re.compile(_LITERALS + r"|[()\[\]{}:]", re.DOTALL)
 # what may follow a header's `:` on its line when the body is a block of its own
@@ -152,9 +153,9 @@ class _Skimmer:
         """The literals that span lines (only they can hold a line's start), in order."""
         self.comment_backslashes: set[int] = set()
         """Where a comment ends in a backslash (no continuation: the comment ends at the line's end)."""
-        self.quiet_starts: list[int] = []
-        self.quiet_ends: list[int] = []
-        """The comments and the literals that hold no code (all but f-strings and t-strings), in order."""
+        self.bounds: list[int] = []
+        """Where the pieces of the text end, code and literals (comments too) by turns: a position before
+        ``bounds[0]`` is code, then a literal up to ``bounds[1]``, and so on."""
         self.spelled: list[int] | None = None
         """Where the words are spelled in code."""
         self.unusual: list[int] = []
@@ -165,26 +166,19 @@ class _Skimmer:
 
     # -- the text ------------------------------------------------------------
     def lex(self) -> bool:
-        """Finds the literals that span lines; False at a quote that opens none."""
-        text = self.text
-        quiet_starts, quiet_ends = self.quiet_starts, self.quiet_ends
-        for match in _STRINGS_AND_COMMENTS.finditer(text):
-            start, end = match.span()
-            first = text[start]
-            if first == "#":
-                if text[end - 1] == "\\":
-                    self.comment_backslashes.add(end - 1)
-            elif end - start == 1:
+        """Finds the literals and comments, and of them the literals that span lines; False at a quote that
+        opens none.  (``split`` and ``accumulate`` do the work in C; only the rare pieces take Python's.)"""
+        parts = _STRINGS_AND_COMMENTS.split(self.text)
+        self.bounds = bounds = list(accumulate(map(len, parts)))
+        for i in range(1, len(parts), 2):
+            part = parts[i]
+            if len(part) == 1 and part != "#":
                 return False
-            else:
-                if text.find("\n", start, end) >= 0:
-                    self.string_starts.append(start)
-                    self.string_ends.append(end)
-                prefix = text[max(start - 2, 0):start]  # a prefix is at most two letters (`rb`, `Rf`)
-                if "f" in prefix or "F" in prefix or "t" in prefix or "T" in prefix:
-                    continue  # its fields are code (a letter that is not its prefix only keeps more)
-            quiet_starts.append(start)
-            quiet_ends.append(end)
+            if "\n" in part:
+                self.string_starts.append(bounds[i - 1])
+                self.string_ends.append(bounds[i])
+            elif part[-1] == "\\" and part[0] == "#":
+                self.comment_backslashes.add(bounds[i] - 1)
         return True
 
     def line_of(self, pos: int) -> int:
@@ -217,9 +211,16 @@ class _Skimmer:
             i += 1
 
     def quiet(self, pos: int) -> bool:
-        """Whether ``pos`` lies in a comment or in a literal that holds no code."""
-        i = bisect_left(self.quiet_starts, pos + 1) - 1
-        return i >= 0 and pos < self.quiet_ends[i]
+        """Whether ``pos`` lies in a comment or in a literal that holds no code (all but f- and t-strings)."""
+        i = bisect_right(self.bounds, pos)
+        if not i % 2:
+            return False  # code
+        start, text = self.bounds[i - 1], self.text
+        if text[start] == "#":
+            return True
+        prefix = text[max(start - 2, 0):start]  # a prefix is at most two letters (`rb`, `Rf`)
+        # a letter before the quote that is no prefix only keeps more
+        return not ("f" in prefix or "F" in prefix or "t" in prefix or "T" in prefix)
 
     def spells(self, start: int, end: int) -> bool:
         """Whether the text from ``start`` to ``end`` spells one of the words in its code (outside comments and
