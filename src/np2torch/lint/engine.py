@@ -501,13 +501,12 @@ def _skim(text: str, settings: Settings) -> skim.Skim | None:
     """``text`` with the function bodies that cannot hold a finding replaced by ``pass`` (:mod:`np2torch.lint.skim`),
     or None where the whole-module analyses read function bodies beyond what the body itself spells: a
     compiler may be applied to a function by a name bound anywhere (:func:`np2torch.lint.compiled.may_compile`,
-    and functions other modules compile), placement reads every name bound inside functions
-    (:func:`np2torch.lint.placement.function_body_words`).  A body is parsed where it spells one of
-    :func:`_kept_words`, what placement reads, or the runtime's alias (the names bound anywhere decide whether
-    the alias is free)."""
-    placed = placement.function_body_words(text)
-    if settings.compiled_elsewhere or placed is None or compiled.may_compile(text):
+    and functions other modules compile).  A body is parsed where it spells one of :func:`_kept_words`, what
+    placement reads in bodies (:func:`np2torch.lint.placement.function_body_words`), or the runtime's alias
+    (the names bound anywhere decide whether the alias is free)."""
+    if settings.compiled_elsewhere or compiled.may_compile(text):
         return None
+    placed = placement.function_body_words(text)
     words = _kept_words(tuple(_may_match(text, settings.rules)))
     return skim.skim(text, words | _aliases_of(text, words) | placed, (settings.alias,))
 
@@ -598,7 +597,7 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
     tree = analysis.tree = parsed[0] if parsed is not None else _parse(text)
     res = analysis.resolution = resolve(tree, _KNOWN, text, focus=_FOCUS)
     lines = Lines(text)
-    module = _Module(tree, text, lines, res, settings)
+    module = _Module(tree, text, lines, res, settings, analysis.skimmed)
     noqa = _Noqa(text, lines)
     noqa.ignored = settings.ignore_noqa
     verdicts = _verdicts(res, rules, settings, module, noqa)
@@ -639,8 +638,9 @@ class _Module:
     (:mod:`np2torch.lint.compiled`), the self-documenting f-string fields, the namespace writes
     (:func:`np2torch.lint.resolve.namespace_writes`); and the layout placement reads, made when asked."""
 
-    def __init__(self, tree: ast.Module, text: str, lines: Lines, res: Resolution, settings: Settings) -> None:
-        self.tree, self.text, self.lines = tree, text, lines
+    def __init__(self, tree: ast.Module, text: str, lines: Lines, res: Resolution, settings: Settings,
+                 skimmed: bool = False) -> None:
+        self.tree, self.text, self.lines, self.skimmed = tree, text, lines, skimmed
         self.regions = compiled.compiled_regions(tree, text, res.imports) if res.refs else []
         if res.refs and settings.compiled_elsewhere:  # compiled by other modules of the project (lint.project)
             self.regions += compiled.compiled_elsewhere(tree, settings.compiled_elsewhere)
@@ -651,7 +651,9 @@ class _Module:
     @property
     def layout(self) -> placement.Layout:
         if self._layout is None:
-            self._layout = placement.Layout(self.tree, self.lines)
+            # a skimmed tree (function bodies as `pass`): the whole one, if placement needs what bodies bind
+            whole = functools.partial(_parse, self.text) if self.skimmed else None
+            self._layout = placement.Layout(self.tree, self.lines, whole)
         return self._layout
 
     def judge(self, ref: Ref, verdict: tuple[bool, str | None]) -> tuple[bool, str | None]:
