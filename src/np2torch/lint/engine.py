@@ -69,7 +69,7 @@ import sys
 import tokenize
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Collection, Iterator, Sequence
+from typing import Collection, Iterable, Iterator, Sequence
 
 from np2torch.lint import compiled, placement, skim, walk
 from np2torch.lint.model import DEFAULT_SETTINGS, Finding, FixError, FixResult, Lines, Planned, Settings, SourceError
@@ -181,9 +181,14 @@ def may_contain(text: str, rules: Sequence[Rule]) -> bool:
     The parser NFKC-normalises non-ASCII identifiers (``ｅｘｐ`` is ``exp``), so
     non-ASCII text is normalised before looking.
     """
+    return _may_contain(text, rules, _may_match(text, rules))
+
+
+def _may_contain(text: str, rules: Sequence[Rule], matching: Iterable[Rule]) -> bool:
+    """:func:`may_contain`, given the rules that may match (:func:`_may_match`, asked only as far as needed)."""
     if any(rule.is_meta for rule in rules) and "noqa" in text.lower():
         return True  # NPT801 judges the file's noqa comments, whatever it calls
-    return next(_may_match(text, rules), None) is not None
+    return next(iter(matching), None) is not None
 
 
 def _may_match(text: str, rules: Sequence[Rule]) -> Iterator[Rule]:
@@ -497,7 +502,7 @@ def _parse(text: str) -> ast.Module:
         raise SourceError(f"cannot parse: {exc}") from None
 
 
-def _skim(text: str, settings: Settings) -> skim.Skim | None:
+def _skim(text: str, settings: Settings, matching: Sequence[Rule]) -> skim.Skim | None:
     """``text`` with the function bodies that cannot hold a finding replaced by ``pass`` (:mod:`np2torch.lint.skim`),
     or None where the whole-module analyses read function bodies beyond what the body itself spells: a
     compiler may be applied to a function by a name bound anywhere (:func:`np2torch.lint.compiled.may_compile`,
@@ -507,7 +512,7 @@ def _skim(text: str, settings: Settings) -> skim.Skim | None:
     if settings.compiled_elsewhere or compiled.may_compile(text):
         return None
     placed = placement.function_body_words(text)
-    words = _kept_words(tuple(_may_match(text, settings.rules)))
+    words = _kept_words(tuple(matching))
     return skim.skim(text, words | _aliases_of(text, words) | placed, (settings.alias,))
 
 
@@ -546,10 +551,11 @@ def _kept_words(rules: tuple[Rule, ...]) -> frozenset[str]:
     return frozenset(names) | WRITE_WORDS | LISTING_WORDS | {"global", "nonlocal"}
 
 
-def _skimmed_parse(text: str, settings: Settings) -> tuple[ast.Module, str] | None:
-    """The parse of the skimmed text (:func:`_skim`) and that text, when it parses and is what the skim
-    expected; else None (the whole text is parsed, and its syntax errors reported as ever)."""
-    skimmed = _skim(text, settings)
+def _skimmed_parse(text: str, settings: Settings, matching: Sequence[Rule]) -> tuple[ast.Module, str] | None:
+    """The parse of the skimmed text (:func:`_skim`; ``matching``: the rules that may match in it) and that
+    text, when it parses and is what the skim expected; else None (the whole text is parsed, and its syntax
+    errors reported as ever)."""
+    skimmed = _skim(text, settings, matching)
     if skimmed is None:
         return None
     try:
@@ -566,7 +572,8 @@ def skimmed_text(source: str, settings: Settings | None = None) -> str | None:
     prefilter skips."""
     settings = settings or DEFAULT_SETTINGS
     text = source[1:] if source.startswith("\ufeff") else source
-    parsed = _skimmed_parse(text, settings) if may_contain(text, settings.rules) else None
+    matching = tuple(_may_match(text, settings.rules))
+    parsed = _skimmed_parse(text, settings, matching) if _may_contain(text, settings.rules, matching) else None
     return None if parsed is None else parsed[1]
 
 
@@ -587,12 +594,16 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
     bom = "\ufeff" if source.startswith("\ufeff") else ""
     text = source[len(bom) :]
     analysis = _Analysis(text=text, bom=bom)
-    if not settings.rules or (prefilter and not may_contain(text, settings.rules)):
+    # the rules that may match: all of them where the skim needs them, else as far as the prefilter asks
+    matching: Iterable[Rule] = ()
+    if settings.rules:
+        matching = tuple(_may_match(text, settings.rules)) if skimmed else _may_match(text, settings.rules)
+    if not settings.rules or (prefilter and not _may_contain(text, settings.rules, matching)):
         return analysis
     rules = file_rules(text, settings.rules)  # np2torch's own files, `# np2torch: noqa` (np2torch.lint.suppress)
     if not rules:
         return analysis
-    parsed = _skimmed_parse(text, settings) if skimmed else None
+    parsed = _skimmed_parse(text, settings, tuple(matching)) if skimmed else None
     analysis.skimmed = parsed is not None
     tree = analysis.tree = parsed[0] if parsed is not None else _parse(text)
     res = analysis.resolution = resolve(tree, _KNOWN, text, focus=_FOCUS)
