@@ -606,7 +606,9 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
     parsed = _skimmed_parse(text, settings, tuple(matching)) if skimmed else None
     analysis.skimmed = parsed is not None
     tree = analysis.tree = parsed[0] if parsed is not None else _parse(text)
-    res = analysis.resolution = resolve(tree, _KNOWN, text, focus=_FOCUS)
+    # the resolver reads the lines that spell a candidate: the skimmed text's (the same lines, the replaced
+    # bodies blank) where the tree is its parse
+    res = analysis.resolution = resolve(tree, _KNOWN, parsed[1] if parsed is not None else text, focus=_FOCUS)
     lines = Lines(text)
     module = _Module(tree, text, lines, res, settings, analysis.skimmed)
     noqa = _Noqa(text, lines)
