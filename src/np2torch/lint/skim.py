@@ -45,13 +45,12 @@ __all__ = ["Skim", "skim"]
 # comment; the last alternative, a quote that opens no literal, is an unterminated one.
 _LITERALS = (
     r"#[^\r\n]*"
-    r"|'''[^'\\]*(?:(?:\\(?:\r\n|.)|'(?!''))[^'\\]*)*'''"
-    r'|"""[^"\\]*(?:(?:\\(?:\r\n|.)|"(?!""))[^"\\]*)*"""'
-    r"|'[^'\\\r\n]*(?:\\(?:\r\n|.)[^'\\\r\n]*)*'"
-    r'|"[^"\\\r\n]*(?:\\(?:\r\n|.)[^"\\\r\n]*)*"'
+    r"|'(?:''[^'\\]*(?:(?:\\(?:\r\n|.)|'(?!''))[^'\\]*)*'''|[^'\\\r\n]*(?:\\(?:\r\n|.)[^'\\\r\n]*)*')"
+    r'|"(?:""[^"\\]*(?:(?:\\(?:\r\n|.)|"(?!""))[^"\\]*)*"""|[^"\\\r\n]*(?:\\(?:\r\n|.)[^"\\\r\n]*)*")'
     r"|['\"]"
 )
-_STRINGS_AND_COMMENTS = re.compile(f"({_LITERALS})", re.DOTALL)  # one group: `split` keeps what it matches
+# one group: `split` keeps what it matches; the lookahead lets `re` skip to where one can start
+_STRINGS_AND_COMMENTS = re.compile(f"(?=[#'\"])({_LITERALS})", re.DOTALL)
 # what a header is read by: literals and comments (skipped), brackets, and the `:` that ends it
 _HEADER_TOKENS = re.compile(_LITERALS + r"|[()\[\]{}:]", re.DOTALL)
 # what may follow a header's `:` on its line when the body is a block of its own
