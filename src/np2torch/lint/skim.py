@@ -13,13 +13,15 @@ up to the ``:`` that ends it); the ``pass`` stands on the body's last line, so e
 and column it has in the whole text, and each stub the lines its function had.
 
 How the text is split.  A statement of a block starts on a line that begins, at the block's indentation, with
-code (not a blank line, not a comment) outside every string literal and after no backslash continuation.  One
-regular expression finds the string literals (every prefix, triple- or single-quoted, escapes and
-backslash-newlines inside) and comments; a line that begins inside a string that spans lines is no
-statement's start.  Brackets are not counted: a line inside brackets that begins at a block's indentation
-starts a piece that is kept as it is, and the unmatched closing bracket it holds makes the skimmed text a
-syntax error whenever the piece before it was replaced (and so a full parse).  Decorators belong to the
-``def`` or ``class`` they decorate; anything else after them gives up the skim.
+code (not a blank line, not a comment, not a closing bracket, not ``else``/``elif``/``except``/``finally``)
+outside every string literal and after no backslash continuation.  One regular expression finds the string
+literals (every prefix, triple- or single-quoted, escapes and backslash-newlines inside) and comments; a
+line that begins inside a string that spans lines is no statement's start.  Brackets are not counted: a
+line inside brackets that begins at a block's indentation starts a piece that is kept as it is, and the
+unmatched closing bracket it holds makes the skimmed text a syntax error whenever the piece before it was
+replaced (and so a full parse).  Decorators belong to the ``def`` or ``class`` they decorate; anything else
+after them gives up the skim.  What a body spells is read in its code: a word in a comment or in a literal
+is no name, but the fields of an f-string (or t-string) are code.
 
 :meth:`Skim.fits` checks the parse of the skimmed text against what the split expected: the statements of
 each split block start exactly where the pieces start, and each stub is a ``def`` of its name whose ``pass``
@@ -125,8 +127,8 @@ def _fits(body: Sequence[ast.stmt], pieces: Sequence[_Piece]) -> bool:
 
 def skim(text: str, words: Collection[str], substrings: Collection[str] = ()) -> Skim | None:
     """``text`` with the body of each function (top-level, or a method of a top-level class) that spells none
-    of ``words`` (as a whole identifier, after NFKC normalisation as the parser reads names) and none of
-    ``substrings`` replaced by ``pass``; None when nothing is replaced or the text is not split (a lone
+    of ``words`` in its code (as a whole identifier, after NFKC normalisation as the parser reads names;
+    comments and literals other than f-strings aside) and none of ``substrings`` anywhere replaced by ``pass``; None when nothing is replaced or the text is not split (a lone
     ``\\r`` or a form feed, which move lines and columns for the tokenizer; a decorator before something
     that is neither a ``def`` nor a ``class``; a quote that opens no literal; a null byte, which no parse
     takes)."""
