@@ -205,6 +205,21 @@ CAREFUL = {
         def quiet():
             return 0
         """,
+    "a from-import's alias of a target, spelled instead of its name": """
+        from numpy import exp as e
+
+        def f(x):
+            return e(x)
+        """,
+    "an alias after a comment in a parenthesised import": """
+        from numpy import (
+            exp  # the exponential
+            as e,
+        )
+
+        def f(x):
+            return e(x)
+        """,
     "a class statement in a function where __class_getitem__ is spelled": """
         def f(x):
             return np.exp(x)
