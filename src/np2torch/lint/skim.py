@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import operator
 import re
 import unicodedata
 from bisect import bisect_left, bisect_right
@@ -154,6 +155,11 @@ class _Skimmer:
         """The literals that span lines (only they can hold a line's start), in order."""
         self.comment_backslashes: set[int] = set()
         """Where a comment ends in a backslash (no continuation: the comment ends at the line's end)."""
+        self.parts: list[str] = []
+        """The text split at its literals and comments: code, a literal, code, ... (:meth:`lex`)."""
+        self.loud: list[int] = []
+        """The parts that are f-strings or t-strings (a letter before the quote that is no prefix only adds
+        one): literals whose fields are code."""
         self.bounds: list[int] = []
         """Where the pieces of the text end, code and literals (comments too) by turns: a position before
         ``bounds[0]`` is code, then a literal up to ``bounds[1]``, and so on."""
@@ -170,11 +176,17 @@ class _Skimmer:
         """Finds the literals and comments, and of them the literals that span lines; False at a quote that
         opens none.  (``split`` and ``accumulate`` do the work in C; only the rare pieces take Python's.)"""
         parts = _STRINGS_AND_COMMENTS.split(self.text)
+        self.parts = parts
         self.bounds = bounds = list(accumulate(map(len, parts)))
+        text, loud = self.text, self.loud
         for i in range(1, len(parts), 2):
             part = parts[i]
             if len(part) == 1 and part != "#":
                 return False
+            if part[0] != "#":
+                prefix = text[max(bounds[i - 1] - 2, 0):bounds[i - 1]]  # a prefix is at most two letters
+                if "f" in prefix or "F" in prefix or "t" in prefix or "T" in prefix:
+                    loud.append(i)  # an f-string (or t-string): its fields are code
             if "\n" in part:
                 self.string_starts.append(bounds[i - 1])
                 self.string_ends.append(bounds[i])
@@ -211,17 +223,31 @@ class _Skimmer:
             pos = ends[i]
             i += 1
 
+    def code_spelling(self) -> list[int]:
+        """Where the code spells the words, in order: searched in the code between the literals and comments
+        (joined by spaces, so that no two parts make a word), and in each f-string (and t-string)."""
+        parts, bounds, each = self.parts, self.bounds, _words(self.words)
+        code_parts = parts[0::2]
+        code = " ".join(code_parts)
+        # where code part j (the text's part 2j) starts in `code`, and in the text
+        in_code = list(map(operator.add, accumulate(map(len, code_parts), initial=0), range(len(code_parts))))
+        in_text = [0, *bounds[1::2]]
+        found = []
+        for _word, pattern in each:
+            for match in pattern.finditer(code):
+                j = bisect_right(in_code, match.start()) - 1
+                found.append(in_text[j] + match.start() - in_code[j])
+        for k in self.loud:
+            found.extend(bounds[k - 1] + m.start() for _w, pattern in each for m in pattern.finditer(parts[k]))
+        return sorted(found)
+
     def quiet(self, pos: int) -> bool:
         """Whether ``pos`` lies in a comment or in a literal that holds no code (all but f- and t-strings)."""
         i = bisect_right(self.bounds, pos)
         if not i % 2:
             return False  # code
-        start, text = self.bounds[i - 1], self.text
-        if text[start] == "#":
-            return True
-        prefix = text[max(start - 2, 0):start]  # a prefix is at most two letters (`rb`, `Rf`)
-        # a letter before the quote that is no prefix only keeps more
-        return not ("f" in prefix or "F" in prefix or "t" in prefix or "T" in prefix)
+        j = bisect_left(self.loud, i)
+        return not (j < len(self.loud) and self.loud[j] == i)
 
     def spells(self, start: int, end: int) -> bool:
         """Whether the text from ``start`` to ``end`` spells one of the words in its code (outside comments and
@@ -230,9 +256,7 @@ class _Skimmer:
         if any(text.find(substring, start, end) >= 0 for substring in self.substrings):
             return True
         if self.spelled is None:
-            each = _words(self.words)
-            found = sorted(m.start() for word, pattern in each if word in text for m in pattern.finditer(text))
-            self.spelled = [pos for pos in found if not self.quiet(pos)]
+            self.spelled = self.code_spelling()
             # the parser NFKC-normalises a name that is not ASCII (`ｅｘｐ` is `exp`): where code holds one, the
             # piece's normalised text is searched instead
             self.unusual = [] if self.ascii else [m.start() for m in _NOT_ASCII.finditer(text) if not self.quiet(m.start())]
