@@ -234,6 +234,16 @@ CAREFUL = {
         y = Grid[1.0]
         import numpy as np
         """,
+    "a compiler's package named in a string, never imported": """
+        import numpy as np
+
+        @skip_backends("torch")
+        def test_exp(x):
+            return np.exp(x)
+
+        def g(module):
+            return module.jit
+        """,
     "a name spelled only in a docstring and a comment": """
         import numpy as np
 
@@ -254,8 +264,18 @@ def test_what_a_careless_skim_would_change(source: str) -> None:
     assert check_source(text)  # there is something to get wrong
 
 
-# Where a compiler may be applied by a name bound anywhere, every body is read: the whole text is parsed.
+# Where a way to a compiler starts, it may be applied by a name bound anywhere: the whole text is parsed.
 WHOLE = {
+    "a compiler imported in a function body": """
+        import numpy as np
+
+        def make(kernel):
+            import numba
+            return numba.njit(kernel)
+
+        def kernel(x):
+            return np.exp(x)
+        """,
     "a compiler applied by a function elsewhere": """
         import numba
         import numpy as np

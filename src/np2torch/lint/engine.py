@@ -504,16 +504,17 @@ def _parse(text: str) -> ast.Module:
 
 def _skim(text: str, settings: Settings, matching: Sequence[Rule]) -> skim.Skim | None:
     """``text`` with the function bodies that cannot hold a finding replaced by ``pass`` (:mod:`np2torch.lint.skim`),
-    or None where the whole-module analyses read function bodies beyond what the body itself spells: a
-    compiler may be applied to a function by a name bound anywhere (:func:`np2torch.lint.compiled.may_compile`,
-    and functions other modules compile).  A body is parsed where it spells one of :func:`_kept_words`, what
-    placement reads in bodies (:func:`np2torch.lint.placement.function_body_words`), or the runtime's alias
-    (the names bound anywhere decide whether the alias is free)."""
-    if settings.compiled_elsewhere or compiled.may_compile(text):
+    or None where functions other modules compile are known (they are followed through every scope).  A
+    body is parsed where it spells one of :func:`_kept_words`, what placement reads in bodies
+    (:func:`np2torch.lint.placement.function_body_words`), or the runtime's alias (the names bound anywhere
+    decide whether the alias is free); where a compiler may be reached (:func:`np2torch.lint.compiled.may_compile`),
+    also where it spells a compiler's package anywhere (every way to one starts there: :func:`_skimmed_parse`)."""
+    if settings.compiled_elsewhere:
         return None
     placed = placement.function_body_words(text)
     words = _kept_words(tuple(matching))
-    return skim.skim(text, words | _aliases_of(text, words) | placed, (settings.alias,))
+    packages = compiled.PACKAGE_ROOTS if compiled.may_compile(text) else frozenset()
+    return skim.skim(text, words | _aliases_of(text, words) | placed, {settings.alias, *packages})
 
 
 def _aliases_of(text: str, words: frozenset[str]) -> frozenset[str]:
@@ -562,7 +563,15 @@ def _skimmed_parse(text: str, settings: Settings, matching: Sequence[Rule]) -> t
         tree = ast.parse(skimmed.text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    return (tree, skimmed.text) if skimmed.fits(tree) else None
+    if not skimmed.fits(tree):
+        return None
+    if compiled.may_compile(text):
+        # the compiled regions follow a compiler through every scope: only where no way to one starts (in
+        # the bodies kept: each spells its package) do they find nothing, in the whole module as in this tree
+        imports = [node for node in walk.every(tree) if isinstance(node, (ast.Import, ast.ImportFrom))]
+        if compiled.starts_a_compiler(tree, text, imports):
+            return None
+    return tree, skimmed.text
 
 
 def skimmed_text(source: str, settings: Settings | None = None) -> str | None:
