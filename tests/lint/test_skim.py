@@ -15,7 +15,7 @@ from np2torch.lint import engine
 from np2torch.lint.engine import Settings, _analyze, check_source, fix_source, skimmed_text
 from np2torch.lint.model import DEFAULT_SETTINGS, SourceError
 from np2torch.lint.rules import RULES
-from np2torch.lint.skim import Skim, skim
+from np2torch.lint.skim import Skim, _Piece, skim
 from np2torch.lint.syntax import newer_syntax
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -45,7 +45,7 @@ def _stubs(skimmed: Skim) -> list[tuple[str, int]]:
     """(name, line of its ``pass``) of each replaced body, in order, nested classes' methods included."""
     found: list[tuple[str, int]] = []
 
-    def visit(pieces: list) -> None:  # type: ignore[type-arg]
+    def visit(pieces: list[_Piece]) -> None:
         for piece in pieces:
             if piece.stub:
                 found.append((piece.name, piece.stub))
@@ -446,7 +446,9 @@ def test_a_statement_the_split_missed_makes_the_parse_not_fit() -> None:
     text = "class A:\n    def g(self):\n        return 2\n    y = 1\n"
     skimmed = _skimmed(text, WORDS)
     tree = ast.parse(skimmed.text)
-    tree.body[0].body.append(ast.parse("z = 2").body[0])  # type: ignore[attr-defined]
+    (klass,) = tree.body
+    assert isinstance(klass, ast.ClassDef)
+    klass.body.append(ast.parse("z = 2").body[0])
     assert not skimmed.fits(tree)
 
 
