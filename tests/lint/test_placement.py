@@ -276,30 +276,27 @@ def test_every_global_statement_takes_the_whole_tree_path(source: str) -> None:
     # global statement the parser finds (a false alarm costs time, a miss a wrong place).
     import ast
 
-    from np2torch.lint.model import Lines
-    from np2torch.lint.placement import _MAY_BE_GLOBAL
+    from np2torch.lint.placement import _may_be_global
 
     assert any(isinstance(node, ast.Global) for node in ast.walk(ast.parse(source)))
-    assert Lines(source).matches(_MAY_BE_GLOBAL)
+    assert _may_be_global(source)
 
 
 def test_global_in_comments_strings_and_names_is_no_global_statement() -> None:
-    from np2torch.lint.model import Lines
-    from np2torch.lint.placement import _MAY_BE_GLOBAL
+    from np2torch.lint.placement import _may_be_global
 
     source = "x = global_state  # global\ns = 'the global view'\n\"\"\"\nglobals are read here\n\"\"\"\n"
-    assert not Lines(source).matches(_MAY_BE_GLOBAL)
+    assert not _may_be_global(source)
 
 
 def test_a_global_statement_after_a_carriage_return_only_line_end() -> None:
-    from np2torch.lint.model import Lines
-    from np2torch.lint.placement import _MAY_BE_GLOBAL
+    from np2torch.lint.placement import _may_be_global
 
-    assert Lines("def f():\r    global g\r").matches(_MAY_BE_GLOBAL)
+    assert _may_be_global("def f():\r    global g\r")
 
 
 def test_a_global_statement_is_spelled_in_ascii() -> None:
-    # _MAY_BE_GLOBAL looks for the ASCII keyword only: an NFKC spelling of it is a name, never the statement.
+    # _may_be_global looks for the ASCII keyword only: an NFKC spelling of it is a name, never the statement.
     import ast
 
     with pytest.raises(SyntaxError):

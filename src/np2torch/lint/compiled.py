@@ -47,6 +47,7 @@ outside it.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import unicodedata
 from bisect import bisect_right
@@ -56,7 +57,8 @@ from typing import Iterable, Iterator, Sequence
 from np2torch.lint import walk
 
 __all__ = ["COMPILERS", "MODULE_COMPILERS", "compiled_elsewhere", "compiled_regions", "handed_to_compilers",
-           "inside", "may_import_a_compiler", "may_name_a_compiler", "reason"]
+           "PACKAGE_ROOTS", "inside", "may_compile", "may_import_a_compiler", "may_name_a_compiler", "reason",
+           "starts_a_compiler"]
 
 _NUMBA = "numba"
 _JAX = "jax"
@@ -94,6 +96,8 @@ _ALL = {**COMPILERS, **MODULE_COMPILERS}
 # the modules on the way to a compiler (`numba`, `numba.cuda`, `torch.jit`): `import numba as nb` binds one
 _PACKAGES = frozenset(q.rsplit(".", i)[0] for q in _ALL for i in range(1, q.count(".") + 1))
 _ROOTS = frozenset(q.partition(".")[0] for q in _ALL)
+PACKAGE_ROOTS: frozenset[str] = _ROOTS
+"""The roots of the compilers' packages (``numba``, ``jax``, ``torch``, ``cupy``, ``cupyx``)."""
 # a package's name as a whole string literal (`"numba"`, `'torch.jit'`, `r"jax"`): what loading it by name spells
 _QUOTED_PACKAGE = re.compile("[\"']({})[\"']".format("|".join(sorted(map(re.escape, _PACKAGES), key=len, reverse=True))))
 # a package's root as a whole name (not an attribute: `a.numba`), and the words an import statement starts with;
@@ -187,6 +191,28 @@ def may_name_a_compiler(text: str) -> bool:
     return any(name in spelled and pattern.search(spelled) for name, pattern in _COMPILER_NAMES.items())
 
 
+def starts_a_compiler(tree: ast.Module, text: str, imports: Sequence[ast.Import | ast.ImportFrom]) -> bool:
+    """Whether a way to a compiler starts in ``tree`` (``imports``: its import statements, in any scope): an
+    import binding a compiler's package, or a call loading one by its name that can name a compiler
+    (:func:`_loads`); each spells the package's root (:data:`PACKAGE_ROOTS`).  Where none does,
+    :func:`compiled_regions` finds nothing."""
+    spelled = _spelled(text)
+    return may_compile(spelled) and _starts_a_compiler(tree, spelled, imports)
+
+
+def _starts_a_compiler(tree: ast.Module, spelled: str, imports: Sequence[ast.Import | ast.ImportFrom]) -> bool:
+    # every way to a compiler starts at an import of its package or a call loading it by name
+    return any(map(_binds_a_compiler, imports)) or _loads(tree, spelled)
+
+
+@functools.lru_cache(maxsize=4)  # the engine asks before the parse and the compiled regions after it
+def may_compile(text: str) -> bool:
+    """False only when nothing in ``text`` can be compiled: no way to a compiler starts in it
+    (:func:`may_import_a_compiler`) or none is named (:func:`may_name_a_compiler`)."""
+    spelled = _spelled(text)
+    return may_import_a_compiler(spelled) and may_name_a_compiler(spelled)
+
+
 def _spelled(text: str) -> str:
     return text if text.isascii() else unicodedata.normalize("NFKC", text)  # as the parser reads names
 
@@ -215,10 +241,10 @@ def _compilers_of(
     """Every node of ``tree`` (the one walk the passes share) and the names its bindings make compilers; None
     where no way to a compiler can start (``imports``: the module's imports, when the caller has them)."""
     spelled = _spelled(text)
-    if not (may_import_a_compiler(spelled) and may_name_a_compiler(spelled)):
+    if not may_compile(spelled):
         return None  # every way to a compiler spells its package and its name so
-    if imports is not None and not any(map(_binds_a_compiler, imports)) and not _loads(tree, spelled):
-        return None  # every way to a compiler starts at an import of its package or a call loading it by name
+    if imports is not None and not _starts_a_compiler(tree, spelled, imports):
+        return None
     every, within = _walk(tree)
     found: list[ast.Import | ast.ImportFrom] = []
     loads = False  # a call loading a compiler's package by its name (`importlib.import_module("numba")`)

@@ -2,7 +2,9 @@
 ``fix_findings`` (some findings only, for an editor's quick fix): text in and text out, no file I/O.
 
 They run the same analysis (:func:`_analyze`): a text prefilter derived from the
-rule table, ``ast.parse``, the qualified-name resolver of :mod:`np2torch.lint.resolve`,
+rule table, ``ast.parse`` (of the text with the function bodies that cannot hold a
+finding replaced by ``pass``, :mod:`np2torch.lint.skim`, where it only reports or
+rewrites text), the qualified-name resolver of :mod:`np2torch.lint.resolve`,
 and the classification below.  ``fix_source`` then hands exactly the fixable
 findings' nodes to LibCST (:mod:`np2torch.lint.rewrite`), so check and fix
 cannot disagree about what a finding is.
@@ -67,12 +69,12 @@ import sys
 import tokenize
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Collection, Sequence
+from typing import Collection, Iterable, Iterator, Sequence
 
-from np2torch.lint import compiled, placement, walk
+from np2torch.lint import compiled, placement, skim, walk
 from np2torch.lint.model import DEFAULT_SETTINGS, Finding, FixError, FixResult, Lines, Planned, Settings, SourceError
-from np2torch.lint.namespace import lists_namespace
-from np2torch.lint.resolve import NamespaceWrites, Ref, Resolution, bound_names, namespace_writes, resolve
+from np2torch.lint.namespace import LISTING_WORDS, lists_namespace
+from np2torch.lint.resolve import WRITE_WORDS, NamespaceWrites, Ref, Resolution, bound_names, namespace_writes, resolve
 from np2torch.lint.rules import DIFFERENCE, RATIO, RULES, RULES_BY_CODE, Rule
 from np2torch.lint.suppress import NOQA, file_rules, in_runtime_module, no_fix_reason, noqa_codes, remove_noqa_codes
 
@@ -89,6 +91,7 @@ __all__ = [
     "fix_findings",
     "fix_source",
     "may_contain",
+    "skimmed_text",
 ]
 
 CONSTANTS: frozenset[str] = frozenset(
@@ -178,23 +181,33 @@ def may_contain(text: str, rules: Sequence[Rule]) -> bool:
     The parser NFKC-normalises non-ASCII identifiers (``ｅｘｐ`` is ``exp``), so
     non-ASCII text is normalised before looking.
     """
+    return _may_contain(text, rules, _may_match(text, rules))
+
+
+def _may_contain(text: str, rules: Sequence[Rule], matching: Iterable[Rule]) -> bool:
+    """:func:`may_contain`, given the rules that may match (:func:`_may_match`, asked only as far as needed)."""
     if any(rule.is_meta for rule in rules) and "noqa" in text.lower():
         return True  # NPT801 judges the file's noqa comments, whatever it calls
+    return next(iter(matching), None) is not None
+
+
+def _may_match(text: str, rules: Sequence[Rule]) -> Iterator[Rule]:
+    """The rules of ``rules`` (NPT801 aside) that may match in ``text``, as :func:`may_contain` decides."""
     if not text.isascii():
         text = unicodedata.normalize("NFKC", text)
     imports_from: dict[str, bool] = {}  # root -> whether a `from <root>...` import is spelled
     aliases: frozenset[str] | None = None
-    for root, name, owners, root_word, name_word, from_root in _prefilter_patterns(tuple(rules)):
+    for rule, root, name, owners, root_word, name_word, from_root in _prefilter_patterns(tuple(rules)):
         if root in text and name in text and root_word.search(text) and name_word.search(text):
             if root not in imports_from:
                 imports_from[root] = any(not _in_doctest(text, m.start()) for m in from_root.finditer(text))
             if imports_from[root]:
-                return True
+                yield rule
+                continue
             if aliases is None:
                 aliases = frozenset(_ALIAS.findall(text))
             if _after_a_dot(text, name_word, owners | aliases):
-                return True
-    return False
+                yield rule
 
 
 # what `import numpy as np`, `from scipy import special as sp` bind (any `as` clause: a superset), past line
@@ -257,7 +270,7 @@ def _owner_may_hold(text: str, dot: int, owners: frozenset[str]) -> bool:
 @functools.lru_cache(maxsize=64)
 def _prefilter_patterns(
     rules: tuple[Rule, ...],
-) -> list[tuple[str, str, frozenset[str], re.Pattern[str], re.Pattern[str], re.Pattern[str]]]:
+) -> list[tuple[Rule, str, str, frozenset[str], re.Pattern[str], re.Pattern[str], re.Pattern[str]]]:
     patterns = []
     for rule in rules:
         if rule.is_meta:
@@ -265,7 +278,7 @@ def _prefilter_patterns(
         root, name = rule.qualname.partition(".")[0], rule.qualname.rpartition(".")[2]
         owners = frozenset(rule.qualname.split(".")[:-1])  # `numpy`; `scipy`, `special` (`import scipy.special`)
         from_root = re.compile(rf"from(?<!\wfrom)[\s\\]+{re.escape(root)}(?!\w)")  # `from` first: scanned quickly
-        patterns.append((root, name, owners, _whole_word(root), _whole_word(name), from_root))
+        patterns.append((rule, root, name, owners, _whole_word(root), _whole_word(name), from_root))
     return patterns
 
 
@@ -452,6 +465,8 @@ class _Analysis:
     text: str
     bom: str
     tree: ast.Module | None = None
+    skimmed: bool = False
+    """The tree is the parse of the skimmed text (:func:`_skimmed_parse`), not of the whole."""
     resolution: Resolution | None = None
     findings: list[Finding] = field(default_factory=list)
     fixes: list[Planned] = field(default_factory=list)
@@ -487,27 +502,124 @@ def _parse(text: str) -> ast.Module:
         raise SourceError(f"cannot parse: {exc}") from None
 
 
+def _skim(text: str, settings: Settings, matching: Sequence[Rule]) -> skim.Skim | None:
+    """``text`` with the function bodies that cannot hold a finding replaced by ``pass`` (:mod:`np2torch.lint.skim`),
+    or None where functions other modules compile are known (they are followed through every scope).  A
+    body is parsed where it spells one of :func:`_kept_words`, what placement reads in bodies
+    (:func:`np2torch.lint.placement.function_body_words`), or the runtime's alias (the names bound anywhere
+    decide whether the alias is free); where a compiler may be reached (:func:`np2torch.lint.compiled.may_compile`),
+    also where it spells a compiler's package anywhere (every way to one starts there: :func:`_skimmed_parse`)."""
+    if settings.compiled_elsewhere:
+        return None
+    placed = placement.function_body_words(text)
+    words = _kept_words(tuple(matching))
+    packages = compiled.PACKAGE_ROOTS if compiled.may_compile(text) else frozenset()
+    return skim.skim(text, words | _aliases_of(text, words) | placed, {settings.alias, *packages})
+
+
+def _aliases_of(text: str, words: frozenset[str]) -> frozenset[str]:
+    """The names ``<word> as <name>`` binds for any of ``words`` (``from scipy.special import digamma as psi``:
+    a reference to ``scipy.special.digamma`` is spelled ``psi``); a superset where a comment may stand between
+    the word and ``as``."""
+    found = set()
+    for match in _ALIAS.finditer(text):
+        i = match.start() - 1
+        while i >= 0 and text[i] in " \t\f\r\n\\":
+            if text[i] in "\r\n":
+                line_start = max(text.rfind("\n", 0, i), text.rfind("\r", 0, i)) + 1
+                if "#" in text[line_start:i]:
+                    found.add(match.group(1))  # maybe a comment between the word and `as`
+                    break
+            i -= 1
+        end = i + 1
+        while i >= 0 and (text[i].isalnum() or text[i] == "_"):
+            i -= 1
+        word = text[i + 1:end]
+        if (word if word.isascii() else unicodedata.normalize("NFKC", word)) in words:
+            found.add(match.group(1))
+    return frozenset(found)
+
+
+@functools.lru_cache(maxsize=64)
+def _kept_words(rules: tuple[Rule, ...]) -> frozenset[str]:
+    """What a function body that can matter spells in its code: the name every finding of ``rules`` (those
+    that may match in the text: :func:`_may_match`) starts from (a function rule's, a pattern's first
+    call's: the resolver's focus), a namespace write or listing (``globals()``, ``exec``,
+    ``sys.modules[__name__]``: in any scope they reach the module's names), ``global`` and ``nonlocal`` (a
+    body binding a name of another scope)."""
+    names = {rule.qualname.rpartition(".")[2] for rule in rules if rule.is_function}
+    names.update(rule.pattern[0].rpartition(".")[2] for rule in rules if rule.pattern)
+    return frozenset(names) | WRITE_WORDS | LISTING_WORDS | {"global", "nonlocal"}
+
+
+def _skimmed_parse(text: str, settings: Settings, matching: Sequence[Rule]) -> tuple[ast.Module, str] | None:
+    """The parse of the skimmed text (:func:`_skim`; ``matching``: the rules that may match in it) and that
+    text, when it parses and is what the skim expected; else None (the whole text is parsed, and its syntax
+    errors reported as ever)."""
+    skimmed = _skim(text, settings, matching)
+    if skimmed is None:
+        return None
+    try:
+        tree = ast.parse(skimmed.text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    if not skimmed.fits(tree):
+        return None
+    if compiled.may_compile(text):
+        # the compiled regions follow a compiler through every scope: only where no way to one starts (in
+        # the bodies kept: each spells its package) do they find nothing, in the whole module as in this tree
+        imports = [node for node in walk.every(tree) if isinstance(node, (ast.Import, ast.ImportFrom))]
+        if compiled.starts_a_compiler(tree, text, imports):
+            return None
+    return tree, skimmed.text
+
+
+def skimmed_text(source: str, settings: Settings | None = None) -> str | None:
+    """The text that :func:`check_source` parses in place of ``source`` (function bodies that cannot hold a
+    finding replaced by ``pass``; :mod:`np2torch.lint.skim`), or None when it parses the whole text (or
+    nothing: the prefilter).  A syntax error only in a replaced body goes unreported, as one in a text the
+    prefilter skips."""
+    settings = settings or DEFAULT_SETTINGS
+    text = source[1:] if source.startswith("\ufeff") else source
+    matching = tuple(_may_match(text, settings.rules))
+    parsed = _skimmed_parse(text, settings, matching) if _may_contain(text, settings.rules, matching) else None
+    return None if parsed is None else parsed[1]
+
+
 def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = True,
-             only: Collection[tuple[int, int, str]] | None = None, import_line: bool = True) -> _Analysis:
+             only: Collection[tuple[int, int, str]] | None = None, import_line: bool = True,
+             skimmed: bool = False) -> _Analysis:
     """The analysis both check and fix run, as a pipeline: which rules can match (the text prefilter), the
     parse, the names resolved, each reference's verdict (:func:`_verdicts`, with what the whole module says
     about it: :class:`_Module`), the verdicts narrowed by ``only`` and by where the file is, where the runtime
     import goes (:func:`_place`), then the findings and the fixes (:func:`_record`) and NPT801's.
 
     ``import_line``: the fix binds the runtime to an alias with an import line (a text fix), which needs a
-    place (np2torch.lint.placement); ``np2torch run``'s rewrite binds nothing and needs none."""
+    place (np2torch.lint.placement); ``np2torch run``'s rewrite binds nothing and needs none.
+
+    ``skimmed``: parse the text with the function bodies that cannot hold a finding replaced by ``pass``
+    (:func:`_skimmed_parse`): the findings are the same, the tree is not the whole module's (for what only
+    reports findings or rewrites text, never for ``np2torch run``, which executes the tree)."""
     bom = "\ufeff" if source.startswith("\ufeff") else ""
     text = source[len(bom) :]
     analysis = _Analysis(text=text, bom=bom)
-    if not settings.rules or (prefilter and not may_contain(text, settings.rules)):
+    # the rules that may match: all of them where the skim needs them, else as far as the prefilter asks
+    matching: Iterable[Rule] = ()
+    if settings.rules:
+        matching = tuple(_may_match(text, settings.rules)) if skimmed else _may_match(text, settings.rules)
+    if not settings.rules or (prefilter and not _may_contain(text, settings.rules, matching)):
         return analysis
     rules = file_rules(text, settings.rules)  # np2torch's own files, `# np2torch: noqa` (np2torch.lint.suppress)
     if not rules:
         return analysis
-    tree = analysis.tree = _parse(text)
-    res = analysis.resolution = resolve(tree, _KNOWN, text, focus=_FOCUS)
+    parsed = _skimmed_parse(text, settings, tuple(matching)) if skimmed else None
+    analysis.skimmed = parsed is not None
+    tree = analysis.tree = parsed[0] if parsed is not None else _parse(text)
+    # the resolver reads the lines that spell a candidate: the skimmed text's (the same lines, the replaced
+    # bodies blank) where the tree is its parse
+    res = analysis.resolution = resolve(tree, _KNOWN, parsed[1] if parsed is not None else text, focus=_FOCUS)
     lines = Lines(text)
-    module = _Module(tree, text, lines, res, settings)
+    module = _Module(tree, text, lines, res, settings, analysis.skimmed)
     noqa = _Noqa(text, lines)
     noqa.ignored = settings.ignore_noqa
     verdicts = _verdicts(res, rules, settings, module, noqa)
@@ -548,8 +660,9 @@ class _Module:
     (:mod:`np2torch.lint.compiled`), the self-documenting f-string fields, the namespace writes
     (:func:`np2torch.lint.resolve.namespace_writes`); and the layout placement reads, made when asked."""
 
-    def __init__(self, tree: ast.Module, text: str, lines: Lines, res: Resolution, settings: Settings) -> None:
-        self.tree, self.text, self.lines = tree, text, lines
+    def __init__(self, tree: ast.Module, text: str, lines: Lines, res: Resolution, settings: Settings,
+                 skimmed: bool = False) -> None:
+        self.tree, self.text, self.lines, self.skimmed = tree, text, lines, skimmed
         self.regions = compiled.compiled_regions(tree, text, res.imports) if res.refs else []
         if res.refs and settings.compiled_elsewhere:  # compiled by other modules of the project (lint.project)
             self.regions += compiled.compiled_elsewhere(tree, settings.compiled_elsewhere)
@@ -560,7 +673,9 @@ class _Module:
     @property
     def layout(self) -> placement.Layout:
         if self._layout is None:
-            self._layout = placement.Layout(self.tree, self.lines)
+            # a skimmed tree (function bodies as `pass`): the whole one, if placement needs what bodies bind
+            whole = functools.partial(_parse, self.text) if self.skimmed else None
+            self._layout = placement.Layout(self.tree, self.lines, whole)
         return self._layout
 
     def judge(self, ref: Ref, verdict: tuple[bool, str | None]) -> tuple[bool, str | None]:
@@ -899,7 +1014,17 @@ def _words_in_strings(tree: ast.Module) -> frozenset[str]:
 
 def check_source(source: str, path: str = "<string>", *, settings: Settings | None = None) -> list[Finding]:
     """The findings in ``source``, sorted by position.  Raises :class:`SourceError` if it cannot be parsed."""
-    return _analyze(source, path, settings or DEFAULT_SETTINGS).findings
+    return _analyze(source, path, settings or DEFAULT_SETTINGS, skimmed=True).findings
+
+
+def _analyze_to_fix(source: str, path: str, settings: Settings,
+                    only: Collection[tuple[int, int, str]] | None = None) -> _Analysis:
+    """:func:`_analyze` for a fix of the text: skimmed, then again whole where there is something to rewrite
+    (the rewrite reads the whole module: every use of an import it may remove)."""
+    analysis = _analyze(source, path, settings, only=only, skimmed=True)
+    if analysis.fixes and analysis.skimmed:
+        analysis = _analyze(source, path, settings, only=only)
+    return analysis
 
 
 def fix_source(source: str, path: str = "<string>", *, settings: Settings | None = None) -> str:
@@ -911,7 +1036,7 @@ def fix_source(source: str, path: str = "<string>", *, settings: Settings | None
     would not compile).
     """
     settings = settings or DEFAULT_SETTINGS
-    return _fixed_text(_analyze(source, path, settings), source, path, settings)
+    return _fixed_text(_analyze_to_fix(source, path, settings), source, path, settings)
 
 
 def fix_and_check(source: str, path: str = "<string>", *, settings: Settings | None = None,
@@ -926,14 +1051,14 @@ def fix_and_check(source: str, path: str = "<string>", *, settings: Settings | N
     Raises as :func:`fix_source` does.
     """
     settings = settings or DEFAULT_SETTINGS
-    analysis = _analyze(source, path, settings, only=only)
+    analysis = _analyze_to_fix(source, path, settings, only)
     fixed = _fixed_text(analysis, source, path, settings)
     findings = tuple(analysis.findings)
     if fixed is source:
         return FixResult(findings, source, findings)
     if all(finding.fixable for finding in findings):
         return FixResult(findings, fixed, ())
-    remaining = _analyze(fixed, path, settings).findings
+    remaining = _analyze(fixed, path, settings, skimmed=True).findings
     if only is not None:  # what is still fixable in the fixed text is what `only` left out
         remaining = [dataclasses.replace(f, fixable=False, fix_title=None, reason=REASON_LEFT_OUT) if f.fixable
                      else f for f in remaining]
@@ -973,7 +1098,7 @@ def fix_findings(source: str, findings: Collection[Finding], path: str = "<strin
     Raises as :func:`fix_source` does.
     """
     settings = settings or DEFAULT_SETTINGS
-    analysis = _analyze(source, path, settings)
+    analysis = _analyze_to_fix(source, path, settings)
     wanted = {_position(finding) for finding in findings}
     analysis.fixes = [planned for planned in analysis.fixes if _position(planned.finding) in wanted]
     analysis.noqa_fixes = [finding for finding in analysis.noqa_fixes if _position(finding) in wanted]

@@ -199,6 +199,11 @@ class Lines:
     def count(self) -> int:
         return len(self._lines)
 
+    @property
+    def text(self) -> str:
+        """The whole text."""
+        return self._text
+
     def __getitem__(self, line: int) -> str:
         return self._lines[line - 1] if 0 < line <= len(self._lines) else ""
 

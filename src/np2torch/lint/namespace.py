@@ -14,12 +14,14 @@ import re
 
 from np2torch.lint import walk
 
-__all__ = ["lists_namespace"]
+__all__ = ["LISTING_WORDS", "lists_namespace"]
 
 
 # each word a listing spells, as a whole word (the literal first, so that `re` scans for it quickly)
 _NAMESPACE_WORDS = {word: re.compile(rf"{word}(?!\w)(?<!\w{word})")
                     for word in ("globals", "dir", "vars", "locals", "__dict__", "getmembers")}
+LISTING_WORDS: frozenset[str] = frozenset(_NAMESPACE_WORDS)
+"""What a listing of the module's names spells in its statement (:func:`lists_namespace` walks those only)."""
 
 
 def lists_namespace(tree: ast.Module, spelled: str) -> bool:

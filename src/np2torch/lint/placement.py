@@ -52,7 +52,7 @@ import ast
 import re
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Collection, Iterable, Iterator, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Callable, Collection, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
 from np2torch.lint.isort import ImportOrder
 from np2torch.lint.model import Lines
@@ -61,7 +61,7 @@ from np2torch.lint.walk import children, every
 
 __all__ = [
     "NO_PLACE", "STAR_AFTER", "ImportPlace", "Layout", "Unit", "Units", "before_their_import", "import_place",
-    "statements", "units_of",
+    "function_body_words", "statements", "units_of",
 ]
 
 NO_PLACE = "no place"
@@ -242,7 +242,7 @@ class _Fixes:
                 if id(node) in inside:
                     inside.discard(id(node))
                     runs = True
-            calls = calls or (calling and not self.layout.own.isdisjoint(names))
+            calls = calls or (calling and self.layout.owns_any(names))
             creates = creates or bool(inside)
         return runs, creates, calls
 
@@ -297,14 +297,18 @@ class ImportPlace:
 class Layout:
     """What placement reads of a module, computed once for :func:`before_their_import` and :func:`import_place`."""
 
-    def __init__(self, tree: ast.Module, lines: Lines) -> None:
+    def __init__(self, tree: ast.Module, lines: Lines, whole: Callable[[], ast.Module] | None = None) -> None:
         self.tree = tree
         self.lines = lines
         self.units = units_of(tree)
         self.owners = _module_level_imports(self.units)
         self.stars = _star_imports(self.units)
         self.classes = _class_names(tree, lines)
+        self._whole = whole
+        """The whole module's tree, where ``tree`` has function bodies replaced by ``pass``
+        (:mod:`np2torch.lint.skim`, :func:`function_body_words`), parsed when first needed."""
         self._own: set[str] | None = None
+        self._own_whole: set[str] | None = None
         self._deadlines: dict[frozenset[int], int] = {}
 
     @property
@@ -314,6 +318,18 @@ class Layout:
         if self._own is None:
             self._own = _own_names(self.tree, self.lines)
         return self._own
+
+    def owns_any(self, names: Collection[str]) -> bool:
+        """Whether one of ``names`` is one of :attr:`own`.  Where :func:`_own_names` reads every scope and the
+        tree has bodies replaced, a name none of the tree's bindings has may be bound in one of them: the
+        whole module's names answer then (a superset of the tree's)."""
+        if not self.own.isdisjoint(names):
+            return True
+        if self._whole is None or not _binds_from_inside(self.lines):
+            return False
+        if self._own_whole is None:
+            self._own_whole = _own_names(self._whole(), self.lines)
+        return not self._own_whole.isdisjoint(names)
 
     def fixes(self, refs: Iterable[Ref]) -> _Fixes:
         return _Fixes(refs, self)
@@ -425,9 +441,39 @@ _NESTED = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp
 _OTHER_BINDERS: tuple[type, ...] = (ast.ExceptHandler, *(
     getattr(ast, name) for name in ("MatchAs", "MatchStar", "MatchMapping") if hasattr(ast, name)))
 
-_MAY_BE_GLOBAL = re.compile(r"(?:^|[;:\r])[ \t\f]*global(?!\w)", re.MULTILINE)
-"""Where a ``global`` statement may stand: the keyword at a line's start (after its indentation), after a ``;``
-or a compound statement's ``:`` (a keyword is ASCII: ``ｇｌｏｂａｌ`` is a name)."""
+_GLOBAL = re.compile(r"global(?!\w)(?<!\wglobal)")  # the literal first, so that `re` scans for it quickly
+
+
+def _may_be_global(text: str) -> bool:
+    """Whether a ``global`` statement may stand in ``text``: the keyword at a line's start (after its
+    indentation), after a ``;`` or a compound statement's ``:`` (a keyword is ASCII: ``ｇｌｏｂａｌ`` is a name)."""
+    for match in _GLOBAL.finditer(text):
+        i = match.start() - 1
+        while i >= 0 and text[i] in " \t\f":
+            i -= 1
+        if i < 0 or text[i] in "\n\r;:":
+            return True
+    return False
+
+
+_WALRUS = ":="
+_CLASS_GETITEM = "__class_getitem__"
+
+
+def function_body_words(text: str) -> frozenset[str]:
+    """What a function's body must spell for placement to read it from a tree whose other bodies are ``pass``
+    (:mod:`np2torch.lint.skim`): ``class`` where the module defines ``__class_getitem__``
+    (:func:`_class_names` reads the class statements of every scope).  Otherwise it reads a function's header
+    only (decorators, defaults, annotations: what runs when the module is imported) and the class bodies;
+    but for the module's own names where a ``global`` statement or ``:=`` may bind one from inside a function
+    (:func:`_own_names` reads every binding of every scope then), which :meth:`Layout.owns_any` asks of the
+    whole module when the tree's names do not answer."""
+    return frozenset({"class"}) if _CLASS_GETITEM in text else frozenset()
+
+
+def _binds_from_inside(lines: Lines) -> bool:
+    """A ``global`` statement or ``:=`` may bind a module-level name from inside a function."""
+    return _may_be_global(lines.text) or lines.spells(_WALRUS)
 
 
 def _own_names(tree: ast.Module, lines: Lines) -> set[str]:
@@ -439,7 +485,7 @@ def _own_names(tree: ast.Module, lines: Lines) -> set[str]:
     name from inside one -- ``global``, and ``:=`` in a comprehension -- for which every binding of any
     scope counts (:func:`bound_names`, a walk of the whole tree).
     """
-    if lines.matches(_MAY_BE_GLOBAL) or lines.spells(":="):
+    if _binds_from_inside(lines):
         return {name for name, kinds in bound_names(tree).items() if "other" in kinds}
     names: set[str] = set()
     stack: list[ast.AST] = list(tree.body)
@@ -472,7 +518,7 @@ def _own_names(tree: ast.Module, lines: Lines) -> set[str]:
 def _class_names(tree: ast.Module, lines: Lines) -> set[str]:
     """The names class statements bind, in any scope (conservative: a class may be returned or stored), when
     the module defines a ``__class_getitem__`` (else subscripting its classes runs none of its code)."""
-    if not lines.spells("__class_getitem__"):
+    if not lines.spells(_CLASS_GETITEM):
         return set()
     return {node.name for node in every(tree) if type(node) is ast.ClassDef}
 

@@ -50,7 +50,8 @@ from np2torch.lint.walk import holds, line_numbers
 from np2torch.lint.walk import nodes as walk_nodes
 
 __all__ = [
-    "NamespaceWrites", "Ref", "Resolution", "bound_names", "namespace_writes", "pattern_or_type_binding", "resolve",
+    "WRITE_WORDS", "NamespaceWrites", "Ref", "Resolution", "bound_names", "namespace_writes", "pattern_or_type_binding",
+    "resolve",
 ]
 
 # A binding: (qualified name or None for "not an import", typing_only, alias node or None, line of an import)
@@ -694,6 +695,8 @@ _DYNAMIC_WORDS = {
     **{word: re.compile(rf"{word}(?<!\w{word})[\s\\]*\(") for word in ("globals", "vars", "locals", "exec", "eval")},
     **{word: re.compile(rf"{word}(?<!\w{word})(?!\w)") for word in ("modules", "__main__")},
 }
+WRITE_WORDS: frozenset[str] = frozenset(_DYNAMIC_WORDS)
+"""What a namespace write spells somewhere in its statement (:func:`namespace_writes` walks those only)."""
 _READ_METHODS = frozenset({"get", "keys", "values", "items", "copy", "__getitem__", "__contains__", "__len__",
                            "__iter__"})
 _READ_CALLS = frozenset({"len", "list", "dict", "sorted", "set", "tuple", "print", "repr", "str", "iter", "id"})
