@@ -537,6 +537,7 @@ def resolve(
     known = frozenset(known)
     focus = known if focus is None else frozenset(focus)
     roots = {q.partition(".")[0] for q in known}
+    on_the_way = _on_the_way(known)
     last_names = {q.rpartition(".")[2] for q in known}
 
     imports: list[ast.Import | ast.ImportFrom] = []
@@ -556,7 +557,7 @@ def resolve(
                 star = meaning.rpartition(".")[0]
                 candidates.update(q.rpartition(".")[2] for q in known if q.rpartition(".")[0] == star)
                 reached.add(star)
-            else:
+            elif meaning in on_the_way:  # `from scipy.interpolate import CubicSpline` reaches no known name
                 candidates.add(name)
                 reached.add(meaning)
     if not candidates:
@@ -589,6 +590,15 @@ def resolve(
             binding = () if attrs else aliases
             refs.append(Ref(node, qualname, parent, grand, binding, scope.kind == "class", aliases, rebound_by))
     return Resolution(refs, walker.import_froms, imports)
+
+
+@functools.lru_cache(maxsize=8)
+def _on_the_way(known: frozenset[str]) -> frozenset[str]:
+    """Each known name and each module on the way to one (``numpy``, ``scipy``, ``scipy.special``): the only
+    meanings through which an imported name can reach a known name (a qualified name resolves as an import's
+    meaning plus attributes)."""
+    parts = [q.split(".") for q in known]
+    return frozenset(".".join(p[:i]) for p in parts for i in range(1, len(p) + 1))
 
 
 def _reachable(qualname: str, reached: Collection[str]) -> bool:
