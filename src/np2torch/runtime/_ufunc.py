@@ -255,10 +255,6 @@ def make_function(state: Ufunc) -> Callable[..., Any]:
         # a plain array or scalar without arguments then gets numpy_call inlined
         # (a small call costs ~0.3 us here), anything else numpy_call itself.
         kind = type(x)
-        if (kind is float or kind is float64 or kind is int) and low < x < high and not args and not kwargs:
-            extobj = get_extobj()
-            if extobj in underflow_unwarned or redirects.get(extobj, miss) is None:
-                return state.original(x)
         if kind is ndarray:
             settings = get_scoped()
             if settings is None:
@@ -271,6 +267,11 @@ def make_function(state: Ufunc) -> Callable[..., Any]:
                 return _dispatch(state, settings, x, args, kwargs)
             if args or kwargs or dtype.hasobject:
                 return numpy_call(state.original, state.name, x, *args, **kwargs)
+        elif (kind is float or kind is float64 or kind is int) and low < x < high and not args and not kwargs:
+            extobj = get_extobj()
+            if extobj in underflow_unwarned or redirects.get(extobj, miss) is None:
+                return state.original(x)
+            # else: the redirect below
         elif kind not in scalars or args or kwargs:
             if x is ABSENT:
                 return state.original(**kwargs)
