@@ -485,6 +485,13 @@ def test_a_rows_quiet_interval_raises_no_flag_but_underflow(row):
     flag_free()
 
 
+def test_every_elementwise_row_has_a_quiet_interval_holding_its_bench_domain():
+    # bench and tune time the row's domain (no flag raised) in float64 too: it lies inside the quiet interval
+    for row in ELEMENTWISE_FUNCTIONS:
+        assert row.quiet is not None, row.name
+        assert row.quiet[0] <= row.domain[0] and row.domain[1] <= row.quiet[1], row.name
+
+
 @pytest.mark.parametrize("state", [{}, {"under": "warn"}, {"all": "warn"}, {"under": "raise"}, {"all": "raise"},
                                    {"all": "ignore"}], ids=["default", "under warns", "all warn", "under raises",
                                                             "all raise", "ignore"])

@@ -48,7 +48,9 @@ class Function:
     the same for CUDA (a subset); ``domain``: an input range raising no
     floating-point flag (what bench and tune time); ``quiet``: for an elementwise
     row, the open interval of float64 inputs on which the original raises none of
-    the divide, overflow and invalid flags on any machine (underflow it may): there
+    the divide, overflow and invalid flags (underflow it may; far from the bounds
+    where IEEE results overflow or leave the function's domain, so that no correct
+    implementation raises them, and checked where the suite runs): there
     the helper hands a Python float or int or a ``numpy.float64`` straight to the original,
     without redirecting NumPy's warnings to the caller's line (:mod:`._ufunc`), when
     the error state does not warn on underflow; None: never; ``kind``: ``elementwise``,
