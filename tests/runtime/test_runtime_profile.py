@@ -437,6 +437,48 @@ def test_a_short_script_does_not_even_read_the_profile():
     assert proc.stdout.split() == ["False", "True", "False"], proc.stderr
 
 
+@pytest.mark.parametrize("helper, call", [
+    ("exp", "r.exp(x)"),
+    ("logsumexp", "r.logsumexp(x)"),  # a reduction: Helper.admits
+    ("hypot", "r.hypot(x, x)"),  # two arguments: Helper.admits
+])
+def test_calls_above_the_provisional_floor_end_the_deferral(helper, call):
+    # Calls of one size between the provisional floor and the profile's: they count until the profile is
+    # read, and then take the profile's floor (no longer the helper's slow path at every call), as the
+    # same calls would after any other call had read the profile first.
+    proc = run_python(
+        f"""
+        import numpy as np, np2torch.runtime as r
+        from np2torch.runtime import _api, _decide, _profile
+        x = np.linspace(-3, 3, 2 * _decide.DEFER_FLOOR)
+        calls = _decide.DEFER_ELEMENTS // x.size + 2
+        for _ in range(calls):
+            {call}
+        floors = _api.HELPERS[{helper!r}].floors
+        print(_profile.loaded(), floors.get(x.dtype) != _decide.DEFER_FLOOR, len(floors))
+        """,
+        {},
+    )
+    assert proc.stdout.split() == ["True", "True", "1"], proc.stderr
+
+
+def test_the_profile_read_elsewhere_ends_the_deferral():
+    proc = run_python(
+        """
+        import numpy as np, np2torch.runtime as r
+        from np2torch.runtime import _api, _decide, _profile
+        x = np.linspace(-3, 3, 2 * _decide.DEFER_FLOOR)
+        r.exp(x)
+        before = _api.HELPERS['exp'].floors.get(x.dtype) == _decide.DEFER_FLOOR
+        _profile.active()  # read by something else (which(), tune, another helper's path)
+        r.exp(x)
+        print(before, _api.HELPERS['exp'].floors.get(x.dtype) == _decide.torch_floor('exp', ('float64',)))
+        """,
+        {},
+    )
+    assert proc.stdout.split() == ["True", "True"], proc.stderr
+
+
 def test_nothing_is_measured_or_written_while_a_program_runs(tmp_path):
     # No tuned profile: the built-in one, scaled to this machine, decides; no profile file appears.
     env = {"NP2TORCH_CACHE_DIR": str(tmp_path)}

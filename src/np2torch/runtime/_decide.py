@@ -163,12 +163,20 @@ DEFER_FLOOR = 1 << 12
 
 
 def deferring(n: int) -> bool:
-    """Whether a call of ``n`` elements should go to the original without reading the profile yet."""
+    """Whether a call of ``n`` elements should go to the original without reading the profile yet
+    (its helper then keeps the provisional floor :data:`DEFER_FLOOR` for its dtype).
+
+    The deferral ends when the calls at or above that floor have counted :data:`DEFER_ELEMENTS`, or the
+    profile was read or torch imported meanwhile: then every provisional floor gives way to the profile's.
+    """
     if _profile.loaded() or torch_ready():
+        if PROCESS.provisional:
+            PROCESS.forget_decisions()
         return False
     with PROCESS.lock:
         PROCESS.deferred += n
         if PROCESS.deferred < DEFER_ELEMENTS:
+            PROCESS.provisional = True
             return True
     PROCESS.forget_decisions()  # the deferred calls' provisional floors give way to the profile's
     return False

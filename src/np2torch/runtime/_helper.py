@@ -111,7 +111,9 @@ class Helper:
         if settings.gate is not None:
             return n >= settings.gate
         floor = self.floors.get(dtype)
-        return self.past_floor(dtype, n) if floor is None else n >= floor
+        if floor is None or (PROCESS.provisional and n >= floor):
+            return self.past_floor(dtype, n)
+        return n >= floor
 
     def past_floor(self, dtype: np.dtype, n: int) -> bool:
         """Whether a call of ``n`` elements of ``dtype``, whose floor is not known yet, may leave the original.
@@ -123,6 +125,7 @@ class Helper:
         if _decide.deferring(n):
             PROCESS.remember(self.floors, dtype, _decide.DEFER_FLOOR, generation)
             return False
+        generation = PROCESS.generation  # the deferral may have just ended (every floor forgotten)
         loop = self.loop_of(dtype)
         classes = REDUCTION_CLASSES if self.row.kind == "reduction" else ("",)
         floor = sys.maxsize if loop is None else _decide.torch_floor(self.name, (loop,), classes)

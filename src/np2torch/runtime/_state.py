@@ -73,7 +73,7 @@ class Process:
         "torch_tried", "torch_found", "cuda", "forked_child", "fork_hook", "half_imported",
         "load",
         "profile", "profile_warned", "generation", "forecasts", "bands", "floor_tables",
-        "saved", "deferred",
+        "saved", "deferred", "provisional",
         "cuda_slots", "verdicts", "error_checks", "redirects", "underflow_unwarned", "one_time", "workers", "per_thread_torch",
     )
 
@@ -115,6 +115,9 @@ class Process:
         (the ski rental: predictions only, so the same on every run)."""
         self.deferred = 0
         """Elements the helpers saw before the profile was read (:func:`._decide.deferring`)."""
+        self.provisional = False
+        """Some helper's floor is the provisional :data:`._decide.DEFER_FLOOR`: a call at or above it still
+        counts towards the deferral, and the first call after the profile is read empties the floors."""
         self.cuda_slots: Dict[Tuple[str, torch.dtype], object] = {}
         """(device, dtype) -> the CUDA staging slots (:mod:`._cuda`)."""
         self.verdicts: Dict[str, object] = {}
@@ -152,6 +155,7 @@ class Process:
         every decision derived from it is made afresh."""
         with self.lock:
             self.generation += 1
+            self.provisional = False
             self.forecasts.clear()
             self.bands.clear()
             for table in self.floor_tables:

@@ -359,7 +359,8 @@ _DECLINED = object()
 
 def _try_torch(state: Ufunc, settings: RuntimeSettings, x: np.ndarray, args: Tuple[Any, ...],
                kwargs: Dict[str, Any]) -> Any:
-    if settings.gate is None and x.dtype not in state.floors and not state.past_floor(x.dtype, x.size):
+    if (settings.gate is None and (PROCESS.provisional or x.dtype not in state.floors)
+            and not state.past_floor(x.dtype, x.size)):
         return _DECLINED
     prepared = _prepare(state, settings, x, args, kwargs, dry_run=False)
     if type(prepared) is not Call:
