@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import warnings
 from typing import Any, Callable
 
 import numpy as np
@@ -316,3 +317,86 @@ def test_a_duck_array_beside_an_ndarray_is_the_originals(name, min_size):
 )
 def test_a_call_without_both_inputs_raises_the_originals_type_error(name, args, kwargs):
     assert outcome(getattr(np2t, name), *args, **kwargs) == outcome(original(name), *args, **kwargs)
+
+
+def _call_here(function: Callable[..., Any], x1: Any, x2: Any) -> Any:
+    return function(x1, x2)  # the line both the original's and the helper's warnings name
+
+
+def _outcome_here(function: Callable[..., Any], x1: Any, x2: Any) -> Any:
+    """What a call did, its warnings with the file and line they name."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            value = _call_here(function, x1, x2)
+        except Exception as exc:
+            value = (type(exc), str(exc))
+    return value, [(w.category, str(w.message), w.filename, w.lineno) for w in caught]
+
+
+class _ReadsTheErrorState:
+    def _state(self, other: object) -> str:
+        return "/".join(f"{kind}={mode}" for kind, mode in sorted(np.geterr().items())) + str(np.geterrcall())
+
+    hypot = arctan2 = logaddexp = _state
+
+
+def _hot_path_operands(name: str) -> list[tuple[Any, Any]]:
+    pairs: list[tuple[Any, Any]] = []
+    with np.errstate(all="ignore"):
+        for dtype in [*loops(name), "float64", "float32", "int64", "int8"]:
+            values = np.array(SPECIAL).astype(dtype)
+            pairs += [(np.repeat(values, 4), np.tile(values, 4)), (values[:, None], values[None, :4]), (values, 0.5),
+                      (3, values), (values, 70000), (values, 1e39)]
+    a = operands(name, loops(name)[-1], (6, 5), 12)
+    pairs += [
+        (a, a[:3]),  # shapes that do not broadcast
+        (a.astype(a.dtype.newbyteorder()), a),  # non-native byte order
+        (a.astype(object), a),
+        # Objects whose methods NumPy runs: they see the caller's own error state, as without np2torch.
+        (np.array([_ReadsTheErrorState()] * 3), np.array([_ReadsTheErrorState()] * 3)),
+        (a[:0], a[:0]),  # empty
+        (a[::2, ::-1], a[0]),  # strided, broadcast
+    ]
+    return pairs
+
+
+_ERROR_STATES = [
+    {}, {"all": "raise"}, {"all": "ignore"}, {"all": "warn"}, {"over": "warn", "invalid": "raise"}, {"all": "print"},
+]
+
+
+@pytest.mark.parametrize("state", _ERROR_STATES, ids=str)
+@pytest.mark.parametrize("min_size", [None, 10**9], ids=["default settings", "below an explicit floor"])
+@pytest.mark.parametrize("name", NAMES)
+def test_repeated_calls_below_the_floor_are_the_originals(name, min_size, state, monkeypatch):
+    # A call whose loop and floor are known takes the helper's hot path from its second call on: the
+    # original's result, errors and warnings, at the caller's line, as the first call's full path gives them.
+    from np2torch.runtime import _binary
+    from np2torch.runtime._errstate import may_warn_in_a_cast
+
+    prepared: list[Any] = []
+    real_prepare = _binary.Binary.prepare
+    monkeypatch.setattr(_binary.Binary, "prepare", lambda self, *a, **k: prepared.append(a) or real_prepare(self, *a, **k))
+    helper = getattr(np2t, name)
+    with np2t.using(min_size=min_size):
+        for x1, x2 in _hot_path_operands(name):
+            with np.errstate(**state):
+                want = _outcome_here(original(name), x1, x2)
+                first = _outcome_here(helper, x1, x2)
+                # A call whose cast may warn is the original's, plainly: its warnings point into the runtime
+                # (docs/runtime.md: the redirect would misname a cast's).
+                where = slice(None, 2) if may_warn_in_a_cast(2, (x1, x2), {}) else slice(None)
+                for got in (first, _outcome_here(helper, x1, x2), _outcome_here(helper, x1, x2)):
+                    assert [w[where] for w in got[1]] == [w[where] for w in want[1]], (x1, x2)
+                    assert got[1] == first[1]
+                    if isinstance(want[0], tuple):
+                        assert got[0] == want[0]
+                        continue
+                    assert type(got[0]) is type(want[0])
+                    assert np.asarray(got[0]).dtype == np.asarray(want[0]).dtype
+                    np.testing.assert_array_equal(got[0], want[0])
+                    if isinstance(want[0], np.ndarray):
+                        assert got[0].strides == want[0].strides
+    # The full path for first calls, and for the calls the hot path hands on (scalars a cast may overflow).
+    assert len(prepared) < 2 * len(_hot_path_operands(name))

@@ -42,8 +42,17 @@ from . import _parallel
 from ._backend import can_view, load_torch
 from ._config import RuntimeSettings
 from ._decide import Route, original_reason
-from ._errstate import error_checks, numpy_call, scipy_reports
-from ._helper import ABSENT, PUBLIC_MODULE, Helper, ufunc_signature
+from ._errstate import (
+    _HALF_MAX,
+    EXTOBJ_VAR,
+    REDIRECT_MISS,
+    error_checks,
+    extobj_getter,
+    names_its_warnings,
+    numpy_call,
+    scipy_reports,
+)
+from ._helper import ABSENT, PUBLIC_MODULE, Helper, dtype_name, ufunc_signature
 from ._state import PROCESS, SCOPED, TAKEN
 
 if TYPE_CHECKING:
@@ -63,7 +72,16 @@ class Binary(Helper):
         self.scipy = row.module.startswith("scipy")
         self.loops: dict[tuple[Any, Any], np.dtype | None] = {}
         """(dtype or Python type, dtype or Python type) -> :meth:`resolve`'s answer (NumPy's resolution costs µs)."""
+        self.named: bool | None = None
         self.function = _make_function(self)
+
+    def names_its_warnings(self) -> bool:
+        """Whether the loaded original's warnings name it (:func:`._errstate.names_its_warnings`), asked once."""
+        named = self.named
+        if named is None:
+            assert self.loaded is not None
+            named = self.named = names_its_warnings(self.loaded, self.name)
+        return named
 
     def resolve(self, first: Any, second: Any) -> np.dtype | None:
         """The loop dtype for operands of these dtypes (or Python types), if torch serves it exactly."""
@@ -129,9 +147,12 @@ class Binary(Helper):
         checks = error_checks()
         if checks is not None and checks.under:
             return "np.errstate(under=...) reports underflow: the original"
-        route = self.route(loop.name, n, settings, loop.name in self.row.cuda_loops, dry_run)
+        name = dtype_name(loop)
+        route = self.route(name, n, settings, name in self.row.cuda_loops, dry_run)
         if route is None or route.device != "cpu":
-            return original_reason(self.name, loop.name, n, settings.device, settings.min_size)
+            if not dry_run:
+                return "the original"  # why is spelled out for which() only
+            return original_reason(self.name, name, n, settings.device, settings.min_size)
         return loop, route
 
     def try_torch(self, x1: Operand, x2: Operand, loop: np.dtype, route: Route) -> np.ndarray | np.generic | None:
@@ -144,7 +165,7 @@ class Binary(Helper):
             return None
         import torch
 
-        compute = getattr(torch, self.row.loops[loop.name])
+        compute = getattr(torch, self.row.loops[dtype_name(loop)])
         op = _torch_op(self.row.torch_op)
         t1, t2, out = _tensor(a1), _tensor(a2), torch.from_numpy(result)
         _blocked(op, compute, t1, t2, out, route.threads)
@@ -181,7 +202,62 @@ def second_operand(x: np.ndarray) -> np.ndarray:
 
 
 def _make_function(helper: Binary) -> Callable[..., object]:
+    ndarray = np.ndarray
+    loops = helper.loops
+    floors = helper.floors
+    process = PROCESS
+    get_scoped = SCOPED.get
+    get_extobj = extobj_getter()
+    set_extobj = EXTOBJ_VAR.set
+    reset_extobj = EXTOBJ_VAR.reset
+    redirects = process.redirects.setdefault(helper.name, {None: None})  # NumPy error state -> how to call the original
+    miss = REDIRECT_MISS
+
     def function(x1: Any = ABSENT, x2: Any = ABSENT, /, *args: Any, **kwargs: Any) -> Any:
+        # The hot path: two arrays (or an array and a small Python scalar) whose loop and size floor are known,
+        # below that floor: the original, its warnings at the caller's line, as numpy_call would give them
+        # (exact non-object arrays and scalars no cast can overflow: the redirect's conditions hold).
+        t1, t2 = type(x1), type(x2)
+        if not args and not kwargs and (t1 is ndarray or t2 is ndarray):
+            if t1 is ndarray:
+                n1, k1 = x1.size, x1.dtype
+            elif (t1 is float or t1 is int) and -_HALF_MAX <= x1 <= _HALF_MAX:
+                n1, k1 = 1, t1
+            else:
+                n1 = -1
+            if t2 is ndarray:
+                n2, k2 = x2.size, x2.dtype
+            elif (t2 is float or t2 is int) and -_HALF_MAX <= x2 <= _HALF_MAX:
+                n2, k2 = 1, t2
+            else:
+                n2 = -1
+            if n1 >= 0 and n2 >= 0:
+                loop: Any = loops.get((k1, k2), miss)
+                if loop is None:  # resolved before: no loop torch serves (an object array's too)
+                    original_only = not ((t1 is ndarray and k1.hasobject) or (t2 is ndarray and k2.hasobject))
+                elif loop is miss:
+                    original_only = False  # prepare() resolves it
+                else:
+                    scoped = get_scoped()
+                    gate = (process.settings if scoped is None else scoped).gate
+                    if gate is None:
+                        gate = floors.get(loop, -1)  # -1: not learned yet (prepare() learns it)
+                    # Broadcasting makes at most n1 * n2 elements; exactly n1 for equal shapes.
+                    same = n1 == n2 and (t1 is not ndarray or t2 is not ndarray or x1.shape == x2.shape)
+                    original_only = (n1 if same else n1 * n2) < gate
+                if original_only:
+                    original = helper.loaded
+                    extobj = get_extobj()
+                    redirect = redirects.get(extobj, miss)
+                    if redirect is None and original is not None:
+                        return original(x1, x2)
+                    if redirect is not miss and original is not None and helper.names_its_warnings():
+                        token = set_extobj(redirect)
+                        try:
+                            return original(x1, x2)
+                        finally:
+                            reset_extobj(token)
+                    return numpy_call(helper.original, helper.name, x1, x2)
         if x2 is ABSENT:
             return helper.original(*(() if x1 is ABSENT else (x1,)), **kwargs)
         if not args and not kwargs and not sys.is_finalizing():  # at exit only the original runs (Helper.admits)

@@ -51,6 +51,18 @@ def ufunc_signature(nin: int) -> inspect.Signature | None:
         return None
 
 
+_DTYPE_NAMES: Dict[np.dtype, str] = {}
+
+
+def dtype_name(dtype: np.dtype) -> str:
+    """``dtype.name``, which NumPy computes in Python at every read (~1.5 µs): kept per loop dtype."""
+    try:
+        return _DTYPE_NAMES[dtype]
+    except KeyError:
+        name = _DTYPE_NAMES[dtype] = dtype.name
+        return name
+
+
 class Helper:
     """One helper of the table (a row): the parts every kind shares."""
 

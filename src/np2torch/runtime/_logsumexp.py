@@ -50,7 +50,7 @@ from ._backend import can_view, cuda_available, load_torch
 from ._config import RuntimeSettings
 from ._dask import DASK_ARRAY, is_dask_array
 from ._decide import Route, original_reason
-from ._helper import PUBLIC_MODULE, Helper
+from ._helper import PUBLIC_MODULE, Helper, dtype_name
 from ._slices import OVERFLOW_FROM as _OVERFLOW_FROM
 from ._slices import positive_strides as _positive_strides
 from ._slices import reduced_dims as _reduced_dims
@@ -125,7 +125,7 @@ class Logsumexp(Helper):
         """Where the settings and the machine profile send this call, by its size and shape class (None: SciPy)."""
         if settings.device == "numpy":
             return None
-        found = self.route(work.name, a.size, settings, True, dry_run, shape_class(a.shape, a.strides, dims))
+        found = self.route(dtype_name(work), a.size, settings, True, dry_run, shape_class(a.shape, a.strides, dims))
         if found is not None and found.path == "cuda" and not dry_run and not cuda_available():
             return None
         return found

@@ -47,7 +47,7 @@ from ._backend import can_view, load_torch
 from ._config import RuntimeSettings
 from ._dask import DASK_ARRAY, BlockCall, explicit_settings, is_dask_array
 from ._decide import Route, original_reason
-from ._helper import PUBLIC_MODULE, Helper
+from ._helper import PUBLIC_MODULE, Helper, dtype_name
 from ._slices import OVERFLOW_FROM, positive_strides, reduced_dims, shape_class
 from ._state import PROCESS, SCOPED, TAKEN
 from .table import FUNCTIONS_BY_NAME
@@ -92,7 +92,8 @@ class Softmax(Helper):
         if settings.device == "numpy" or dims is None:
             return None
         klass = shape_class(x.shape, x.strides, dims)
-        found = self.route(work.name, x.size, settings, work.name in self.row.cuda_loops, dry_run, klass)
+        name = dtype_name(work)
+        found = self.route(name, x.size, settings, name in self.row.cuda_loops, dry_run, klass)
         return None if found is not None and found.device != "cpu" else found
 
     def run_path(self, path: str, x: np.ndarray) -> object:
