@@ -235,7 +235,7 @@ def route(
             return Route("numpy", "cpu", f"the original for now: torch is not imported yet, and is imported once the "
                          f"time the profile predicts it would have saved reaches its import cost ({PROCESS.saved:.3g} "
                          f"of {_import_seconds():.3g} s); then {_reason(curve, path, n, forecast.origin, klass)}")
-        if not _rent(curve, path, n):
+        if not _rent(forecast, path, n):
             return None
     if path == "cuda" and not dry_run and not cuda_available():
         allowed = tuple(p for p in forecast.allowed if p != "cuda")
@@ -286,18 +286,29 @@ def _import_seconds() -> float:
     return (active.machine or active.builtin).import_seconds
 
 
-def _rent(curve: Curve, path: str, n: int) -> bool:
+_SAVINGS_KEPT = 1024
+"""Predicted savings kept per forecast (a program's distinct call sizes; more are predicted afresh)."""
+
+
+def _rent(forecast: Forecast, path: str, n: int) -> bool:
     """Ski rental: count this call's predicted saving; load torch once the savings pay for importing it.
 
     Predictions only (the profile's time of each path for the call's size and shape class), never
     a measured time: the call that imports torch is the same one on every run of the program.
     """
+    saving = forecast.savings.get((path, n))
+    if saving is None:
+        curve = forecast.curve
+        assert curve is not None
+        original = curve.predict("numpy", n) or 0.0
+        chosen = curve.predict(path, n) or original
+        saving = max(0.0, original - chosen)
+        if len(forecast.savings) < _SAVINGS_KEPT:
+            forecast.savings[(path, n)] = saving
     with PROCESS.lock:
         if torch_ready():
             return True
-        original = curve.predict("numpy", n) or 0.0
-        chosen = curve.predict(path, n) or original
-        PROCESS.saved += max(0.0, original - chosen)
+        PROCESS.saved += saving
         if PROCESS.saved < _import_seconds():
             return False
     return load_torch()

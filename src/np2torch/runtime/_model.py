@@ -20,7 +20,7 @@ decisions a call gets from them, :mod:`._decide`.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence, Tuple
+from typing import Any, Dict, Mapping, Sequence, Tuple
 
 from ._record import Record
 
@@ -291,7 +291,7 @@ def scaled_prior(curve: Curve, built_threads: int, threads_here: int) -> Curve:
 class Forecast(Record):
     """What the profile says about one (function, dtype, device), cached until :meth:`._state.Process.forget_decisions`."""
 
-    __slots__ = ("key", "curve", "origin", "allowed", "bands")
+    __slots__ = ("key", "curve", "origin", "allowed", "bands", "savings")
 
     def __init__(self, key: str, curve: Curve | None, origin: str, allowed: Tuple[str, ...], bands: Bands | None) -> None:
         self.key = key
@@ -299,3 +299,6 @@ class Forecast(Record):
         self.origin = origin
         self.allowed = allowed
         self.bands = bands
+        self.savings: Dict[Tuple[str, int], float] = {}
+        """(path, size) -> the seconds the curve predicts that path saves on a call of that size (the ski
+        rental counts it at every call until torch is imported; a prediction costs µs)."""
