@@ -153,6 +153,22 @@ def test_fallback_calls_warn_at_the_callers_line_too():
     assert [(w.filename, w.lineno) for w in caught] == [(__file__, CALL_LINE)] * 2
 
 
+@pytest.mark.parametrize("min_size", [0, None], ids=["torch forced", "default settings"])
+def test_calls_above_the_floor_that_torch_declines_warn_at_the_callers_line(min_size):
+    # Above the size floor, a call the torch path declines is the original's, through the same redirect.
+    x = np.repeat([1000.0, 0.0, -1000.0], 200_000)[::2]  # strided: declined under a reporting under=
+    with np2t.using(device="cpu", min_size=min_size), np.errstate(under="warn"):
+        if min_size == 0:
+            assert np2t.which("exp", x)[0] == "numpy"
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for _ in range(2):
+                call_here(np2t.exp, x)
+    want = ["overflow encountered in exp", "underflow encountered in exp"] * 2
+    assert [str(w.message) for w in caught] == want
+    assert [(w.filename, w.lineno) for w in caught] == [(__file__, CALL_LINE)] * 4
+
+
 def _messages(function: Callable[..., Any], *args: Any, **kwargs: Any) -> List[str]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -264,8 +264,14 @@ def make_function(state: Ufunc) -> Callable[..., Any]:
             if gate is None:
                 gate = state.floors.get(dtype, 0)
             if x.size >= gate:
-                return _dispatch(state, settings, x, args, kwargs)
-            if args or kwargs or dtype.hasobject:
+                if args or kwargs or dtype.hasobject or sys.is_finalizing():
+                    return _dispatch(state, settings, x, args, kwargs)
+                result = _try_torch(state, settings, x, args, kwargs)
+                if result is not _DECLINED:
+                    return result
+                # declined (the profile keeps the original, the ski rental, an error state torch cannot
+                # serve): the original through the redirect below, as a call under the floor
+            elif args or kwargs or dtype.hasobject:
                 return numpy_call(state.original, state.name, x, *args, **kwargs)
         elif (kind is float or kind is float64 or kind is int) and low < x < high and not args and not kwargs:
             extobj = get_extobj()
