@@ -396,7 +396,8 @@ def fix_library(project: Project, python: Path, copy: Path, log: Path, unsafe_fi
         "fixable": sum(f["fixable"] for f in findings),
         "by_code": dict(sorted(collections.Counter(f["code"] for f in findings).items())),
         "by_file": dict(sorted(collections.Counter(rel(f["path"]) for f in findings if f["fixable"]).items())),
-        "left": [f"{rel(f['path'])}:{f['line']}:{f['column']} {f['code']}" for f in left],
+        # `fix` prints what remains, as `ruff check --fix` does: the findings without a fix too.
+        "left": [f"{rel(f['path'])}:{f['line']}:{f['column']} {f['code']}" for f in left if f["fixable"]],
         "rewritten": sum(f["fixable"] for f in findings) - sum(f["fixable"] for f in left),
     }
 
