@@ -398,5 +398,6 @@ def test_repeated_calls_below_the_floor_are_the_originals(name, min_size, state,
                     np.testing.assert_array_equal(got[0], want[0])
                     if isinstance(want[0], np.ndarray):
                         assert got[0].strides == want[0].strides
-    # The full path for first calls, and for the calls the hot path hands on (scalars a cast may overflow).
-    assert len(prepared) < 2 * len(_hot_path_operands(name))
+    if min_size is not None:  # (under a machine's profile, a call this small may be torch's: the full path)
+        # The full path for first calls, and for the calls the hot path hands on (scalars a cast may overflow).
+        assert len(prepared) < 2 * len(_hot_path_operands(name))
