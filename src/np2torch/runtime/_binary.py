@@ -43,8 +43,8 @@ from ._backend import can_view, load_torch
 from ._config import RuntimeSettings
 from ._decide import Route, original_reason
 from ._errstate import (
-    _HALF_MAX,
     EXTOBJ_VAR,
+    HALF_MAX,
     REDIRECT_MISS,
     error_checks,
     extobj_getter,
@@ -221,13 +221,13 @@ def _make_function(helper: Binary) -> Callable[..., object]:
         if not args and not kwargs and (t1 is ndarray or t2 is ndarray):
             if t1 is ndarray:
                 n1, k1 = x1.size, x1.dtype
-            elif (t1 is float or t1 is int) and -_HALF_MAX <= x1 <= _HALF_MAX:
+            elif (t1 is float or t1 is int) and -HALF_MAX <= x1 <= HALF_MAX:
                 n1, k1 = 1, t1
             else:
                 n1 = -1
             if t2 is ndarray:
                 n2, k2 = x2.size, x2.dtype
-            elif (t2 is float or t2 is int) and -_HALF_MAX <= x2 <= _HALF_MAX:
+            elif (t2 is float or t2 is int) and -HALF_MAX <= x2 <= HALF_MAX:
                 n2, k2 = 1, t2
             else:
                 n2 = -1

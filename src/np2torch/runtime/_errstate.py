@@ -265,7 +265,7 @@ def names_its_warnings(original: Callable[..., Any], name: str) -> bool:
     return code is None or code.co_filename.startswith(RUNTIME_FOLDER)
 
 
-_HALF_MAX = 65504.0
+HALF_MAX = 65504.0
 """The largest finite float16: a Python scalar beyond it may overflow a float16 (or float32) loop's cast."""
 
 
@@ -284,7 +284,7 @@ def may_warn_in_a_cast(nin: int, args: tuple[Any, ...], kwargs: Mapping[str, Any
     inputs = args[:nin]
     for value in inputs:
         kind = type(value)
-        if (kind is float or kind is int or kind is complex) and _HALF_MAX < abs(value) < math.inf:
+        if (kind is float or kind is int or kind is complex) and HALF_MAX < abs(value) < math.inf:
             return True
     outs = args[nin:] or kwargs.get("out")
     if outs is None:
