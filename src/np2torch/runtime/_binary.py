@@ -245,18 +245,18 @@ def _make_function(helper: Binary) -> Callable[..., object]:
                     # Broadcasting makes at most n1 * n2 elements; exactly n1 for equal shapes.
                     same = n1 == n2 and (t1 is not ndarray or t2 is not ndarray or x1.shape == x2.shape)
                     original_only = (n1 if same else n1 * n2) < gate
-                if original_only:
-                    original = helper.loaded
-                    extobj = get_extobj()
-                    redirect = redirects.get(extobj, miss)
-                    if redirect is None and original is not None:
+                original = helper.loaded
+                if original_only and original is not None:
+                    redirect = redirects.get(get_extobj(), miss)
+                    if redirect is None:
                         return original(x1, x2)
-                    if redirect is not miss and original is not None and helper.names_its_warnings():
+                    if redirect is not miss and helper.names_its_warnings():
                         token = set_extobj(redirect)
                         try:
                             return original(x1, x2)
                         finally:
                             reset_extobj(token)
+                if original_only:  # a state not seen yet (numpy_call learns it), or the original not found yet
                     return numpy_call(helper.original, helper.name, x1, x2)
         if x2 is ABSENT:
             return helper.original(*(() if x1 is ABSENT else (x1,)), **kwargs)
