@@ -1,14 +1,19 @@
-"""The package index's page: README.md with its links made absolute (pyproject.toml names ``readme`` dynamic).
+"""What pyproject.toml cannot say: the package index's page and the optional C front.
 
 README.md links the docs relatively, so that they work in a clone and on the repository host; the package
-index renders the description on its own page, where a relative link points nowhere.  Everything else about
-the build is in pyproject.toml.
+index renders the description on its own page, where a relative link points nowhere: pyproject.toml names
+``readme`` dynamic and it is made here, with its links made absolute.
+
+``np2torch.runtime._front`` (src/np2torch/runtime/_front.c) passes the helpers' small calls to the original
+from C.  It is optional: where it does not build (no compiler, a free-threaded interpreter) the install
+goes on and the helpers are their Python functions, with the same results.  Everything else about the
+build is in pyproject.toml.
 """
 
 import re
 from pathlib import Path
 
-from setuptools import setup
+from setuptools import Extension, setup
 
 HERE = Path(__file__).resolve().parent
 
@@ -29,4 +34,5 @@ def repository() -> str:
 setup(
     long_description=absolute_links((HERE / "README.md").read_text(encoding="utf-8"), repository()),
     long_description_content_type="text/markdown",
+    ext_modules=[Extension("np2torch.runtime._front", ["src/np2torch/runtime/_front.c"], optional=True)],
 )

@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tarfile
 import zipfile
 from email.parser import Parser
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import np2torch
+from np2torch.runtime import _helper
 
 ROOT = Path(__file__).resolve().parent.parent
 # Folders whose every file the sdist carries, so that its tests run (MANIFEST.in).
@@ -83,9 +85,11 @@ def test_the_build_is_clean_of_warnings(dists: tuple[Path, Path, str]) -> None:
 def test_the_wheel_is_typed_licensed_and_described(dists: tuple[Path, Path, str]) -> None:
     wheel = dists[0]
     version = np2torch.__version__
-    assert wheel.name == f"np2torch-{version}-py3-none-any.whl"
+    # With the C front built (setup.py: optional), the wheel is this interpreter's and platform's; without, pure.
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
+        fronts = [name for name in names if name.startswith("np2torch/runtime/_front.")]
+        tags = archive.read(f"np2torch-{version}.dist-info/WHEEL").decode("utf-8")
         info = f"np2torch-{version}.dist-info"
         metadata = Parser().parsestr(archive.read(f"{info}/METADATA").decode("utf-8"))
         entry_points = archive.read(f"{info}/entry_points.txt").decode("utf-8")
@@ -93,6 +97,15 @@ def test_the_wheel_is_typed_licensed_and_described(dists: tuple[Path, Path, str]
     assert {"np2torch/py.typed", "np2torch/runtime/__init__.pyi", "np2torch/runtime/builtin_profile.json",
             "np2torch/runtime/table.py"} <= names
     assert {name.split("/")[0] for name in names} == {"np2torch", info}  # no tests/ or fixtures/ package
+    # The C front is in the wheel where this install built it too (a compiler here), making the wheel this
+    # interpreter's and platform's; else the wheel is pure.
+    built = f"np2torch/runtime/_front{sysconfig.get_config_var('EXT_SUFFIX')}"
+    assert (built in names) == (_helper.FRONT is not None), fronts
+    if built in names:
+        assert "Root-Is-Purelib: false" in tags and not wheel.name.endswith("-py3-none-any.whl")
+    else:
+        assert wheel.name == f"np2torch-{version}-py3-none-any.whl" and "Root-Is-Purelib: true" in tags
+    assert "np2torch/runtime/_front.c" not in names  # its source is the sdist's
     assert license_text == (ROOT / "LICENSE").read_text(encoding="utf-8") and "MIT License" in license_text
     assert metadata["Version"] == version
     assert metadata["License-Expression"] == "MIT" and metadata.get_all("License-File") == ["LICENSE"]
@@ -117,7 +130,7 @@ def test_the_sdist_carries_its_tests_and_they_run(dists: tuple[Path, Path, str],
     wanted = {str(path.as_posix()) for path in _source_files() if path.parts[0] in SDIST_FOLDERS}
     assert wanted - names == set(), "MANIFEST.in misses these"
     assert {"LICENSE", "README.md", "pyproject.toml", "tests/runtime/runtime_checks.py", "tests/data/sarif-schema-2.1.0.json",
-            "src/np2torch/py.typed", "src/np2torch/runtime/__init__.pyi"} <= names
+            "src/np2torch/py.typed", "src/np2torch/runtime/__init__.pyi", "src/np2torch/runtime/_front.c"} <= names
     unpacked = tmp_path / top
     # The unpacked sdist's own source, not the editable install this suite runs from.
     env = {**os.environ, "PYTHONPATH": str(unpacked / "src")}

@@ -108,13 +108,14 @@ def test_the_package_works_without_torch(tmp_path: Path) -> None:
 
 
 def runtime_files() -> set:
-    """The runtime folder's files, listed independently of vendor.py."""
+    """The runtime folder's files, listed independently of vendor.py: not the C front (its source, stub and the
+    module built from it), which a copy runs without."""
     folder = runtime_folder()
     return {
         path.relative_to(folder).as_posix()
         for path in folder.rglob("*")
         if path.is_file() and "__pycache__" not in path.parts and path.suffix not in (".pyc", ".pyo")
-        and not path.name.startswith(".") and not path.name.endswith("~")
+        and not path.name.startswith((".", "_front.")) and not path.name.endswith("~")
     }
 
 
@@ -223,6 +224,8 @@ def test_dask_is_imported_inside_functions_only() -> None:
         pytest.param({"_a.py": "from .. import rules\n"}, "leaves the package", id="relative import out of the package"),
         pytest.param({"_a.py": "from ._missing import x\n"}, "imports ._missing, which is not in the runtime", id="missing sibling"),
         pytest.param({"_a.py": "def f(:\n"}, "_a.py line 1", id="syntax error"),
+        pytest.param({"_a.py": "try:\n    from ._missing import x\nexcept ValueError:\n    x = None\n"},
+                     "imports ._missing, which is not in the runtime", id="missing sibling, another error handled"),
     ],
 )
 def test_a_runtime_that_fails_the_checks_is_not_vendored(tmp_path: Path, files: dict, message: str) -> None:
@@ -241,6 +244,14 @@ def test_a_failing_check_is_a_one_line_error_with_exit_code_2(tmp_path: Path, mo
     result = CliRunner().invoke(command, [str(tmp_path / "_np2torch")])
     assert result.exit_code == 2
     assert result.output.count("\n") == 1 and "cannot vendor the runtime: __init__.py line 1: imports 'pandas'" in result.output
+
+
+def test_an_optional_sibling_may_be_missing(tmp_path: Path) -> None:
+    # The C front (from ._front import Front, ImportError handled): the copy runs without it.
+    text = "try:\n    from ._front import Front\nexcept (OSError, ImportError):\n    Front = None\n"
+    source = fake_runtime(tmp_path / "rt", {"__init__.py": "", "_a.py": text, "_front.c": "/* C */\n"})
+    files = package_files(source)
+    assert "_a.py" in files and "_front.c" not in files
 
 
 def test_subpackage_relative_imports_may_reach_the_package_root(tmp_path: Path) -> None:

@@ -73,7 +73,7 @@ class Binary(Helper):
         self.loops: dict[tuple[Any, Any], np.dtype | None] = {}
         """(dtype or Python type, dtype or Python type) -> :meth:`resolve`'s answer (NumPy's resolution costs µs)."""
         self.named: bool | None = None
-        self.function = _make_function(self)
+        self.function = self.publish(_make_function(self), self.loops)
 
     def names_its_warnings(self) -> bool:
         """Whether the loaded original's warnings name it (:func:`._errstate.names_its_warnings`), asked once."""

@@ -21,8 +21,16 @@ import numpy as np
 
 from . import _decide, _original
 from ._decide import Route
+from ._errstate import NUMPY_SCALARS
 from ._model import REDUCTION_CLASSES
-from ._state import PROCESS
+from ._state import PROCESS, SCOPED
+
+try:
+    from ._front import Front
+
+    FRONT: type[Front] | None = Front
+except ImportError:  # not built: no compiler at install, a free-threaded interpreter, a copy made by `np2torch vendor`
+    FRONT = None
 
 if TYPE_CHECKING:
     from ._config import RuntimeSettings
@@ -68,7 +76,9 @@ class Helper:
 
     row: Function
     function: Callable[..., Any]
-    """The public helper, what ``np2torch.runtime.<name>`` is."""
+    """The public helper, what ``np2torch.runtime.<name>`` is (:meth:`publish`)."""
+    front: Any = None
+    """The C front of :meth:`publish`, where it is built (None: the public helper is the Python function)."""
 
     def __init__(self, row: Function) -> None:
         self.row = row
@@ -99,8 +109,25 @@ class Helper:
                         current: Callable[..., Any] = getattr(imported, self.name)
                         return current
                     self.loaded = self.original = found
+                    if self.front is not None:
+                        self.front.original = found
         assert self.loaded is not None
         return self.loaded
+
+    def publish(self, python: Callable[..., Any], loops: Dict[Any, Any] | None = None) -> Callable[..., Any]:
+        """The public helper of the Python function ``python``: ``python`` itself, or its C front where the
+        extension is built (:file:`_front.c`), which passes the calls ``python`` would give the original straight
+        to it (a scalar; arrays below their floor, looked up in :attr:`floors`, through ``loops`` for two operands)
+        and every other call to ``python``.  The front carries ``python``'s name, signature and documentation."""
+        if FRONT is None:
+            return python
+        front = FRONT(python, self.floors, loops, SCOPED, PROCESS, np.ndarray, NUMPY_SCALARS)
+        for name in ("__module__", "__name__", "__qualname__", "__doc__", "__signature__"):
+            if hasattr(python, name):
+                setattr(front, name, getattr(python, name))
+        front.original = self.loaded
+        self.front = front
+        return front
 
     def _load_and_call(self, *args: Any, **kwargs: Any) -> Any:
         return self.load()(*args, **kwargs)

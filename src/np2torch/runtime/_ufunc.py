@@ -128,7 +128,7 @@ class Ufunc(Helper):
     def __init__(self, row: Function) -> None:
         super().__init__(row)
         self.plans: Dict[Tuple[np.dtype, np.dtype | None, np.dtype | None, Casting], Plan | None] = {}
-        self.function = make_function(self)
+        self.function = self.publish(make_function(self))
 
     def plan(self, x_dtype: np.dtype, out_dtype: np.dtype | None, dtype: np.dtype | None,
              casting: Casting) -> Plan | None:
@@ -282,7 +282,7 @@ def make_function(state: Ufunc) -> Callable[..., Any]:
             if x is ABSENT:
                 return state.original(**kwargs)
             if DASK_ARRAY in modules and is_dask_array(x):  # Dask is never imported here (as array-api-compat)
-                return dask_elementwise(helper, state.load(), x, args, kwargs)
+                return dask_elementwise(state.function, state.load(), x, args, kwargs)  # by reference, the public one
             return numpy_call(state.original, state.name, x, *args, **kwargs)
         # Here the call is the original's one argument, nothing else: called as `original(x)` (no unpacking).
         extobj = get_extobj()

@@ -63,8 +63,10 @@ def runtime_folder() -> Path:
 
 
 def _is_copied(name: str) -> bool:
-    """Files and folders of the runtime that belong to the package (not caches, editor or hidden files)."""
-    return not (name.startswith(".") or name.endswith(("~", ".pyc", ".pyo")) or name == "__pycache__")
+    """Files and folders of the runtime that belong to the package (not caches, editor or hidden files, nor the C
+    front: its source needs a build and a built module fits one platform and Python; the copy runs without it)."""
+    return not (name.startswith(".") or name.endswith(("~", ".pyc", ".pyo", ".c", ".so", ".pyd"))
+                or name.startswith("_front.") or name == "__pycache__")
 
 
 def _walk(folder: Path, prefix: str = "") -> Iterator[str]:
@@ -134,6 +136,7 @@ def check_modules(modules: dict[str, str], header_lines: dict[str, int] | None =
         except SyntaxError as exc:
             raise VendorError(f"{rel} line {(exc.lineno or above) - above}: {exc.msg}") from None
         lazy = {id(inner) for outer in ast.walk(tree) if isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef)) for inner in ast.walk(outer)}
+        optional = _optional_imports(tree)
         for node in ast.walk(tree):
             line = getattr(node, "lineno", 0) - above
             also = LAZY_IMPORTS if id(node) in lazy else frozenset()
@@ -142,11 +145,26 @@ def check_modules(modules: dict[str, str], header_lines: dict[str, int] | None =
                     _check_absolute(alias.name, rel, line, also)
             elif isinstance(node, ast.ImportFrom):
                 if node.level:
-                    _check_relative(node, rel, line, modules)
+                    _check_relative(node, rel, line, modules, id(node) in optional)
                 else:
                     _check_absolute(node.module or "", rel, line, also)
             elif isinstance(node, ast.Call) and _dynamic_import(node) is not None:
                 _check_absolute(_dynamic_import(node) or "", rel, line)
+
+
+def _optional_imports(tree: ast.Module) -> set[int]:
+    """The nodes in the body of a ``try`` that handles ImportError: a module of its own they import may be absent
+    from the copy (the C front, ``from ._front import Front``: the runtime runs without it)."""
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Try) and any(_catches_import_error(handler.type) for handler in node.handlers):
+            found |= {id(inner) for statement in node.body for inner in ast.walk(statement)}
+    return found
+
+
+def _catches_import_error(caught: ast.expr | None) -> bool:
+    names = caught.elts if isinstance(caught, ast.Tuple) else [caught]
+    return any(isinstance(name, ast.Name) and name.id in ("ImportError", "ModuleNotFoundError") for name in names)
 
 
 def _dynamic_import(call: ast.Call) -> str | None:
@@ -173,7 +191,7 @@ def _check_absolute(name: str, rel: str, line: int, also: frozenset[str] = froze
     raise VendorError(f"{rel} line {line}: imports {name!r}; the runtime may only use the standard library, NumPy, torch and SciPy")
 
 
-def _check_relative(node: ast.ImportFrom, rel: str, line: int, modules: dict[str, str]) -> None:
+def _check_relative(node: ast.ImportFrom, rel: str, line: int, modules: dict[str, str], optional: bool = False) -> None:
     package = rel.split("/")[:-1]  # the folders of the package the module is in
     if node.level > len(package) + 1:
         raise VendorError(f"{rel} line {line}: `from {'.' * node.level}{node.module or ''} import ...` leaves the package")
@@ -181,7 +199,7 @@ def _check_relative(node: ast.ImportFrom, rel: str, line: int, modules: dict[str
         return  # `from . import x`: x may be a module or a name of __init__
     base = package[: len(package) + 1 - node.level] + node.module.split(".")
     target = "/".join(base)
-    if f"{target}.py" not in modules and f"{target}/__init__.py" not in modules:
+    if f"{target}.py" not in modules and f"{target}/__init__.py" not in modules and not optional:
         raise VendorError(f"{rel} line {line}: imports {'.' * node.level}{node.module}, which is not in the runtime")
 
 
