@@ -47,6 +47,7 @@ typedef struct {
     PyObject *scalars;   /* frozenset of the types passed through as a first argument */
     PyObject *dict;      /* __name__, __doc__, __signature__, ... */
     int nin;             /* 1 or 2 */
+    int floats;          /* whether float is one of the scalars */
 } Front;
 
 #if PY_VERSION_HEX < 0x030A0000
@@ -136,7 +137,8 @@ passes_one(Front *self, PyObject *x)
 {
     PyTypeObject *kind = Py_TYPE(x);
     if ((PyObject *)kind != self->ndarray) {
-        return PySet_Contains(self->scalars, (PyObject *)kind);
+        /* (a Python float, the commonest scalar, without the set's lookup) */
+        return (kind == &PyFloat_Type && self->floats) || PySet_Contains(self->scalars, (PyObject *)kind);
     }
     PyObject *dtype;
     Py_ssize_t n = array_size(x, &dtype);
@@ -298,6 +300,11 @@ front_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     self->scalars = Py_NewRef(scalars);
     self->dict = NULL;
     self->nin = loops == Py_None ? 1 : 2;
+    self->floats = PySet_Contains(scalars, (PyObject *)&PyFloat_Type);
+    if (self->floats < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
     return (PyObject *)self;
 }
 
