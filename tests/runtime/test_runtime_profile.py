@@ -539,12 +539,16 @@ def test_the_thread_count_changes_no_bit():
     rng = np.random.default_rng(7)
     x = rng.uniform(-4, 4, 300_007)
     matrix = rng.normal(size=(699, 1_001))
+    odd = rng.uniform(-4, 4, 1_000_003).astype(np.float32)
     calls = [
         lambda: np2t.expit(x), lambda: np2t.arctanh(x / 5), lambda: np2t.exp(x.astype(np.float32)),
         lambda: np2t.erf(x.astype(np.float32)), lambda: np2t.log1p(np.abs(x)), lambda: np2t.hypot(x, x[::-1].copy()),
         lambda: np2t.logsumexp(matrix, axis=0), lambda: np2t.logsumexp(matrix, axis=1), lambda: np2t.logsumexp(matrix),
         lambda: np2t.logsumexp(matrix.reshape(-1, 3), axis=1), lambda: np2t.softmax(matrix, axis=0),
         lambda: np2t.exp(x[::-3]), lambda: np2t.sin(matrix.T),
+        # One thread computes an elementwise op as one block: sizes whose last block has a tail of every kind.
+        lambda: np2t.expit(odd), lambda: np2t.arctanh(odd / 5), lambda: np2t.tanh(odd.astype(np.float16)),
+        lambda: np2t.expit(odd[: 2 * 65_536 + 17]), lambda: np2t.hypot(odd, odd[::-1].copy()),
     ]
     before = torch.get_num_threads()
     seen = []
@@ -568,6 +572,21 @@ def test_blocks_are_fixed_by_the_size_and_aligned():
         spans = _parallel.bounds(n, size)
         assert size % _parallel.ALIGN == 0 and spans[0][0] == 0 and spans[-1][1] == n
         assert all(a % size == 0 for a, _ in spans)
+
+
+def test_an_elementwise_op_on_one_thread_is_one_block():
+    from np2torch.runtime import _parallel
+
+    assert _backend.load_torch()
+    spans: list[tuple[int, int]] = []
+    n = 5 * _parallel.MIN_BLOCK + 3
+    assert _parallel.elementwise(n, lambda a, b: spans.append((a, b)) or b - a, 1) == [n]
+    assert spans == [(0, n)]
+    assert _parallel.elementwise(0, lambda a, b: b - a, 1) == []
+    # On more threads, the blocks of the size (each aligned), in order.
+    with np2t.using(min_size=0):
+        blocks = _parallel.elementwise(n, lambda a, b: (a, b), 2)
+    assert blocks in ([(0, n)], _parallel.bounds(n, _parallel.block_elements(n)))  # (one core free: one block)
 
 
 def test_a_failing_block_raises_in_the_caller_once_every_block_stopped():

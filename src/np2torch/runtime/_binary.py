@@ -310,7 +310,7 @@ def _allocate(x1: Operand, x2: Operand, a1: np.ndarray, a2: np.ndarray, loop: np
 
 def _blocked(op: Callable[..., torch.Tensor], compute: torch.dtype, t1: torch.Tensor, t2: torch.Tensor, out: torch.Tensor,
              threads: int) -> None:
-    """``out = op(t1, t2)`` in ``compute``, in blocks fixed by the size, each on one torch thread (:mod:`._parallel`):
+    """``out = op(t1, t2)`` in ``compute``, in aligned blocks, each on one torch thread (:func:`._parallel.elementwise`):
     the same bits on any thread count.  Operands laid out as the dense result (or 0-d) are cut into blocks of the
     flat result; any other layout is computed whole, on one thread."""
 
@@ -334,9 +334,7 @@ def _blocked(op: Callable[..., torch.Tensor], compute: torch.dtype, t1: torch.Te
 
     f1, f2 = flat(t1), flat(t2)
 
-    n = flat_out.numel()
-    spans = _parallel.bounds(n, _parallel.block_elements(n))
-    _parallel.run([functools.partial(whole, part(f1, a, b), part(f2, a, b), flat_out[a:b]) for a, b in spans], threads)
+    _parallel.elementwise(flat_out.numel(), lambda a, b: whole(part(f1, a, b), part(f2, a, b), flat_out[a:b]), threads)
 
 
 def _flat_view(t: torch.Tensor) -> torch.Tensor | None:

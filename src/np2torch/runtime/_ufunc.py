@@ -29,7 +29,6 @@ the caller's own error state when NumPy would run the caller's code:
 
 from __future__ import annotations
 
-import functools
 import math
 import sys
 from typing import TYPE_CHECKING, Any, Callable, Dict, Literal, Mapping, Tuple, Union
@@ -582,9 +581,7 @@ def _blocks(op_name: str, plan: Plan, src: np.ndarray, dst: np.ndarray, threads:
             part.copy_(tmp)
         return not check or _all_finite(part)
 
-    spans = _parallel.bounds(flat_dst.numel(), _parallel.block_elements(flat_dst.numel()))
-    tasks = [functools.partial(block, start, stop) for start, stop in spans]
-    return all(_parallel.run(tasks, threads))
+    return all(_parallel.elementwise(flat_dst.numel(), block, threads))
 
 
 if TYPE_CHECKING:
