@@ -1,9 +1,11 @@
 # The C front of a helper (_front.c): its interface, for type checkers.
+import inspect
 from contextvars import ContextVar
 from typing import Any, Callable, Dict, FrozenSet, Optional
 
 class Front:
     original: Optional[Callable[..., Any]]
+    __signature__: inspect.Signature
     """The original the front passes calls to (None: every call goes to the Python function)."""
     @property
     def python(self) -> Callable[..., Any]:

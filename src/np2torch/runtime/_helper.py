@@ -122,9 +122,10 @@ class Helper:
         if FRONT is None:
             return python
         front = FRONT(python, self.floors, loops, SCOPED, PROCESS, np.ndarray, NUMPY_SCALARS)
-        for name in ("__module__", "__name__", "__qualname__", "__doc__", "__signature__"):
-            if hasattr(python, name):
-                setattr(front, name, getattr(python, name))
+        for name in ("__module__", "__name__", "__qualname__", "__doc__"):
+            setattr(front, name, getattr(python, name))
+        # (NumPy 1.x gives ufuncs no signature: then the Python function's own, as inspect reads it)
+        front.__signature__ = getattr(python, "__signature__", None) or inspect.signature(python)
         front.original = self.loaded
         self.front = front
         return front
