@@ -272,6 +272,17 @@ def test_calls_below_the_floor_are_the_originals_bit_for_bit(x, state, name):
 
 
 @built
+def test_numpys_own_warnings_name_the_callers_line():
+    # Where the Python function's plain call names the runtime's line (docs/runtime.md, "Known gaps"): a warning
+    # NumPy issues itself, not a floating-point flag.  Passed by the front, it is the caller's own call.
+    a = np.linspace(-1.0, 1.0, 10)
+    with np2t.using(min_size=10**9):
+        got, want = _outcome(np2t.exp, (a,), {"where": a > 0}), _outcome(np.exp, (a,), {"where": a > 0})
+    assert [w for w in got[1] if w[0] is UserWarning] == [w for w in want[1] if w[0] is UserWarning] != []
+    assert want[1][0][2] == __file__
+
+
+@built
 @pytest.mark.parametrize("name", ["exp", "erf", "hypot", "xlogy"])
 def test_the_front_is_a_drop_in_function(name):
     front = getattr(np2t, name)

@@ -108,14 +108,14 @@ def test_the_package_works_without_torch(tmp_path: Path) -> None:
 
 
 def runtime_files() -> set:
-    """The runtime folder's files, listed independently of vendor.py: not the C front (its source, stub and the
-    module built from it), which a copy runs without."""
+    """The runtime folder's files, listed independently of vendor.py: not C (the front's source and the module
+    built from it), which a copy runs without."""
     folder = runtime_folder()
     return {
         path.relative_to(folder).as_posix()
         for path in folder.rglob("*")
-        if path.is_file() and "__pycache__" not in path.parts and path.suffix not in (".pyc", ".pyo")
-        and not path.name.startswith((".", "_front.")) and not path.name.endswith("~")
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix not in (".pyc", ".pyo", ".c", ".so", ".pyd")
+        and not path.name.startswith(".") and not path.name.endswith("~")
     }
 
 

@@ -5,8 +5,8 @@ from typing import Any, Callable, Dict, FrozenSet, Optional
 
 class Front:
     original: Optional[Callable[..., Any]]
-    __signature__: inspect.Signature
     """The original the front passes calls to (None: every call goes to the Python function)."""
+    __signature__: inspect.Signature
     @property
     def python(self) -> Callable[..., Any]:
         """The helper's Python function, which decides every other call."""

@@ -77,7 +77,7 @@ class Helper:
     row: Function
     function: Callable[..., Any]
     """The public helper, what ``np2torch.runtime.<name>`` is (:meth:`publish`)."""
-    front: Any = None
+    front: Front | None = None
     """The C front of :meth:`publish`, where it is built (None: the public helper is the Python function)."""
 
     def __init__(self, row: Function) -> None:

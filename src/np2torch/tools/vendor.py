@@ -63,10 +63,9 @@ def runtime_folder() -> Path:
 
 
 def _is_copied(name: str) -> bool:
-    """Files and folders of the runtime that belong to the package (not caches, editor or hidden files, nor the C
-    front: its source needs a build and a built module fits one platform and Python; the copy runs without it)."""
-    return not (name.startswith(".") or name.endswith(("~", ".pyc", ".pyo", ".c", ".so", ".pyd"))
-                or name.startswith("_front.") or name == "__pycache__")
+    """Files and folders of the runtime that belong to the package (not caches, editor or hidden files, nor C: a
+    source needs a build, a built module fits one platform and Python, and the runtime imports one optionally)."""
+    return not (name.startswith(".") or name.endswith(("~", ".pyc", ".pyo", ".c", ".so", ".pyd")) or name == "__pycache__")
 
 
 def _walk(folder: Path, prefix: str = "") -> Iterator[str]:
