@@ -176,8 +176,13 @@ def test_torch_is_chosen_only_where_one_thread_stays_within_the_contention_bound
     # full contention the pool shrinks to one thread, so the original keeps it.
     curve = synthetic(1.0, cpu1=(0.0, 2.0), cpu=(0.0, 0.25))
     assert _model.bands_of(curve, _model.CPU_PATHS).paths == ("numpy",)
-    curve = synthetic(1.0, cpu1=(0.0, 1.4), cpu=(0.0, 0.25))
+    curve = synthetic(1.0, cpu1=(0.0, 1.3), cpu=(0.0, 0.25))
     assert _model.bands_of(curve, _model.CPU_PATHS).paths[-1] == "cpu"
+    # Within the bound, but not by the margin measurement noise needs: a prediction of 1.4x is a 1.5x call
+    # as often as a 1.3x one.
+    curve = synthetic(1.0, cpu1=(0.0, 1.4), cpu=(0.0, 0.25))
+    bands = _model.bands_of(curve, _model.CPU_PATHS)
+    assert [bands.at(n) for n in (100_000, 1_000_000, 10_000_000)] == ["numpy"] * 3
 
 
 def test_cuda_is_chosen_only_when_allowed_and_fastest():

@@ -8,10 +8,11 @@ to two margins:
 * a torch path must be predicted at least :data:`MARGIN` faster than the
   original (measurement noise must not flip a call onto a slower path);
 * a torch path is chosen only where torch on *one* thread is predicted within
-  :data:`CONTENDED_LIMIT` of the original: when other processes hold the cores,
-  the pool shrinks to the free cores (:func:`._load.free_cores`) down to one
-  thread, and the call must still be no slower than that bound (the
-  *one-thread guard*, judged only on times measured on this machine).
+  :data:`CONTENDED_LIMIT` of the original, with the same margin for noise
+  (:data:`MARGIN`): when other processes hold the cores, the pool shrinks to
+  the free cores (:func:`._load.free_cores`) down to one thread, and the call
+  must still be no slower than that bound (the *one-thread guard*, judged
+  only on times measured on this machine).
 
 Where profiles come from and which one is in force is :mod:`._profile`; the
 decisions a call gets from them, :mod:`._decide`.
@@ -29,7 +30,8 @@ FORMAT = 1
 MARGIN = 1.1
 """A torch path is chosen only where predicted at least 10 % faster than the original."""
 CONTENDED_LIMIT = 1.5
-"""... and only where one torch thread is predicted within 1.5x of the original (robust under load)."""
+"""... and only where one torch thread is predicted within 1.5x of the original (robust under load), less
+:data:`MARGIN` for noise: a prediction right at the bound is as likely over it as under."""
 
 CPU_PATHS = ("numpy", "cpu1", "cpu")
 ALL_PATHS = CPU_PATHS + ("cuda",)
@@ -258,7 +260,7 @@ def best_path(curve: Curve, allowed: Sequence[str], n: int, one_thread_guard: bo
     original = curve.predict("numpy", n)
     assert original is not None
     single = curve.predict("cpu1", n)
-    if one_thread_guard and single is not None and single > CONTENDED_LIMIT * original:
+    if one_thread_guard and single is not None and single * MARGIN > CONTENDED_LIMIT * original:
         return "numpy"
     best, best_time = "numpy", original / MARGIN
     for path in allowed:

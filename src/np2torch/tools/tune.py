@@ -200,7 +200,8 @@ def _show(as_json: bool) -> None:
     else:
         click.echo(f"machine profile: {profile.source}")
     click.echo(f"import torch: {profile.import_seconds:.2f} s; torch threads when measured: {profile.threads}; "
-               f"margins: torch {tuning.MARGIN:.1f}x faster, one thread within {tuning.CONTENDED_LIMIT:.1f}x of the original")
+               f"margins: torch {tuning.MARGIN:.1f}x faster, one thread within "
+               f"{tuning.CONTENDED_LIMIT / tuning.MARGIN:.2f}x of the original ({tuning.CONTENDED_LIMIT:.1f}x less the margin)")
     click.echo(format_report(rows))
 
 
