@@ -662,6 +662,43 @@ def test_calibration_times_each_path(monkeypatch):
     assert all(t > 0 for times in curve.seconds.values() for t in times)
 
 
+def test_calibration_interleaves_the_paths_and_keeps_only_the_timed_paths_last_result(monkeypatch):
+    # A fake clock: each call advances it by its path's next duration.  The median of the five runs is
+    # what counts (the minimum would be 1), the paths' runs are rotated, and when a path is timed the only
+    # result alive is its own last one.
+    import weakref
+
+    class Clock:
+        now = 0.0
+
+        def perf_counter(self) -> float:
+            return self.now
+
+    clock = Clock()
+    monkeypatch.setattr(_calibrate, "time", clock)
+    durations = {"a": [2.0, 5.0, 1.0, 9.0, 3.0, 7.0], "b": [4.0] * 6, "c": [6.0, 8.0, 8.0, 1.0, 8.0, 2.0]}
+    alive: "weakref.WeakSet[Result]" = weakref.WeakSet()
+    order, seen = [], []
+
+    class Result:
+        def __init__(self, path: str) -> None:
+            self.path = path
+
+    def call(path: str) -> Result:
+        seen.append((path, sorted(r.path for r in alive)))
+        order.append(path)
+        clock.now += durations[path].pop(0)
+        result = Result(path)
+        alive.add(result)
+        return result
+
+    timed = _calibrate.time_paths({p: functools.partial(call, p) for p in "abc"}, repeat=5, min_run=1e-9)
+    assert timed == {"a": 5.0, "b": 4.0, "c": 8.0}
+    assert order == list("abc" "abc" "bca" "cab" "abc" "bca")  # warm-ups, then five rotated rounds
+    assert all(others in ([], [path]) for path, others in seen[3:])
+    assert not alive  # nothing kept once timed
+
+
 def test_the_load_is_measured_over_a_window(monkeypatch):
     # Another process keeps 1.6 of 2 cores busy over the window: one core is taken out of the pool;
     # a transient 0.2 core is noise and leaves the pool whole.
