@@ -11,7 +11,7 @@
    original (best of 7 x 20,000 calls), against the budget of 1 us + 10 %.
 3. ``contention``: with one busy process per core, the default path against
    the original at sizes 1e3..1e7 (exp/log float32 and float64, erf float64),
-   as a program's loop sees it: the total time of calls interleaved one by one
+   as a program's loop sees it: the total time of calls interleaved turn by turn
    with the original's (:func:`_interleaved`); the ratio must stay within 1.5x.
 
 Default settings throughout (the machine profile in force, ``np2torch tune
