@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 
 _MIN_RUN = 1e-4
 """Seconds each timed run loops for (timer resolution and clock jitter vanish)."""
+RUNS = 5
+"""Timed runs per path and size, of which the median counts (:func:`time_paths`)."""
 
 
 def make_input(name: str, dtype: np.dtype, n: int, seed: int = 0, klass: str = "") -> np.ndarray:
@@ -58,7 +60,7 @@ def make_input(name: str, dtype: np.dtype, n: int, seed: int = 0, klass: str = "
     return x
 
 
-def time_paths(calls: Mapping[str, Callable[[], object]], repeat: int = 5, min_run: float = _MIN_RUN) -> dict[str, float]:
+def time_paths(calls: Mapping[str, Callable[[], object]], repeat: int = RUNS, min_run: float = _MIN_RUN) -> dict[str, float]:
     """Seconds per call of each of ``calls`` (path -> call): the median of ``repeat`` runs, the paths' runs
     interleaved (each run loops for ``min_run`` at least).
 
@@ -90,10 +92,7 @@ def time_paths(calls: Mapping[str, Callable[[], object]], repeat: int = 5, min_r
     for r in range(repeat):
         for path in paths[r % len(paths):] + paths[: r % len(paths)]:
             call, count = calls[path], number[path]
-            # Only this path's own last result stays alive, as in a loop calling it.
-            own = kept.pop(path, None)
-            kept.clear()
-            kept[path] = own
+            kept = {path: kept.get(path)}  # only this path's own last result alive, as in a loop calling it
             start = time.perf_counter()
             for _ in range(count):
                 kept[path] = call()
@@ -109,7 +108,7 @@ def measure(
     paths: Sequence[str],
     sizes: Sequence[int],
     max_call: float | None,
-    repeat: int = 5,
+    repeat: int = RUNS,
     progress: Callable[[], None] | None = None,
     klass: str = "",
 ) -> Curve:

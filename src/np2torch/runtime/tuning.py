@@ -50,7 +50,7 @@ def measure(
     paths: Sequence[str],
     sizes: Sequence[int],
     max_call: float | None,
-    repeat: int = 5,
+    repeat: int = _calibrate.RUNS,
     progress: Callable[[], None] | None = None,
     klass: str = "",
 ) -> Curve:
