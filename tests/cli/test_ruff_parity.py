@@ -268,3 +268,29 @@ def test_fix_only_on_stdin_prints_the_source_and_exits_0(tree: Path) -> None:
     assert theirs.returncode == ours.returncode == 0
     assert "import os" not in theirs.stdout and "np2t.exp(x)" in ours.stdout and "np.log" in ours.stdout
     assert theirs.stderr.startswith("Fixed 1 error") and ours.stderr.strip() == "Fixed 1 error."  # E711: unsafe
+
+
+@pytest.mark.parametrize("flags", [
+    pytest.param(("--fix", "--diff"), id="--fix --diff"),
+    pytest.param(("--fix-only", "--diff"), id="--fix-only --diff"),
+    pytest.param(("--fix", "--fix-only", "--diff"), id="--fix --fix-only --diff"),
+    pytest.param(("--diff", "--exit-zero"), id="--diff --exit-zero"),
+])
+def test_diff_wins_over_fix_as_ruffs(
+    tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], flags: tuple[str, ...],
+) -> None:
+    _config(tree, "", "")
+    theirs = _ruff(tree, "check", "--no-cache", *flags, "a.py")
+    code, ours = _np2torch(tree, monkeypatch, capsys, "check", "--no-cache", *flags, "a.py")
+    assert theirs.returncode == code == (0 if "--exit-zero" in flags else 1)
+    assert "-import os" in theirs.stdout and "+    return np2t.exp(x)" in ours
+    assert (tree / "a.py").read_text() == SOURCE  # a diff writes nothing
+
+
+def test_add_noqa_refuses_a_diff_as_ruffs(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _config(tree, "", "")
+    monkeypatch.chdir(tree)
+    for flag in ("--diff", "--fix"):
+        assert _ruff(tree, "check", "--no-cache", "--add-noqa", flag, "a.py").returncode == 2
+        assert main(["check", "--no-cache", "--add-noqa", flag, "a.py"]) == 2
+    assert (tree / "a.py").read_text() == SOURCE

@@ -255,7 +255,9 @@ def _shared_options(function: _Command) -> _Command:
 @cli.command(short_help="Report NumPy/SciPy calls np2torch can rewrite.")
 @_shared_options
 @click.option("--fix", "apply_fixes", is_flag=True, help="Apply the fixes, as `np2torch fix` (ruff's `check --fix`).")
-@click.option("--diff", is_flag=True, help="Print a unified diff of the fixes, write nothing (as `np2torch fix --diff`).")
+@click.option("--diff", is_flag=True,
+              help="Print a unified diff of the fixes, write nothing, with --fix (--fix-only) or without "
+                   "(as `np2torch fix --diff`).")
 @click.option("--add-noqa", is_flag=True,
               help="Add `# noqa: NPTxxx` to every line with a finding (merged into an existing noqa): a baseline.")
 @click.option("--exit-non-zero-on-fix", is_flag=True, help="With --fix: exit 1 whenever a file was rewritten.")
@@ -266,8 +268,9 @@ def _shared_options(function: _Command) -> _Command:
 def check(ctx: click.Context, /, apply_fixes: bool, diff: bool, add_noqa: bool, exit_non_zero_on_fix: bool,
           fix_only: bool, watch: bool, **options: Any) -> None:
     """Report NumPy/SciPy calls that np2torch can rewrite (exit 1 when there are any)."""
-    if sum((apply_fixes or fix_only, diff, add_noqa)) > 1:
-        raise click.UsageError("--fix (--fix-only), --diff and --add-noqa are exclusive", ctx=ctx)
+    if add_noqa and (apply_fixes or fix_only or diff):
+        raise click.UsageError("--add-noqa goes with neither --fix (--fix-only) nor --diff", ctx=ctx)
+    # ruff's `--fix --diff` and `--fix-only --diff`: the diff wins (shown, nothing written)
     mode = (runner.DIFF if diff else runner.FIX if apply_fixes or fix_only else runner.NOQA if add_noqa
             else runner.CHECK)
     if watch:
@@ -676,7 +679,7 @@ def _report(mode: str, results: list[runner.FileResult], *, fmt: str, quiet: boo
                 _error(line)
         if not quiet:
             _error(diff_summary(sum(r.fixed for r in changed), len(changed)))
-        return 2 if failed else (1 if changed else 0)
+        return 2 if failed else (1 if changed and not exit_zero else 0)
     if mode == runner.NOQA:
         return _report_noqa(results, quiet=quiet, failed=failed)
 
