@@ -615,6 +615,21 @@ def test_numba_s_own_module_paths_of_its_compilers_compile() -> None:
     assert [f.fixable for f in check_source(source)] == [False]
 
 
+@pytest.mark.parametrize(
+    "compiled",
+    [
+        pytest.param("@njit\ndef f(x):\n    return np.exp(x)\n", id="decorated"),
+        pytest.param("def f(x):\n    return np.exp(x)\n\nF = jit(nopython=True)(f)\n", id="applied by call"),
+        pytest.param("@experimental.jitclass\nclass C:\n    def f(self, x):\n        return np.exp(x)\n",
+                     id="a package the star import binds"),
+    ],
+)
+def test_a_compiler_a_star_import_binds_compiles(compiled: str) -> None:
+    source = "from numba import *\nimport numpy as np\n\n" + compiled  # `np` bound after: the star cannot rebind it
+    assert [f.fixable for f in check_source(source)] == [False]
+    assert [f.fixable for f in check_source(source.replace("numba", "mylib"))] == [True]
+
+
 def test_the_unsafe_pattern_inside_a_compiled_function_stays_unfixed() -> None:
     source = "import numpy as np\nimport jax\n@jax.jit\ndef f(x):\n    return np.log(np.sum(np.exp(x)))\n"
     findings = check_source(source, settings=Settings(unsafe_fixes=True))

@@ -158,6 +158,15 @@ def test_a_compiler_another_module_binds_compiles_what_it_is_applied_to() -> Non
                                         ("c", "numba", "`jit` from pkg/util.py"))}
 
 
+def test_names_a_star_import_may_bind_are_followed_to_its_module() -> None:
+    found = _answers({
+        "pkg/util.py": "from numba import njit\n",
+        "pkg/kernels.py": "from .util import *\n\n@njit\ndef a(x):\n    return x\n\ndef b(x):\n    return x\n",
+        "main.py": "import numba\nfrom pkg.kernels import *\nnumba.njit(b)\n",
+    })
+    assert found["pkg/kernels.py"] == (("a", "numba", "`njit` from pkg/util.py"), ("b", "numba", "main.py"))
+
+
 def test_what_a_module_applies_and_the_compilers_it_binds() -> None:
     summary = _summary("""
         import numba

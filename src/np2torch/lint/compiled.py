@@ -10,7 +10,7 @@ What counts as a compiler is decided from every binding of a name, in any scope
 (a name is a compiler if *any* of its bindings can be one):
 
 * an import of one (:data:`COMPILERS`: ``from numba import njit``, ``import numba as nb``
-  then ``nb.njit``; a package loaded by its name counts as imported:
+  then ``nb.njit``, ``from numba import *`` then ``njit``; a package loaded by its name counts as imported:
   ``numba = import_optional_dependency("numba")``, ``importlib.import_module("numba")``),
   whatever else the name is bound to (the optional-numba idiom
   ``try: from numba import njit`` / ``except ImportError: def njit(*a, **k): ...``);
@@ -423,7 +423,20 @@ def _bound(stmt: ast.Import | ast.ImportFrom) -> Iterator[tuple[str, str]]:
                 yield root, root
     elif not stmt.level and stmt.module:
         for alias in stmt.names:
-            yield alias.asname or alias.name, f"{stmt.module}.{alias.name}"
+            if alias.name == "*":  # `from numba import *`: every compiler (and package) it may bind
+                yield from _star_bound(stmt.module)
+            else:
+                yield alias.asname or alias.name, f"{stmt.module}.{alias.name}"
+
+
+def _star_bound(module: str) -> Iterator[tuple[str, str]]:
+    """(name, qualified name) of each compiler or compilers' package directly in ``module`` that
+    ``from module import *`` may bind (``njit``, ``experimental``: numba's ``__all__`` holds them; a name
+    it leaves out is counted too, which only leaves a fix out)."""
+    for qualname in sorted(_ALL.keys() | _PACKAGES):
+        parent, _, name = qualname.rpartition(".")
+        if parent == module:
+            yield name, qualname
 
 
 def _loaded_by_name(every: Sequence[ast.AST]) -> Iterator[tuple[str, str]]:

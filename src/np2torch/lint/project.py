@@ -116,7 +116,8 @@ def summarize(tree: ast.Module, text: str) -> Summary:
 
 class _Statements:
     """What a walk over the module's statements (any scope, no expressions) finds: every import statement,
-    every name one binds (scopes ignored) -> what it may name, the decorated definitions."""
+    every name one binds (scopes ignored) -> what it may name (:data:`ANY` -> the star imports), the decorated
+    definitions."""
 
     def __init__(self, tree: ast.Module) -> None:
         self.imports: list[ast.Import | ast.ImportFrom] = []
@@ -127,9 +128,8 @@ class _Statements:
             for stmt in todo.pop():
                 if isinstance(stmt, (ast.Import, ast.ImportFrom)):
                     self.imports.append(stmt)
-                    for name, ref in _bound(stmt):
-                        if name != ANY:
-                            self.bindings.setdefault(name, []).append(ref)
+                    for name, ref in _bound(stmt):  # a star import's module under ANY (see _dotted)
+                        self.bindings.setdefault(name, []).append(ref)
                     continue
                 if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and stmt.decorator_list:
                     self.decorated.append(stmt)
@@ -257,7 +257,8 @@ def _dotted(expr: ast.expr, bindings: Mapping[str, list[Ref]]) -> Iterator[Ref]:
         parts.append(expr.attr)
         expr = expr.value
     if type(expr) is ast.Name:
-        for level, dotted in bindings.get(expr.id, ()):
+        refs = bindings.get(expr.id) or [(level, star[:-1] + expr.id) for level, star in bindings.get(ANY, ())]
+        for level, dotted in refs:  # a name no import binds may come from a star import (`from .util import *`)
             yield level, ".".join([dotted, *reversed(parts)]) if dotted else ".".join(reversed(parts))
 
 
