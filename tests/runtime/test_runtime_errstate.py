@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib
+import os
+import subprocess
 import sys
 import types
 import warnings
@@ -15,7 +17,7 @@ import scipy.special
 from runtime_checks import assert_same_values
 
 import np2torch.runtime as np2t
-from np2torch.runtime import _ufunc
+from np2torch.runtime import _helper, _ufunc
 from np2torch.runtime.table import ELEMENTWISE_FUNCTIONS
 
 PAIRS = {"exp": (np2t.exp, np.exp), "log": (np2t.log, np.log), "erf": (np2t.erf, scipy.special.erf)}
@@ -514,7 +516,7 @@ def test_every_elementwise_row_has_a_quiet_interval_holding_its_bench_domain():
 @pytest.mark.parametrize("kind", [float, np.float64, int], ids=["float", "float64", "int"])
 @pytest.mark.parametrize("name,value", [("exp", -800.0), ("exp", -745.2), ("exp", 0.5), ("log", 0.5), ("log", 5e-324),
                                         ("erf", 1e-310), ("erf", -0.3), ("sin", 1e-320), ("exp", 710.0), ("exp", -746.0),
-                                        ("log", 0.0), ("log", -1.0)])
+                                        ("log", 0.0), ("log", -1.0), ("exp", 1e5)])
 def test_a_scalar_warns_where_and_as_numpy_does_inside_the_quiet_interval_too(name, value, kind, state, capsys):
     # exp(-800.0) lies inside exp's quiet interval but underflows: where underflow warns, the warning must point
     # here as NumPy's does; a value outside the interval takes the redirect as before.
@@ -536,3 +538,21 @@ def test_a_scalar_warns_where_and_as_numpy_does_inside_the_quiet_interval_too(na
             assert_same_values(np.asarray(got[0]), np.asarray(seen[1][0]))
     for _, filename, lineno in seen[0][2] + seen[2][2]:
         assert (filename, lineno) == (__file__, CALL_LINE)
+
+
+WITHOUT_THE_FRONT = "warn or every_mode or cast or several_ufuncs"
+"""The tests of where a warning points and what it says, run again below with the helpers as their Python functions."""
+
+
+@pytest.mark.skipif(_helper.FRONT is None, reason="the C front is not built: the tests above ran without it")
+def test_the_warning_suite_passes_without_the_c_front_too():
+    # The C front hands a scalar straight to the original; a vendored copy or an install without a compiler has
+    # only the Python functions, whose warnings must point at the same lines (np2t.exp(1e5) pointed into the
+    # runtime on the first call in each errstate block).  The same tests, in a process where the front is absent.
+    code = ("import sys; sys.modules['np2torch.runtime._front'] = None\n"
+            "import pytest; from np2torch.runtime import _helper; assert _helper.FRONT is None\n"
+            f"raise SystemExit(pytest.main(['-q', '-p', 'no:cacheprovider', '-k', {WITHOUT_THE_FRONT!r}, {__file__!r}]))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                          cwd=os.path.dirname(__file__), timeout=900)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert " passed" in done.stdout and "deselected" in done.stdout

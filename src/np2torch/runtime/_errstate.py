@@ -277,12 +277,13 @@ def may_warn_in_a_cast(nin: int, args: tuple[Any, ...], kwargs: Mapping[str, Any
     where the call asks for a loop (``dtype=``, ``signature=``), where an
     ``out=`` has a dtype of its own (a float64 result into float32), and where a
     Python scalar (NumPy 2's weak scalar) is converted into a narrower float
-    loop (``hypot(float16_array, 70000)``).  Without those, every cast is safe.
+    loop (``hypot(float16_array, 70000)``); a one-operand ufunc computes a Python scalar in its default loop
+    (float64, complex128), which no cast narrows.  Without those, every cast is safe.
     """
     if "dtype" in kwargs or "signature" in kwargs:
         return True
     inputs = args[:nin]
-    for value in inputs:
+    for value in inputs if nin > 1 else ():
         kind = type(value)
         if (kind is float or kind is int or kind is complex) and HALF_MAX < abs(value) < math.inf:
             return True
