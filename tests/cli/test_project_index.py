@@ -101,3 +101,17 @@ def test_stdin_with_a_filename_sees_the_project(tmp_path: Path, capsys: pytest.C
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(KERNELS.encode())))
     out = _check(root, ["--stdin-filename", "pkg/kernels.py", "-"], capsys, monkeypatch)
     assert "(compiled by main.py)" in out
+
+
+def test_the_paths_given_to_one_run_are_one_project_at_least(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _project(tmp_path / "scripts")
+    (root / "pyproject.toml").unlink()  # a folder of scripts: each file's own folder is its project
+    assert project_root(str(root / "pkg")) == str((root / "pkg").resolve())
+    compiled = "(no fix: inside a numba-compiled function (compiled by main.py)"
+    assert compiled in _check(root, ["--no-cache", "."], capsys, monkeypatch)
+    assert compiled in _check(root, ["--no-cache", "main.py", "pkg/kernels.py"], capsys, monkeypatch)
+    assert compiled not in _check(root, ["--no-cache", "pkg/kernels.py"], capsys, monkeypatch)  # main.py not given
+    monkeypatch.chdir(root)
+    main(["fix", "--no-cache", "."])
+    assert (root / "pkg" / "kernels.py").read_text() == KERNELS

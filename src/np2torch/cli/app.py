@@ -413,7 +413,7 @@ def _run(mode: str, *, paths: tuple[str, ...], select: tuple[str, ...] | None, i
             return 2
 
         cache = None if no_cache else Cache(cache_folder(cache_dir, project))
-        index = _project_index(cache)
+        index = _project_index(cache, tuple(paths) or (os.curdir,))
         results = [runner.FileResult(e.path, errors=[str(e)]) for e in missing] + outside
         only: dict[str, frozenset[tuple[int, int, str]]] = {}
         left_out = 0
@@ -482,11 +482,12 @@ def _load_report(from_run: str, paths: tuple[str, ...], stdin_filename: str | No
     return report, paths, outside
 
 
-def _project_index(cache: Cache | None) -> ProjectIndex:
-    """The run's project index (np2torch.cli.index), its parses kept beside the lint cache's entries."""
+def _project_index(cache: Cache | None, given: tuple[str, ...] = ()) -> ProjectIndex:
+    """The run's project index (np2torch.cli.index), its parses kept beside the lint cache's entries (``given``:
+    the paths given to the run, one project at least)."""
     if cache is None:
-        return ProjectIndex()
-    return ProjectIndex(cache.folder, fingerprint=cache.fingerprint, tag=True)
+        return ProjectIndex(given=given)
+    return ProjectIndex(cache.folder, fingerprint=cache.fingerprint, tag=True, given=given)
 
 
 def _finder(config_options: Sequence[str], isolated: bool, exclude: Sequence[str],

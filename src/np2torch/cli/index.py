@@ -10,7 +10,10 @@ This module does the file work: one :class:`ProjectIndex` per run of ``check``/
 finding, and not before.
 
 A file's project is the nearest folder above it holding a ``pyproject.toml`` or
-``.git`` (its own folder when there is none), as for ``np2torch run``; its files
+``.git`` (its own folder when there is none), as for ``np2torch run``, and the
+paths given to the run are one project at least: ``fix .`` in a folder of
+scripts (no ``pyproject.toml``, no ``.git``) indexes ``main.py`` together with
+``pkg/kernels.py``, whose own folder is ``pkg/``; its files
 are every ``.py`` below that folder except in hidden folders, virtual
 environments, folders named in :data:`~np2torch.cli.config.DEFAULT_EXCLUDE`
 and through symbolic links.  The configuration's excludes do not apply: a
@@ -66,17 +69,20 @@ class ProjectIndex:
 
     ``folder``: where parses are cached (None: nowhere); ``tag``: mark the folder as a cache
     (``CACHEDIR.TAG``, ``.gitignore``) when it is the lint cache's; ``roots``: the projects' folders (or files)
-    to index instead of finding each file's project (``np2torch run``: its scope's roots and includes)."""
+    to index instead of finding each file's project (``np2torch run``: its scope's roots and includes);
+    ``given``: the paths given to the run, whose projects every file's project takes in."""
 
     def __init__(self, folder: Path | None = None, *, fingerprint: str | None = None, tag: bool = False,
-                 roots: tuple[str, ...] | None = None) -> None:
+                 roots: tuple[str, ...] | None = None, given: tuple[str, ...] = ()) -> None:
         self.folder = folder
         self.tag = tag
         self.roots = roots
+        self._given = tuple(sorted({project_root(path if os.path.isdir(path) else os.path.dirname(path) or os.curdir)
+                                    for path in given}))
         self.parsed = 0
         """Files parsed afresh (not taken from the cache)."""
         self._fingerprint = fingerprint
-        self._built: dict[str, dict[str, Answer]] = {}
+        self._built: dict[tuple[str, ...], dict[str, Answer]] = {}
         self._whole: dict[str, Answer] | None = None
         self._hands: dict[str, bool] = {}
         self._summaries: dict[str, Summary | None] = {}
@@ -88,10 +94,12 @@ class ProjectIndex:
             if self._whole is None:
                 self._whole = self._build(self.roots)
             return self._whole.get(real, ())
-        root = project_root(os.path.dirname(real))
-        if root not in self._built:
-            self._built[root] = self._build((root,))
-        return self._built[root].get(real, ())
+        own = project_root(os.path.dirname(real))
+        # the outermost first: the reasons name files from it (`compiled by main.py`, not `../main.py`)
+        roots = tuple(sorted({own, *self._given}, key=lambda root: (len(root), root)))
+        if roots not in self._built:
+            self._built[roots] = self._build(roots)
+        return self._built[roots].get(real, ())
 
     def settings(self, path: str, settings: RunSettings) -> RunSettings:
         """``settings`` for the file at ``path``, with its answer (unchanged when it has none)."""
