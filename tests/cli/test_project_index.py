@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -115,3 +116,33 @@ def test_the_paths_given_to_one_run_are_one_project_at_least(tmp_path: Path, cap
     monkeypatch.chdir(root)
     main(["fix", "--no-cache", "."])
     assert (root / "pkg" / "kernels.py").read_text() == KERNELS
+
+
+def _notebook(*cells: str) -> str:
+    return json.dumps({"cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+                                  "source": cell} for cell in cells],
+                       "metadata": {"kernelspec": {"language": "python", "name": "python3"}},
+                       "nbformat": 4, "nbformat_minor": 5})
+
+
+def test_a_notebook_of_the_project_is_read_by_the_index(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _project(tmp_path / "p", main_text="import os\n")
+    (root / "pkg" / "util.py").write_text("from numba import njit as jit\n")
+    (root / "notebooks").mkdir()
+    (root / "notebooks" / "explore.ipynb").write_text(_notebook(
+        "%matplotlib inline\nimport numba\nfrom pkg.kernels import kernel", "fast = numba.njit(kernel)"))
+    (root / "notebooks" / "own.ipynb").write_text(_notebook(
+        "import numpy as np\nfrom pkg.util import jit", "@jit\ndef f(x):\n    return np.exp(x)"))
+    index = ProjectIndex()
+    assert index.answer(str(root / "pkg" / "kernels.py")) == (("kernel", "numba", "notebooks/explore.ipynb"),)
+    assert index.answer(str(root / "notebooks" / "own.ipynb")) == (("f", "numba", "`jit` from pkg/util.py"),)
+    out = _check(root, ["--no-cache", "."], capsys, monkeypatch)
+    assert "(compiled by notebooks/explore.ipynb)" in out and "(compiled by `jit` from pkg/util.py)" in out
+    assert "[*]" not in out
+    import io
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO((root / "notebooks" / "own.ipynb").read_bytes())))
+    out = _check(root, ["--stdin-filename", "notebooks/own.ipynb", "-"], capsys, monkeypatch)
+    assert "(compiled by `jit` from pkg/util.py)" in out and "[*]" not in out

@@ -623,8 +623,8 @@ def _run_stdin(mode: str, stdin_filename: str | None, overrides: Overrides, find
         if not excluded:
             settings = run_settings(config, overrides, path)
             source = (decode_notebook if is_notebook(path) else decode_source)(raw, display)
-            if stdin_filename is not None and not is_notebook(path) and runner.might_have_findings(source.text,
-                                                                                                     settings):
+            if stdin_filename is not None and (is_notebook(path) or runner.might_have_findings(source.text,
+                                                                                                 settings)):
                 settings = _project_index(None).settings(path, settings)  # the project the file says it is in
             result = runner.run_job(runner.Job(display, path, source, None, settings, mode, ""))
     except ConfigError as exc:

@@ -14,7 +14,9 @@ A file's project is the nearest folder above it holding a ``pyproject.toml`` or
 paths given to the run are one project at least: ``fix .`` in a folder of
 scripts (no ``pyproject.toml``, no ``.git``) indexes ``main.py`` together with
 ``pkg/kernels.py``, whose own folder is ``pkg/``; its files
-are every ``.py`` below that folder except in hidden folders, virtual
+are every ``.py`` and ``.ipynb`` (its Python cells, as ``check`` reads them: a
+notebook compiles a function of the project too, but no import names one)
+below that folder except in hidden folders, virtual
 environments, folders named in :data:`~np2torch.cli.config.DEFAULT_EXCLUDE`
 and through symbolic links.  The configuration's excludes do not apply: a
 module left out of checking can still compile a function of one that is
@@ -40,7 +42,7 @@ from pathlib import Path
 
 from np2torch.cli.cache import CACHEDIR_TAG, GITIGNORE, digest, tool_fingerprint
 from np2torch.cli.config import DEFAULT_EXCLUDE, RunSettings
-from np2torch.cli.files import FileError, decode_source, read_regular, replace_file
+from np2torch.cli.files import FileError, decode_notebook, decode_source, is_notebook, read_regular, replace_file
 from np2torch.cli.projects import project_root
 from np2torch.lint.compiled import may_name_a_compiler
 from np2torch.lint.project import Answer, Summary, answers, compiler_names, may_hand, summarize
@@ -48,19 +50,20 @@ from np2torch.lint.project import Answer, Summary, answers, compiler_names, may_
 __all__ = ["ProjectIndex", "project_files", "project_root"]
 
 _SKIPPED = frozenset(DEFAULT_EXCLUDE)
+_SUFFIXES = (".py", ".ipynb")  # a notebook compiles a function of the project as a module does (not imported)
 
 
 def project_files(root: str) -> list[str]:
-    """The ``.py`` files of the project at ``root`` (a folder, or one file), sorted."""
+    """The ``.py`` files and notebooks of the project at ``root`` (a folder, or one file), sorted."""
     if os.path.isfile(root):
-        return [os.path.realpath(root)] if root.endswith(".py") else []
+        return [os.path.realpath(root)] if root.endswith(_SUFFIXES) else []
     found = []
     for top, dirs, files in os.walk(os.path.realpath(root)):
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIPPED
                          and not os.path.islink(os.path.join(top, d))
                          and not os.path.isfile(os.path.join(top, d, "pyvenv.cfg")))
         found += [os.path.join(top, name) for name in files
-                  if name.endswith(".py") and not os.path.islink(os.path.join(top, name))]
+                  if name.endswith(_SUFFIXES) and not os.path.islink(os.path.join(top, name))]
     return sorted(found)
 
 
@@ -142,7 +145,8 @@ class ProjectIndex:
         if not any(summary.handed or summary.applied for summary in summaries.values()):
             return {}
         shown_from = os.path.realpath(roots[0]) if os.path.isdir(roots[0]) else os.path.dirname(roots[0])
-        return answers(summaries, files, self._summary, lambda path: os.path.relpath(path, shown_from))
+        modules = [path for path in files if not is_notebook(path)]  # what an import can name
+        return answers(summaries, modules, self._summary, lambda path: os.path.relpath(path, shown_from))
 
     def _may_hand(self, path: str) -> bool:
         """Whether the file at ``path`` may hand a function to a compiler (:func:`may_hand`, and it names one),
@@ -219,9 +223,17 @@ class ProjectIndex:
 
 
 def _source(path: str) -> tuple[str, bytes] | None:
-    """The file's text and its bytes; None when it cannot be read or decoded."""
+    """The file's text (a notebook's: its Python cells as one module) and its bytes; None when it cannot be read
+    or decoded."""
     try:
         raw, _ = read_regular(path, path)
-        return decode_source(raw, path).text, raw
+        if not is_notebook(path):
+            return decode_source(raw, path).text, raw
+        from np2torch.lint.notebook import NotebookError, module_text  # the engine: only where a notebook is
+
+        try:
+            return module_text(decode_notebook(raw, path).text), raw
+        except NotebookError:
+            return None
     except FileError:
         return None

@@ -302,6 +302,7 @@ def prepare(target: Target, settings: RunSettings, mode: str,
     if is_notebook(target.path):
         # Names inside the JSON may be escaped, so the text prefilter runs on the cells (in the engine).
         # No cache key: the cache stores plain findings, a notebook's carry their cell.
+        settings = settings if indexed is None else indexed(target.path, settings)
         return Job(target.display, target.path, source, stamp, settings, mode, "", only)
     if not might_have_findings(source.text, settings):
         return FileResult(target.display)

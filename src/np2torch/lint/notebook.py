@@ -45,7 +45,7 @@ from np2torch.lint.model import CellFinding
 from np2torch.lint.suppress import add_noqa_lines
 
 __all__ = ["CellFinding", "add_noqa_notebook", "cell_sources", "check_notebook", "fix_and_check_notebook",
-           "fix_notebook", "fix_notebook_findings"]
+           "fix_notebook", "fix_notebook_findings", "module_text"]
 
 _MARKER = "# np2torch:cell "
 _MARKER_LINE = re.compile(r"^# np2torch:cell (\d+)\n", re.MULTILINE)
@@ -334,6 +334,13 @@ def _spliced(text: str, module: _Module, fixed_text: str) -> tuple[str, _Module]
     for (start, end), replacement in sorted(edits, reverse=True):
         fixed = fixed[:start] + replacement + fixed[end:]
     return fixed, fixed_module
+
+
+def module_text(text: str) -> str:
+    """The notebook's Python cells as the one module the engine analyses (empty when its kernel is not
+    Python): what the project index reads (a notebook that compiles a function of the project);
+    ``NotebookError`` if not a notebook."""
+    return _analysis(text)[0].text
 
 
 def cell_sources(text: str) -> dict[int, str]:
