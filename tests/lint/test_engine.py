@@ -186,6 +186,17 @@ def test_syntax_of_a_later_python_than_the_oldest_supported_is_recognised() -> N
     assert syntax_version("import numpy as np\nnp.exp(x)\n") is None
 
 
+@pytest.mark.parametrize(("text", "needed"), [
+    pytest.param('y = f"{d["k"]}"\n', (3, 12), id="the quote in a field"),
+    pytest.param('y = f"{x:{"a"}}"\n', (3, 12), id="the quote in a format spec's field"),
+    pytest.param('y = f"{[1,\n 2]}"\n', (3, 12), id="a field spanning lines of a single-quoted f-string"),
+    pytest.param('y = f"""{[1,\n 2]}"""\n', None, id="a field spanning lines of a triple-quoted f-string"),
+    pytest.param("y = f\"{x:>{w}}\" + f'{d[\"#\"]}'\n", None, id="other quotes, nested fields"),
+])
+def test_pep_701_f_strings_are_recognised_wherever_the_quote_is(text: str, needed: tuple[int, int] | None) -> None:
+    assert syntax_version(text) == needed
+
+
 # --------------------------------------------------------------------------- prefilter
 
 

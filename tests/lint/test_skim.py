@@ -211,6 +211,18 @@ CAREFUL = {
         def f(x):
             return e(x)
         """,
+    "a from-import's alias spelled with characters the parser normalises (NFKC)": """
+        from numpy import exp as \uff45
+
+        def f(x):
+            return e(x)
+        """,
+    "a from-import's alias spelled plainly, called with characters the parser normalises": """
+        from numpy import exp as e
+
+        def f(x):
+            return \uff45(x)
+        """,
     "an alias after a comment in a parenthesised import": """
         from numpy import (
             exp  # the exponential
@@ -360,6 +372,68 @@ def test_a_syntax_error_in_a_skimmed_body_goes_unreported() -> None:
         _analyze(text, "m.py", DEFAULT_SETTINGS)
 
 
+# A line no deeper than a `def` after its body is no part of the body: kept, it makes the skimmed text the
+# syntax error the whole text is, reported where ruff reports it.
+STRAY = ["else:\n    pass\n", "elif x:\n    pass\n", "except ValueError:\n    pass\n", "finally:\n    pass\n",
+         ")\n", "]\n", "}\n"]
+AFTER = {
+    "after a function": "def f(x):\n    return x\n{stray}",
+    "after a method, at the class's indentation": "class A:\n    def f(self):\n        return 1\n{stray}",
+    "after a method, at the method's indentation": "class A:\n    def f(self):\n        return 1\n    {stray}",
+}
+
+
+@pytest.mark.parametrize("stray", STRAY, ids=lambda s: s.split(None, 1)[0])
+@pytest.mark.parametrize("where", list(AFTER.values()), ids=list(AFTER))
+def test_a_stray_line_after_a_skimmed_function_is_the_syntax_error_it_is(where: str, stray: str) -> None:
+    head = "import numpy as np\n\n" + where.format(stray=stray)
+    text = head + "\ndef g(x):\n    return np.exp(x)\n"
+    assert _same_as_whole(text) is False
+    with pytest.raises(SourceError) as info:
+        check_source(text)
+    line = head.count("\n") - stray.count("\n") + 1
+    assert (info.value.line, info.value.column) == (line, where.endswith("    {stray}") * 4 + 1)
+
+
+def test_a_bracket_closed_at_the_def_s_indentation_inside_its_body_keeps_the_body() -> None:
+    text = "def f(x):\n    return g(\n        x,\n)\n\ndef h(\n    y,\n):\n    return y\n"
+    skimmed = _skimmed(text, WORDS)
+    assert _stubs(skimmed) == [("h", 9)]  # `def h(` closes its bracket in its header: no line of its body
+    assert skimmed.text.startswith(text[:text.index("def h")])
+
+
+# Python 3.12 reads a quote inside an f-string's field as a string there (PEP 701), where the old grammar ends
+# the f-string: the whole text is parsed, which reads it as this Python does (or says which Python can).
+PEP_701 = {
+    "the f-string's own quote in a field of a body that can hold nothing": (
+        'def f(d):\n    return f"{d["#"]}"\n\ndef g(x):\n    return np.exp(x)\n'),
+    "a target called after the f-string's own quote in a field": (
+        'def f(x):\n    return f"{"a"}{np.exp(x)}"\n\ndef g():\n    return 0\n'),
+    "a string in a format spec reusing the quote": (
+        'def f(x):\n    return f"{x:{"a"}}" + f"{np.exp(x)!r}"\n\ndef g():\n    return 0\n'),
+}
+
+
+@pytest.mark.parametrize("body", list(PEP_701.values()), ids=list(PEP_701))
+def test_f_strings_that_reuse_their_quotes_are_read_as_the_parser_reads_them(body: str) -> None:
+    text = "import numpy as np\n\n" + body
+    assert _same_as_whole(text) is False
+    try:
+        ast.parse(text)
+    except SyntaxError:  # before Python 3.12: valid code of a later Python, as the whole parse says
+        with pytest.raises(SourceError, match="needs Python >= 3.12"):
+            check_source(text)
+    else:
+        assert [f.code for f in check_source(text)] == ["NPT001"]
+
+
+@pytest.mark.parametrize("literal", ["f'{d[\"x\"]:>{w}}'", 'f"{{a}} {b!r} {{"', 'f"\\N{DASH} {x}"', 'rf"\\{x}"',
+                                     'f"""{[1,\n2]}"""', "f'{x}' if\"{\" else 1"])
+def test_f_strings_of_every_grammar_are_still_skimmed(literal: str) -> None:
+    text = f"def f(x, d, w, b):\n    return {literal}\n\ndef g():\n    return exp\n"
+    assert _stubs(_skimmed(text, WORDS)) == [("f", text.count("\n", 0, text.index("\n\ndef g")) + 1)]
+
+
 # --------------------------------------------------------------------------- the lexer
 
 
@@ -462,6 +536,13 @@ def test_a_backslash_continuation_is_no_statement() -> None:
     text = "x = 1 + \\\n2\n\ndef f():\n    return 1  # \\\ny = 2\n"
     skimmed = _skimmed(text, WORDS)
     assert _stubs(skimmed) == [("f", 5)] and [piece.line for piece in skimmed.pieces] == [1, 4, 6]
+
+
+def test_words_and_substrings_are_read_as_the_parser_reads_them() -> None:
+    # a word spelled with characters NFKC maps (an alias `as ｅ`) is the plain name the body spells
+    text = "def f(x):\n    return e(x)\n\ndef g(x):\n    np2t = x\n    return \uff4e\uff50\uff12\uff54\n\ndef h():\n    return 1\n"
+    found = skim(text, {"\uff45"}, {"np2t"})
+    assert found is not None and _stubs(found) == [("h", 9)]
 
 
 def test_names_are_read_as_the_parser_reads_them() -> None:

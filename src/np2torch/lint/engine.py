@@ -528,16 +528,21 @@ def _aliases_of(text: str, words: frozenset[str]) -> frozenset[str]:
             if text[i] in "\r\n":
                 line_start = max(text.rfind("\n", 0, i), text.rfind("\r", 0, i)) + 1
                 if "#" in text[line_start:i]:
-                    found.add(match.group(1))  # maybe a comment between the word and `as`
+                    found.add(_nfkc(match.group(1)))  # maybe a comment between the word and `as`
                     break
             i -= 1
         end = i + 1
         while i >= 0 and (text[i].isalnum() or text[i] == "_"):
             i -= 1
         word = text[i + 1:end]
-        if (word if word.isascii() else unicodedata.normalize("NFKC", word)) in words:
-            found.add(match.group(1))
+        if _nfkc(word) in words:
+            found.add(_nfkc(match.group(1)))  # `as ｅ` binds `e`, as the parser reads it
     return frozenset(found)
+
+
+def _nfkc(name: str) -> str:
+    """A name as the parser reads it."""
+    return name if name.isascii() else unicodedata.normalize("NFKC", name)
 
 
 @functools.lru_cache(maxsize=64)

@@ -20,8 +20,11 @@ line that begins inside a string that spans lines is no statement's start.  Brac
 line inside brackets that begins at a block's indentation starts a piece that is kept as it is, and the
 unmatched closing bracket it holds makes the skimmed text a syntax error whenever the piece before it was
 replaced (and so a full parse).  Decorators belong to the ``def`` or ``class`` they decorate; anything else
-after them gives up the skim.  What a body spells is read in its code: a word in a comment or in a literal
-is no name, but the fields of an f-string (or t-string) are code.
+after them gives up the skim.  A body whose lines (after its header) hold one no deeper than its ``def`` (a
+stray ``else:``, ``except`` or ``)``, a syntax error; or brackets closed there) is kept as it is.  What a body
+spells is read in its code: a word in a comment or in a literal is no name, but the fields of an f-string (or
+t-string) are code; a word is compared after NFKC normalisation, as the parser reads names.  An f-string whose
+field the old pairing of quotes leaves open (PEP 701's reused quotes, Python 3.12) gives up the skim.
 
 :meth:`Skim.fits` checks the parse of the skimmed text against what the split expected: the statements of
 each split block start exactly where the pieces start, and each stub is a ``def`` of its name whose ``pass``
@@ -58,6 +61,10 @@ _STRINGS_AND_COMMENTS = re.compile(f"(?=[#'\"])({_LITERALS})", re.DOTALL)
 _HEADER_TOKENS = re.compile(_LITERALS + r"|[()\[\]{}:]", re.DOTALL)
 # what may follow a header's `:` on its line when the body is a block of its own
 _REST_OF_HEADER = re.compile(r"[ \t]*(?:#[^\r\n]*)?(?:\r?\n)")
+_LITERAL = re.compile(_LITERALS, re.DOTALL)
+# the prefix of a literal: the letters right before its quote (`if"x"` is a keyword and a plain string)
+_PREFIX = re.compile(r"(?<![\w.])[A-Za-z]{1,2}\Z")
+_LOUD = frozenset({"f", "rf", "fr", "t", "rt", "tr"})
 _NOT_ASCII = re.compile(r"[^\x00-\x7f]")
 # the start of a piece: decorator, or `def`/`class` and the name it binds
 _HEAD = re.compile(r"(@)|(?:async[ \t]+)?(def|class)[ \t]+(\w+)")
@@ -69,6 +76,13 @@ def _starts(indent: str) -> re.Pattern[str]:
     starts with: black puts the one of a bracket that spans lines at the indentation of its statement) nor
     with a clause that continues a compound statement (``else``, ``elif``, ``except``, ``finally``)."""
     return re.compile("^" + re.escape(indent) + r"(?!(?:else|elif|except|finally)(?!\w))[^\s#)\]}]", re.MULTILINE)
+
+
+@functools.lru_cache(maxsize=64)
+def _shallow(indent: str) -> re.Pattern[str]:
+    """A line whose code begins no deeper than ``indent``: in a body (indented deeper), it belongs to no
+    body (a stray ``else:``, ``except`` or ``)``: a syntax error), or continues brackets (legal, and rare)."""
+    return re.compile("^(?!" + re.escape(indent) + r"[ \t])[ \t]*[^\s#]", re.MULTILINE)
 
 
 @functools.lru_cache(maxsize=64)
@@ -135,6 +149,9 @@ def skim(text: str, words: Collection[str], substrings: Collection[str] = ()) ->
     takes)."""
     if "\f" in text or "\0" in text or text.count("\r") != text.count("\r\n"):
         return None
+    # the parser reads a name NFKC-normalised (`ｅ` is `e`): so are the words, whatever spells them
+    words = {word if word.isascii() else unicodedata.normalize("NFKC", word) for word in words}
+    substrings = {sub if sub.isascii() else unicodedata.normalize("NFKC", sub) for sub in substrings}
     skimmer = _Skimmer(text, frozenset(words), frozenset(substrings))
     if not skimmer.lex():
         return None
@@ -184,8 +201,11 @@ class _Skimmer:
             if len(part) == 1 and part != "#":
                 return False
             if part[0] != "#":
-                prefix = text[max(bounds[i - 1] - 2, 0):bounds[i - 1]]  # a prefix is at most two letters
-                if "f" in prefix or "F" in prefix or "t" in prefix or "T" in prefix:
+                found = _PREFIX.search(text, max(bounds[i - 1] - 3, 0), bounds[i - 1])
+                prefix = found.group().lower() if found is not None else ""
+                if prefix in _LOUD:
+                    if not _fields_close(part, "r" in prefix):
+                        return False  # the literal ends inside a field: PEP 701's f-string, or no Python
                     loud.append(i)  # an f-string (or t-string): its fields are code
             if "\n" in part:
                 self.string_starts.append(bounds[i - 1])
@@ -206,8 +226,12 @@ class _Skimmer:
         """Where the statements of the block from ``start`` to ``end`` begin: lines that begin with code at
         ``indent`` outside the literals that span lines (the text between them is searched) and that continue
         no line with a backslash."""
+        return self.lines_matching(start, end, _starts(indent))
+
+    def lines_matching(self, start: int, end: int, pattern: re.Pattern[str]) -> Iterator[int]:
+        """The starts of the lines from ``start`` (a line's start) to ``end`` that ``pattern`` matches at,
+        outside the literals that span lines and continuing no line with a backslash."""
         text, starts, ends = self.text, self.string_starts, self.string_ends
-        pattern = _starts(indent)
         i = bisect_left(starts, start)  # `start` begins a line of code: no literal holds it
         pos = start
         while pos < end:
@@ -255,6 +279,11 @@ class _Skimmer:
         text = self.text
         if any(text.find(substring, start, end) >= 0 for substring in self.substrings):
             return True
+        if not self.ascii and not text[start:end].isascii():
+            # a name spelled with characters the parser normalises spells a substring after NFKC
+            normalised = unicodedata.normalize("NFKC", text[start:end])
+            if any(substring in normalised for substring in self.substrings):
+                return True
         if self.spelled is None:
             self.spelled = self.code_spelling()
             # the parser NFKC-normalises a name that is not ASCII (`ｅｘｐ` is `exp`): where code holds one, the
@@ -329,6 +358,8 @@ class _Skimmer:
         last = _last_code_line(self.text, body, stop) if body is not None else None
         if body is None or last is None:
             return None
+        if next(self.lines_matching(body, stop, _shallow(indent)), None) is not None:
+            return None  # kept as it is: a line no deeper than the `def` is no part of its body
         header = self.text[first:body]
         body_line = self.line_of(body)
         piece.stub = self.line_of(last)
@@ -358,6 +389,50 @@ class _Skimmer:
         out, pieces = found
         piece.block = pieces
         return self.text[first:body] + "".join(out)
+
+
+def _fields_close(literal: str, raw: bool) -> bool:
+    """Whether each replacement field of the f-string (or t-string) ``literal`` (its quotes on) closes inside
+    it, holding nothing the grammar before Python 3.12 rejects there (its own quote, a backslash, a comment).
+    Where one does not, the quotes were paired the old way and the literal ends inside a field: on Python
+    3.12 and later (PEP 701) the quote there opens a string inside the field and the f-string goes on, and
+    before 3.12 the text is no Python (or a literal the split cannot tell): in both, the whole text is parsed.
+    Conservative: a quote in a format spec (``{x:'>9}``) counts as a string that does not close."""
+    q = 3 if len(literal) >= 6 and literal[:3] == literal[0] * 3 else 1
+    body, depth, i = literal[q:len(literal) - q], 0, 0
+    while i < len(body):
+        c = body[i]
+        if depth == 0:
+            if c == "\\":
+                if not raw and body.startswith("N{", i + 1):  # `\N{DASH}` names a character, no field
+                    close = body.find("}", i)
+                    if close < 0:
+                        return False
+                    i = close + 1
+                    continue
+                i += 1 if body[i + 1:i + 2] in ("{", "}") else 2
+                continue
+            if c in "{}":
+                if body.startswith(c, i + 1):
+                    i += 2  # `{{` and `}}` are braces
+                    continue
+                if c == "}":
+                    return False
+                depth = 1
+        elif c in "'\"":
+            nested = _LITERAL.match(body, i)
+            if nested is None or len(nested.group()) == 1:
+                return False
+            i = nested.end()
+            continue
+        elif c in "\\#":
+            return False
+        elif c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        i += 1
+    return depth == 0
 
 
 def _lines(text: str, start: int, end: int) -> Iterator[int]:

@@ -71,12 +71,16 @@ class _Finder(_finder_base()):  # type: ignore[misc]
 
     def visit_FormattedString(self, node: object) -> None:  # PEP 701: the f-string's own quote (or \) inside
         quote = getattr(node, "end", "")
-        for part in getattr(node, "parts", ()):
+        parts = list(getattr(node, "parts", ()))
+        while parts:  # the fields, and those in their format specs (`f"{x:{"a"}}"`)
+            part = parts.pop()
             expression = getattr(part, "expression", None)
             if expression is None:
                 continue
+            parts.extend(getattr(part, "format_spec", None) or ())
             code = self.module.code_for_node(expression)  # type: ignore[attr-defined]
-            if (quote and quote in code) or "\\" in code:
+            # a field spanning lines of a single-quoted f-string is PEP 701's too
+            if (quote and quote in code) or "\\" in code or (len(quote) == 1 and "\n" in code):
                 self._need((3, 12))
 
 
