@@ -35,6 +35,12 @@ def _summary(text: str) -> Summary:
                  [(0, f"pkg.k.{ANY}", "numba")], id="getattr of a module: any function of it"),
     pytest.param("import numba\nfrom .k import f\njit = numba.njit(cache=True)\nfast = jit(fun=f)\n",
                  [(1, "k.f", "numba")], id="a compiler assigned, the function by keyword"),
+    pytest.param("import numba\nfrom pkg.k import Kernels\nnumba.njit(Kernels.rbf)\n",
+                 [(0, "pkg.k.Kernels.rbf", "numba")], id="an attribute of an imported class"),
+    pytest.param("import numba\nimport pkg.k as k\nnumba.njit(k.Kernels().rbf)\n",
+                 [(0, "pkg.k.Kernels.rbf", "numba")], id="an attribute of an instance"),
+    pytest.param("import numba\nfrom pkg.k import Kernels\nkernels = Kernels()\nnumba.njit(kernels.rbf)\n",
+                 [(0, "pkg.k.Kernels.rbf", "numba")], id="an attribute of an instance assigned to a name"),
 ])
 def test_what_a_module_hands_to_a_compiler(text: str, handed: list) -> None:  # type: ignore[type-arg]
     assert list(_summary(text).handed) == handed
@@ -165,6 +171,18 @@ def test_names_a_star_import_may_bind_are_followed_to_its_module() -> None:
         "main.py": "import numba\nfrom pkg.kernels import *\nnumba.njit(b)\n",
     })
     assert found["pkg/kernels.py"] == (("a", "numba", "`njit` from pkg/util.py"), ("b", "numba", "main.py"))
+
+
+def test_an_attribute_of_a_module_s_class_names_the_module_and_the_function() -> None:
+    found = _answers({
+        "main.py": "import numba\nfrom pkg import Kernels\nimport pkg.grid as g\nnumba.njit(Kernels.rbf)\n"
+                   "numba.njit(g.Grid().step)\n",
+        "pkg/__init__.py": "from .kernels import Kernels\n",
+        "pkg/kernels.py": "class Kernels:\n    @staticmethod\n    def rbf(x):\n        return x\n",
+        "pkg/grid.py": "class Grid:\n    def step(self, x):\n        return x\n",
+    })
+    assert found == {"pkg/__init__.py": (("rbf", "numba", "main.py"),), "pkg/kernels.py": (("rbf", "numba", "main.py"),),
+                     "pkg/grid.py": (("step", "numba", "main.py"),)}
 
 
 def test_what_a_module_applies_and_the_compilers_it_binds() -> None:

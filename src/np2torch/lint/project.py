@@ -18,7 +18,9 @@ without a fix, as it does for the functions its own module compiles.
 A function handed to a compiler is followed as :mod:`np2torch.lint.compiled`
 follows one in its own module: through a name imported from a module
 (``from pkg.kernels import kernel``, ``from . import kernels``), an attribute of
-an imported module (``k.kernel``, ``pkg.kernels.kernel``), ``partial``,
+an imported module (``k.kernel``, ``pkg.kernels.kernel``) or of a class of one,
+or of an instance of it (``Kernels.rbf``, ``Kernels().rbf``, ``k = Kernels()``
+then ``k.rbf``: every def named ``rbf`` in the module counts), ``partial``,
 assignments and loops (``for f in (k.a, k.b): njit(f)``); ``getattr(k, name)``
 may be any function of ``k``.  A module named in an import is every project file
 whose path ends with its name (``pkg.kernels``: ``src/pkg/kernels.py``,
@@ -248,14 +250,43 @@ def _refs(expr: ast.expr, bindings: Mapping[str, list[Ref]], sources: Mapping[st
             yield from _refs(value, bindings, sources, seen, over)
     if not elements:
         yield from _dotted(expr, bindings)
+        yield from _attribute_of_a_name(expr, bindings, sources, seen)
+
+
+def _attribute_of_a_name(expr: ast.expr, bindings: Mapping[str, list[Ref]],
+                         sources: Mapping[str, list[tuple[ast.expr, bool]]], seen: set[str]) -> Iterator[Ref]:
+    """What an attribute of a name the module assigns names (``k = Kernels()`` or ``k = Kernels``, then
+    ``k.rbf``): the attribute of what the name holds (``Kernels.rbf``)."""
+    root, parts = _attribute_path(expr)
+    if not parts or type(root) is not ast.Name or root.id in seen:
+        return
+    for value, over in sources.get(root.id, ()):
+        if over:
+            continue
+        while type(value) is ast.Call:  # an instance of a class (or what a factory returns)
+            value = value.func
+        for level, dotted in _refs(value, bindings, sources, seen | {root.id}):
+            yield level, ".".join([dotted, *reversed(parts)])
+
+
+def _attribute_path(expr: ast.expr) -> tuple[ast.expr, list[str]]:
+    """``Kernels().rbf`` -> (``Kernels``, ``["rbf"]``): the attributes read, last first, off what a name (or a
+    call of one: an instance of a class) holds."""
+    parts: list[str] = []
+    while type(expr) is ast.Attribute or (type(expr) is ast.Call and parts):
+        if type(expr) is ast.Attribute:
+            parts.append(expr.attr)
+            expr = expr.value
+        else:
+            assert type(expr) is ast.Call
+            expr = expr.func
+    return expr, parts
 
 
 def _dotted(expr: ast.expr, bindings: Mapping[str, list[Ref]]) -> Iterator[Ref]:
-    """What an imported name or an attribute of one names: ``k.kernel`` -> ``(0, "pkg.kernels.kernel")``."""
-    parts: list[str] = []
-    while type(expr) is ast.Attribute:
-        parts.append(expr.attr)
-        expr = expr.value
+    """What an imported name or an attribute of one names: ``k.kernel`` -> ``(0, "pkg.kernels.kernel")``,
+    ``Kernels().rbf`` -> ``(0, "pkg.kernels.Kernels.rbf")``."""
+    expr, parts = _attribute_path(expr)
     if type(expr) is ast.Name:
         refs = bindings.get(expr.id) or [(level, star[:-1] + expr.id) for level, star in bindings.get(ANY, ())]
         for level, dotted in refs:  # a name no import binds may come from a star import (`from .util import *`)
@@ -287,14 +318,13 @@ def answers(summaries: Mapping[str, Summary], files: Sequence[str], summary_of: 
     """
     modules = _Modules(files)
     found: dict[str, set[tuple[str, str, str]]] = {}
-    todo: list[tuple[str, str, str, str]] = []  # (path, name, family, by)
+    todo: list[tuple[str, str, str, str, str]] = []  # (path, name looked up there, function, family, by)
     compilers = compiler_names(summaries)
     for path, summary in sorted(summaries.items()):
         for level, dotted, family in summary.handed:
-            module, _, name = dotted.rpartition(".")
-            for target in modules.named(path, level, module):
+            for target, name, function in modules.split(path, level, dotted):
                 if target != path:  # its own functions: its own analysis finds them
-                    todo.append((target, name, family, shown(path)))
+                    todo.append((target, name, function, family, shown(path)))
         for level, dotted, function in summary.applied:  # `@jit` imported from a module that binds it to a compiler
             module, _, name = dotted.rpartition(".")
             if name not in compilers:
@@ -302,22 +332,24 @@ def answers(summaries: Mapping[str, Summary], files: Sequence[str], summary_of: 
             for target in modules.named(path, level, module):
                 compiler = _compiler(modules, target, name, summaries, summary_of, set())
                 if compiler is not None and target != path:
-                    todo.append((path, function, compiler, f"`{name}` from {shown(target)}"))
-    seen: set[tuple[str, str]] = set()
+                    todo.append((path, function, function, compiler, f"`{name}` from {shown(target)}"))
+    seen: set[tuple[str, str, str]] = set()
     while todo:
-        path, name, family, by = todo.pop()
-        found.setdefault(path, set()).add((name, family, by))
-        if (path, name) in seen:
+        path, name, function, family, by = todo.pop()
+        found.setdefault(path, set()).add((function, family, by))
+        if (path, name, function) in seen:
             continue
-        seen.add((path, name))
+        seen.add((path, name, function))
         read = summaries.get(path) or summary_of(path)
         for bound, level, dotted in read.imports if read else ():
             if bound == ANY or (bound == name or name == ANY):  # re-exported: followed to where it is defined
                 module, _, original = dotted.rpartition(".")
                 original = name if original == ANY else original
+                # the function itself re-exported under another name (`step` for `step_impl`), or what holds it
+                renamed = original if function == name else function
                 for target in modules.named(path, level, module):
                     if target != path:
-                        todo.append((target, original, family, by))
+                        todo.append((target, original, renamed, family, by))
     return {path: tuple(sorted(names)) for path, names in sorted(found.items())}
 
 
@@ -367,6 +399,18 @@ class _Modules:
             self._by_parts[parts] = path
             for start in range(len(parts)):
                 self._by_suffix.setdefault(parts[start:], []).append(path)
+
+    def split(self, importer: str, level: int, dotted: str) -> Iterator[tuple[str, str, str]]:
+        """(file, name looked up in it, function) for what ``dotted`` names: the longest part of it that names
+        a module (``pkg.kernels.Kernels.rbf``: ``pkg.kernels``), the name after it (``Kernels``) and the last
+        (``rbf``: every def of that name in the file counts, a method of a class as a function)."""
+        parts = dotted.split(".")
+        for cut in range(len(parts) - 1, -1 if level else 0, -1):
+            targets = self.named(importer, level, ".".join(parts[:cut]))
+            if targets:
+                for target in targets:
+                    yield target, parts[cut], parts[-1]
+                return
 
     def named(self, importer: str, level: int, module: str) -> list[str]:
         """The files ``module`` (``level`` dots before it, in the file ``importer``) may be."""
