@@ -89,8 +89,8 @@ def test_the_fastest_path_is_chosen_at_every_size(n):
     # original 1 ns/element; one torch thread 5 us + 0.5 ns; the pool 30 us + 0.1 ns
     curve = synthetic(1.0, cpu1=(5e-6, 0.5), cpu=(3e-5, 0.1))
     bands = _model.bands_of(curve, _model.CPU_PATHS)
-    predicted = {path: curve.predict(path, n) for path in _model.CPU_PATHS}
-    fastest = min(predicted, key=predicted.get)
+    predicted = {path: t for path in _model.CPU_PATHS if (t := curve.predict(path, n)) is not None}
+    fastest = min(predicted, key=predicted.__getitem__)
     chosen = bands.at(n)
     if chosen == "numpy":
         assert all(predicted[p] * _model.MARGIN >= predicted["numpy"] for p in ("cpu1", "cpu"))
@@ -467,7 +467,8 @@ def test_calls_above_the_provisional_floor_end_the_deferral(helper, call):
     assert proc.stdout.split() == ["True", "True", "1"], proc.stderr
 
 
-def test_the_profile_read_elsewhere_ends_the_deferral():
+def test_reading_the_profile_elsewhere_does_not_end_the_deferral():
+    # which() (or tune --show) reads the profile: asking must change no later call's path (issue 37, item 8).
     proc = run_python(
         """
         import numpy as np, np2torch.runtime as r
@@ -476,12 +477,35 @@ def test_the_profile_read_elsewhere_ends_the_deferral():
         r.exp(x)
         before = _api.HELPERS['exp'].floors.get(x.dtype) == _decide.DEFER_FLOOR
         _profile.active()  # read by something else (which(), tune, another helper's path)
+        r.which('exp', x)
         r.exp(x)
-        print(before, _api.HELPERS['exp'].floors.get(x.dtype) == _decide.torch_floor('exp', ('float64',)))
+        print(before, _api.HELPERS['exp'].floors.get(x.dtype) == _decide.DEFER_FLOOR, _decide.PROCESS.deferred)
         """,
         {},
     )
-    assert proc.stdout.split() == ["True", "True"], proc.stderr
+    assert proc.stdout.split() == ["True", "True", str(4 * 4096)], proc.stderr
+
+
+def test_a_program_asking_which_imports_torch_at_the_same_call_as_without(tmp_path):
+    # A program that logs which() must switch to torch at the same call, so every result is the same.
+    path = _synthetic_profile_for_rental(tmp_path, saving=1e-3, import_seconds=0.0095)
+    code = """
+        import os, sys, numpy as np, np2torch.runtime as r
+        x = np.full(100_000, 0.5, dtype=np.float32)
+        seen = []
+        for _ in range(40):
+            if os.environ["ASK"] == "1":
+                r.which('exp', x)
+            r.exp(x)
+            seen.append('torch' in sys.modules)
+        print(seen.index(True) + 1)
+    """
+    env = {"NP2TORCH_PROFILE": str(path), "NP2TORCH_CACHE_DIR": str(tmp_path)}
+    plain = run_python(code, {**env, "ASK": "0"})
+    asked = run_python(code, {**env, "ASK": "1"})
+    assert plain.returncode == asked.returncode == 0, plain.stderr + asked.stderr
+    # the deferral (2**21 elements: the 21st call ends it and is the rental's first), then the rental's 10 calls
+    assert plain.stdout.split() == asked.stdout.split() == ["30"]
 
 
 def test_nothing_is_measured_or_written_while_a_program_runs(tmp_path):

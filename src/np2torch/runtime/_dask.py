@@ -23,14 +23,14 @@ from typing import Any, Callable, Optional, Tuple
 
 import numpy as np
 
-from ._config import DEVICE_ENV, MIN_SIZE_ENV, RuntimeSettings, parse_device, parse_min_size
+from ._config import RuntimeSettings, settings_from_env
 from ._state import PROCESS, SCOPED
 
 DASK_ARRAY = "dask.array"
 """The module whose presence in ``sys.modules`` the helpers test before :func:`is_dask_array`."""
 
-Settings = Tuple[str, Optional[int]]
-"""The settings a graph carries to its workers: ``(device, min_size)``."""
+Settings = Tuple[str, Optional[int], str]
+"""The settings a graph carries to its workers: ``(device, min_size, exact)``."""
 
 _UFUNC_KEYWORDS = frozenset(("out", "where", "dtype"))
 """What Dask's ``elemwise`` takes; it rejects the rest, as the original on a Dask array does."""
@@ -46,7 +46,7 @@ def is_dask_array(x: object) -> bool:
 class BlockCall:
     """``function(*blocks, **kwargs)`` on a worker, under the settings given explicitly where the graph was built.
 
-    ``settings``: ``(device, min_size)``, or None for the worker's own
+    ``settings``: ``(device, min_size, exact)``, or None for the worker's own
     settings and machine profile.  Pickled by reference to ``function``.
     """
 
@@ -77,16 +77,12 @@ def explicit_settings() -> Settings | None:
     settings = PROCESS.settings if scoped is None else scoped
     if scoped is None and settings == _environment_settings():
         return None  # the environment's: each worker reads its own
-    return settings.device, settings.min_size
+    return settings.device, settings.min_size, settings.exact
 
 
 def _environment_settings() -> RuntimeSettings | None:
     try:
-        device = os.environ.get(DEVICE_ENV, "").strip()
-        min_size = os.environ.get(MIN_SIZE_ENV, "").strip()
-        return RuntimeSettings(
-            device=parse_device(device) if device else "auto", min_size=parse_min_size(min_size) if min_size else None
-        )
+        return settings_from_env(os.environ)
     except ValueError:
         return None
 

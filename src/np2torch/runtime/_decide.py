@@ -34,6 +34,7 @@ Decisions derived from the profile are cached in :data:`._state.PROCESS` until
 
 from __future__ import annotations
 
+import threading
 from typing import Sequence, Tuple
 
 from . import _profile
@@ -41,6 +42,7 @@ from ._backend import cuda_available, load_torch, torch_ready, torch_unavailable
 from ._model import (
     ALL_PATHS,
     CPU_PATHS,
+    EXACT_PATHS,
     MARGIN,
     Active,
     Bands,
@@ -123,8 +125,8 @@ def _curve_of(active: Active, key: str) -> Tuple[Curve | None, str]:
     return scaled_prior(builtin, active.builtin.threads, active.print_["cores"]), PRIOR
 
 
-def _forecast(name: str, dtype: str, device: str, cuda_ok: bool, klass: str = "") -> Forecast:
-    cache_key = (name, dtype, device, cuda_ok, klass)
+def _forecast(name: str, dtype: str, device: str, cuda_ok: bool, klass: str = "", exact: bool = False) -> Forecast:
+    cache_key = (name, dtype, device, cuda_ok, klass, exact)
     cached = PROCESS.forecasts.get(cache_key)
     if cached is not None:
         return cached
@@ -133,8 +135,11 @@ def _forecast(name: str, dtype: str, device: str, cuda_ok: bool, klass: str = ""
     key = curve_key(name, dtype, klass)
     curve, origin = _curve(active, key)
     allowed = CPU_PATHS if curve is None else _allowed(curve, device, cuda_ok)
+    if exact:
+        allowed = tuple(path for path in allowed if path in EXACT_PATHS)
     bands = None if curve is None else _bands(active, key, curve, origin, allowed)
-    found = Forecast(key, curve, origin, allowed, bands)
+    exact_bands = None if curve is None else _bands(active, key, curve, origin, tuple(p for p in allowed if p in EXACT_PATHS))
+    found = Forecast(key, curve, origin, allowed, bands, exact_bands)
     PROCESS.remember(PROCESS.forecasts, cache_key, found, generation)
     return found
 
@@ -166,10 +171,12 @@ def deferring(n: int) -> bool:
     """Whether a call of ``n`` elements should go to the original without reading the profile yet
     (its helper then keeps the provisional floor :data:`DEFER_FLOOR` for its dtype).
 
-    The deferral ends when the calls at or above that floor have counted :data:`DEFER_ELEMENTS`, or the
-    profile was read or torch imported meanwhile: then every provisional floor gives way to the profile's.
+    The deferral ends when the calls at or above that floor have counted :data:`DEFER_ELEMENTS`, or torch was
+    imported meanwhile (by the program: then it costs nothing); then every provisional floor gives way to the
+    profile's.  Reading the profile for another reason (:func:`which`, ``np2torch tune --show``) does not end it:
+    asking changes no later call's path.
     """
-    if _profile.loaded() or torch_ready():
+    if PROCESS.deferred >= DEFER_ELEMENTS or torch_ready():
         if PROCESS.provisional:
             PROCESS.forget_decisions()
         return False
@@ -184,7 +191,8 @@ def deferring(n: int) -> bool:
 
 def torch_floor(name: str, dtypes: Sequence[str], classes: Sequence[str] = ("",)) -> int:
     """The smallest size at which any profile curve of ``name`` (over ``dtypes`` and the shape ``classes``)
-    sends a call to torch (the helpers' cheap first test)."""
+    sends a call off the original's single call, to torch or to the original on every core (the helpers' cheap
+    first test)."""
     active = _profile.active()
     floors = [CUDA_UNMEASURED_FROM]
     for dtype in dtypes:
@@ -192,7 +200,7 @@ def torch_floor(name: str, dtypes: Sequence[str], classes: Sequence[str] = ("",)
             key = curve_key(name, dtype, klass)
             curve, origin = _curve(active, key)
             if curve is not None:
-                first = _bands(active, key, curve, origin, ALL_PATHS).first_torch()
+                first = _bands(active, key, curve, origin, ALL_PATHS).first_other()
                 if first is not None:
                     floors.append(first)
     return min(floors)
@@ -208,41 +216,72 @@ def route(
     *,
     dry_run: bool = False,
     klass: str = "",
+    exact: bool = False,
 ) -> Route | None:
     """Where a call of ``name`` over ``n`` elements of loop ``dtype`` (shape class ``klass``) runs (None: the original).
 
     ``device``: the settings' device (``cpu``, ``auto``, ``cuda[:N]``); ``cuda_ok``:
-    the loop is verified on CUDA.  ``dry_run`` (for :func:`which`) neither counts
-    ski-rental savings nor loads torch.
+    the loop is verified on CUDA; ``exact``: only the paths that give the original's bits (``exact="bits"``).
+    ``dry_run`` (for :func:`which`) neither counts ski-rental savings nor loads torch.
     """
-    if torch_unavailable():
-        return None
+    exact = exact or torch_unavailable()
     if min_size is not None:
-        return _explicit(device, n, min_size, cuda_ok, dry_run)
-    if device.startswith("cuda"):
+        return None if exact else _explicit(device, n, min_size, cuda_ok, dry_run)
+    if device.startswith("cuda") and not exact:
         forced = explicit_cuda_unmeasured(device, n, cuda_ok, name, dtype, klass)
         if forced is not None:
             return forced
-    forecast = _forecast(name, dtype, device, cuda_ok, klass)
+    forecast = _forecast(name, dtype, device, cuda_ok, klass, exact)
     curve, bands = forecast.curve, forecast.bands
     if curve is None or bands is None:
         return None  # nothing known (a function newer than the profile): the original
     path = bands.at(n)
-    if path == "numpy":
-        return None
-    if not torch_ready():
+    if path in EXACT_PATHS:
+        return _exact_route(path, forecast, n, klass)
+    if not torch_ready() or not _thread_may_use_torch():
+        fallback = forecast.exact.at(n) if forecast.exact is not None else "numpy"
         if dry_run:
-            return Route("numpy", "cpu", f"the original for now: torch is not imported yet, and is imported once the "
-                         f"time the profile predicts it would have saved reaches its import cost ({PROCESS.saved:.3g} "
-                         f"of {_import_seconds():.3g} s); then {_reason(curve, path, n, forecast.origin, klass)}")
-        if not _rent(forecast, path, n):
-            return None
+            return _rental_route(fallback, path, forecast, n, klass)
+        if not _thread_may_use_torch() or not _rent(forecast, path, fallback, n):
+            return _exact_route(fallback, forecast, n, klass)
     if path == "cuda" and not dry_run and not cuda_available():
         allowed = tuple(p for p in forecast.allowed if p != "cuda")
         path = _bands(_profile.active(), forecast.key, curve, forecast.origin, allowed).at(n)
-        if path == "numpy":
-            return None
+        if path in EXACT_PATHS:
+            return _exact_route(path, forecast, n, klass)
     return Route(path, _device_for(path, device), basis=Basis(curve, n, forecast.origin, klass))
+
+
+def _exact_route(path: str, forecast: Forecast, n: int, klass: str) -> Route | None:
+    """The route of an exact path: None for the original's single call, else the original on every core."""
+    if path == "numpy":
+        return None
+    assert forecast.curve is not None
+    return Route(path, "cpu", basis=Basis(forecast.curve, n, forecast.origin, klass))
+
+
+def _rental_route(fallback: str, path: str, forecast: Forecast, n: int, klass: str) -> Route:
+    """What :func:`which` says of a call the profile sends to torch while torch is not imported (or not this
+    thread's to use): the exact path it takes now, and why."""
+    assert forecast.curve is not None
+    now = _reason(forecast.curve, fallback, n, forecast.origin, klass)
+    if not _thread_may_use_torch():
+        why = (f"{now}: this thread is not the main one, whose calls alone pay for torch's import (a call's path never "
+               f"depends on how other threads were scheduled); the profile's {_reason(forecast.curve, path, n, forecast.origin, klass)}")
+    else:
+        why = (f"{now}, for now: torch is not imported yet, and is imported once the time the profile predicts it would "
+               f"have saved reaches its import cost ({PROCESS.saved:.3g} of {_import_seconds():.3g} s); then "
+               f"{_reason(forecast.curve, path, n, forecast.origin, klass)}")
+    return Route("numpy" if fallback == "numpy" else fallback, "cpu", why)
+
+
+def _thread_may_use_torch() -> bool:
+    """Whether this thread's calls may take torch: the main thread's always; another thread's only where the
+    program itself imported torch (not the runtime's rental, which counts the main thread's calls alone): so which
+    path a call takes never depends on how the program's threads were scheduled."""
+    if threading.current_thread() is threading.main_thread():
+        return True
+    return not PROCESS.rented
 
 
 def _allowed(curve: Curve, device: str, cuda_ok: bool) -> Tuple[str, ...]:
@@ -290,19 +329,21 @@ _SAVINGS_KEPT = 1024
 """Predicted savings kept per forecast (a program's distinct call sizes; more are predicted afresh)."""
 
 
-def _rent(forecast: Forecast, path: str, n: int) -> bool:
-    """Ski rental: count this call's predicted saving; load torch once the savings pay for importing it.
+def _rent(forecast: Forecast, path: str, fallback: str, n: int) -> bool:
+    """Ski rental: count this call's predicted saving over the exact path it takes now (``fallback``); load torch
+    once the savings pay for importing it.
 
     Predictions only (the profile's time of each path for the call's size and shape class), never
-    a measured time: the call that imports torch is the same one on every run of the program.
+    a measured time: the call that imports torch is the same one on every run of the program.  Only the main
+    thread's calls count (:func:`_thread_may_use_torch`).
     """
     saving = forecast.savings.get((path, n))
     if saving is None:
         curve = forecast.curve
         assert curve is not None
-        original = curve.predict("numpy", n) or 0.0
-        chosen = curve.predict(path, n) or original
-        saving = max(0.0, original - chosen)
+        now = curve.predict(fallback, n) or curve.predict("numpy", n) or 0.0
+        chosen = curve.predict(path, n) or now
+        saving = max(0.0, now - chosen)
         if len(forecast.savings) < _SAVINGS_KEPT:
             forecast.savings[(path, n)] = saving
     with PROCESS.lock:
@@ -311,6 +352,7 @@ def _rent(forecast: Forecast, path: str, n: int) -> bool:
         PROCESS.saved += saving
         if PROCESS.saved < _import_seconds():
             return False
+    PROCESS.rented = True
     return load_torch()
 
 
@@ -321,12 +363,19 @@ def _reason(curve: Curve, path: str, n: int, origin: str, klass: str = "") -> st
         source += f", shape class {klass!r} ({_CLASS_WORDS.get(klass, klass)})"
     original = curve.predict("numpy", n)
     chosen = curve.predict(path, n)
-    label = {"numpy": "the original", "cpu1": "torch on one CPU thread",
+    label = {"numpy": "the original", "cores": f"the original's own loop on up to {_original_threads()} CPU threads "
+             "(in blocks fixed by the shape: the original's bits on any count)", "cpu1": "torch on one CPU thread",
              "cpu": f"torch on up to {_pool_threads()} CPU threads (in blocks fixed by the shape: the same bits on any count)",
              "cuda": "CUDA"}[path]
     if path == "numpy" or chosen is None or original is None:
         return f"{label}, from {source}"
     return f"{label}: predicted {_seconds(chosen)} against the original's {_seconds(original)} ({original / chosen:.2f}x), from {source}"
+
+
+def _original_threads() -> int:
+    from ._parallel import original_limit
+
+    return original_limit()
 
 
 def _pool_threads() -> int:

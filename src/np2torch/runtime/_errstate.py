@@ -161,6 +161,31 @@ class _WarnAtCaller:
         warnings.warn(f"{errtext} encountered in {self.name}", RuntimeWarning, stacklevel=user_stacklevel())
 
 
+class Flags:
+    """NumPy ``call``-mode handler recording the flags a ufunc call raised (``status``: NumPy's bits, 1 divide,
+    2 over, 4 under, 8 invalid), reporting nothing."""
+
+    __slots__ = ("status",)
+
+    def __init__(self) -> None:
+        self.status = 0
+
+    def __call__(self, errtext: str, status: int) -> None:
+        self.status |= status
+
+
+def recording_state(bufsize: int) -> tuple[object, Flags]:
+    """A NumPy error state (for :data:`EXTOBJ_VAR`) in which a ufunc call reports nothing and records the flags it
+    raised in the returned :class:`Flags`; ``bufsize`` as the caller's (NumPy >= 2 only)."""
+    flags = Flags()
+    return _np_make_extobj(all="call", call=flags, bufsize=bufsize), flags
+
+
+def records_flags() -> bool:
+    """Whether :func:`recording_state` works here (NumPy >= 2: the error state is a context variable)."""
+    return _NP_EXTOBJ_VAR is not None
+
+
 REDIRECT_MISS = object()
 _REDIRECT_CACHE_LIMIT = 64
 

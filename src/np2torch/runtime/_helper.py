@@ -138,7 +138,7 @@ class Helper:
         """Where a call over ``n`` elements of loop ``loop`` (a reduction's shape class ``klass``) runs under
         ``settings`` (None: the original): :func:`._decide.route`, from the call and the profile alone."""
         return _decide.route(self.name, loop, n, settings.device, settings.min_size, cuda_ok, dry_run=dry_run,
-                             klass=klass)
+                             klass=klass, exact=settings.exact == "bits")
 
     def admits(self, dtype: np.dtype, n: int, settings: RuntimeSettings) -> bool:
         """Whether a call of ``n`` elements whose floor is kept under ``dtype`` may leave the original: the size floor.

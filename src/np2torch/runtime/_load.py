@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Tuple
+from typing import Callable, Tuple
 
 from ._state import PROCESS
 
@@ -97,6 +97,23 @@ def machine_busy() -> bool:
         time.sleep(rest)
     sample(time.monotonic())
     return load.others > 0.5 * load.cores
+
+
+def others_meter() -> Callable[[], float]:
+    """Start a window now; the returned function says how many of this process's cores other processes kept busy
+    on average since (0.0 where nothing is known), without ending it."""
+    start, ticks, own = time.monotonic(), _cpu_ticks(), sum(os.times()[:2])
+    cores = usable_cores()
+
+    def others() -> float:
+        now, later = time.monotonic(), _cpu_ticks()
+        if ticks is None or later is None or later[1] <= ticks[1] or now <= start:
+            return 0.0
+        machine = os.cpu_count() or cores
+        busy = (later[0] - ticks[0]) / (later[1] - ticks[1]) * machine - (sum(os.times()[:2]) - own) / (now - start)
+        return max(0.0, busy * cores / machine)
+
+    return others
 
 
 def _cpu_ticks() -> Tuple[int, int] | None:

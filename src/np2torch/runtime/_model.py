@@ -33,9 +33,12 @@ CONTENDED_LIMIT = 1.5
 """... and only where one torch thread is predicted within 1.5x of the original (robust under load), less
 :data:`MARGIN` for noise: a prediction right at the bound is as likely over it as under."""
 
-CPU_PATHS = ("numpy", "cpu1", "cpu")
+CPU_PATHS = ("numpy", "cores", "cpu1", "cpu")
 ALL_PATHS = CPU_PATHS + ("cuda",)
-"""The paths a call can take: the original; torch on the CPU with one thread; with its pool; CUDA end to end."""
+"""The paths a call can take: the original; the original's own loop on every core (:mod:`._cores`); torch on the
+CPU with one thread; with its pool; CUDA end to end."""
+EXACT_PATHS = ("numpy", "cores")
+"""The paths that give the original's own bits and need no import: at equal speed (within :data:`MARGIN`) they win."""
 
 # Sizes at which the bands are evaluated: 12 per decade (21 % apart) from 1 to 1e12.
 _GRID: Tuple[int, ...] = tuple(sorted({max(1, round(10 ** (k / 12))) for k in range(12 * 12 + 1)}))
@@ -229,7 +232,8 @@ class Bands(Record):
             i -= 1
         return self.paths[i]
 
-    def first_torch(self) -> int | None:
+    def first_other(self) -> int | None:
+        """The smallest size whose path is not the original's single call (None: every size is the original's)."""
         return next((start for start, path in zip(self.starts, self.paths) if path != "numpy"), None)
 
 
@@ -255,16 +259,20 @@ def bands_of(curve: Curve, allowed: Sequence[str], one_thread_guard: bool = True
 
 
 def best_path(curve: Curve, allowed: Sequence[str], n: int, one_thread_guard: bool = True) -> str:
+    """The fastest allowed path at ``n`` elements: a torch path only where predicted :data:`MARGIN` faster than the
+    fastest exact path (:func:`exact_path`), and (``one_thread_guard``) only where one torch thread stays within
+    :data:`CONTENDED_LIMIT` of the original."""
     if n < curve.sizes[0]:
         return "numpy"  # nothing was measured this small: the original, whose overhead is the smallest
+    best = exact_path(curve, allowed, n)
     original = curve.predict("numpy", n)
     assert original is not None
     single = curve.predict("cpu1", n)
     if one_thread_guard and single is not None and single * MARGIN > CONTENDED_LIMIT * original:
-        return "numpy"
-    best, best_time = "numpy", original / MARGIN
+        return best
+    best_time = (curve.predict(best, n) or original) / MARGIN
     for path in allowed:
-        if path == "numpy":
+        if path in EXACT_PATHS:
             continue
         predicted = curve.predict(path, n)
         if predicted is not None and predicted < best_time:
@@ -272,8 +280,19 @@ def best_path(curve: Curve, allowed: Sequence[str], n: int, one_thread_guard: bo
     return best
 
 
+def exact_path(curve: Curve, allowed: Sequence[str], n: int) -> str:
+    """The fastest allowed path at ``n`` elements that gives the original's bits without an import: the original's
+    loop on every core where predicted :data:`MARGIN` faster than the original, else the original."""
+    original = curve.predict("numpy", n)
+    cores = curve.predict("cores", n) if "cores" in allowed and n >= curve.sizes[0] else None
+    if original is not None and cores is not None and cores * MARGIN < original:
+        return "cores"
+    return "numpy"
+
+
 def scaled_prior(curve: Curve, built_threads: int, threads_here: int) -> Curve:
-    """The built-in curve with the pool path's per-element time scaled to this machine's thread count.
+    """The built-in curve with the pool paths' per-element time (torch's pool, the original on every core) scaled
+    to this machine's thread count.
 
     What decides where ``np2torch tune`` has not run.  Its one-thread times
     stay the reference machine's, which say nothing about this one's (one torch
@@ -281,26 +300,36 @@ def scaled_prior(curve: Curve, built_threads: int, threads_here: int) -> Curve:
     and 1.7x faster on an AVX-512 host): the one-thread guard is applied to this
     machine's measurements only, not to the prior.
     """
-    pool = curve.seconds.get("cpu")
-    if pool is None or threads_here <= built_threads:
+    if threads_here <= built_threads or not any(path in curve.seconds for path in _SCALED):
         return curve
     factor = built_threads / threads_here
-    first = pool[0]
-    scaled = tuple(first + (t - first) * factor for t in pool)
-    return Curve(curve.sizes, {**curve.seconds, "cpu": scaled})
+    seconds = dict(curve.seconds)
+    for path in _SCALED:
+        pool = seconds.get(path)
+        if pool is not None:
+            first = pool[0]
+            seconds[path] = tuple(first + (t - first) * factor for t in pool)
+    return Curve(curve.sizes, seconds)
+
+
+_SCALED = ("cpu", "cores")
+"""The paths that run on every core: their per-element time scales with the cores (:func:`scaled_prior`)."""
 
 
 class Forecast(Record):
     """What the profile says about one (function, dtype, device), cached until :meth:`._state.Process.forget_decisions`."""
 
-    __slots__ = ("key", "curve", "origin", "allowed", "bands", "savings")
+    __slots__ = ("key", "curve", "origin", "allowed", "bands", "exact", "savings")
 
-    def __init__(self, key: str, curve: Curve | None, origin: str, allowed: Tuple[str, ...], bands: Bands | None) -> None:
+    def __init__(self, key: str, curve: Curve | None, origin: str, allowed: Tuple[str, ...], bands: Bands | None,
+                 exact: Bands | None = None) -> None:
         self.key = key
         self.curve = curve
         self.origin = origin
         self.allowed = allowed
         self.bands = bands
+        self.exact = exact if exact is not None else bands
+        """The bands of the exact paths alone: where a call goes while torch is not imported."""
         self.savings: Dict[Tuple[str, int], float] = {}
         """(path, size) -> the seconds the curve predicts that path saves on a call of that size (the ski
         rental counts it at every call until torch is imported; a prediction costs µs)."""

@@ -25,6 +25,13 @@ Where the backend's thread setting turns out to be process-wide (checked once,
 in the first worker: a build whose ``set_num_threads`` is not per thread),
 every block runs in the calling thread on one torch thread: the same bits,
 without the parallelism.
+
+The same workers run the original's own loops (:mod:`._cores`, ``torch=False``):
+then nothing here imports or touches torch, and the limit is this process's
+cores.  A call made while the same thread is already handing out or computing
+blocks (a signal handler, a ``__del__``, a trace function that calls a helper)
+runs its blocks serially in that thread: it never waits on a lock or a worker
+the interrupted call holds.
 """
 
 from __future__ import annotations
@@ -88,10 +95,10 @@ def run(tasks: Sequence[Callable[[], T]], threads: int) -> List[T]:
     wanted = _threads_for(len(tasks), threads)
     if wanted <= 1:
         return _serially(tasks)
-    return _on_threads(tasks, wanted)
+    return _on_threads(tasks, wanted, True)
 
 
-def elementwise(n: int, work: Callable[[int, int], T], threads: int) -> List[T]:
+def elementwise(n: int, work: Callable[[int, int], T], threads: int, torch: bool = True) -> List[T]:
     """``[work(start, stop), ...]`` over spans covering ``range(n)`` of an elementwise op, on up to ``threads``
     threads as :func:`run` runs tasks.
 
@@ -100,36 +107,56 @@ def elementwise(n: int, work: Callable[[int, int], T], threads: int) -> List[T]:
     whole number of vectors; the last one's tail is the array's own).  So where the spans of
     :func:`block_elements` would run on one thread, one span covers the array: the same bits, without an op
     and a finiteness check per block (~20 us each on a 65,536-element block).
+    ``torch=False``: ``work`` runs no torch (the original's own loop): torch is neither imported nor set.
     """
     size = block_elements(n)
     spans = bounds(n, size)
-    wanted = _threads_for(len(spans), threads)
+    wanted = _threads_for(len(spans), threads, torch)
     if wanted <= 1:
-        return _serially([lambda: work(0, n)] if n else [])
-    return _on_threads([functools.partial(work, start, stop) for start, stop in spans], wanted)
+        whole: List[Callable[[], T]] = [functools.partial(work, 0, n)] if n else []
+        return _serially(whole) if torch else [task() for task in whole]
+    return _on_threads([functools.partial(work, start, stop) for start, stop in spans], wanted, torch)
 
 
-def _threads_for(count: int, threads: int) -> int:
-    """How many threads run ``count`` blocks asked to run on ``threads`` (0: as many as allowed)."""
+def original_limit() -> int:
+    """How many threads the original's own loops may run on (:mod:`._cores`): this process's cores, one in a
+    forked child (whose parent's workers are gone and whose pool would start anew per child)."""
+    return 1 if in_forked_child() else usable_cores()
+
+
+def _threads_for(count: int, threads: int, torch: bool = True) -> int:
+    """How many threads run ``count`` blocks asked to run on ``threads`` (0: as many as allowed); one when this
+    thread is already inside a call's blocks (a re-entrant call: :data:`_INSIDE`)."""
     wanted = 1
-    if count > 1 and threads != 1:
-        limit = thread_limit()
+    if count > 1 and threads != 1 and not getattr(_INSIDE, "depth", 0):
+        limit = thread_limit() if torch else original_limit()
         wanted = min(threads or limit, count, limit)
     if wanted > 1:
         wanted = free_cores(wanted)
-    if wanted > 1 and not _pool_per_thread():
+    if wanted > 1 and torch and not _pool_per_thread():
         return 1
     return wanted
 
 
-def _on_threads(tasks: Sequence[Callable[[], T]], wanted: int) -> List[T]:
-    job = _Job(tasks)
-    pool = _pool(wanted - 1)
-    for worker in pool[: wanted - 1]:
-        worker.give(job)
-    with _one_torch_thread():
-        job.work()
-    job.done.wait()
+_INSIDE = threading.local()
+"""``depth``: how many calls of this thread are handing out or computing blocks on the workers now."""
+
+
+def _on_threads(tasks: Sequence[Callable[[], T]], wanted: int, torch: bool) -> List[T]:
+    job = _Job(tasks, torch)
+    _INSIDE.depth = getattr(_INSIDE, "depth", 0) + 1
+    try:
+        pool = _pool(wanted - 1)
+        for worker in pool[: wanted - 1]:
+            worker.give(job)
+        if torch:
+            with _one_torch_thread():
+                job.work()
+        else:
+            job.work()
+        job.done.wait()
+    finally:
+        _INSIDE.depth -= 1
     if job.error is not None:
         raise job.error
     return job.results  # type: ignore[return-value]
@@ -160,8 +187,10 @@ class _one_torch_thread:
 class _Job:
     """One call's blocks: handed out one at a time (a thread that got a core late takes fewer)."""
 
-    def __init__(self, tasks: Sequence[Callable[[], object]]) -> None:
+    def __init__(self, tasks: Sequence[Callable[[], object]], torch: bool) -> None:
         self.tasks = tasks
+        self.torch = torch
+        """The blocks run torch ops: a worker sets its own torch to one thread before its first such block."""
         self.results: List[object] = [None] * len(tasks)
         self.next = 0
         self.finished = 0
@@ -193,9 +222,10 @@ class _Job:
 
 
 class _Worker:
-    """A daemon thread running jobs' blocks on one torch thread."""
+    """A daemon thread running jobs' blocks; torch's on one torch thread (set before its first torch job)."""
 
     def __init__(self) -> None:
+        self.torch_set = False
         self.ready = threading.Semaphore(0)
         self.jobs: List[_Job] = []
         self.lock = threading.Lock()
@@ -208,13 +238,15 @@ class _Worker:
         self.ready.release()
 
     def _loop(self) -> None:
-        import torch
-
-        torch.set_num_threads(1)
         while True:
             self.ready.acquire()
             with self.lock:
                 job = self.jobs.pop(0)
+            if job.torch and not self.torch_set:
+                import torch
+
+                torch.set_num_threads(1)
+                self.torch_set = True
             job.work()
 
 

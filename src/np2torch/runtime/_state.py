@@ -30,7 +30,7 @@ import threading
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Set, Tuple, TypeVar
 
-from ._config import KEEP, RuntimeSettings, parse_device, parse_min_size, settings_from_env
+from ._config import KEEP, RuntimeSettings, parse_device, parse_exact, parse_min_size, settings_from_env
 
 if TYPE_CHECKING:
     import numpy as np
@@ -73,7 +73,7 @@ class Process:
         "torch_tried", "torch_found", "cuda", "forked_child", "fork_hook", "half_imported",
         "load",
         "profile", "profile_warned", "generation", "forecasts", "bands", "floor_tables",
-        "saved", "deferred", "provisional",
+        "saved", "deferred", "provisional", "rented",
         "cuda_slots", "verdicts", "error_checks", "redirects", "underflow_unwarned", "one_time", "workers", "per_thread_torch",
     )
 
@@ -104,8 +104,8 @@ class Process:
         self.profile = None
         self.profile_warned = False
         self.generation = 0
-        self.forecasts: Dict[Tuple[str, str, str, bool, str], Forecast] = {}
-        """(function, loop dtype, device, CUDA verified, shape class) -> what the profile says about it."""
+        self.forecasts: Dict[Tuple[str, str, str, bool, str, bool], Forecast] = {}
+        """(function, loop dtype, device, CUDA verified, shape class, exact paths only) -> what the profile says."""
         self.bands: Dict[Tuple[str, Tuple[str, ...], str, bool], Bands] = {}
         """(curve key, allowed paths, where the curve came from, one-thread guard) -> the fastest path per size."""
         self.floor_tables: List[Dict[np.dtype, int]] = []
@@ -113,6 +113,9 @@ class Process:
         self.saved = 0.0
         """Seconds the profile predicts the torch path would have saved so far, while torch was not imported
         (the ski rental: predictions only, so the same on every run)."""
+        self.rented = False
+        """The runtime's rental imported torch (the main thread's calls paid for it), not the program: other threads'
+        calls keep the exact paths (:func:`._decide.route`)."""
         self.deferred = 0
         """Elements the helpers saw before the profile was read (:func:`._decide.deferring`)."""
         self.provisional = False
@@ -169,6 +172,7 @@ class Process:
             self.profile_warned = False
             self.saved = 0.0
             self.deferred = 0
+            self.rented = False
             self.forget_decisions()
 
     def after_fork_in_child(self, half_imported: frozenset[str]) -> None:
@@ -203,12 +207,13 @@ def current_settings() -> RuntimeSettings:
     return PROCESS.settings if scoped is None else scoped
 
 
-def _updated(base: RuntimeSettings, device: str, min_size: int | None) -> RuntimeSettings:
+def _updated(base: RuntimeSettings, device: str, min_size: int | None, exact: str) -> RuntimeSettings:
     return base.replace(device=KEEP if device is KEEP else parse_device(device),
-                        min_size=KEEP if min_size is KEEP else parse_min_size(min_size))
+                        min_size=KEEP if min_size is KEEP else parse_min_size(min_size),
+                        exact=KEEP if exact is KEEP else parse_exact(exact))
 
 
-def configure(device: str = KEEP, min_size: int | None = KEEP) -> RuntimeSettings:
+def configure(device: str = KEEP, min_size: int | None = KEEP, exact: str = KEEP) -> RuntimeSettings:
     """Change the process-wide settings; arguments left out keep their value.
 
     ``device``: ``"auto"`` (the default: the path the machine profile measured
@@ -217,21 +222,24 @@ def configure(device: str = KEEP, min_size: int | None = KEEP) -> RuntimeSetting
     NumPy/SciPy).
     ``min_size``: the dispatch threshold in elements for every helper (0 forces
     the torch path); ``None`` restores the measured per-function defaults.
+    ``exact``: ``"ulp"`` (the default: values within the measured few ULP of the original's, torch where
+    faster) or ``"bits"`` (only paths that give the original's own bits: the original, its own loop on every
+    core, logsumexp's lean path).
     Returns the previous settings.  Active :func:`using` blocks still win.
     """
     with PROCESS.lock:
         previous = PROCESS.settings
-        PROCESS.settings = _updated(previous, device, min_size)
+        PROCESS.settings = _updated(previous, device, min_size, exact)
     return previous
 
 
 @contextlib.contextmanager
-def using(device: str = KEEP, min_size: int | None = KEEP) -> Iterator[RuntimeSettings]:
+def using(device: str = KEEP, min_size: int | None = KEEP, exact: str = KEEP) -> Iterator[RuntimeSettings]:
     """Override the settings inside a ``with`` block, in this thread/task only.
 
     Same arguments as :func:`configure`; yields the settings in force inside.
     """
-    settings = _updated(current_settings(), device, min_size)
+    settings = _updated(current_settings(), device, min_size, exact)
     token = SCOPED.set(settings)
     try:
         yield settings

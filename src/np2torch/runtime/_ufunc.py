@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Literal, Mapping, Tuple, 
 
 import numpy as np
 
-from . import _parallel
+from . import _cores, _parallel
 from ._backend import can_view, cuda_available, load_torch, tensor_view
 from ._cuda import cuda_unary
 from ._dask import DASK_ARRAY, is_dask_array
@@ -49,6 +49,7 @@ from ._errstate import (
     error_checks,
     extobj_getter,
     numpy_call,
+    records_flags,
     scipy_reports,
 )
 from ._helper import ABSENT, PUBLIC_MODULE, Helper, ufunc_signature
@@ -97,19 +98,21 @@ class Plan(Record):
 
 
 class Call(Record):
-    """A call torch serves: its ``route`` and ``plan``; ``out`` (the caller's, or None), the result's
-    ``order``, ``inplace`` (``out`` is the input itself) and the error ``checks`` the result needs."""
+    """A call torch or the original on every core serves: its ``route`` and ``plan``; ``out`` (the caller's, or
+    None), the result's ``order``, ``inplace`` (``out`` is the input itself), the error ``checks`` the result
+    needs and the keywords that choose the original's loop (``dtype=``, ``casting=``: each block passes them on)."""
 
-    __slots__ = ("route", "plan", "out", "order", "inplace", "checks")
+    __slots__ = ("route", "plan", "out", "order", "inplace", "checks", "loop_kwargs")
 
     def __init__(self, route: Route, plan: Plan, out: np.ndarray | None, order: Order, inplace: bool,
-                 checks: ErrorChecks | None) -> None:
+                 checks: ErrorChecks | None, loop_kwargs: Dict[str, Any]) -> None:
         self.route = route
         self.plan = plan
         self.out = out
         self.order = order
         self.inplace = inplace
         self.checks = checks
+        self.loop_kwargs = loop_kwargs
 
 
 class Declined(Record):
@@ -123,6 +126,9 @@ class Declined(Record):
 
 class Ufunc(Helper):
     """An elementwise helper: the row's original, its type plans and the public function (:meth:`make_function`)."""
+
+    cores = True
+    """It has the path ``cores``, the original's own loop on every core (:mod:`._cores`)."""
 
     def __init__(self, row: Function) -> None:
         super().__init__(row)
@@ -159,6 +165,10 @@ class Ufunc(Helper):
         plan = self.plan(x.dtype, None, None, "same_kind")
         if plan is None:
             raise ValueError(f"{self.name} has no torch loop for {x.dtype}")
+        if path == "cores":
+            result = _allocate(x, plan, "K")
+            _cores.compute(self.load(), self.name, x, result, error_checks())
+            return result
         device = "cuda" if path == "cuda" else "cpu"
         result = _allocate(x, plan, "K")
         _run(self, device, plan, x, result, False, error_checks(), 1 if path == "cpu1" else 0)
@@ -179,7 +189,7 @@ class Ufunc(Helper):
             # The call raises (route_call): a CUDA device set explicitly, not a profile's prediction (which the
             # call itself moves off CUDA when there is none).  Asking loads torch, as the call would.
             raise no_cuda(settings)
-        kind = "cuda" if route.path == "cuda" else ("numpy" if route.path == "numpy" else "cpu")
+        kind = route.path if route.path in ("cuda", "numpy", "cores") else "cpu"
         threads_text = " (one thread)" if route.path == "cpu1" else ""
         return kind, f"{self.name} over {x.size:,} elements of {prepared.plan.name}{threads_text}: {route.why}"
 
@@ -372,8 +382,12 @@ def _try_torch(state: Ufunc, settings: RuntimeSettings, x: np.ndarray, args: Tup
         return _DECLINED
     plan, out = prepared.plan, prepared.out
     result = out if out is not None else _allocate(x, plan, prepared.order)
-    _run(state, prepared.route.device, plan, x, result, prepared.inplace, prepared.checks, prepared.route.threads)
-    TAKEN.device = prepared.route.device
+    if prepared.route.path == "cores":
+        _cores.compute(state.load(), state.name, x, result, prepared.checks, **prepared.loop_kwargs)
+        TAKEN.device = "cores"
+    else:
+        _run(state, prepared.route.device, plan, x, result, prepared.inplace, prepared.checks, prepared.route.threads)
+        TAKEN.device = prepared.route.device
     if out is not None:
         return out
     return result[()] if result.ndim == 0 else result
@@ -399,6 +413,8 @@ def _prepare(state: Ufunc, settings: RuntimeSettings, x: np.ndarray, args: Tuple
         if not dry_run:
             return _ORIGINAL  # the reason is spelled out only for which()
         return Declined(original_reason(state.name, plan.name, x.size, settings.device, settings.min_size))
+    if route.path == "cores":
+        return _on_cores(route, plan, x, out, order, casting, dtype)
     if not dry_run and not load_torch():
         return Declined("torch is not installed")
     checks = error_checks()
@@ -419,7 +435,31 @@ def _prepare(state: Ufunc, settings: RuntimeSettings, x: np.ndarray, args: Tuple
         # flags are reported by re-running the original on a contiguous copy of the suspicious elements: under
         # a reporting under=, only calls NumPy runs as one contiguous loop are torch's.
         return Declined("NumPy's loops flag underflow by layout: a strided call under a reporting under= is the original's")
-    return Call(route, plan, out, order, inplace, checks)
+    return Call(route, plan, out, order, inplace, checks, {})
+
+
+def _on_cores(route: Route, plan: Plan, x: np.ndarray, out: np.ndarray | None, order: Order, casting: Casting,
+              dtype: np.dtype | None) -> Call | Declined:
+    """How the original on every core serves the call (:mod:`._cores`), or why its single call does."""
+    checks = error_checks()
+    if checks is not None and not records_flags():
+        return Declined("a reporting np.errstate, whose flags only NumPy >= 2 records per block")
+    inplace = False
+    if out is None:
+        if not _dense_loop(x, None, order):
+            return Declined("the original on every core serves dense arrays whose result is laid out alike")
+    else:
+        relation = _out_relation(x, out, plan)
+        if relation is None or not _cores.lays_out_alike(x, out):
+            return Declined("an out= the original on every core cannot write in blocks (overlapping, or laid out "
+                            "unlike the input)")
+        inplace = relation
+        if inplace and checks is not None:
+            return Declined("in place under a reporting np.errstate: the blocks' inputs are gone once written")
+    loop_kwargs: Dict[str, Any] = {} if dtype is None else {"dtype": dtype}
+    if casting != "same_kind":
+        loop_kwargs["casting"] = casting
+    return Call(route, plan, out, order, inplace, checks, loop_kwargs)
 
 
 def _dense_loop(x: np.ndarray, out: np.ndarray | None, order: Order) -> bool:

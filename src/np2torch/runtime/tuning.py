@@ -20,7 +20,7 @@ from . import _calibrate, _profile
 from ._backend import cuda_available
 from ._backend import load_torch as torch_available
 from ._binary import second_operand
-from ._load import machine_busy, usable_cores
+from ._load import machine_busy, others_meter, usable_cores
 from ._model import (
     ALL_PATHS,
     CONTENDED_LIMIT,
@@ -40,7 +40,7 @@ from ._profile import BUILTIN, PROFILE_ENV, default_path, fingerprint, locked, r
 __all__ = [
     "ALL_PATHS", "BUILTIN", "CONTENDED_LIMIT", "CPU_PATHS", "MARGIN", "PROFILE_ENV", "Active", "Bands", "Curve",
     "Profile", "ProfileError", "REDUCTION_CLASSES", "bands_of", "cuda_available", "curve_key", "default_path", "fingerprint", "locked",
-    "machine_busy", "measure", "profile_in_force", "read_profile", "second_operand", "torch_available", "usable_cores", "write_profile",
+    "machine_busy", "measure", "others_meter", "profile_in_force", "serves_cores", "read_profile", "second_operand", "torch_available", "usable_cores", "write_profile",
 ]
 
 
@@ -65,6 +65,14 @@ def measure(
 
     run = HELPERS[name].run_path
     return _calibrate.measure(run, name, dtype, paths, sizes, max_call, repeat, progress, klass)
+
+
+def serves_cores(name: str) -> bool:
+    """Whether the helper ``name`` has the path ``cores`` (the original's own loop on every core) and this process
+    more than one core to run it on."""
+    from ._api import HELPERS
+
+    return bool(getattr(HELPERS[name], "cores", False)) and usable_cores() > 1
 
 
 def profile_in_force() -> Active:

@@ -1,0 +1,133 @@
+"""The original on every core: NumPy's or SciPy's own ufunc loop, run on blocks fixed by the shape.
+
+A ufunc's loop releases the GIL, so the runtime's workers (:mod:`._parallel`,
+``torch=False``) can each run the original on a slice of a call: block ``k``
+is ``original(x[a:b], out=result[a:b])``.  Block boundaries fall on multiples
+of :data:`._parallel.ALIGN` elements from the array's start, so every block
+but the last is a whole number of any vector width, and the last one's tail is
+the array's own: each element goes through the same vectorized or scalar code
+as in the original's single call.  The result is the original's bits on any
+number of threads, under any load, without torch, its import or a ULP table.
+
+Floating-point errors: each block runs under an error state that records the
+flags its loop raised (NumPy's ``call`` mode with a recorder, NumPy >= 2,
+whose error state is a context variable that a worker sets for itself).  When
+the caller's own state reports something and some block raised a flag, the
+original runs once more, under the caller's state, on a few elements that
+raise the same flags (:func:`_witnesses`: found by re-running smaller and
+smaller pieces of a flagged block, their values rewritten identically): NumPy
+itself then reports exactly what its single call would have, in its order, at
+the caller's line (warn, raise, call, print, log), with ``out=`` already
+written in full.
+
+Served: exactly ``np.ndarray`` input whose result is laid out alike (a dense
+array and its dense result in the same order: :func:`lays_out_alike`), the
+call's ``dtype=``/``casting=`` passed on to every block.  An in-place call under
+a reporting error state is not (its inputs are gone once a block is written,
+and the flags' witnesses could not be found again).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, List, Sequence
+
+import numpy as np
+
+from . import _parallel
+from ._errstate import EXTOBJ_VAR, ErrorChecks, numpy_call, recording_state
+
+PIECES = 16
+"""A flagged span is cut into this many pieces to find the one raising a flag (:func:`_witnesses`)."""
+WITNESS = 256
+"""Pieces stop being cut at this many elements (a multiple of any vector width): a flag's witness."""
+
+
+def lays_out_alike(x: np.ndarray, result: np.ndarray) -> bool:
+    """Whether ``x`` and ``result`` are dense in the same order with the same strides: flat views pair elements,
+    and flat slices of both are the blocks."""
+    return x.shape == result.shape and _dense_alike(x, result)
+
+
+def _dense_alike(x: np.ndarray, result: np.ndarray) -> bool:
+    if x.itemsize == result.itemsize:
+        same = x.strides == result.strides
+    else:  # a cast input: the same order, each in its own item size
+        same = x.ndim <= 1 or tuple(s // x.itemsize for s in x.strides) == tuple(s // result.itemsize for s in result.strides)
+    return bool(same and (x.flags.c_contiguous or x.flags.f_contiguous) and
+                (result.flags.c_contiguous or result.flags.f_contiguous))
+
+
+def compute(original: Callable[..., Any], name: str, x: np.ndarray, result: np.ndarray, checks: ErrorChecks | None,
+            threads: int = 0, **kwargs: Any) -> None:
+    """``original(x, out=result, **kwargs)`` on up to ``threads`` threads (0: as many as allowed), reporting the
+    floating-point errors of the single call as the original does.  ``x`` and ``result`` lay out alike."""
+    src, dst = x.ravel(order="K"), result.ravel(order="K")
+    caller = EXTOBJ_VAR.get()
+    bufsize = np.getbufsize()
+
+    def block(start: int, stop: int) -> int:
+        state, flags = (caller, None) if checks is None else recording_state(bufsize)
+        token = EXTOBJ_VAR.set(state)
+        try:
+            original(src[start:stop], out=dst[start:stop], **kwargs)
+        finally:
+            EXTOBJ_VAR.reset(token)
+        return 0 if flags is None else flags.status
+
+    statuses = _parallel.elementwise(dst.size, block, threads, torch=False)
+    if checks is not None and any(statuses):
+        _report(original, name, src, dst, statuses, bufsize, kwargs)
+
+
+def _report(original: Callable[..., Any], name: str, src: np.ndarray, dst: np.ndarray, statuses: Sequence[int],
+            bufsize: int, kwargs: dict[str, Any]) -> None:
+    """Run the original under the caller's error state on elements raising every flag the blocks raised."""
+    size = _parallel.block_elements(dst.size) if len(statuses) > 1 else dst.size
+    wanted = 0
+    for status in statuses:
+        wanted |= status
+    pieces: List[tuple[int, int]] = []
+    for index, status in enumerate(statuses):
+        new = status & wanted
+        if new:
+            start = index * size
+            pieces += _witnesses(original, src, dst, start, min(start + size, dst.size), new, bufsize, kwargs)
+            wanted &= ~new
+    # The array's tail (a partial vector) stays at the end, as in the original's call.
+    pieces.sort(key=lambda span: span[1] == dst.size)
+    witness = np.concatenate([src[a:b] for a, b in pieces])
+    numpy_call(original, name, witness, out=np.empty(witness.shape, dst.dtype), **kwargs)
+
+
+def _witnesses(original: Callable[..., Any], src: np.ndarray, dst: np.ndarray, start: int, stop: int, wanted: int,
+               bufsize: int, kwargs: dict[str, Any]) -> List[tuple[int, int]]:
+    """Spans of at most :data:`WITNESS` elements within ``[start, stop)`` that together raise the flags ``wanted``
+    (the whole span, should no piece of it raise a flag alone).
+
+    Each step re-runs the span's pieces under a recording state (rewriting their values identically) and keeps
+    a piece for each flag still wanted: the work is about the span's size once more."""
+    if stop - start <= WITNESS:
+        return [(start, stop)]
+    piece = _ceil(stop - start, PIECES)
+    step = _ceil(piece, WITNESS) * WITNESS
+    found: List[tuple[int, int]] = []
+    whole = (start, stop)
+    for a in range(start, stop, step):
+        b = min(a + step, stop)
+        state, flags = recording_state(bufsize)
+        token = EXTOBJ_VAR.set(state)
+        try:
+            original(src[a:b], out=dst[a:b], **kwargs)
+        finally:
+            EXTOBJ_VAR.reset(token)
+        new = flags.status & wanted
+        if new:
+            found += _witnesses(original, src, dst, a, b, new, bufsize, kwargs)
+            wanted &= ~new
+            if not wanted:
+                break
+    return found if not wanted else [whole]
+
+
+def _ceil(a: int, b: int) -> int:
+    return (a + b - 1) // b
