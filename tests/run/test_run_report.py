@@ -477,6 +477,47 @@ def test_two_runs_give_the_same_bits(tmp_path: Path) -> None:
     assert runs[0][1][0][1]["sampled"] == 5 * 4  # five bands of 9 or 12 calls: 4 of the first 8 each
 
 
+def test_threads_get_the_same_bits_whatever_order_they_reach_a_site_in(tmp_path: Path) -> None:
+    # Which calls run the original is counted per thread: two threads calling erf at one site give the same bits
+    # when one runs all its calls before the other starts as when they take turns call by call (a count shared by
+    # the threads sampled the first thread's calls 0-11 in one order, its every other call in the other).
+    program = """\
+        import hashlib, os, threading
+        import numpy as np
+        from scipy.special import erf
+        inputs = {name: [np.random.default_rng([seed, k]).standard_normal(70_000) for k in range(12)]
+                  for seed, name in enumerate("ab")}
+        turn = {name: threading.Event() for name in "ab"}
+        digests = {}
+        def work(name, other):
+            digest = hashlib.sha256()
+            for x in inputs[name]:
+                if os.environ["SCHEDULE"] == "turns":
+                    turn[name].wait(); turn[name].clear()
+                digest.update(erf(x).tobytes())
+                if os.environ["SCHEDULE"] == "turns":
+                    turn[other].set()
+            digests[name] = digest.hexdigest()
+            turn[other].set()
+        threads = [threading.Thread(target=work, args=pair) for pair in ("ab", "ba")]
+        turn["a"].set()
+        threads[0].start()
+        if os.environ["SCHEDULE"] == "one after the other":
+            threads[0].join()
+        threads[1].start()
+        for thread in threads: thread.join()
+        with open("digest.txt", "w") as out:
+            out.write(repr(sorted(digests.items())))
+        """
+    runs = []
+    for schedule in ("one after the other", "turns"):
+        env = {"NP2TORCH_MIN_SIZE": "0", "OMP_NUM_THREADS": "1", "SCHEDULE": schedule}
+        data = _run(tmp_path, program, "--report", "none", env=env)
+        runs.append(((tmp_path / "proj" / "digest.txt").read_text(), [site["paths"] for site in data["sites"]]))
+    assert runs[0] == runs[1]
+    assert runs[0][1] == [{"sampled": 2 * 4, "cpu": 2 * 8}]  # each thread: 4 of its first 8 calls
+
+
 def test_one_time_work_inside_a_helper_call_is_warm_up_not_the_helpers_time() -> None:
     # A helper call that imported torch (1 s, recorded by the runtime) is timed at 1.002 s: the site keeps
     # 2 ms as the call's time and the second as warm-up, so the steady state is not charged with it.

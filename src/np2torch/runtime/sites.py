@@ -8,7 +8,8 @@ per size band (powers of two of the element count): the first
 :data:`SAMPLE_EVERY` calls of a band alternate between the original and the
 helper (the original first), and after them one call in :data:`SAMPLE_EVERY`
 runs the original: which calls do is a function of the count of calls per site
-and band, never of a clock or chance, so every run samples the same calls.
+and band in the calling thread, never of a clock, chance or the order in which
+threads reach a site, so every run samples the same calls.
 Each arm's clock wraps the call alone, as the program pays it: the original's
 warning redirect is set up before the clock starts (:func:`_make_call`).  Each
 arm's first call in a band is kept apart from its other timings: it may import
@@ -174,8 +175,8 @@ def bin_seconds(index: int) -> float:
 class Site:
     """One rewritten call site and its record.
 
-    A call takes its place in its band from the band's counter (``next`` on
-    an :func:`itertools.count` is atomic) and appends one entry to the band's
+    A call takes its place in its band from its thread's counter of the band (:class:`_Counts`: a thread's
+    own calls fix its count, whatever the other threads do) and appends one entry to the band's
     log of its arm (``list.append`` needs no lock); the logs are folded into the
     bands under :attr:`lock` when a helper log grows long and whenever the record is
     read, so the hot path takes no lock.  A log holds one band's calls of one arm,
@@ -209,15 +210,15 @@ class Site:
         """Calls that raised (counted, not timed)."""
         self.lock = threading.Lock()
         self.lanes: Dict[int, List[Any]] = {}
-        """Bit length -> the band's hot-path state, ``[counter, helper log, original log, sampled]``: its calls'
-        counter; the calls not folded yet, ``(elements, path, start, seconds)`` each, of the helper and of the
-        original (path ``""``) in the order they ended; whether the band's original has run once (until then a
-        call of the band samples it).  A band's first call of each arm is its ``first_*_s``."""
+        """Bit length -> the band's hot-path state, ``[counts, helper log, original log]``: each thread's count of
+        its calls (:class:`_Counts`); the calls not folded yet, ``(elements, path, start, seconds)`` each, of the
+        helper and of the original (path ``""``) in the order they ended.  A band's first call of each arm is its
+        ``first_*_s``."""
         self.call = _make_call(self, name)
 
     def lane(self, bits: int) -> List[Any]:
         """The state of the band of ``bits`` (made once, whichever thread asks first)."""
-        return self.lanes.setdefault(bits, [itertools.count(), [], [], False])
+        return self.lanes.setdefault(bits, [_Counts(), [], []])
 
     def pending(self) -> int:
         """Calls logged and not folded yet (no lock: a count that may be a call behind)."""
@@ -294,6 +295,17 @@ class Site:
         self.paths = {}
         self.sizes = {}
         self.errors = 0
+
+
+class _Counts(threading.local):
+    """One band's calls as each thread counts them: which of a thread's calls sample the original is then fixed by
+    that thread's own calls, never by the order in which threads reach the site (``next`` on an
+    :func:`itertools.count` is atomic: a signal handler's call in the same thread takes the next place)."""
+
+    def __init__(self) -> None:
+        self.count = itertools.count()
+        self.sampled = False
+        """Whether this thread's original has run once in the band (until then its call of the band samples it)."""
 
 
 _FOLD_AT = 4096
@@ -390,9 +402,10 @@ def _make_call(site: Site, name: str) -> Callable[..., object]:
             lane = lanes.get(n.bit_length())
             if lane is None:
                 lane = site.lane(n.bit_length())
-            index = next(lane[0])
-            if not hold[0] and (not lane[3] or (not index & 1 if index < every else index % every == first)):
-                lane[3] = True
+            counts = lane[0]
+            index = next(counts.count)
+            if not hold[0] and (not counts.sampled or (not index & 1 if index < every else index % every == first)):
+                counts.sampled = True
                 try:
                     if redirect_for is None:
                         overhead.seconds = 0.0
