@@ -320,6 +320,32 @@ def test_modules_the_program_imports_are_rewritten_too(tmp_path: Path) -> None:
     assert calls(report) == {("helper.py", 3): 1, ("prog.py", 3): 1}
 
 
+def test_a_module_the_program_writes_and_then_compiles_is_indexed_when_imported(tmp_path: Path) -> None:
+    pytest.importorskip("numba")
+    root = _project(tmp_path, {"prog.py": """\
+        import importlib
+        import os
+        import shutil
+
+        import numba
+        import numpy as np
+
+        os.makedirs("gen", exist_ok=True)
+        with open(os.path.join("gen", "kernels.py"), "w") as file:
+            file.write("import numpy as np\\n\\ndef kernel(x):\\n    return np.exp(x)\\n")
+        importlib.invalidate_caches()
+        from gen.kernels import kernel
+
+        try:
+            print(numba.njit(kernel)(np.zeros(2)), np.log(np.ones(1)))
+        finally:
+            shutil.rmtree("gen")  # each run starts without it
+        """})
+    plain, under, report = both(root, ["prog.py"])
+    assert plain[0] == 0 and under == plain
+    assert [(item["path"], item["line"]) for item in report["not_rewritten"]] == [(str(root / "gen" / "kernels.py"), 4)]
+
+
 def test_the_users_pycache_never_holds_rewritten_code_and_a_second_run_hits_the_cache(tmp_path: Path) -> None:
     root = _project(tmp_path, {
         "helper.py": "import numpy as np\ndef f(x):\n    return np.exp(x)\n",

@@ -29,6 +29,9 @@ module binds to a compiler (``jit`` of ``def jit(f): return numba.njit(f)``),
 and those a compiled name leads to (a re-export).  Each parse is cached in the folder's ``index/``, one JSON entry per
 file (keyed by its path, holding the SHA-256 of its bytes and the tool's
 fingerprint, as the lint cache's entries), so a warm run parses nothing.
+Under ``np2torch run``, a module imported that the index has not seen (the
+program wrote it after the index was built) is indexed then, with the modules
+that already named it.
 """
 
 from __future__ import annotations
@@ -87,6 +90,8 @@ class ProjectIndex:
         self._fingerprint = fingerprint
         self._built: dict[tuple[str, ...], dict[str, Answer]] = {}
         self._whole: dict[str, Answer] | None = None
+        self._indexed: set[str] = set()  # the files of the builds so far
+        self._late: set[str] = set()  # files asked about that no build had (a module the program wrote)
         self._hands: dict[str, bool] = {}
         self._summaries: dict[str, Summary | None] = {}
 
@@ -94,7 +99,10 @@ class ProjectIndex:
         """The functions of the file at ``path`` that other modules compile (see :data:`Answer`)."""
         real = os.path.realpath(path)
         if self.roots is not None:
-            if self._whole is None:
+            if self._whole is None or real not in self._indexed:
+                # `np2torch run` of a program that writes a module and then imports it: the module is indexed
+                # now, with what already named it (the summaries read so far are kept)
+                self._late.add(real)
                 self._whole = self._build(self.roots)
             return self._whole.get(real, ())
         own = project_root(os.path.dirname(real))
@@ -114,7 +122,8 @@ class ProjectIndex:
     # -- building ------------------------------------------------------------------------------------
 
     def _build(self, roots: tuple[str, ...]) -> dict[str, Answer]:
-        files = sorted({path for root in roots for path in project_files(root)})
+        files = sorted({path for root in roots for path in project_files(root)} | self._late)
+        self._indexed.update(files)
         summaries: dict[str, Summary] = {}
         others: list[str] = []
         for path in files:
