@@ -95,8 +95,10 @@ def _report(original: Callable[..., Any], name: str, src: np.ndarray, dst: np.nd
             wanted &= ~new
     # The array's tail (a partial vector) stays at the end, as in the original's call.
     pieces.sort(key=lambda span: span[1] == dst.size)
-    witness = np.concatenate([src[a:b] for a, b in pieces])
-    numpy_call(original, name, witness, out=np.empty(witness.shape, dst.dtype), **kwargs)
+    # In the loop's dtype (the result's: an exact cast, as the call's own), so that no keyword or cast is needed and
+    # NumPy's warnings can name the caller's line (:func:`._errstate.may_warn_in_a_cast`).
+    witness = np.concatenate([src[a:b] for a, b in pieces]).astype(dst.dtype, copy=False)
+    numpy_call(original, name, witness)
 
 
 def _witnesses(original: Callable[..., Any], src: np.ndarray, dst: np.ndarray, start: int, stop: int, wanted: int,

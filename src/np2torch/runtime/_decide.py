@@ -125,8 +125,9 @@ def _curve_of(active: Active, key: str) -> Tuple[Curve | None, str]:
     return scaled_prior(builtin, active.builtin.threads, active.print_["cores"]), PRIOR
 
 
-def _forecast(name: str, dtype: str, device: str, cuda_ok: bool, klass: str = "", exact: bool = False) -> Forecast:
-    cache_key = (name, dtype, device, cuda_ok, klass, exact)
+def _forecast(name: str, dtype: str, device: str, cuda_ok: bool, klass: str = "", exact: bool = False,
+              cores: bool = True) -> Forecast:
+    cache_key = (name, dtype, device, cuda_ok, klass, exact)  # (``cores`` is the helper's: fixed by ``name``)
     cached = PROCESS.forecasts.get(cache_key)
     if cached is not None:
         return cached
@@ -137,6 +138,8 @@ def _forecast(name: str, dtype: str, device: str, cuda_ok: bool, klass: str = ""
     allowed = CPU_PATHS if curve is None else _allowed(curve, device, cuda_ok)
     if exact:
         allowed = tuple(path for path in allowed if path in EXACT_PATHS)
+    if not cores:
+        allowed = tuple(path for path in allowed if path != "cores")
     bands = None if curve is None else _bands(active, key, curve, origin, allowed)
     exact_bands = None if curve is None else _bands(active, key, curve, origin, tuple(p for p in allowed if p in EXACT_PATHS))
     found = Forecast(key, curve, origin, allowed, bands, exact_bands)
@@ -217,21 +220,26 @@ def route(
     dry_run: bool = False,
     klass: str = "",
     exact: bool = False,
+    cores: bool = False,
 ) -> Route | None:
     """Where a call of ``name`` over ``n`` elements of loop ``dtype`` (shape class ``klass``) runs (None: the original).
 
     ``device``: the settings' device (``cpu``, ``auto``, ``cuda[:N]``); ``cuda_ok``:
-    the loop is verified on CUDA; ``exact``: only the paths that give the original's bits (``exact="bits"``).
+    the loop is verified on CUDA; ``exact``: only the paths that give the original's bits (``exact="bits"``);
+    ``cores``: the helper has the path ``cores`` (the original's own loop on every core).
     ``dry_run`` (for :func:`which`) neither counts ski-rental savings nor loads torch.
     """
     exact = exact or torch_unavailable()
     if min_size is not None:
-        return None if exact else _explicit(device, n, min_size, cuda_ok, dry_run)
+        if exact:  # from min_size on, the exact path that uses the cores
+            return Route("cores", "cpu", f"min_size={min_size} and exact='bits' set explicitly: the original's own "
+                         "loop on every core from that size on") if cores and n >= min_size else None
+        return _explicit(device, n, min_size, cuda_ok, dry_run)
     if device.startswith("cuda") and not exact:
         forced = explicit_cuda_unmeasured(device, n, cuda_ok, name, dtype, klass)
         if forced is not None:
             return forced
-    forecast = _forecast(name, dtype, device, cuda_ok, klass, exact)
+    forecast = _forecast(name, dtype, device, cuda_ok, klass, exact, cores)
     curve, bands = forecast.curve, forecast.bands
     if curve is None or bands is None:
         return None  # nothing known (a function newer than the profile): the original

@@ -79,6 +79,8 @@ class Helper:
     """The public helper, what ``np2torch.runtime.<name>`` is (:meth:`publish`)."""
     front: Front | None = None
     """The C front of :meth:`publish`, where it is built (None: the public helper is the Python function)."""
+    cores = False
+    """Whether the kind has the path ``cores``, the original's own loop on every core (:mod:`._cores`)."""
 
     def __init__(self, row: Function) -> None:
         self.row = row
@@ -138,7 +140,7 @@ class Helper:
         """Where a call over ``n`` elements of loop ``loop`` (a reduction's shape class ``klass``) runs under
         ``settings`` (None: the original): :func:`._decide.route`, from the call and the profile alone."""
         return _decide.route(self.name, loop, n, settings.device, settings.min_size, cuda_ok, dry_run=dry_run,
-                             klass=klass, exact=settings.exact == "bits")
+                             klass=klass, exact=settings.exact == "bits", cores=self.cores)
 
     def admits(self, dtype: np.dtype, n: int, settings: RuntimeSettings) -> bool:
         """Whether a call of ``n`` elements whose floor is kept under ``dtype`` may leave the original: the size floor.

@@ -72,7 +72,7 @@ def serves_cores(name: str) -> bool:
     more than one core to run it on."""
     from ._api import HELPERS
 
-    return bool(getattr(HELPERS[name], "cores", False)) and usable_cores() > 1
+    return HELPERS[name].cores and usable_cores() > 1
 
 
 def profile_in_force() -> Active:
