@@ -12,12 +12,12 @@ from np2torch.cli.config import (
     ConfigError,
     ConfigFinder,
     Overrides,
-    PathMatcher,
     load_config,
     load_explicit_config,
     run_settings,
     settings_for_file,
 )
+from np2torch.cli.globs import FilePatterns
 from np2torch.lint.rules import RULES
 
 
@@ -178,39 +178,47 @@ def test_override_wins_everywhere(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("pattern", "path", "is_dir", "expected"),
+    ("pattern", "path", "expected"),
     [
-        pytest.param("build", "build", True, True, id="name matches a folder"),
-        pytest.param("build", "src/build", True, True, id="name matches at any depth"),
-        pytest.param("build", "src/builder", True, False, id="name is whole component"),
-        pytest.param("*_pb2.py", "proto/x_pb2.py", False, True, id="star within a name"),
-        pytest.param("tests/fixtures", "tests/fixtures", True, True, id="anchored path"),
-        pytest.param("tests/fixtures", "src/tests/fixtures", True, False, id="anchored is not at any depth"),
-        pytest.param("/legacy", "legacy", True, True, id="leading slash anchors"),
-        pytest.param("/legacy", "src/legacy", True, False, id="leading slash not deeper"),
-        pytest.param("src/*.py", "src/a.py", False, True, id="star in anchored"),
-        pytest.param("src/*.py", "src/sub/a.py", False, False, id="star does not cross slash"),
-        pytest.param("src/**/gen_*.py", "src/a/b/gen_x.py", False, True, id="double star crosses"),
-        pytest.param("src/**/gen_*.py", "src/gen_x.py", False, True, id="double star may be empty"),
-        pytest.param("data/", "data", True, True, id="trailing slash folder"),
-        pytest.param("data/", "data", False, False, id="trailing slash not file"),
-        pytest.param("v[0-9].py", "v3.py", False, True, id="character class"),
-        pytest.param("v[!0-9].py", "v3.py", False, False, id="negated class"),
-        pytest.param("a?.py", "ab.py", False, True, id="question mark"),
-        pytest.param("a.b", "axb", False, False, id="dot is literal"),
+        pytest.param("build", "build", True, id="name matches a folder"),
+        pytest.param("build", "src/build", True, id="name matches at any depth"),
+        pytest.param("build", "src/builder", False, id="name is whole component"),
+        pytest.param("*_pb2.py", "proto/x_pb2.py", True, id="star within a name"),
+        pytest.param("tests/fixtures", "tests/fixtures", True, id="anchored path"),
+        pytest.param("tests/fixtures", "src/tests/fixtures", False, id="anchored is not at any depth"),
+        pytest.param("/legacy", "legacy", False, id="a leading slash is the absolute path, as ruff's"),
+        pytest.param("src/*.py", "src/a.py", True, id="star in anchored"),
+        pytest.param("src/*.py", "src/sub/a.py", True, id="star crosses slash, as ruff's"),
+        pytest.param("a*.py", "a/b/c.py", True, id="a name pattern's star crosses slash below the root"),
+        pytest.param("src/**/gen_*.py", "src/a/b/gen_x.py", True, id="double star crosses"),
+        pytest.param("src/**/gen_*.py", "src/gen_x.py", True, id="double star may be empty"),
+        pytest.param("data/", "data", True, id="trailing slash dropped"),
+        pytest.param("data/", "src/data", False, id="trailing slash anchors, as ruff's"),
+        pytest.param("./src/*.py", "src/a.py", True, id="a dot segment dropped"),
+        pytest.param("src/x/../*.py", "src/a.py", True, id="a dot-dot segment takes a folder off"),
+        pytest.param("{src,lib}/*.py", "lib/a.py", True, id="alternation"),
+        pytest.param("v[0-9].py", "v3.py", True, id="character class"),
+        pytest.param("v[!0-9].py", "v3.py", False, id="negated class"),
+        pytest.param("a?.py", "ab.py", True, id="question mark"),
+        pytest.param("a.b", "axb", False, id="dot is literal"),
     ],
 )
-def test_exclude_patterns(tmp_path: Path, pattern: str, path: str, is_dir: bool, expected: bool) -> None:
-    matcher = PathMatcher(tmp_path, [pattern])
-    assert matcher.matches(str(tmp_path / path), is_dir) is expected
+def test_exclude_patterns(tmp_path: Path, pattern: str, path: str, expected: bool) -> None:
+    assert FilePatterns(tmp_path, [pattern]).matches(str(tmp_path / path)) is expected
+
+
+def test_a_root_with_glob_characters_is_literal(tmp_path: Path) -> None:
+    root = tmp_path / "a[b]{c,d}*"
+    assert FilePatterns(root, ["sub/*.py"]).matches(str(root / "sub" / "x.py"))
+    assert not FilePatterns(root, ["sub/*.py"]).matches(str(tmp_path / "ab{c,d}x" / "sub" / "x.py"))
 
 
 def test_excludes_checks_parent_folders_below_the_root_only(tmp_path: Path) -> None:
     root = tmp_path / "build" / "project"  # "build" above the root must not exclude everything
-    matcher = PathMatcher(root, ["build", "gen/"])
-    assert not matcher.excludes(str(root / "src" / "a.py"), is_dir=False)
-    assert matcher.excludes(str(root / "src" / "build" / "a.py"), is_dir=False)
-    assert matcher.excludes(str(root / "gen" / "deep" / "a.py"), is_dir=False)
+    matcher = FilePatterns(root, ["build", "gen/"])
+    assert not matcher.excludes(str(root / "src" / "a.py"))
+    assert matcher.excludes(str(root / "src" / "build" / "a.py"))
+    assert matcher.excludes(str(root / "gen" / "deep" / "a.py"))
 
 
 def test_resolve_cli_select_replaces_file_select_and_ignore(tmp_path: Path) -> None:

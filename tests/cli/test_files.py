@@ -322,7 +322,7 @@ def test_explicit_folder_is_walked_even_if_its_name_is_excluded(in_tmp: Path) ->
 
 def test_config_exclude_replaces_defaults_and_is_relative_to_its_folder(in_tmp: Path) -> None:
     (in_tmp / "proj").mkdir()
-    (in_tmp / "proj" / "pyproject.toml").write_text("[tool.np2torch]\nexclude = ['/tests/data']\n")
+    (in_tmp / "proj" / "pyproject.toml").write_text("[tool.np2torch]\nexclude = ['tests/data']\n")
     make_tree(in_tmp, ["proj/build/a.py", "proj/tests/data/b.py", "proj/src/tests/data/c.py", "other/build/d.py"])
     assert displays(["."])[0] == ["proj/build/a.py", "proj/src/tests/data/c.py"]
 

@@ -4,6 +4,7 @@ where the two are comparable: ruff on its own rule (F401, an unused import), np2
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -294,3 +295,74 @@ def test_add_noqa_refuses_a_diff_as_ruffs(tree: Path, monkeypatch: pytest.Monkey
         assert _ruff(tree, "check", "--no-cache", "--add-noqa", flag, "a.py").returncode == 2
         assert main(["check", "--no-cache", "--add-noqa", flag, "a.py"]) == 2
     assert (tree / "a.py").read_text() == SOURCE
+
+
+GLOB_TREE = ("a.py", "sub/b.py", "sub/deep/c.py", "other/sub/e.py", "sub.py", "pkg/gen/h.py", "deep/m.py")
+GLOBS = ("sub/*.py", "./sub/*.py", "sub/deep/../*.py", "sub/./b.py", "sub", "sub/", "/sub", "*/*.py", "a*.py",
+         "{sub,deep}/*.py", "s?b/b.py", "sub/**", "**/deep", "gen")
+
+
+@pytest.fixture
+def glob_tree(tmp_path: Path) -> Path:
+    for name in GLOB_TREE:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(SOURCE)
+    return tmp_path
+
+
+def _relative(tree: Path, out: str) -> set[str]:
+    """The files a report names (``--show-files``' lines, or the paths of findings), relative to ``tree``."""
+    paths = {line.split(":")[0] if ".py:" in line else line.strip() for line in out.splitlines()}
+    return {Path(os.path.relpath(tree / path, tree)).as_posix() for path in paths if path.endswith(".py")}
+
+
+@pytest.mark.parametrize("pattern", GLOBS)
+@pytest.mark.parametrize("key", ["exclude", "extend-exclude", "include"])
+def test_exclude_and_include_globs_as_ruffs(
+    glob_tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], key: str, pattern: str,
+) -> None:
+    (glob_tree / "pyproject.toml").write_text(f"[tool.ruff]\n{key} = [{pattern!r}]\n[tool.np2torch]\n{key} = [{pattern!r}]\n")
+    theirs = _relative(glob_tree, _ruff(glob_tree, "check", "--no-cache", "--show-files", ".").stdout)
+    _code, ours = _np2torch(glob_tree, monkeypatch, capsys, "check", "--show-files", ".")
+    assert _relative(glob_tree, ours) == theirs
+    if key != "include":  # on the command line too, relative to the working directory
+        (glob_tree / "pyproject.toml").write_text("[tool.ruff]\n[tool.np2torch]\n")
+        theirs = _relative(glob_tree, _ruff(glob_tree, "check", "--no-cache", "--show-files", f"--{key}", pattern,
+                                            ".").stdout)
+        _code, ours = _np2torch(glob_tree, monkeypatch, capsys, "check", "--show-files", f"--{key}", pattern, ".")
+        assert _relative(glob_tree, ours) == theirs
+
+
+@pytest.mark.parametrize("pattern", [*GLOBS, "!./sub/*.py", "b.py"])
+def test_per_file_ignores_globs_as_ruffs(
+    glob_tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], pattern: str,
+) -> None:
+    # in the file and on the command line (`./sub/*.py` there once matched nothing), from a folder below too
+    _config(glob_tree, f"per-file-ignores = {{{pattern!r} = ['F401']}}", f"per-file-ignores = {{{pattern!r} = ['NPT001']}}")
+    theirs = _relative(glob_tree, _ruff(glob_tree, "check", "--no-cache", "--output-format", "concise", ".").stdout)
+    _code, ours = _np2torch(glob_tree, monkeypatch, capsys, "check", "--no-cache", ".")
+    assert _relative(glob_tree, ours) == theirs
+    _config(glob_tree, "", "")
+    for cwd in (glob_tree, glob_tree / "sub"):
+        theirs = _relative(cwd, _ruff(cwd, "check", "--no-cache", "--output-format", "concise", "--per-file-ignores",
+                                      f"{pattern}:F401", ".").stdout)
+        _code, ours = _np2torch(cwd, monkeypatch, capsys, "check", "--no-cache", "--per-file-ignores",
+                                f"{pattern}:NPT001", ".")
+        assert _relative(cwd, ours) == theirs, cwd
+
+
+def test_an_extended_files_globs_stay_relative_to_its_folder(
+    glob_tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    for name in ("pkg/sub/k.py", "pkg/sub/deep/l.py"):
+        (glob_tree / name).parent.mkdir(parents=True, exist_ok=True)
+        (glob_tree / name).write_text(SOURCE)
+    for key in ("include", "extend-exclude"):
+        (glob_tree / "pyproject.toml").write_text(f"[tool.ruff]\n{key} = ['sub/*.py']\n"
+                                                  f"[tool.np2torch]\n{key} = ['sub/*.py']\n")
+        (glob_tree / "pkg" / "pyproject.toml").write_text("[tool.ruff]\nextend = '../pyproject.toml'\n"
+                                                          "[tool.np2torch]\nextend = '../pyproject.toml'\n")
+        theirs = _relative(glob_tree, _ruff(glob_tree, "check", "--no-cache", "--show-files", ".").stdout)
+        _code, ours = _np2torch(glob_tree, monkeypatch, capsys, "check", "--show-files", ".")
+        assert _relative(glob_tree, ours) == theirs, key
+        assert ("pkg/sub/deep/l.py" in theirs) is (key == "extend-exclude")

@@ -28,6 +28,7 @@ from np2torch.cli.config import (
     Overrides,
     PerFileIgnores,
     RunSettings,
+    check_globs,
     check_output_format,
     check_selectors,
     check_target_version,
@@ -504,8 +505,9 @@ def _finder(config_options: Sequence[str], isolated: bool, exclude: Sequence[str
     values = inline_settings(inline) if inline else {}
     if per_file_ignores is not None:  # as `--config 'per-file-ignores = ...'`: replaces every file's
         values["per_file_ignores"] = per_file_ignores
-    overlay = Overlay(values, exclude=split_codes(exclude) if exclude else None,
-                      extend_exclude=split_codes(extend_exclude), extend_per_file_ignores=extend_per_file_ignores)
+    overlay = Overlay(values, exclude=check_globs(split_codes(exclude)) if exclude else None,
+                      extend_exclude=check_globs(split_codes(extend_exclude)),
+                      extend_per_file_ignores=extend_per_file_ignores)
     return ConfigFinder(load_explicit_config(files[0]) if files else None, isolated=isolated, overlay=overlay)
 
 
@@ -619,7 +621,7 @@ def _run_stdin(mode: str, stdin_filename: str | None, overrides: Overrides, find
         mode = runner.CHECK  # nothing to write a noqa comment into
     try:
         config = finder.for_file(path)
-        excluded = (force_exclude or config.force_exclude) and Excluder(config).excludes(path, is_dir=False)
+        excluded = (force_exclude or config.force_exclude) and Excluder(config).excludes(path)
         if not excluded:
             settings = run_settings(config, overrides, path)
             source = (decode_notebook if is_notebook(path) else decode_source)(raw, display)

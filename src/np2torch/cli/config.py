@@ -28,15 +28,12 @@ level, as ``ruff.toml``), then a ``pyproject.toml`` with a ``[tool.np2torch]`` t
     cache-dir = ".np2torch_cache" # relative to this file's folder
     output-format = "concise"
 
-Exclude patterns are gitignore-like globs relative to the folder that holds the
-configuration file: a pattern without ``/`` matches a file or folder name at any
-depth, one with ``/`` is anchored at that folder, ``*`` stays within one path
-component, ``**`` crosses them, and a trailing ``/`` matches folders only.
-
-``per-file-ignores`` patterns are globs as ruff reads them (the ``globset`` crate):
-each matches the file's name, or its path relative to the configuration file's folder
-(an absolute pattern: the absolute path); ``*`` crosses ``/`` there, ``{a,b}`` is
-either; a leading ``!`` applies the codes to every file the rest does NOT match.
+Exclude, include and ``per-file-ignores`` patterns are globs as ruff reads them
+(:mod:`np2torch.cli.globs`): each matches the path relative to the configuration
+file's folder (an absolute pattern: the absolute path; ``.`` and ``..`` resolved),
+an exclude or include pattern without ``/`` (every ``per-file-ignores`` key) the name
+too; ``*`` and ``?`` cross ``/``, ``{a,b}`` is either; a leading ``!`` applies the
+per-file-ignores codes to every file the rest does NOT match.
 
 CLI flags override the file, layered as ruff layers them: the file's ``select``
 (or the defaults), plus its ``extend-select``, less its ``ignore``; then the
@@ -58,6 +55,8 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from np2torch.cli.files import FileError, read_regular
+from np2torch.cli.globs import FilePatterns, absolute_glob, glob_regex
+from np2torch.cli.globs import matches as glob_matches
 from np2torch.cli.import_order import ImportOrders
 from np2torch.lint.isort import ImportOrder
 from np2torch.lint.model import DEFAULT_SETTINGS, Settings, check_alias, check_module
@@ -99,6 +98,7 @@ _BOOL_KEYS = ("force-exclude", "respect-gitignore", "unsafe-fixes")
 _STR_KEYS = ("runtime-module", "alias", "target-version", "cache-dir", "output-format", "extend")
 KNOWN_KEYS = _LIST_KEYS + _TABLE_KEYS + _BOOL_KEYS + _STR_KEYS
 _SELECTOR_KEYS = ("select", "extend-select", "ignore", "fixable", "extend-fixable", "unfixable")
+_GLOB_KEYS = ("exclude", "extend-exclude", "include", "extend-include")
 
 PerFileIgnores = tuple[tuple[str, tuple[str, ...]], ...]
 
@@ -204,6 +204,13 @@ def check_selectors(values: Sequence[str]) -> tuple[str, ...]:
     return tuple(values)
 
 
+def check_globs(values: Sequence[str]) -> tuple[str, ...]:
+    """``values`` if each is a glob ruff would build; ``ValueError`` naming the first that is not."""
+    for value in values:
+        glob_regex(value)
+    return tuple(values)
+
+
 def pattern_codes(values: Iterable[str]) -> PerFileIgnores:
     """``--per-file-ignores`` values as ruff's command line takes them: comma-separated ``PATTERN:CODE`` items
     (``"tests/*:NPT001,*.ipynb:NPT"``), grouped by pattern; ``ValueError`` for an item without a code."""
@@ -292,10 +299,10 @@ def table_values(table: object, where: str, section: str = f" in {SECTION}") -> 
     for key in _LIST_KEYS:
         if key in table:
             values[key] = _string_list(where, key, table[key], section)
-    for key in _SELECTOR_KEYS:
+    for key in _SELECTOR_KEYS + _GLOB_KEYS:
         if key in values:
             try:
-                check_selectors(values[key])
+                (check_globs if key in _GLOB_KEYS else check_selectors)(values[key])
             except ValueError as exc:
                 raise ConfigError(f"{where}: {key!r}{section}: {exc}") from None
     for key in _TABLE_KEYS:
@@ -359,8 +366,8 @@ _PATTERN_KEYS = ("exclude", "extend-exclude", "include", "extend-include", "per-
 
 def _merged(base: Config, config: Config) -> Config:
     """``config`` on top of ``base``: each key ``config`` sets wins; the others are ``base``'s, its patterns
-    still relative to its own folder (exclude patterns as a group of their own, per-file-ignores made
-    absolute; include patterns are names, as ``*.py``, or relative to ``config``'s folder)."""
+    still relative to its own folder (exclude patterns as a group of their own, include and per-file-ignores
+    patterns made absolute)."""
     values: dict[str, Any] = {}
     groups: list[tuple[Path, tuple[str, ...]]] = []
     for key in base.keys - config.keys:
@@ -368,6 +375,8 @@ def _merged(base: Config, config: Config) -> Config:
         value = getattr(base, name)
         if key in ("per-file-ignores", "extend-per-file-ignores"):
             value = tuple((_absolute_glob(base.root, pattern), codes) for pattern, codes in value)
+        elif key in ("include", "extend-include"):
+            value = tuple(_absolute_glob(base.root, pattern) for pattern in value)
         elif key in ("exclude", "extend-exclude"):
             groups.append((base.root, value))
             value = () if key == "exclude" else config.extend_exclude
@@ -508,6 +517,9 @@ class Overlay:
         for key in ("per_file_ignores", "extend_per_file_ignores"):
             if key in values:  # relative to the working directory too: made absolute
                 values[key] = tuple((_absolute_glob(self.cwd, pattern), codes) for pattern, codes in values[key])
+        for key in ("include", "extend_include"):
+            if key in values:
+                values[key] = tuple(_absolute_glob(self.cwd, pattern) for pattern in values[key])
         if self.extend_per_file_ignores:
             values["extend_per_file_ignores"] = (
                 *values.get("extend_per_file_ignores", config.extend_per_file_ignores),
@@ -520,15 +532,13 @@ class Overlay:
 
 
 def _absolute_glob(folder: Path, pattern: str) -> str:
+    """A per-file-ignores or include pattern relative to ``folder``, made absolute; a name pattern (no ``/``)
+    stays a name, matched against the file's name wherever the pattern lands."""
     negated = pattern.startswith("!")
     body = pattern[1:] if negated else pattern
-    if os.path.isabs(body) or "/" not in body.replace(os.sep, "/"):
-        return pattern  # absolute already, or a name pattern (matched against the file's name)
-    return ("!" if negated else "") + glob_escape(str(folder)) + "/" + body
-
-
-def glob_escape(text: str) -> str:
-    return re.sub(r"([*?\[\]{}])", r"[\1]", text)
+    if "/" not in body.replace(os.sep, "/"):
+        return pattern
+    return ("!" if negated else "") + absolute_glob(folder, body)
 
 
 class ConfigFinder:
@@ -610,84 +620,13 @@ class ConfigFinder:
 # ---------------------------------------------------------------- per-file-ignores
 
 
-def glob_regex(pattern: str) -> str:
-    """A glob as ruff's ``globset`` reads it (``literal_separator`` off): ``*`` and ``?`` cross ``/``,
-    ``**/`` and ``/**`` may match no folder, ``[...]`` (``[!...]``) and ``{a,b}``; ``ValueError`` if unbalanced."""
-    out: list[str] = []
-    i, n, depth = 0, len(pattern), 0
-    while i < n:
-        char = pattern[i]
-        if pattern.startswith("**/", i) and (i == 0 or pattern[i - 1] == "/"):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("/**", i) and i + 3 == n:
-            out.append("(?:/.*)?")
-            i += 3
-        elif char == "*":
-            out.append(".*")
-            i += 1
-        elif char == "?":
-            out.append(".")
-            i += 1
-        elif char == "[":
-            end = pattern.find("]", i + 2)
-            if end == -1:
-                raise ValueError(f"unclosed character class in glob {pattern!r}")
-            body = pattern[i + 1:end]
-            body = "^" + body[1:] if body.startswith("!") else body
-            out.append("[" + body.replace("\\", "\\\\") + "]")
-            i = end + 1
-        elif char == "{":
-            out.append("(?:")
-            depth += 1
-            i += 1
-        elif char == "}" and depth:
-            out.append(")")
-            depth -= 1
-            i += 1
-        elif char == "," and depth:
-            out.append("|")
-            i += 1
-        elif char == "\\" and i + 1 < n:
-            out.append(re.escape(pattern[i + 1]))
-            i += 2
-        else:
-            out.append(re.escape(char))
-            i += 1
-    if depth:
-        raise ValueError(f"unclosed alternation in glob {pattern!r}")
-    return "".join(out)
-
-
-def _glob_matches(pattern: str, root: Path, path: str) -> bool:
-    """Whether ``pattern`` matches the file's name, or its path (relative to ``root``; an absolute pattern:
-    its absolute path), as ruff matches a per-file-ignores key."""
-    if _full_match(pattern, os.path.basename(path)):
-        return True
-    if os.path.isabs(pattern):
-        return _full_match(pattern.replace(os.sep, "/"), path.replace(os.sep, "/"))
-    parts = os.path.normpath(pattern).split(os.sep)
-    base = root
-    while parts and parts[0] == os.pardir:  # `../shared/*.py`: relative to a folder above the root
-        base, parts = base.parent, parts[1:]
-    try:
-        rel = os.path.relpath(path, base)
-    except ValueError:  # another drive on Windows
-        return False
-    return not rel.startswith(os.pardir) and _full_match("/".join(parts), rel.replace(os.sep, "/"))
-
-
-def _full_match(pattern: str, text: str) -> bool:
-    return re.match(glob_regex(pattern) + r"\Z", text, re.DOTALL) is not None
-
-
 def per_file_ignored(config: Config, path: str) -> tuple[str, ...]:
     """The selectors ``per-file-ignores`` and ``extend-per-file-ignores`` ignore in the file at ``path``
     (absolute); a ``!pattern`` applies to the files the pattern does not match."""
     ignored: list[str] = []
     for pattern, codes in config.per_file_ignores + config.extend_per_file_ignores:
         negated = pattern.startswith("!")
-        if _glob_matches(pattern[1:] if negated else pattern, config.root, path) != negated:
+        if glob_matches(config.root, pattern[1:] if negated else pattern, path, by_name=True) != negated:
             ignored.extend(codes)
     return tuple(ignored)
 
@@ -695,107 +634,17 @@ def per_file_ignored(config: Config, path: str) -> tuple[str, ...]:
 # ---------------------------------------------------------------- exclude patterns
 
 
-def _glob_to_regex(pattern: str) -> str:
-    out: list[str] = []
-    i, n = 0, len(pattern)
-    while i < n:
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        elif pattern[i] == "[" and "]" in pattern[i + 2 :]:
-            end = pattern.index("]", i + 2)
-            body = pattern[i + 1 : end]
-            if body.startswith("!"):
-                body = "^" + body[1:]
-            out.append("[" + body.replace("\\", "\\\\") + "]")
-            i = end + 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return "".join(out)
-
-
-@dataclass(frozen=True)
-class _Pattern:
-    regex: re.Pattern[str]
-    anchored: bool
-    dirs_only: bool
-
-
-class PathMatcher:
-    """Matches absolute paths against one config's exclude patterns."""
-
-    def __init__(self, root: Path, patterns: Iterable[str]) -> None:
-        self.root = os.path.abspath(root)
-        self._patterns: list[_Pattern] = []
-        for raw in patterns:
-            pattern = raw.replace(os.sep, "/").strip()
-            if not pattern:
-                continue
-            dirs_only = pattern.endswith("/")
-            pattern = pattern.rstrip("/")
-            anchored = "/" in pattern
-            pattern = pattern.lstrip("/")
-            if pattern.startswith("./"):
-                pattern = pattern[2:]
-            regex = re.compile(_glob_to_regex(pattern) + r"\Z", re.DOTALL)
-            self._patterns.append(_Pattern(regex, anchored, dirs_only))
-
-    def _relative(self, path: str) -> str | None:
-        try:
-            rel = os.path.relpath(path, self.root)
-        except ValueError:
-            return None
-        if rel == os.curdir or rel.startswith(os.pardir):
-            return None
-        return rel.replace(os.sep, "/")
-
-    def matches(self, path: str, is_dir: bool) -> bool:
-        """Whether ``path`` itself (not its parents) is excluded."""
-        rel = self._relative(path)
-        name = os.path.basename(path)
-        for p in self._patterns:
-            if p.dirs_only and not is_dir:
-                continue
-            if p.anchored:
-                if rel is not None and p.regex.match(rel):
-                    return True
-            elif p.regex.match(name):
-                return True
-        return False
-
-    def excludes(self, path: str, is_dir: bool) -> bool:
-        """Whether ``path`` or one of its folders below the root is excluded (``--force-exclude``)."""
-        if self.matches(path, is_dir):
-            return True
-        parent = os.path.dirname(path)
-        while self._relative(parent) is not None:
-            if self.matches(parent, is_dir=True):
-                return True
-            parent = os.path.dirname(parent)
-        return False
-
-
 class Excluder:
     """A config's exclude patterns, each group relative to its own folder (the file's, the working directory's)."""
 
     def __init__(self, config: Config) -> None:
-        self._matchers = [PathMatcher(root, patterns) for root, patterns in config.exclude_groups if patterns]
+        self._matchers = [FilePatterns(root, patterns) for root, patterns in config.exclude_groups if patterns]
 
-    def matches(self, path: str, is_dir: bool) -> bool:
-        return any(m.matches(path, is_dir) for m in self._matchers)
+    def matches(self, path: str) -> bool:
+        return any(m.matches(path) for m in self._matchers)
 
-    def excludes(self, path: str, is_dir: bool) -> bool:
-        return any(m.excludes(path, is_dir) for m in self._matchers)
+    def excludes(self, path: str) -> bool:
+        return any(m.excludes(path) for m in self._matchers)
 
 
 # ---------------------------------------------------------------- merging with the CLI
@@ -881,6 +730,6 @@ def settings_for_file(path: str, overrides: Overrides = Overrides(), finder: Con
     plugin, the language server).  ``finder`` keeps what it read between calls; raises :class:`ConfigError`."""
     path = os.path.abspath(path)
     config = (finder or ConfigFinder()).for_file(path)
-    if Excluder(config).excludes(path, is_dir=False):
+    if Excluder(config).excludes(path):
         return None
     return run_settings(config, overrides, path)

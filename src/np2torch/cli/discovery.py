@@ -13,8 +13,9 @@ import subprocess
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from np2torch.cli.config import Config, ConfigFinder, Excluder, PathMatcher
+from np2torch.cli.config import Config, ConfigFinder, Excluder
 from np2torch.cli.files import FileError, os_error
+from np2torch.cli.globs import FilePatterns
 
 
 @dataclass(frozen=True)
@@ -77,14 +78,14 @@ class Discovery:
         """Apply excludes to the paths given too (``--force-exclude``; a config's ``force-exclude`` also does)."""
         self._git = _GitIgnored()
         self._matchers: dict[int, Excluder] = {}
-        self._includes: dict[int, PathMatcher] = {}
+        self._includes: dict[int, FilePatterns] = {}
         self.errors: list[FileError] = []
 
-    def includer(self, config: Config) -> PathMatcher:
+    def includer(self, config: Config) -> FilePatterns:
         """What a folder's walk collects: ``include`` and ``extend-include``, matched as exclude patterns."""
         found = self._includes.get(id(config))
         if found is None:
-            found = self._includes[id(config)] = PathMatcher(config.root, config.include + config.extend_include)
+            found = self._includes[id(config)] = FilePatterns(config.root, config.include + config.extend_include)
         return found
 
     def matcher(self, config: Config) -> Excluder:
@@ -119,7 +120,7 @@ class Discovery:
 
     def _explicit_excluded(self, path: str, is_dir: bool) -> bool:
         config = self.finder.for_directory(path) if is_dir else self.finder.for_file(path)
-        return (self.force_exclude or config.force_exclude) and self.matcher(config).excludes(path, is_dir)
+        return (self.force_exclude or config.force_exclude) and self.matcher(config).excludes(path)
 
     def _walk(self, display_root: str, root: str) -> Iterable[Target]:
         top = _work_tree(root)
@@ -144,11 +145,11 @@ class Discovery:
                     if entry.is_symlink():  # never follow: loops, and files reached twice
                         continue
                     is_dir = entry.is_dir()
-                    if not is_dir and (not entry.is_file() or not included.matches(full, is_dir=False)):
+                    if not is_dir and (not entry.is_file() or not included.matches(full)):
                         continue
                 except OSError:
                     continue
-                if full in ignored or matcher.matches(full, is_dir):
+                if full in ignored or matcher.matches(full):
                     continue
                 if is_dir:
                     if not _is_virtualenv(full):
