@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 import np2torch.runtime as np2t
 from np2torch.runtime import _api, _cores, _parallel
 from np2torch.runtime._errstate import error_checks
-from np2torch.runtime.table import ELEMENTWISE_FUNCTIONS
+from np2torch.runtime.table import ELEMENTWISE_FUNCTIONS, FUNCTIONS
 
 ROWS = [row for row in ELEMENTWISE_FUNCTIONS if row.kind == "elementwise"]
 FLOATS = ("float32", "float64")
@@ -229,3 +229,28 @@ def test_exact_bits_never_takes_torch():
     with np2t.using(exact="bits", min_size=0):
         assert np2t.which("exp", x)[0] == "cores"
         assert np2t.which("logsumexp", x.reshape(2000, 2000), axis=0)[0] != "cpu"
+
+
+BINARY = [row for row in FUNCTIONS if row.kind == "binary"]
+BINARY_LOOPS = [pytest.param(row, dtype, id=f"{row.name}-{dtype}") for row in BINARY for dtype in FLOATS if dtype in row.loops]
+
+
+@pytest.mark.parametrize("second", ["array", "scalar", "reversed"])
+@pytest.mark.parametrize(("row", "dtype"), BINARY_LOOPS)
+def test_every_two_argument_row_gives_the_originals_bits_and_reports_under_every_mode(row, dtype, second, capfd):
+    helper, original = getattr(np2t, row.name), _api.HELPERS[row.name].load()
+    x1 = _input(row, dtype, 3)
+    x2 = {"array": _input(row, dtype, 5), "scalar": 0.75, "reversed": _input(row, dtype, 3)[::-1]}[second]
+
+    def run(func: Callable[..., Any], mode: str) -> Dict[str, Any]:
+        return observe(lambda a: func(a, x2), x1, mode, capfd)
+
+    for mode in MODES:
+        with _forced():
+            assert np2t.which(row.name, x1, x2)[0] == "cores"  # (a reversed operand: the call itself declines)
+            got = run(helper, mode)
+        want = run(original, mode)
+        for key in ("error", "warnings", "calls", "log", "printed"):
+            assert got[key] == want[key], (mode, key)
+        if want["value"] is not None:
+            assert_same_bits(got["value"], want["value"])

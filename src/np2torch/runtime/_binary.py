@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Callable, Union, cast
 
 import numpy as np
 
-from . import _parallel
+from . import _cores, _parallel
 from ._backend import can_view, load_torch
 from ._config import RuntimeSettings
 from ._decide import Route, original_reason
@@ -50,6 +50,7 @@ from ._errstate import (
     extobj_getter,
     names_its_warnings,
     numpy_call,
+    records_flags,
     scipy_reports,
 )
 from ._helper import ABSENT, PUBLIC_MODULE, Helper, dtype_name, ufunc_signature
@@ -66,6 +67,9 @@ Operand = Union[np.ndarray, float, int]
 
 class Binary(Helper):
     """A two-argument elementwise helper: the row's original (a ufunc) and the torch path below."""
+
+    cores = True
+    """It has the path ``cores``, the original's own loop on every core (:mod:`._cores`)."""
 
     def __init__(self, row: Function) -> None:
         super().__init__(row)
@@ -120,7 +124,10 @@ class Binary(Helper):
         if path == "cuda":
             raise ValueError(f"{self.name}: no loop is verified on CUDA")
         loop = self.resolve(x.dtype, y.dtype)
-        result = None if loop is None else self.try_torch(x, y, loop, Route(path, "cpu", "forced"))
+        if path == "cores":
+            result = None if loop is None else self.on_cores(x, y, loop)
+        else:
+            result = None if loop is None else self.try_torch(x, y, loop, Route(path, "cpu", "forced"))
         if result is None:
             raise ValueError("the torch path declined the calibration input")
         return result
@@ -179,6 +186,22 @@ class Binary(Helper):
         TAKEN.device = "cpu"  # which path this call took, for np2torch run's sites
         return result[()] if result.ndim == 0 else result
 
+    def on_cores(self, x1: Operand, x2: Operand, loop: np.dtype) -> np.ndarray | np.generic | None:
+        """The original's result computed by its own loop on every core (:mod:`._cores`); None where operands laid
+        out unlike the result (or a reporting error state before NumPy 2) leave it to the original's single call."""
+        checks = error_checks()
+        if checks is not None and not records_flags():
+            return None
+        a1, a2 = (x if type(x) is np.ndarray else _in_loop(x, loop) for x in (x1, x2))
+        if a1 is None or a2 is None:
+            return None
+        result = _allocate(x1, x2, a1, a2, loop)
+        if not all(type(x) is not np.ndarray or x.ndim == 0 or _cores.lays_out_alike(x, result) for x in (x1, x2)):
+            return None
+        _cores.compute(self.load(), self.name, x1, result, checks, second=x2)
+        TAKEN.device = "cores"  # which path this call took, for np2torch run's sites
+        return result[()] if result.ndim == 0 else result
+
     def which(self, *args: object, **kwargs: object) -> tuple[str, str]:
         if len(args) != 2 or kwargs:
             return "numpy", f"{self.name}: not a plain call with two operands: the original"
@@ -188,6 +211,8 @@ class Binary(Helper):
         if isinstance(prepared, str):
             return "numpy", f"{self.name}: {prepared}"
         loop, route = prepared
+        if route.path == "cores":
+            return "cores", f"{self.name} of {loop}: {route.why}"
         return "cpu", f"{self.name} of {loop}: {route.why} (non-finite results are recomputed by the original)"
 
 
@@ -265,7 +290,11 @@ def _make_function(helper: Binary) -> Callable[..., object]:
             settings = PROCESS.settings if scoped is None else scoped
             prepared = helper.prepare(x1, x2, settings)
             if not isinstance(prepared, str):
-                result = helper.try_torch(x1, x2, *prepared)
+                loop, route = prepared
+                if route.path == "cores":
+                    result = helper.on_cores(x1, x2, loop)
+                else:
+                    result = helper.try_torch(x1, x2, loop, route)
                 if result is not None:
                     return result
         return numpy_call(helper.original, helper.name, x1, x2, *args, **kwargs)

@@ -20,9 +20,10 @@ itself then reports exactly what its single call would have, in its order, at
 the caller's line (warn, raise, call, print, log), with ``out=`` already
 written in full.
 
-Served: exactly ``np.ndarray`` input whose result is laid out alike (a dense
-array and its dense result in the same order: :func:`lays_out_alike`), the
-call's ``dtype=``/``casting=`` passed on to every block.  An in-place call under
+Served: exactly ``np.ndarray`` operands whose result is laid out alike (a dense
+array and its dense result in the same order: :func:`lays_out_alike`; a
+two-argument function's scalar operand goes whole to every block), the call's
+``dtype=``/``casting=`` passed on to every block.  An in-place call under
 a reporting error state is not (its inputs are gone once a block is written,
 and the flags' witnesses could not be found again).
 """
@@ -57,11 +58,17 @@ def _dense_alike(x: np.ndarray, result: np.ndarray) -> bool:
                 (result.flags.c_contiguous or result.flags.f_contiguous))
 
 
-def compute(original: Callable[..., Any], name: str, x: np.ndarray, result: np.ndarray, checks: ErrorChecks | None,
-            threads: int = 0, **kwargs: Any) -> None:
-    """``original(x, out=result, **kwargs)`` on up to ``threads`` threads (0: as many as allowed), reporting the
-    floating-point errors of the single call as the original does.  ``x`` and ``result`` lay out alike."""
-    src, dst = x.ravel(order="K"), result.ravel(order="K")
+_NONE: Any = object()
+
+
+def compute(original: Callable[..., Any], name: str, x: Any, result: np.ndarray, checks: ErrorChecks | None,
+            threads: int = 0, second: Any = _NONE, **kwargs: Any) -> None:
+    """``original(x, out=result, **kwargs)`` (``original(x, second, out=result, ...)`` for a two-argument one) on up
+    to ``threads`` threads (0: as many as allowed), reporting the floating-point errors of the single call as the
+    original does.  Each array operand lays out like ``result`` (:func:`lays_out_alike`); a scalar (a Python number,
+    a 0-d array) goes whole to every block."""
+    operands = [_flat(x)] + ([] if second is _NONE else [_flat(second)])
+    dst = result.ravel(order="K")
     caller = EXTOBJ_VAR.get()
     bufsize = np.getbufsize()
 
@@ -69,17 +76,29 @@ def compute(original: Callable[..., Any], name: str, x: np.ndarray, result: np.n
         state, flags = (caller, None) if checks is None else recording_state(bufsize)
         token = EXTOBJ_VAR.set(state)
         try:
-            original(src[start:stop], out=dst[start:stop], **kwargs)
+            original(*_parts(operands, start, stop), out=dst[start:stop], **kwargs)
         finally:
             EXTOBJ_VAR.reset(token)
         return 0 if flags is None else flags.status
 
     statuses = _parallel.elementwise(dst.size, block, threads, torch=False)
     if checks is not None and any(statuses):
-        _report(original, name, src, dst, statuses, bufsize, kwargs)
+        _report(original, name, operands, dst, statuses, bufsize, kwargs)
 
 
-def _report(original: Callable[..., Any], name: str, src: np.ndarray, dst: np.ndarray, statuses: Sequence[int],
+
+def _flat(operand: Any) -> Any:
+    """A flat view of an array operand laid out like the result; a scalar (or 0-d array) as it is."""
+    if type(operand) is np.ndarray and operand.ndim:
+        return operand.ravel(order="K")
+    return operand
+
+
+def _parts(operands: Sequence[Any], start: int, stop: int) -> List[Any]:
+    return [a[start:stop] if type(a) is np.ndarray and a.ndim else a for a in operands]
+
+
+def _report(original: Callable[..., Any], name: str, operands: Sequence[Any], dst: np.ndarray, statuses: Sequence[int],
             bufsize: int, kwargs: dict[str, Any]) -> None:
     """Run the original under the caller's error state on elements raising every flag the blocks raised."""
     size = _parallel.block_elements(dst.size) if len(statuses) > 1 else dst.size
@@ -91,18 +110,24 @@ def _report(original: Callable[..., Any], name: str, src: np.ndarray, dst: np.nd
         new = status & wanted
         if new:
             start = index * size
-            pieces += _witnesses(original, src, dst, start, min(start + size, dst.size), new, bufsize, kwargs)
+            pieces += _witnesses(original, operands, dst, start, min(start + size, dst.size), new, bufsize, kwargs)
             wanted &= ~new
     # The array's tail (a partial vector) stays at the end, as in the original's call.
     pieces.sort(key=lambda span: span[1] == dst.size)
     # In the loop's dtype (the result's: an exact cast, as the call's own), so that no keyword or cast is needed and
     # NumPy's warnings can name the caller's line (:func:`._errstate.may_warn_in_a_cast`).
-    witness = np.concatenate([src[a:b] for a, b in pieces]).astype(dst.dtype, copy=False)
-    numpy_call(original, name, witness)
+    witnesses = [_witness(a, pieces, dst.dtype) for a in operands]
+    numpy_call(original, name, *witnesses)
 
 
-def _witnesses(original: Callable[..., Any], src: np.ndarray, dst: np.ndarray, start: int, stop: int, wanted: int,
-               bufsize: int, kwargs: dict[str, Any]) -> List[tuple[int, int]]:
+def _witness(operand: Any, pieces: Sequence[tuple[int, int]], dtype: np.dtype) -> Any:
+    if type(operand) is np.ndarray and operand.ndim:
+        return np.concatenate([operand[a:b] for a, b in pieces]).astype(dtype, copy=False)
+    return operand
+
+
+def _witnesses(original: Callable[..., Any], operands: Sequence[Any], dst: np.ndarray, start: int, stop: int,
+               wanted: int, bufsize: int, kwargs: dict[str, Any]) -> List[tuple[int, int]]:
     """Spans of at most :data:`WITNESS` elements within ``[start, stop)`` that together raise the flags ``wanted``
     (the whole span, should no piece of it raise a flag alone).
 
@@ -110,8 +135,7 @@ def _witnesses(original: Callable[..., Any], src: np.ndarray, dst: np.ndarray, s
     a piece for each flag still wanted: the work is about the span's size once more."""
     if stop - start <= WITNESS:
         return [(start, stop)]
-    piece = _ceil(stop - start, PIECES)
-    step = _ceil(piece, WITNESS) * WITNESS
+    step = _ceil(_ceil(stop - start, PIECES), WITNESS) * WITNESS
     found: List[tuple[int, int]] = []
     whole = (start, stop)
     for a in range(start, stop, step):
@@ -119,12 +143,12 @@ def _witnesses(original: Callable[..., Any], src: np.ndarray, dst: np.ndarray, s
         state, flags = recording_state(bufsize)
         token = EXTOBJ_VAR.set(state)
         try:
-            original(src[a:b], out=dst[a:b], **kwargs)
+            original(*_parts(operands, a, b), out=dst[a:b], **kwargs)
         finally:
             EXTOBJ_VAR.reset(token)
         new = flags.status & wanted
         if new:
-            found += _witnesses(original, src, dst, a, b, new, bufsize, kwargs)
+            found += _witnesses(original, operands, dst, a, b, new, bufsize, kwargs)
             wanted &= ~new
             if not wanted:
                 break
