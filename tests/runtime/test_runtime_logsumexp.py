@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import multiprocessing
+import signal
 import subprocess
 import sys
 import textwrap
@@ -940,3 +941,61 @@ def test_the_lean_check_catches_another_order_of_the_additions() -> None:
     original = scipy.special.logsumexp
     assert lse_check.check_lean(original, functools.partial(lse._lean, checked=False))
     assert not lse_check.check_lean(original, backwards)
+
+
+def _line_of(function: Callable[..., Any], text: str) -> int:
+    """The line number of the first line of ``function``'s source holding ``text``."""
+    import inspect
+
+    lines, first = inspect.getsourcelines(function)
+    return first + next(i for i, line in enumerate(lines) if text in line)
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGUSR1"), reason="POSIX signals")
+def test_a_signal_handler_calling_the_helper_inside_a_block_leaves_both_results_exact() -> None:
+    # A Python signal handler runs between two bytecodes of the main thread, here inside `_block_sums` once the
+    # block's buffer holds `x - a_max`.  Its own large logsumexp used to overwrite the thread's block buffers, and
+    # the interrupted call returned a wrong value, silently.  SciPy's logsumexp is re-entrant; so is the helper.
+    # (A trace function raises the signal at that line: the same moment on every run, whatever the machine's speed.)
+    import torch
+
+    rng = np.random.default_rng(11)
+    a, b = rng.standard_normal(2_000_000), rng.standard_normal(2_000_000) * 3
+    block_sums = lse._block_sums.__code__
+    at = _line_of(lse._block_sums, "if isinstance(holds, str):")
+    seen: dict = {}
+
+    def handler(signum: int, frame: Any) -> None:
+        inside = sys._getframe()
+        while inside is not None and inside.f_code is not block_sums:
+            inside = inside.f_back
+        seen["inside a block"] = inside is not None
+        seen["b"] = np2t.logsumexp(b)
+
+    def local(frame: Any, event: str, arg: object) -> Any:
+        if event == "line" and frame.f_lineno == at and "b" not in seen:
+            sys.settrace(None)
+            signal.raise_signal(signal.SIGUSR1)
+            return None
+        return local
+
+    def tracer(frame: Any, event: str, arg: object) -> Any:
+        return local if frame.f_code is block_sums else None
+
+    threads = torch.get_num_threads()
+    previous = signal.signal(signal.SIGUSR1, handler)
+    torch.set_num_threads(1)  # every block in this thread, where the trace function and the handler run
+    try:
+        with np2t.using(device="cpu", min_size=0):
+            want_a, want_b = np2t.logsumexp(a), np2t.logsumexp(b)
+            assert TAKEN.device == "cpu"
+            sys.settrace(tracer)
+            try:
+                got_a = np2t.logsumexp(a)
+            finally:
+                sys.settrace(None)
+    finally:
+        torch.set_num_threads(threads)
+        signal.signal(signal.SIGUSR1, previous)
+    assert seen.get("inside a block") is True
+    assert (got_a.tobytes(), seen["b"].tobytes()) == (want_a.tobytes(), want_b.tobytes())

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Literal, Sequence, 
 import numpy as np
 
 from . import _parallel
-from ._backend import can_view, cuda_available, load_torch
+from ._backend import can_view, cuda_available, importing_here, load_torch, torch_out_of_sight
 from ._config import RuntimeSettings
 from ._dask import DASK_ARRAY, is_dask_array
 from ._decide import Route, original_reason
@@ -180,6 +180,9 @@ def logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: Any = False, re
     SciPy ships no types: a result is a NumPy scalar or array (``Any``), a pair
     with ``return_sign=True``.
     """
+    if importing_here():  # a call inside the runtime's `import torch` (a signal handler's): SciPy's, torch unseen
+        with torch_out_of_sight():
+            return HELPER.original(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign)
     if type(a) is np.ndarray:
         scoped = SCOPED.get()
         settings = PROCESS.settings if scoped is None else scoped
@@ -538,8 +541,11 @@ def _blockwise(t: torch.Tensor, dims: Tuple[int, ...], work: torch.dtype, device
         return t.narrow(axis, start, min(step, t.shape[axis] - start))
 
     def sums(chunk: torch.Tensor, a_max: torch.Tensor, holds: Holds, count: torch.Tensor) -> torch.Tensor:
-        shifted, is_max = _scratch(slab, work, device)
-        return _block_sums(chunk, a_max, dims, shifted, is_max, holds, count, count_dtype)
+        buffers = _take_scratch(slab, work, device)
+        try:
+            return _block_sums(chunk, a_max, dims, *buffers, holds, count, count_dtype)
+        finally:
+            _give_back(buffers, work, device)
 
     def run(tasks: List[Callable[[], T]]) -> List[T]:
         return _parallel.run(tasks, threads) if device.type == "cpu" else [task() for task in tasks]
@@ -588,17 +594,35 @@ def _blockwise(t: torch.Tensor, dims: Tuple[int, ...], work: torch.dtype, device
 _SCRATCH = threading.local()
 
 
-def _scratch(size: int, work: torch.dtype, device: torch.device) -> Tuple[torch.Tensor, torch.Tensor]:
-    """This thread's two block buffers of at least ``size`` elements (kept between calls: fresh
-    temporaries cost page faults that outweighed the arithmetic on the reference VM)."""
+def _kept() -> Dict[Tuple[torch.dtype, torch.device], Tuple[torch.Tensor, torch.Tensor]]:
+    """This thread's block buffers not in use, per (dtype, device)."""
+    kept: Dict[Tuple[torch.dtype, torch.device], Tuple[torch.Tensor, torch.Tensor]] = _SCRATCH.__dict__.setdefault("buffers", {})
+    return kept
+
+
+def _take_scratch(size: int, work: torch.dtype, device: torch.device) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Two block buffers of at least ``size`` elements, this thread's own until :func:`_give_back` (kept between
+    calls: fresh temporaries cost page faults that outweighed the arithmetic on the reference VM).
+
+    Taken out of the thread's store, not lent from it: a call that runs in this thread while a block uses them
+    (a signal handler's, a ``__del__``'s, a trace function's, between two bytecodes of the block) finds none and
+    makes its own, so it cannot overwrite the interrupted block's.  (``dict.pop`` is one bytecode.)
+    """
     import torch
 
-    key = (work, device)
-    kept: Dict[Tuple[torch.dtype, torch.device], Tuple[torch.Tensor, torch.Tensor]] = _SCRATCH.__dict__.setdefault("buffers", {})
-    found = kept.get(key)
+    found = _kept().pop((work, device), None)
     if found is None or found[0].numel() < size:
-        found = kept[key] = (torch.empty(size, dtype=work, device=device), torch.empty(size, dtype=work, device=device))
+        found = (torch.empty(size, dtype=work, device=device), torch.empty(size, dtype=work, device=device))
     return found
+
+
+def _give_back(buffers: Tuple[torch.Tensor, torch.Tensor], work: torch.dtype, device: torch.device) -> None:
+    """Return block buffers to this thread's store (the larger, where a call that interrupted their block gave its own back)."""
+    key = (work, device)
+    kept = _kept()
+    there = kept.get(key)
+    if there is None or there[0].numel() < buffers[0].numel():
+        kept[key] = buffers
 
 
 def _block_sums(chunk: torch.Tensor, a_max: torch.Tensor, dims: Tuple[int, ...], shifted: torch.Tensor,
