@@ -176,3 +176,59 @@ def test_a_call_at_exit_returns_the_originals_result(tmp_path, when):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split("\n") == ["exp True", "erf True", "hypot True", ""], proc.stderr
 
+
+
+DURING_THE_IMPORT_SCRIPT = textwrap.dedent(
+    """
+    import signal, sys
+    import numpy as np
+    import scipy.special
+    import np2torch.runtime as np2t
+
+    x = np.random.default_rng(1).standard_normal(300_000)
+    rows = x.reshape(1000, 300)
+    CASES = [("exp", (x,), np.exp), ("erf", (x,), scipy.special.erf), ("logsumexp", (x,), scipy.special.logsumexp),
+             ("softmax", (rows,), scipy.special.softmax)]
+    seen = {}
+
+    def compare(got, want):
+        return type(got) is type(want) and got.dtype == want.dtype and got.tobytes() == want.tobytes()
+
+    def handler(signum, frame):
+        seen["torch half initialized"] = sys.modules["torch"].__spec__._initializing
+        for name, args, original in CASES:
+            seen[name] = compare(getattr(np2t, name)(*args), original(*args))
+
+    class Interrupt:
+        # The signal arrives when torch imports its first submodule: torch/__init__.py is running, its module
+        # in sys.modules without most of its names (the same moment on every run, however fast the machine).
+        def find_spec(self, name, path=None, target=None):
+            if name.startswith("torch.") and self in sys.meta_path:
+                sys.meta_path.remove(self)
+                signal.raise_signal(signal.SIGUSR1)
+            return None
+
+    signal.signal(signal.SIGUSR1, handler)
+    sys.meta_path.insert(0, Interrupt())
+    got = np2t.erf(x)  # min_size 0: this call imports torch, then computes on it
+    print(seen.pop("torch half initialized"), "torch" in sys.modules, np2t.which("erf", x)[0])
+    print(sorted(seen.items()))
+    print(compare(got, np2t.erf(x)))  # the torch path's bits, as a call nothing interrupted
+    """
+)
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGUSR1"), reason="POSIX signals")
+def test_a_signal_handler_calling_helpers_while_the_runtime_imports_torch_gets_the_originals_results(tmp_path):
+    # A Python signal handler runs between two bytecodes of the main thread, also inside the runtime's
+    # `import torch`.  Its helper calls re-entered the import through the runtime's re-entrant lock, got the
+    # half-initialized module and the program died (AttributeError: partially initialized module 'torch');
+    # SciPy's own logsumexp, reading sys.modules["torch"].Tensor, failed there too.  They take the original.
+    script = tmp_path / "during_the_import.py"
+    script.write_text(DURING_THE_IMPORT_SCRIPT)
+    env = {**os.environ, "NP2TORCH_MIN_SIZE": "0", "NP2TORCH_PROFILE": "builtin"}
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n") == [
+        "True True cpu", "[('erf', True), ('exp', True), ('logsumexp', True), ('softmax', True)]", "True", ""
+    ], proc.stderr

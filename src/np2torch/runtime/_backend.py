@@ -18,20 +18,30 @@ also fixes three process-wide hazards measured on the 2-core reference VM:
 Threads: a route's work is cut into blocks fixed by the shape and run by
 :mod:`._parallel`, each block on one torch thread, so the thread count never
 changes a value.
+
+Re-entrant calls: a helper called in the thread that is importing torch (from a
+signal handler, a ``__del__``, a trace function, while the import runs there)
+would re-enter :data:`._state.Process.loading` (an ``RLock``) and get the
+half-initialized module (``AttributeError: partially initialized module
+'torch'``).  Such a call takes the original, as does any call while the
+program's own ``import torch`` is under way: :func:`load_torch` never hands out
+a torch that has not finished importing.  Other threads' calls during the
+runtime's own import wait for it, as before.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
 import time
 import warnings
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Iterator, Mapping
 
 import numpy as np
 
-from ._fork import in_forked_child
+from ._fork import being_imported, in_forked_child
 from ._state import PROCESS
 
 if TYPE_CHECKING:
@@ -55,12 +65,22 @@ TORCH_DTYPE_NAMES: Mapping[np.dtype, str] = {
 }
 
 
+_importer: int | None = None
+"""The thread running the runtime's ``import torch`` (:func:`load_torch`), while it runs."""
+
+
 def torch_ready() -> bool:
     """Whether torch costs nothing more to use: the runtime loaded it, or someone else imported it
-    (and the runtime has not found it unusable)."""
+    (and the runtime has not found it unusable).  Not while its import is under way in this thread, or
+    the program's own import of it is under way (the runtime's own, in another thread, is waited for)."""
     if PROCESS.torch_tried:
         return PROCESS.torch_found
-    return "torch" in sys.modules
+    if "torch" not in sys.modules:
+        return False
+    importer = _importer
+    if importer is not None:
+        return importer != threading.get_ident()
+    return not being_imported(sys.modules["torch"])
 
 
 def torch_unavailable() -> bool:
@@ -69,22 +89,61 @@ def torch_unavailable() -> bool:
     return PROCESS.torch_tried and not PROCESS.torch_found
 
 
+def importing_here() -> bool:
+    """Whether this thread is inside the runtime's ``import torch`` (a signal handler's, a ``__del__``'s or a trace
+    function's call made there): torch is half initialized in ``sys.modules``."""
+    importer = _importer
+    return importer is not None and importer == threading.get_ident()
+
+
+@contextlib.contextmanager
+def torch_out_of_sight() -> Iterator[None]:
+    """``sys.modules`` without the half-initialized torch while this thread's call inside the runtime's import runs
+    the original (:func:`importing_here`); elsewhere nothing changes.
+
+    SciPy's array-API dispatch reads ``sys.modules["torch"].Tensor`` (``array_api_compat``'s ``is_torch_array``),
+    which a half-initialized torch does not have yet: SciPy's ``logsumexp`` called there raised AttributeError.
+    Without the module it finds no torch, as before the runtime began importing it.  Another thread's ``import
+    torch`` meanwhile waits for the import lock this thread holds, and finds the module put back.
+    """
+    if not importing_here():
+        yield
+        return
+    module = sys.modules.pop("torch", None)
+    try:
+        yield
+    finally:
+        if module is not None:
+            sys.modules["torch"] = module
+
+
 def load_torch() -> bool:
-    """Import torch on first use, with the runtime's settings; whether it is installed (else NumPy serves everything)."""
+    """Import torch on first use, with the runtime's settings; whether it is usable now (else the original serves
+    the call: torch is not installed, or its import is under way in this thread or by the program)."""
+    global _importer
     if PROCESS.torch_tried:
         return PROCESS.torch_found
-    if "torch" not in sys.modules and not threading.main_thread().is_alive():
-        # The interpreter is shutting down (an atexit handler, a __del__, a thread still running after
-        # the main one ended): importing torch now fails ("can't register atexit after shutdown", from
-        # its concurrent.futures import), where the original would just run.  NumPy serves the call.
+    if "torch" not in sys.modules:
+        if not threading.main_thread().is_alive():
+            # The interpreter is shutting down (an atexit handler, a __del__, a thread still running after
+            # the main one ended): importing torch now fails ("can't register atexit after shutdown", from
+            # its concurrent.futures import), where the original would just run.  NumPy serves the call.
+            return False
+    elif importing_here() or (_importer is None and being_imported(sys.modules["torch"])):
+        # A call made inside the import in this thread (a signal handler, a __del__, a trace function) would
+        # get the half-initialized module; so would one inside the program's own `import torch`.
         return False
     with PROCESS.loading:
-        if not PROCESS.torch_tried:
-            start = time.perf_counter()
-            PROCESS.torch_found = _import_torch()
-            PROCESS.torch_tried = True
-            PROCESS.one_time.append((start, time.perf_counter() - start))
-    return PROCESS.torch_found
+        if not PROCESS.torch_tried and _importer is None:
+            _importer = threading.get_ident()
+            try:
+                start = time.perf_counter()
+                PROCESS.torch_found = _import_torch()
+                PROCESS.torch_tried = True
+                PROCESS.one_time.append((start, time.perf_counter() - start))
+            finally:
+                _importer = None
+    return PROCESS.torch_tried and PROCESS.torch_found
 
 
 def _import_torch() -> bool:

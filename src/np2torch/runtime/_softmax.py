@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from . import _parallel
-from ._backend import can_view, load_torch
+from ._backend import can_view, importing_here, load_torch, torch_out_of_sight
 from ._config import RuntimeSettings
 from ._dask import DASK_ARRAY, BlockCall, explicit_settings, is_dask_array
 from ._decide import Route, original_reason
@@ -109,6 +109,9 @@ class Softmax(Helper):
 
     def call(self, x: Any, axis: Any) -> Any:
         """The public helper's body: the torch path where it serves the call, else SciPy's."""
+        if importing_here():  # a call inside the runtime's `import torch` (a signal handler's): SciPy's, torch unseen
+            with torch_out_of_sight():
+                return self.original(x, axis=axis)
         if type(x) is np.ndarray:
             scoped = SCOPED.get()
             settings = PROCESS.settings if scoped is None else scoped
