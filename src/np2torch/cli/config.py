@@ -95,7 +95,7 @@ _LIST_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude", 
               "unfixable", "include", "extend-include")
 _TABLE_KEYS = ("per-file-ignores", "extend-per-file-ignores")
 _BOOL_KEYS = ("force-exclude", "respect-gitignore", "unsafe-fixes")
-_STR_KEYS = ("runtime-module", "alias", "target-version", "cache-dir", "output-format", "extend")
+_STR_KEYS = ("runtime-module", "alias", "target-version", "cache-dir", "output-format", "extend", "exact")
 KNOWN_KEYS = _LIST_KEYS + _TABLE_KEYS + _BOOL_KEYS + _STR_KEYS
 _SELECTOR_KEYS = ("select", "extend-select", "ignore", "fixable", "extend-fixable", "unfixable")
 _GLOB_KEYS = ("exclude", "extend-exclude", "include", "extend-include")
@@ -134,6 +134,8 @@ class Config:
     target_version: tuple[int, int] | None = None
     cache_dir: str | None = None
     output_format: str | None = None
+    exact: str | None = None
+    """The runtime's exactness for the programs ``np2torch run`` runs here (``ulp`` or ``bits``: NP2TORCH_EXACT)."""
     extend: str | None = None
     """The configuration file this one extends, as written (its settings are merged in already)."""
     keys: frozenset[str] = frozenset()
@@ -196,6 +198,13 @@ def check_output_format(value: str) -> str:
         raise ValueError(f"output-format must be one of {', '.join(OUTPUT_FORMATS)}, got {value!r}"
                          + _suggestion(value, OUTPUT_FORMATS))
     return value
+
+
+def check_exact(value: object) -> str:
+    """``ulp`` or ``bits``: the runtime's exactness (``exact = "bits"``: only paths that give the original's bits)."""
+    if value not in ("ulp", "bits"):
+        raise ValueError(f"must be 'ulp' or 'bits', got {value!r}")
+    return str(value)
 
 
 def check_selectors(values: Sequence[str]) -> tuple[str, ...]:
@@ -314,7 +323,8 @@ def table_values(table: object, where: str, section: str = f" in {SECTION}") -> 
                 raise ConfigError(f"{where}: {key!r}{section} must be true or false")
             values[key] = table[key]
     checks = {"runtime-module": check_module, "alias": check_alias, "target-version": check_target_version,
-              "output-format": check_output_format, "cache-dir": _check_folder, "extend": _check_folder}
+              "output-format": check_output_format, "cache-dir": _check_folder, "extend": _check_folder,
+              "exact": check_exact}
     for key, check in checks.items():
         if key in table:
             try:

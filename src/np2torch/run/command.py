@@ -41,6 +41,8 @@ Options:
   --extend-select CODES   Rules to apply on top of the selection.
   --ignore CODES          Rules to leave out.
   --unsafe-fixes          Also apply the rewrites whose fix is unsafe (as `unsafe-fixes = true` in the config).
+  --exact [ulp|bits]      bits: the helpers take only paths that give the original's own bits (NP2TORCH_EXACT;
+                          `exact = "bits"` in the config); default: the environment's, else ulp.
   --config PATH           Read [tool.np2torch] from this file for every file.
   --report [text|json|none]
                           What to print on stderr at exit (default: text).
@@ -51,7 +53,7 @@ Options:
 """
 
 _WITH_VALUE = ("--include", "--exclude", "--select", "--extend-select", "--ignore", "--config", "--report",
-               "--report-file")
+               "--report-file", "--exact")
 _FLAGS = ("--unsafe-fixes", "--no-children", "--no-cache")
 
 
@@ -75,6 +77,7 @@ class Options:
     report_file: str | None = None
     children: bool = True
     cache: bool = True
+    exact: str | None = None
 
 
 def parse(argv: Sequence[str]) -> Options | None:
@@ -135,6 +138,10 @@ def _apply(options: Options, values: Dict[str, List[str]]) -> None:
     options.cache = "--no-cache" not in values
     options.config = values["--config"][-1] if "--config" in values else None
     options.report_file = values["--report-file"][-1] if "--report-file" in values else None
+    exact = values["--exact"][-1] if "--exact" in values else None
+    if exact not in (None, "ulp", "bits"):
+        raise UsageError(f"--exact must be ulp or bits, not {exact!r}")
+    options.exact = exact
     report = values["--report"][-1] if "--report" in values else "text"
     if report not in ("text", "json", "none"):
         raise UsageError(f"--report must be text, json or none, not {report!r}")
@@ -183,6 +190,7 @@ def main(options: Options) -> NoReturn:
         run = Run(scope, overrides, options.config, spool, os.getpid(), cache=options.cache)
     except ConfigError as exc:
         _fail(str(exc), 2)
+    _set_exact(options.exact or _configured_exact(program.folder(), options.config))
     run.report = {"mode": options.report, "file": options.report_file, "command": program.command,
                   "started": time.time()}
     activate(run)
@@ -213,3 +221,26 @@ def main(options: Options) -> NoReturn:
         raise
     outcome["status"] = status
     sys.exit(status)
+
+
+def _configured_exact(folder: str, config_path: str | None) -> str | None:
+    """``exact`` from the configuration that governs the program's folder (``--config``'s file if given)."""
+    from np2torch.cli.config import ConfigFinder, load_explicit_config
+
+    try:
+        override = None if config_path is None else load_explicit_config(config_path)
+        return ConfigFinder(override).for_file(os.path.join(os.path.abspath(folder), "__main__.py")).exact
+    except ConfigError as exc:
+        _fail(str(exc), 2)
+
+
+def _set_exact(exact: str | None) -> None:
+    """The runtime's exactness for the program and its children (NP2TORCH_EXACT; the runtime, if already imported,
+    configured to it)."""
+    if exact is None:
+        return
+    os.environ["NP2TORCH_EXACT"] = exact
+    if "np2torch.runtime._state" in sys.modules:
+        from np2torch.runtime import configure
+
+        configure(exact=exact)
