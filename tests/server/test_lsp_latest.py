@@ -318,6 +318,27 @@ def test_a_message_that_is_not_json_is_answered_with_a_parse_error_not_a_traceba
     assert "Traceback" not in stderr and "not JSON" in stderr
 
 
+def test_a_request_whose_params_do_not_fit_is_answered_invalid_params() -> None:
+    doc = {"uri": "file:///nowhere/a.py"}
+    unfit = [
+        {"method": "textDocument/hover", "params": {"textDocument": doc, "position": {"line": 0}}},
+        {"method": "textDocument/codeAction", "params": {"textDocument": doc, "context": {"diagnostics": []},
+                                                         "range": {"start": {"line": -1, "character": 0},
+                                                                   "end": {"line": 0, "character": 0}}}},
+        {"method": "textDocument/hover", "params": "not an object"},
+        {"method": "textDocument/diagnostic"},
+    ]
+    requests = [{"jsonrpc": "2.0", "id": n, **r} for n, r in enumerate(unfit, 2)]
+    requests[2]["id"] = "by name"
+    bad_notification = {"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {}}
+    code, answers, stderr = serve(INITIALIZE, *requests, bad_notification, SHUTDOWN, EXIT)
+    assert code == 0 and [a.get("id") for a in answers] == [1, 2, 3, "by name", 5, 99]  # the notification: none
+    assert [a["error"]["code"] for a in answers[1:5]] == [-32602] * 4
+    assert "required field missing @ $.params.position.character" in answers[1]["error"]["message"]
+    assert "Position.line should be in range [0:2147483647], but was -1" in answers[2]["error"]["message"]
+    assert "Traceback" not in stderr and "a notification textDocument/didOpen whose params do not fit" in stderr
+
+
 def test_requests_about_a_document_never_opened_are_answered_without_an_error() -> None:
     never = {"uri": "file:///nowhere/never_opened.py"}
     start = {"line": 0, "character": 0}

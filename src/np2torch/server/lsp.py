@@ -43,10 +43,13 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 from urllib.parse import unquote
 
+from cattrs import BaseValidationError, transform_error
+from cattrs.v import format_exception
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, PyglsError
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCRequestMessage
 from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
@@ -159,10 +162,43 @@ def _path(uri: str) -> str:
     return os.path.abspath(path or "untitled.py")
 
 
+@dataclass(frozen=True)
+class Unfit:
+    """A request or notification whose params do not fit the protocol's types (a hover without ``character``,
+    a range at line -1): what pygls would raise in the middle of reading it, leaving the request unanswered."""
+
+    msg_id: int | str | None
+    method: str
+    request: bool
+    reason: str
+
+
 class Protocol(LanguageServerProtocol):
-    """pygls's protocol, answering a message that is no JSON-RPC message as the specification says."""
+    """pygls's protocol, answering a message that is no JSON-RPC message, or a request whose params do not
+    fit the protocol's types, as the specification says."""
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        method = data.get("method")
+        if "jsonrpc" not in data or not isinstance(method, str) or "error" in data:
+            return super().structure_message(data)
+        request = "id" in data
+        kind = self.get_message_type(method) or (JsonRPCRequestMessage if request else JsonRPCNotification)
+        try:
+            return self._converter.structure(data, kind)
+        except Exception as exc:  # pygls raises here, inside json.loads: nobody would learn the request's id
+            msg_id = data.get("id")
+            valid_id = isinstance(msg_id, (int, str)) and not isinstance(msg_id, bool)
+            return Unfit(msg_id if valid_id else None, method, request, _unfit_reason(exc))
 
     def handle_message(self, message: Any) -> None:
+        if isinstance(message, Unfit):
+            kind = "request" if message.request else "notification"
+            log.error("%s: a %s %s whose params do not fit the protocol: %s", NAME, kind, message.method,
+                      message.reason)
+            if message.request:  # a notification is never answered
+                _answer_error(self, message.msg_id, types.ErrorCodes.InvalidParams,
+                              f"Invalid params for {message.method}: {message.reason}")
+            return
         if not hasattr(message, "jsonrpc"):  # valid JSON, but no request, notification or response
             msg_id = message.get("id") if isinstance(message, dict) else None
             log.error("%s: not a JSON-RPC message: %.200s", NAME, json.dumps(message))
@@ -177,6 +213,19 @@ def _answer_error(protocol: LanguageServerProtocol, msg_id: int | str | None, co
     """An error response; ``"id": null`` written out, as the specification asks when the id is unknown (a
     response built from lsprotocol's classes would leave it out)."""
     protocol._send_data({"jsonrpc": "2.0", "id": msg_id, "error": {"code": code.value, "message": message}})
+
+
+def _unfit_reason(exc: Exception) -> str:
+    """Where the params go wrong, as cattrs says it (``required field missing @ $.params.position.character``)."""
+    if isinstance(exc, BaseValidationError):
+        return "; ".join(transform_error(exc, format_exception=_unfit_value))
+    return str(exc) or type(exc).__name__
+
+
+def _unfit_value(exc: BaseException, kind: type | None) -> str:
+    """lsprotocol's validators say what is wrong (``Position.line should be in range [0:2147483647], but was
+    -1.``); cattrs would say ``invalid value``."""
+    return str(exc) if type(exc) is ValueError and str(exc) else format_exception(exc, kind)
 
 
 class _NoTraceback(logging.Filter):
