@@ -624,6 +624,11 @@ def test_resolving_is_linear_in_the_file() -> None:
         pytest.param("g = globals()\n", True, set(), id="the namespace handed on"),
         pytest.param("exec('from math import *')\n", True, set(), id="exec of a star import"),
         pytest.param("eval('exp(1)')\n", False, set(), id="an expression binds nothing without :="),
+        pytest.param("def f():\n    pass\nf.__globals__['exp'] = abs\nx = f.__globals__.get('log')\n", False, {"exp"},
+                     id="a function's globals"),
+        pytest.param("import sys\nsys._getframe().f_globals.update(d)\n", True, set(), id="a frame's globals"),
+        pytest.param("import sys\ndef f():\n    sys._getframe(1).f_locals['np'] = 1\n", False, {"np"},
+                     id="a frame's locals: the caller may be the module"),
     ],
 )
 def test_namespace_writes(source: str, every: bool, names: set[str]) -> None:

@@ -677,7 +677,8 @@ def pattern_or_type_binding(node: ast.AST) -> str | None:
 class NamespaceWrites:
     """Writes to the module's namespace that no import or assignment spells (``globals()["exp"] = f``,
     ``globals().update(d)``, ``vars()`` at module level, ``sys.modules[__name__].exp = f``, ``setattr`` on
-    it, ``exec`` of a string at module level): any name they may write may mean something else at run time."""
+    it, a function's ``__globals__`` or a frame's ``f_globals``/``f_locals``, ``exec`` of a string at module
+    level): any name they may write may mean something else at run time."""
 
     def __init__(self) -> None:
         self.every: str | None = None
@@ -699,11 +700,14 @@ class NamespaceWrites:
 
 
 # what must be spelled for a namespace write to exist: a call of a builtin that reaches the namespace
-# (`globals()`, `exec(`), the modules table (`sys.modules[...]`) or `__main__`; each word first, so that `re`
-# scans for it quickly
+# (`globals()`, `exec(`), the modules table (`sys.modules[...]`), `__main__` or an attribute holding a module's
+# namespace (`f.__globals__`, `sys._getframe().f_globals`); each word first, so that `re` scans for it quickly
+_NAMESPACE_ATTRIBUTES = frozenset({"__globals__", "f_globals", "f_locals"})
+"""Attributes that may be the module's namespace: a function's globals (any function may be one of the module's),
+a frame's globals, a frame's locals (a frame of the module's own code: ``sys._getframe(1).f_locals``)."""
 _DYNAMIC_WORDS = {
     **{word: re.compile(rf"{word}(?<!\w{word})[\s\\]*\(") for word in ("globals", "vars", "locals", "exec", "eval")},
-    **{word: re.compile(rf"{word}(?<!\w{word})(?!\w)") for word in ("modules", "__main__")},
+    **{word: re.compile(rf"{word}(?<!\w{word})(?!\w)") for word in ("modules", "__main__", *_NAMESPACE_ATTRIBUTES)},
 }
 WRITE_WORDS: frozenset[str] = frozenset(_DYNAMIC_WORDS)
 """What a namespace write spells somewhere in its statement (:func:`namespace_writes` walks those only)."""
@@ -732,6 +736,8 @@ def namespace_writes(tree: ast.Module, source: str) -> NamespaceWrites | None:
         elif type(node) is ast.Attribute and _is_this_module(node.value):
             if node.attr == "__dict__" or type(node.ctx) is not ast.Load:
                 writes.add(node, None if node.attr == "__dict__" else [node.attr])
+        elif type(node) is ast.Attribute and node.attr in _NAMESPACE_ATTRIBUTES:
+            _namespace_use(node, parent, writes)  # `f.__globals__["exp"] = g`, `frame.f_globals.update(d)`
     return writes if writes.every or writes.names else None
 
 
@@ -758,8 +764,9 @@ def _call_writes(call: ast.Call, parent: ast.AST | None, module_level: bool, wri
         writes.add(call, _constant_names([call.args[1]]))
 
 
-def _namespace_use(call: ast.Call, parent: ast.AST | None, writes: NamespaceWrites) -> None:
-    """What is done with the module's namespace ``call`` returns: read, a spelled write, or anything."""
+def _namespace_use(call: ast.expr, parent: ast.AST | None, writes: NamespaceWrites) -> None:
+    """What is done with the module's namespace ``call`` returns (or an attribute holds): read, a spelled
+    write, or anything."""
     if type(parent) is ast.Subscript and parent.value is call:
         if type(parent.ctx) is not ast.Load:
             writes.add(parent, _constant_names([parent.slice]))
