@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -149,3 +151,31 @@ def test_check_hook_with_fix_args_as_ruff_users_write_it(tmp_path: Path, pre_com
     subprocess.run(["git", "add", "-u"], cwd=tmp_path, check=True, env=_git_env())
     again = pre_commit(tmp_path, pre_commit_home, "run", "--all-files")
     assert again.returncode == 0, again.stdout + again.stderr
+
+
+def _readme_snippet() -> str:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("\n### pre-commit\n"):]
+    section = section[:section.index("\n## ")]
+    assert "rev: v" not in section  # no tag: np2torch has none, and tags do not travel with a clone's commits
+    found = re.search(r"```sh\n(.*?)\n```", section, re.DOTALL)
+    assert found, "README's pre-commit section shows the commands that write .pre-commit-config.yaml"
+    return found.group(1)
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+def test_readme_pre_commit_snippet_works_as_written(tmp_path: Path, pre_commit_home: Path) -> None:
+    # A newcomer pastes it into their project with NP2TORCH pointing at their clone (here: this checkout).
+    script, count = re.subn(r"^NP2TORCH=\S+", lambda _: f"NP2TORCH={shlex.quote(str(REPO))}", _readme_snippet(),
+                            flags=re.M)
+    assert count == 1
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True, env=_git_env())
+    path = add(tmp_path, "pkg/mod.py", FINDING)
+    env = {**_git_env(), "PRE_COMMIT_HOME": str(pre_commit_home),
+           "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
+    done = subprocess.run(["bash", "-euc", script], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=900)
+    config = (tmp_path / ".pre-commit-config.yaml").read_text()
+    assert f"    rev: {_head()}\n" in config and f"  - repo: {REPO}\n" in config
+    assert done.returncode == 1, done.stdout + done.stderr  # the hook ran and found the call
+    assert "NPT001" in done.stdout and path.read_text() == FINDING
