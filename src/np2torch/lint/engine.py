@@ -88,6 +88,7 @@ __all__ = [
     "SourceError",
     "check_source",
     "fix_and_check",
+    "EachFix",
     "fix_findings",
     "fix_source",
     "may_contain",
@@ -1108,6 +1109,37 @@ def fix_findings(source: str, findings: Collection[Finding], path: str = "<strin
     analysis.fixes = [planned for planned in analysis.fixes if _position(planned.finding) in wanted]
     analysis.noqa_fixes = [finding for finding in analysis.noqa_fixes if _position(finding) in wanted]
     return _fixed_text(analysis, source, path, settings)
+
+
+class EachFix:
+    """One analysis's fixes, for an output that carries each finding's edits: the text with only the runtime
+    import added (what every fix adds; the text itself when none is), the text every fix makes
+    (:func:`fix_source`'s), every fix's position (code, line, column, end line, end column), and
+    :meth:`alone`, a fix made alone (:func:`fix_findings` of one finding) from the same analysis."""
+
+    def __init__(self, source: str, path: str, settings: Settings) -> None:
+        self._source, self._path, self._settings = source, path, settings
+        self._analysis = analysis = _analyze_to_fix(source, path, settings)
+        self._fixes, self._noqa_fixes = list(analysis.fixes), list(analysis.noqa_fixes)
+        self.whole = _fixed_text(analysis, source, path, settings)
+        self.positions = [_position(planned.finding) for planned in self._fixes] + list(map(_position, self._noqa_fixes))
+        self.imported = source
+        if self._fixes and analysis.place is not None and not analysis.place.existing:
+            from np2torch.lint.rewrite import apply_fixes
+
+            assert analysis.tree is not None and analysis.resolution is not None and analysis.alias is not None
+            self.imported = analysis.bom + apply_fixes(analysis.text, analysis.tree, [], analysis.resolution.import_froms,
+                                                       analysis.alias, settings, path, analysis.place)
+
+    def alone(self, position: tuple[str, int, int, int, int]) -> str | None:
+        """The text the fix of the finding at ``position`` makes alone; None when it has none.  Raises
+        :class:`FixError` as :func:`fix_findings` does."""
+        analysis = self._analysis
+        analysis.fixes = [planned for planned in self._fixes if _position(planned.finding) == position]
+        analysis.noqa_fixes = [finding for finding in self._noqa_fixes if _position(finding) == position]
+        if not analysis.fixes and not analysis.noqa_fixes:
+            return None
+        return _fixed_text(analysis, self._source, self._path, self._settings)
 
 
 def _position(finding: Finding) -> tuple[str, int, int, int, int]:
