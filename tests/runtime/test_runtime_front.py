@@ -360,10 +360,11 @@ def test_an_original_imported_late_is_passed_to_once_imported():
 
 
 def test_the_runtime_without_the_front():
-    # Where the extension is not built, each helper is its Python function, with the same results and warnings.
+    # Where the extension is not built, each helper is its Python function, with the same results and warnings,
+    # and a drop-in as the front is: no method binding (a ufunc has none), its name, signature and pickling.
     out = _run(
         """
-        import sys, warnings, numpy as np
+        import copy, inspect, pickle, sys, warnings, numpy as np
         sys.modules['np2torch.runtime._front'] = None  # an import of it fails, as where it was never built
         import np2torch.runtime as np2t
         from np2torch.runtime import _helper
@@ -373,6 +374,15 @@ def test_the_runtime_without_the_front():
             got = np2t.exp(np.array([1000.0, 1.0]))
         print(got.tobytes() == np.exp(np.array([1000.0, 1.0])).tobytes(), [w.lineno for w in caught])
         print(np2t.hypot(3.0, 4.0), np2t.exp(0.0))
+        class B:
+            pass
+        B.f, B.g = np2t.exp, np2t.hypot
+        print(B().f(0.0), B().g(3.0, 4.0), B().f is np2t.exp)
+        python = np2t.exp.__wrapped__
+        print(all(getattr(np2t.exp, a) == getattr(python, a) for a in ("__name__", "__qualname__", "__module__", "__doc__")),
+              inspect.signature(np2t.exp) == inspect.signature(np.exp), repr(np2t.exp) == repr(python))
+        print(pickle.loads(pickle.dumps(np2t.hypot)) is np2t.hypot, copy.deepcopy(np2t.exp) is np2t.exp)
         """
     )
-    assert out.split() == ["True", "function", "function", "True", "[9]", "5.0", "1.0"]
+    assert out.split() == ["True", "Unbound", "Unbound", "True", "[9]", "5.0", "1.0", "1.0", "5.0", "True", "True",
+                           "True", "True", "True", "True"]

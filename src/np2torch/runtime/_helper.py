@@ -71,6 +71,42 @@ def dtype_name(dtype: np.dtype) -> str:
         return name
 
 
+class Unbound:
+    """A public helper where the C front is not built (:func:`unbound`): its Python function, but no descriptor.
+
+    Stored on a class and read off an instance (``B.f = np2t.exp`` then ``B().f(x)``), it is called without the
+    instance, as the ufunc it stands in for (a Python function would bind as a method and get the instance as
+    ``x``).  Name, signature, documentation and ``repr`` are the function's; it pickles and copies by reference."""
+
+    __slots__ = ("__dict__",)
+    __wrapped__: Callable[..., Any]
+    __signature__: inspect.Signature
+    __qualname__: str
+
+    if TYPE_CHECKING:  # each one's class calls its function (:func:`unbound`)
+        def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+
+    def __repr__(self) -> str:
+        return repr(self.__wrapped__)
+
+    def __reduce__(self) -> str:
+        return self.__qualname__  # pickle: the module's attribute of that name (this object)
+
+
+def unbound(python: Callable[..., Any]) -> Unbound:
+    """``python`` as an :class:`Unbound`.  Its class's ``__call__`` is ``staticmethod(python)``: a call goes
+    straight to ``python`` with the caller's arguments (a ``staticmethod`` found on the type is called without
+    the instance), no frame of the runtime between the caller and the helper (tracebacks, warnings)."""
+    kind = type("Unbound", (Unbound,), {"__call__": staticmethod(python), "__slots__": (), "__module__": __name__,
+                                        "__qualname__": "Unbound"})
+    function: Unbound = kind()
+    for name in ("__module__", "__name__", "__qualname__", "__doc__"):
+        setattr(function, name, getattr(python, name))
+    function.__wrapped__ = python
+    function.__signature__ = getattr(python, "__signature__", None) or inspect.signature(python)
+    return function
+
+
 class Helper:
     """One helper of the table (a row): the parts every kind shares."""
 
@@ -120,9 +156,10 @@ class Helper:
         """The public helper of the Python function ``python``: ``python`` itself, or its C front where the
         extension is built (:file:`_front.c`), which passes the calls ``python`` would give the original straight
         to it (a scalar; arrays below their floor, looked up in :attr:`floors`, through ``loops`` for two operands)
-        and every other call to ``python``.  The front carries ``python``'s name, signature and documentation."""
+        and every other call to ``python``.  The front carries ``python``'s name, signature and documentation.
+        Without the extension, ``python`` as an :class:`Unbound`: neither binds as a method, as a ufunc does not."""
         if FRONT is None:
-            return python
+            return unbound(python)
         front = FRONT(python, self.floors, loops, SCOPED, PROCESS, np.ndarray, NUMPY_SCALARS)
         for name in ("__module__", "__name__", "__qualname__", "__doc__"):
             setattr(front, name, getattr(python, name))
