@@ -339,6 +339,17 @@ def test_a_request_whose_params_do_not_fit_is_answered_invalid_params() -> None:
     assert "Traceback" not in stderr and "a notification textDocument/didOpen whose params do not fit" in stderr
 
 
+def test_a_request_after_shutdown_or_not_2_0_is_answered_invalid_request() -> None:
+    hover = {"method": "textDocument/hover", "params": {"textDocument": {"uri": "file:///nowhere/a.py"},
+                                                        "position": {"line": 0, "character": 0}}}
+    code, answers, _ = serve(INITIALIZE, {"jsonrpc": "1.0", "id": 2, **hover}, SHUTDOWN,
+                             {"jsonrpc": "2.0", "id": 3, **hover}, {"jsonrpc": "2.0", "method": "initialized",
+                                                                    "params": {}}, EXIT)
+    assert code == 0 and [a.get("id") for a in answers] == [1, 2, 99, 3]  # the notification: none
+    assert answers[1]["error"]["code"] == answers[3]["error"]["code"] == -32600
+    assert "shut down" in answers[3]["error"]["message"]
+
+
 def test_requests_about_a_document_never_opened_are_answered_without_an_error() -> None:
     never = {"uri": "file:///nowhere/never_opened.py"}
     start = {"line": 0, "character": 0}

@@ -49,7 +49,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException, PyglsError
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
-from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCRequestMessage
+from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCProtocol, JsonRPCRequestMessage
 from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
@@ -174,8 +174,8 @@ class Unfit:
 
 
 class Protocol(LanguageServerProtocol):
-    """pygls's protocol, answering a message that is no JSON-RPC message, or a request whose params do not
-    fit the protocol's types, as the specification says."""
+    """pygls's protocol, answering as the specification says a message that is no JSON-RPC message, a request
+    whose params do not fit the protocol's types, and a request pygls would drop (after shutdown, not 2.0)."""
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         method = data.get("method")
@@ -205,7 +205,23 @@ class Protocol(LanguageServerProtocol):
             _answer_error(self, msg_id if isinstance(msg_id, (int, str)) else None, types.ErrorCodes.InvalidRequest,
                           "Invalid Request: not a JSON-RPC 2.0 message")
             return
+        refused = self._refused(message)
+        if refused is not None:
+            log.warning("%s: request %s refused: %s", NAME, message.method, refused)
+            _answer_error(self, message.id, types.ErrorCodes.InvalidRequest, f"Invalid Request: {refused}")
+            return
         super().handle_message(message)
+
+    def _refused(self, message: Any) -> str | None:
+        """Why pygls would drop this request with a warning and no answer, where the specification asks for
+        an Invalid Request error; ``None`` for the others (a notification or response is never answered)."""
+        if not (hasattr(message, "id") and hasattr(message, "method")):
+            return None
+        if message.jsonrpc != JsonRPCProtocol.VERSION:
+            return f"jsonrpc must be {JsonRPCProtocol.VERSION!r}, got {message.jsonrpc!r}"
+        if self._shutdown and message.method != types.EXIT:
+            return "the server is shut down (after shutdown, only exit)"
+        return None
 
 
 def _answer_error(protocol: LanguageServerProtocol, msg_id: int | str | None, code: types.ErrorCodes,
