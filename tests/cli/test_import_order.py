@@ -128,6 +128,28 @@ def test_where_the_import_goes_in_a_block(source: str, expected: str | None) -> 
     assert fix_source(source) == (source if expected is None else expected)
 
 
+FUNCTION = "def f(x):\n    import numpy as np\n\n    return np.exp(x)\n"
+
+
+@pytest.mark.parametrize(
+    ("above", "expected"),
+    [
+        pytest.param("", f"{IMPORT}\n\n\n", id="nothing: two blank lines before the def"),
+        pytest.param("@deco\n", f"{IMPORT}\n\n\n@deco\n", id="a decorator: two blank lines before it"),
+        pytest.param("X = 1\n\n\n", f"{IMPORT}\n\nX = 1\n\n\n", id="a constant: above it, one blank line"),
+        pytest.param("X: dict[str, int] = {'a': -1 + 2}\n\n\n", f"{IMPORT}\n\nX: dict[str, int] = {{'a': -1 + 2}}\n\n\n",
+                     id="an annotated constant of an expression of literals"),
+        pytest.param("X = compute()\n\n\n", f"X = compute()\n{IMPORT}\n\n\n", id="a call: after it"),
+        pytest.param("X = Y\n\n\n", f"X = Y\n{IMPORT}\n\n\n", id="a name's value: after it"),
+        pytest.param("X: compute() = 1\n\n\n", f"X: compute() = 1\n{IMPORT}\n\n\n", id="a call annotating: after it"),
+        pytest.param('"""Doc."""\n\n', f'"""Doc."""\n{IMPORT}\n\n\n', id="a docstring: after it"),
+    ],
+)
+def test_where_the_import_goes_when_numpy_is_imported_in_functions_only(above: str, expected: str) -> None:
+    fixed = fix_source(above + FUNCTION)
+    assert fixed.startswith(expected), fixed
+
+
 def test_a_new_section_gets_blank_lines_around_it() -> None:
     order = ImportOrder(project_modules=("np2torch",))
     source = "import os\n\nimport numpy as np\n\nfrom . import sib\n\nx = np.exp(a)\n"

@@ -591,15 +591,41 @@ def _binding_aliases(
 
 
 def _after_set_up(units: Units, deadline: int) -> ImportPlace | str:
-    """No import to follow: after the set-up code before the deadline (what is not a def or class), not
-    before the docstring, ``__future__`` imports and the first block of imports."""
-    set_up = [i for i in range(deadline) if not all(isinstance(s, _SCOPES) for s in units[i].stmts)]
+    """No import to follow: after the set-up code before the deadline (what is not a def or class, nor a
+    constant, which runs no code and so cannot change what the import finds: ruff's E402 would flag an
+    import below it), not before the docstring, ``__future__`` imports and the first block of imports."""
+    set_up = [i for i in range(deadline) if not all(isinstance(s, _SCOPES) or _constant(s) for s in units[i].stmts)]
     index = max([*set_up, _default_index(units)])
     if index >= deadline:
         index = deadline - 1
     if index < 0:
         return ImportPlace(units[0].first - 1) if units else ImportPlace(0)
     return ImportPlace(units[index].last)
+
+
+_LITERALS = (ast.Constant, ast.Name, ast.Tuple, ast.List, ast.Set, ast.Dict, ast.UnaryOp, ast.BinOp, ast.operator,
+             ast.unaryop, ast.expr_context, ast.Starred)
+
+
+_ANNOTATIONS = (ast.Constant, ast.Name, ast.Attribute, ast.Subscript, ast.Tuple, ast.BinOp, ast.BitOr, ast.Load)
+
+
+def _constant(stmt: ast.stmt) -> bool:
+    """``NAME = <literal>`` (annotated too, targets plain names): binding it runs no code (an operator on
+    literals of built-in types runs none the import could see)."""
+    if isinstance(stmt, ast.Assign):
+        targets, value = stmt.targets, stmt.value
+    elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None and stmt.simple:
+        targets, value = [stmt.target], stmt.value
+    else:
+        return False
+    if not all(isinstance(target, ast.Name) for target in targets):
+        return False
+    annotation = stmt.annotation if isinstance(stmt, ast.AnnAssign) else None
+    if annotation is not None and not all(isinstance(node, _ANNOTATIONS) for node in ast.walk(annotation)):
+        return False
+    return all(isinstance(node, _LITERALS) and not (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load))
+               for node in ast.walk(value))
 
 
 def _default_index(units: Units) -> int:

@@ -210,14 +210,14 @@ def _all_imports(unit: Unit) -> bool:
 def _assemble(chunks: list[str], units: Units, pieces: Mapping[int, str], place: ImportPlace, line: str) -> str:
     """The unchanged lines, the rewritten units and the import line, in order."""
     events: list[tuple[int, int, str | None]] = [(units[i].first - 1, units[i].last, p) for i, p in pieces.items()]
-    blank = False
+    blank = 0
     if not place.existing:
         at = place.after
         events.append((at, at, None))  # sorts before a rewritten unit starting there
         following = bisect_right(units.firsts, at)
-        # LibCST's rule, kept at module level: a blank line unless one (or an import) follows already
-        blank = place.blank_after or (not place.indent and following < len(units) and not _all_imports(units[following])
-                                      and at < len(chunks) and bool(chunks[at].strip()))
+        blank = int(place.blank_after)
+        if not place.indent and following < len(units) and not _all_imports(units[following]):
+            blank = max(blank, _blank_lines_wanted(units[following], chunks, at))
     out: list[str] = []
     cursor = 0  # the next chunk not yet copied
     for start, end, piece in sorted(events, key=lambda event: (event[0], event[1])):
@@ -228,18 +228,31 @@ def _assemble(chunks: list[str], units: Units, pieces: Mapping[int, str], place:
     return "".join(out)
 
 
-def _import_text(before: list[str], chunks: list[str], line: str, blank: bool, blank_before: bool = False) -> str:
+def _blank_lines_wanted(unit: Unit, chunks: list[str], at: int) -> int:
+    """The blank lines to add after a module-level import put after line ``at`` that ``unit`` (no import)
+    follows: isort's (ruff's ``lines-after-imports`` default), two before a ``def`` or ``class`` (its
+    decorators and the comments above it too), one before other code, less those already there."""
+    there = 0
+    while at + there < len(chunks) and not chunks[at + there].strip():
+        there += 1
+    if at + there >= len(chunks):
+        return 0
+    wanted = 2 if isinstance(unit.stmts[0], (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else 1
+    return max(wanted - there, 0)
+
+
+def _import_text(before: list[str], chunks: list[str], line: str, blank: int, blank_before: bool = False) -> str:
     """The import line ended like the line before it; after a last line without a newline, it starts one.
 
-    ``blank``: code or a comment follows on the very next line, or another section of imports, so a blank
-    line separates them (as isort does); ``blank_before``: a blank line separates it from the section before.
+    ``blank``: the blank lines that separate it from what follows (code, a comment, or another section of
+    imports), as isort does; ``blank_before``: a blank line separates it from the section before.
     """
     previous = next((chunk for chunk in reversed(before) if chunk), "")
     newline = _ending(previous) or next((_ending(c) for c in chunks if _ending(c)), "\n")
     lead = newline if blank_before else ""
     if previous and not _ending(previous):
         return newline + lead + line
-    return lead + line + newline * (2 if blank else 1)
+    return lead + line + newline * (1 + blank)
 
 
 def _ending(chunk: str) -> str:
