@@ -17,9 +17,12 @@ from np2torch.lint import walk
 __all__ = ["LISTING_WORDS", "lists_namespace"]
 
 
+_GLOBALS_ATTRIBUTES = ("__globals__", "f_globals")
+"""A function's globals, a frame's globals: the module's namespace, as ``globals()`` is (and a frame's ``f_locals``
+at module level, as ``locals()``; :mod:`np2torch.lint.resolve` counts writes through them)."""
 # each word a listing spells, as a whole word (the literal first, so that `re` scans for it quickly)
 _NAMESPACE_WORDS = {word: re.compile(rf"{word}(?!\w)(?<!\w{word})")
-                    for word in ("globals", "dir", "vars", "locals", "__dict__", "getmembers")}
+                    for word in ("globals", "dir", "vars", "locals", "__dict__", "getmembers", *_GLOBALS_ATTRIBUTES, "f_locals")}
 LISTING_WORDS: frozenset[str] = frozenset(_NAMESPACE_WORDS)
 """What a listing of the module's names spells in its statement (:func:`lists_namespace` walks those only)."""
 
@@ -28,14 +31,16 @@ def lists_namespace(tree: ast.Module, spelled: str) -> bool:
     """Whether the module lists its own names, where a new module-level name would show: ``globals()``
     anywhere, ``dir()``, ``vars()`` or ``locals()`` at module level (``__all__ = [n for n in dir() if not
     n.startswith("_")]``, a registry built from ``globals().items()``), or its module object's
-    (``sys.modules[__name__]``) ``__dict__``, ``dir``, ``vars`` or ``inspect.getmembers``.  Looking up one
+    (``sys.modules[__name__]``) ``__dict__``, ``dir``, ``vars`` or ``inspect.getmembers``, or a function's
+    ``__globals__``, a frame's ``f_globals`` (``sys._getframe().f_globals``), ``f_locals`` at module level.  Looking up one
     name (``globals()["f"]``, ``globals().get("f")``, ``"f" in globals()``) lists nothing."""
     words = [pattern for word, pattern in _NAMESPACE_WORDS.items() if word in spelled]
     # the call or attribute that lists them spells its word: only the statements holding such a line are walked
     for node, parent, module_level in walk.nodes(tree, walk.line_numbers(spelled, words) if words else []):
         if type(node) is ast.Call and _lists(node, module_level) and not _looks_up_one(node, parent):
             return True
-        if type(node) is ast.Attribute and node.attr == "__dict__" and _is_module_object(node.value):
+        if type(node) is ast.Attribute and (node.attr in _GLOBALS_ATTRIBUTES or (node.attr == "f_locals" and module_level)
+                                            or (node.attr == "__dict__" and _is_module_object(node.value))):
             if not _looks_up_one(node, parent):
                 return True
     return False
