@@ -150,6 +150,39 @@ def test_where_the_import_goes_when_numpy_is_imported_in_functions_only(above: s
     assert fixed.startswith(expected), fixed
 
 
+LONG = "    return np.exp(values) + np.log(values) + np.exp(values) + np.log(values) + 123\n"  # 88 wide, 90 fixed
+
+
+@pytest.mark.parametrize(
+    ("config", "before", "noted"),
+    [
+        pytest.param("", "", "lines 6, 7", id="ruff's default line-length"),
+        pytest.param("[tool.ruff]\nline-length = 120\n", "", None, id="the project's line-length"),
+        pytest.param("[tool.ruff.lint.pycodestyle]\nmax-line-length = 90\n", "", None, id="E501's own maximum"),
+        pytest.param("line-length = 90\n", "", None, id="ruff.toml"),
+        pytest.param("", "# " + "x" * 90 + "\n", None, id="a file with a longer line already"),
+        pytest.param("", "# 東京" * 15 + "\n", None, id="wide characters count two"),
+    ],
+)
+def test_fix_notes_the_lines_it_makes_longer_than_the_line_length(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], config: str, before: str,
+    noted: str | None,
+) -> None:
+    (tmp_path / "a.py").write_text(before + "import numpy as np\n\n\ndef f(values):\n" + LONG + LONG, encoding="utf-8")
+    if config:
+        (tmp_path / ("ruff.toml" if config.startswith("line") else "pyproject.toml")).write_text(config)
+    ruff = _ruff(tmp_path, "--select", "E501")
+    assert ruff.returncode == (0 if not before else 1), ruff.stdout  # as ruff sees the file before the fix
+    monkeypatch.chdir(tmp_path)
+    assert main(["fix", "--no-cache", "a.py"]) == 0
+    err = capsys.readouterr().err
+    assert (_ruff(tmp_path, "--select", "E501").returncode == 1) is (noted is not None or bool(before))
+    if noted is None:
+        assert "longer than the line-length" not in err
+    else:
+        assert f"a.py: note: the fix made {noted} longer than the line-length (88)" in err
+
+
 def test_a_new_section_gets_blank_lines_around_it() -> None:
     order = ImportOrder(project_modules=("np2torch",))
     source = "import os\n\nimport numpy as np\n\nfrom . import sib\n\nx = np.exp(a)\n"

@@ -5,7 +5,8 @@ module fills one in from disk, the way ruff finds its own settings for a file: t
 nearest folder at or above the file's with ``.ruff.toml``, ``ruff.toml`` or a
 ``pyproject.toml`` holding ``[tool.ruff]`` (its ``lint.isort`` table, or the
 older ``isort`` one, and ``src``); failing that, a ``pyproject.toml`` with
-``[tool.isort]`` (isort's own keys).  First party, besides what ``known-first-party``
+``[tool.isort]`` (isort's own keys).  Ruff's ``line-length`` comes along (``fix`` notes the lines it makes
+longer than it).  First party, besides what ``known-first-party``
 lists, is every top-level module in the project's source folders (ruff's ``src``,
 by default the project's folder and its ``src/``): in the np2torch project itself
 ``np2torch`` is first party, and a runtime vendored as ``mypkg._np2torch`` is
@@ -24,7 +25,7 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping
 
-from np2torch.lint.isort import ImportOrder
+from np2torch.lint.isort import LINE_LENGTH, ImportOrder
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -36,8 +37,8 @@ _LISTS = ("known-first-party", "known-third-party", "known-local-folder", "extra
 _FLAGS = ("force-sort-within-sections", "case-sensitive", "from-first")
 
 
-_Found = tuple[Path, Mapping[str, object], tuple[str, ...]]
-"""A settings file, its isort table and its source folders."""
+_Found = tuple[Path, Mapping[str, object], tuple[str, ...], int]
+"""A settings file, its isort table, its source folders and its line length."""
 
 
 class ImportOrders:
@@ -83,7 +84,7 @@ class ImportOrders:
             for name in _RUFF_FILES:
                 if (folder / name).is_file():
                     data = self._parsed(folder / name)
-                    return folder / name, _ruff_isort(data), _sources(data.get("src"))
+                    return folder / name, _ruff_isort(data), _sources(data.get("src")), _line_length(data)
         pyproject = folder / "pyproject.toml"
         if not pyproject.is_file():
             return None
@@ -92,8 +93,8 @@ class ImportOrders:
         if not isinstance(table, dict):
             return None
         if ruff:
-            return pyproject, _ruff_isort(table), _sources(table.get("src"))
-        return pyproject, table, _sources(table.get("src_paths"))
+            return pyproject, _ruff_isort(table), _sources(table.get("src")), _line_length(table)
+        return pyproject, table, _sources(table.get("src_paths")), LINE_LENGTH
 
     def _parsed(self, path: Path) -> dict[str, object]:
         if path not in self._read:
@@ -104,8 +105,8 @@ class ImportOrders:
 def _order(found: _Found | None, fallback: Path) -> ImportOrder:
     if found is None:
         return ImportOrder(project_modules=_modules_in(fallback, (".", "src")))
-    path, table, src = found
-    values: dict[str, Any] = {}
+    path, table, src, line_length = found
+    values: dict[str, Any] = {"line_length": line_length}
     for key in (*_LISTS, *_FLAGS):
         for spelling in (key, key.replace("-", "_")):  # ruff's keys have dashes, isort's underscores
             given = table.get(spelling)
@@ -113,6 +114,16 @@ def _order(found: _Found | None, fallback: Path) -> ImportOrder:
             if value is not None:
                 values[key.replace("-", "_")] = value
     return ImportOrder(project_modules=_modules_in(path.parent, src), **values)
+
+
+def _line_length(data: Mapping[str, object]) -> int:
+    """The line length ruff's E501 holds lines to: ``lint.pycodestyle.max-line-length``, else ``line-length``."""
+    lint = data.get("lint")
+    for table in ((lint or {}).get("pycodestyle") if isinstance(lint, dict) else None, data.get("pycodestyle")):
+        if isinstance(table, dict) and isinstance(table.get("max-line-length"), int):
+            return int(table["max-line-length"])
+    given = data.get("line-length")
+    return given if isinstance(given, int) and not isinstance(given, bool) else LINE_LENGTH
 
 
 def _ruff_isort(data: Mapping[str, object]) -> Mapping[str, object]:

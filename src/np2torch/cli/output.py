@@ -16,6 +16,7 @@ import json
 import os
 import re
 import time
+import unicodedata
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence, TextIO
 
@@ -522,6 +523,33 @@ def fix_summary(fixed: int, files_changed: int, remaining: int, fixable: int, fa
     if failed:
         lines.append(f"{plural(failed, 'file')} could not be checked or fixed.")
     return lines
+
+
+_ROWS = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def _width(row: str, tab: int = 4) -> int:
+    """A row's width as ruff's E501 measures it: a wide character counts two, a tab reaches the next stop."""
+    width = 0
+    for char in row.rstrip("\r\n"):
+        if char == "\t":
+            width += tab - width % tab
+        else:
+            width += 2 if unicodedata.east_asian_width(char) in "WF" else 1
+    return width
+
+
+def longer_lines_note(display: str, before: str, after: str, limit: int) -> str | None:
+    """The note ``fix`` adds where it made rows of a file longer than ``limit`` (ruff's ``line-length``) and
+    the file had none longer: ruff's E501 would now report them."""
+    if any(_width(row) > limit for row in _ROWS.findall(before)):
+        return None
+    rows = [number for number, row in enumerate(_ROWS.findall(after), 1) if _width(row) > limit]
+    if not rows:
+        return None
+    where = f"{'line' if len(rows) == 1 else 'lines'} {', '.join(map(str, rows))}"
+    return (f"{display}: note: the fix made {where} longer than the line-length ({limit}), which no line of the "
+            "file exceeded before (ruff's E501 reports them)")
 
 
 def fix_only_summary(fixed: int, hidden: int) -> str:

@@ -38,7 +38,7 @@ from np2torch.cli.files import (
     read_bytes,
     write_atomic,
 )
-from np2torch.cli.output import Progress, diff_bytes, sort_key
+from np2torch.cli.output import Progress, diff_bytes, longer_lines_note, sort_key
 from np2torch.lint.model import Finding, FixResult, SourceError
 from np2torch.lint.rules import RULES_BY_CODE
 
@@ -233,6 +233,9 @@ def _fixed(job: Job, outcome: FixResult) -> FileResult:
     result.fixed = len(outcome.fixed)
     result.fixed_codes = count_by_code(outcome.fixed)
     result.changed = True
+    note = longer_lines_note(job.display, text, fixed, job.settings.lint.import_order.line_length)
+    if note is not None:
+        result.warnings.append(note)
     runtime_module = job.settings.lint.runtime_module
     statement = f"import {runtime_module}"
     if fixed.count(statement) > text.count(statement):

@@ -28,7 +28,10 @@ from fnmatch import fnmatchcase
 from functools import lru_cache
 from typing import Union
 
-__all__ = ["SECTIONS", "ImportOrder", "sort_key"]
+__all__ = ["LINE_LENGTH", "SECTIONS", "ImportOrder", "sort_key"]
+
+LINE_LENGTH = 88
+"""ruff's default ``line-length``."""
 
 SECTIONS = ("future", "standard-library", "third-party", "first-party", "local-folder")
 """The sections in the order isort keeps them; :meth:`ImportOrder.section` gives an index into it."""
@@ -53,6 +56,9 @@ class ImportOrder:
     force_sort_within_sections: bool = False
     case_sensitive: bool = False
     from_first: bool = False
+    line_length: int = LINE_LENGTH
+    """ruff's ``line-length`` in the same settings (its E501's, ``lint.pycodestyle.max-line-length`` first):
+    not where the import goes, but what ``fix`` notes when it makes a line longer."""
 
     def section(self, stmt: _Import) -> int:
         """The index in :data:`SECTIONS` of the section isort files ``stmt`` under."""
