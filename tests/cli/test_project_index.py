@@ -146,3 +146,11 @@ def test_a_notebook_of_the_project_is_read_by_the_index(tmp_path: Path, capsys: 
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO((root / "notebooks" / "own.ipynb").read_bytes())))
     out = _check(root, ["--stdin-filename", "notebooks/own.ipynb", "-"], capsys, monkeypatch)
     assert "(compiled by `jit` from pkg/util.py)" in out and "[*]" not in out
+
+
+def test_a_compiler_a_star_import_binds_in_another_module_compiles(tmp_path: Path) -> None:
+    root = _project(tmp_path / "p", main_text="import os\n")
+    (root / "pkg" / "util.py").write_text("from numba import *\n")
+    (root / "pkg" / "kernels.py").write_text("import numpy as np\nfrom .util import *\n\n\n@njit\ndef kernel(x):\n"
+                                             "    return np.exp(x)\n")
+    assert ProjectIndex().answer(str(root / "pkg" / "kernels.py")) == (("kernel", "numba", "`njit` from pkg/util.py"),)

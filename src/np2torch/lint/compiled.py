@@ -106,6 +106,7 @@ _ROOT_NAMES = {root: re.compile(rf"{re.escape(root)}(?!\w)(?<![\w.]{re.escape(ro
 # each compiler's own name, a whole word: every way to one spells it (`njit`, `nb.njit`, `getattr(numba, "njit")`)
 _COMPILER_NAMES = {name: re.compile(rf"{re.escape(name)}(?!\w)(?<!\w{re.escape(name)})")
                    for name in sorted({q.rpartition(".")[2] for q in _ALL})}
+_STAR_IMPORT = re.compile(r"import(?<!\wimport)[\s\\(]*\*")
 _IMPORT_WORDS = (re.compile(r"import(?!\w)(?<!\wimport)"), re.compile(r"from(?!\w)(?<!\wfrom)"))
 # what may stand between `import` (or `from`) and a name the statement imports: names, dots, commas, whitespace
 # and line continuations (an import outside parentheses holds no comment; `from` is followed by its module)
@@ -186,8 +187,11 @@ def may_import_a_compiler(text: str) -> bool:
 
 def may_name_a_compiler(text: str) -> bool:
     """False only when ``text`` names no compiler: every way to one spells the compiler's own name (``njit``,
-    ``compile``) as a name, an attribute or ``getattr``'s string."""
+    ``compile``) as a name, an attribute or ``getattr``'s string, or is a star import (``from numba import *``
+    binds ``njit`` for a module that star-imports this one)."""
     spelled = _spelled(text)
+    if "*" in spelled and _STAR_IMPORT.search(spelled):
+        return True
     return any(name in spelled and pattern.search(spelled) for name, pattern in _COMPILER_NAMES.items())
 
 
