@@ -41,6 +41,12 @@ def _summary(text: str) -> Summary:
                  [(0, "pkg.k.Kernels.rbf", "numba")], id="an attribute of an instance"),
     pytest.param("import numba\nfrom pkg.k import Kernels\nkernels = Kernels()\nnumba.njit(kernels.rbf)\n",
                  [(0, "pkg.k.Kernels.rbf", "numba")], id="an attribute of an instance assigned to a name"),
+    pytest.param("import numba\nfrom pkg.k import KERNELS\nnumba.njit(KERNELS['rbf'])\n",
+                 [(0, f"pkg.k.KERNELS.{ANY}", "numba")], id="an item of an imported container: any function of it"),
+    pytest.param("import numba\nimport pkg.k as k\nfor f in k.KERNELS.values():\n    numba.njit(f)\n",
+                 [(0, f"pkg.k.KERNELS.values.{ANY}", "numba")], id="a loop over an imported container's values"),
+    pytest.param("import numba\nfrom pkg.k import KERNELS\nFAST = [numba.njit(f) for f in KERNELS]\n",
+                 [(0, f"pkg.k.KERNELS.{ANY}", "numba")], id="a loop over an imported container"),
 ])
 def test_what_a_module_hands_to_a_compiler(text: str, handed: list) -> None:  # type: ignore[type-arg]
     assert list(_summary(text).handed) == handed

@@ -22,7 +22,8 @@ an imported module (``k.kernel``, ``pkg.kernels.kernel``) or of a class of one,
 or of an instance of it (``Kernels.rbf``, ``Kernels().rbf``, ``k = Kernels()``
 then ``k.rbf``: every def named ``rbf`` in the module counts), ``partial``,
 assignments and loops (``for f in (k.a, k.b): njit(f)``); ``getattr(k, name)``
-may be any function of ``k``.  A module named in an import is every project file
+may be any function of ``k``, and so may an item of a container ``k`` holds
+(``njit(k.KERNELS[name])``, ``for f in k.KERNELS.values()``).  A module named in an import is every project file
 whose path ends with its name (``pkg.kernels``: ``src/pkg/kernels.py``,
 ``pkg/kernels/__init__.py``): where a name could mean two files, both count.
 A relative import names exactly one.  A name a module imports from another
@@ -236,21 +237,34 @@ def _refs(expr: ast.expr, bindings: Mapping[str, list[Ref]], sources: Mapping[st
         for element in expr.elts:
             yield from _refs(element, bindings, sources, seen)
         return
+    if type(expr) is ast.Subscript and not elements:  # `k.KERNELS["rbf"]`: any function of the container's module
+        yield from _contents(expr.value, bindings)
+        return
     if type(expr) is ast.Call:
         func, args = expr.func, expr.args
         if type(func) is ast.Name and func.id == "getattr" and args and not elements:  # `getattr(k, name)`
-            for level, dotted in _dotted(args[0], bindings):
-                yield level, f"{dotted}.{ANY}"
+            yield from _contents(args[0], bindings)
         elif _is_partial(func) and args and not elements:  # `partial(k.f, a)`
             yield from _refs(args[0], bindings, sources, seen)
+        elif elements:  # `for f in k.KERNELS.values()`
+            yield from _contents(func, bindings)
         return
     if type(expr) is ast.Name and expr.id not in seen:  # a name assigned or looped over: what it holds
         seen.add(expr.id)
         for value, over in sources.get(expr.id, ()):
             yield from _refs(value, bindings, sources, seen, over)
-    if not elements:
+    if elements:  # `for f in KERNELS` (imported): any function of its module
+        yield from _contents(expr, bindings)
+    else:
         yield from _dotted(expr, bindings)
         yield from _attribute_of_a_name(expr, bindings, sources, seen)
+
+
+def _contents(expr: ast.expr, bindings: Mapping[str, list[Ref]]) -> Iterator[Ref]:
+    """What an item of an imported container (or any attribute of an imported module) may be: any function of
+    the module it comes from (``k.KERNELS`` -> ``(0, "pkg.k.KERNELS.*")``)."""
+    for level, dotted in _dotted(expr, bindings):
+        yield level, f"{dotted}.{ANY}"
 
 
 def _attribute_of_a_name(expr: ast.expr, bindings: Mapping[str, list[Ref]],
