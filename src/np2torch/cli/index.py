@@ -92,6 +92,7 @@ class ProjectIndex:
         self._whole: dict[str, Answer] | None = None
         self._indexed: set[str] = set()  # the files of the builds so far
         self._late: set[str] = set()  # files asked about that no build had (a module the program wrote)
+        self._texts: dict[str, str | None] = {}  # files read for a compiler's name, once a run
         self._hands: dict[str, bool] = {}
         self._summaries: dict[str, Summary | None] = {}
 
@@ -133,7 +134,7 @@ class ProjectIndex:
             else:
                 others.append(path)
         looked: set[str] = set()
-        texts: dict[str, str | None] = {}
+        texts = self._texts
         while True:  # a module that imports a compiler (`from .util import jit`) need not spell numba
             names = sorted(compiler_names(summaries) - looked)
             if not names:
