@@ -232,3 +232,42 @@ def test_a_signal_handler_calling_helpers_while_the_runtime_imports_torch_gets_t
     assert proc.stdout.split("\n") == [
         "True True cpu", "[('erf', True), ('exp', True), ('logsumexp', True), ('softmax', True)]", "True", ""
     ], proc.stderr
+
+
+DAEMON_AT_EXIT_SCRIPT = textwrap.dedent(
+    """
+    import sys, threading
+    import numpy as np
+    import np2torch.runtime as np2t
+
+    name = sys.argv[1]
+    x = np.random.default_rng(1).standard_normal(4_000_000)
+    call = {"erf": lambda: np2t.erf(x), "logsumexp": lambda: np2t.logsumexp(x),
+            "logsumexp of rows": lambda: np2t.logsumexp(x.reshape(-1, 4), axis=1),
+            "hypot": lambda: np2t.hypot(x, x), "softmax": lambda: np2t.softmax(x)}[name]
+    computing = threading.Event()
+
+    def work():
+        call()  # torch loaded
+        while True:
+            computing.set()
+            call()
+
+    threading.Thread(target=work, daemon=True).start()
+    computing.wait()  # the main thread returns while the daemon thread is inside a call on torch
+    """
+)
+
+
+@pytest.mark.parametrize("name", ["erf", "logsumexp", "logsumexp of rows", "hypot", "softmax"])
+def test_a_daemon_thread_inside_a_helper_at_exit_leaves_the_exit_status_0(tmp_path, name):
+    # At exit, Python ends a daemon thread as it takes the GIL back; inside a torch op that unwinding crossed
+    # torch's C++ and aborted the process ("terminate called without an active exception", status 134).  The
+    # runtime's atexit hook lets the calls on torch finish and sends later ones to the original, as NumPy ran; no
+    # tensor outlives a call (freeing one takes the GIL back inside torch too: logsumexp's parts were torch's).
+    script = tmp_path / "daemon_at_exit.py"
+    script.write_text(DAEMON_AT_EXIT_SCRIPT)
+    env = {**os.environ, "NP2TORCH_MIN_SIZE": "0", "NP2TORCH_PROFILE": "builtin"}
+    proc = subprocess.run([sys.executable, str(script), name], capture_output=True, text=True, timeout=300, cwd=ROOT,
+                          env=env)
+    assert (proc.returncode, proc.stderr) == (0, "")

@@ -31,6 +31,7 @@ runtime's own import wait for it, as before.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import sys
@@ -117,12 +118,74 @@ def torch_out_of_sight() -> Iterator[None]:
             sys.modules["torch"] = module
 
 
+class _Work:
+    """The helpers' torch work in flight, and whether the interpreter is closing (see :func:`begin_torch_work`)."""
+
+    def __init__(self) -> None:
+        self.changed = threading.Condition(threading.Lock())
+        self.in_flight = 0
+        self.closing = False
+
+
+_WORK = _Work()
+
+
+def begin_torch_work() -> bool:
+    """Whether a helper's call may compute on torch now; if so it is in flight until :func:`end_torch_work`.
+
+    Not once the interpreter is closing (:func:`_close`, the ``atexit`` hook registered when the runtime loads
+    torch).  A daemon thread still inside a torch op when the interpreter finalizes is ended by Python (before
+    3.14, ``pthread_exit``) as the op takes the GIL back, and the unwinding crosses torch's C++ (pybind11's
+    ``gil_scoped_release``, whose destructor is ``noexcept``): "terminate called without an active exception",
+    SIGABRT.  NumPy's and SciPy's loops take the GIL back in C, which unwinds quietly, so the original exits 0.
+    """
+    work = _WORK
+    with work.changed:
+        if work.closing:
+            return False
+        work.in_flight += 1
+    return True
+
+
+def end_torch_work() -> None:
+    """The end of a call's torch work begun by :func:`begin_torch_work`."""
+    work = _WORK
+    with work.changed:
+        work.in_flight -= 1
+        if not work.in_flight:
+            work.changed.notify_all()
+
+
+def _close() -> None:
+    """At exit (``atexit``, before the interpreter finalizes): new calls take the original, and the calls already
+    on torch finish (a daemon thread's among them: then none is inside a torch op when finalization ends it)."""
+    work = _WORK
+    with work.changed:
+        work.closing = True
+        while work.in_flight:
+            work.changed.wait()
+
+
+def _after_fork_in_child() -> None:
+    """A forked child: no call of the parent's threads is in flight here, and the lock starts free."""
+    global _WORK
+    closing = _WORK.closing
+    _WORK = _Work()
+    _WORK.closing = closing
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def load_torch() -> bool:
     """Import torch on first use, with the runtime's settings; whether it is usable now (else the original serves
     the call: torch is not installed, or its import is under way in this thread or by the program)."""
     global _importer
     if PROCESS.torch_tried:
         return PROCESS.torch_found
+    if _WORK.closing:  # at exit (an atexit handler, a daemon thread): the original, torch or not
+        return False
     if "torch" not in sys.modules:
         if not threading.main_thread().is_alive():
             # The interpreter is shutting down (an atexit handler, a __del__, a thread still running after
@@ -156,6 +219,7 @@ def _import_torch() -> bool:
     except RuntimeError:  # after threading's shutdown (an atexit handler): "can't register atexit after shutdown"
         return False
     _consume_readonly_warning()
+    atexit.register(_close)  # after torch's own hooks: they run after it (last in, first out)
     if in_forked_child():
         torch.set_num_threads(1)
     return True

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Callable, Union, cast
 import numpy as np
 
 from . import _cores, _parallel
-from ._backend import can_view, load_torch
+from ._backend import begin_torch_work, can_view, end_torch_work, load_torch
 from ._config import RuntimeSettings
 from ._decide import Route, original_reason
 from ._errstate import (
@@ -168,8 +168,21 @@ class Binary(Helper):
         if a1 is None or a2 is None or not load_torch():
             return None
         result = _allocate(x1, x2, a1, a2, loop)
-        if not can_view(result):
+        if not can_view(result) or not begin_torch_work():  # (not once the interpreter is closing: _backend)
             return None
+        try:
+            mask = self.on_torch(a1, a2, result, loop, route)
+        finally:
+            end_torch_work()
+        if mask is not None:
+            # The original's values, warnings and errors for the elements torch could not be trusted with.
+            shape = result.shape
+            result[mask] = numpy_call(self.load(), self.name, np.broadcast_to(a1, shape)[mask], np.broadcast_to(a2, shape)[mask])
+        TAKEN.device = "cpu"  # which path this call took, for np2torch run's sites
+        return result[()] if result.ndim == 0 else result
+
+    def on_torch(self, a1: np.ndarray, a2: np.ndarray, result: np.ndarray, loop: np.dtype, route: Route) -> np.ndarray | None:
+        """``result[...] = op(a1, a2)`` on torch; the mask of the elements it left non-finite (None: none)."""
         import torch
 
         compute = getattr(torch, self.row.loops[dtype_name(loop)])
@@ -177,14 +190,8 @@ class Binary(Helper):
         t1, t2, out = _tensor(a1), _tensor(a2), torch.from_numpy(result)
         _blocked(op, compute, t1, t2, out, route.threads)
         recompute = ~torch.isfinite(out)
-        found = bool(recompute.any())
-        if found:
-            # The original's values, warnings and errors for the elements torch could not be trusted with.
-            mask = recompute.numpy()
-            shape = result.shape
-            result[mask] = numpy_call(self.load(), self.name, np.broadcast_to(a1, shape)[mask], np.broadcast_to(a2, shape)[mask])
-        TAKEN.device = "cpu"  # which path this call took, for np2torch run's sites
-        return result[()] if result.ndim == 0 else result
+        # A copy in NumPy's memory: no tensor outlives the call's torch work (:func:`._backend.begin_torch_work`).
+        return recompute.numpy().copy() if bool(recompute.any()) else None
 
     def on_cores(self, x1: Operand, x2: Operand, loop: np.dtype) -> np.ndarray | np.generic | None:
         """The original's result computed by its own loop on every core (:mod:`._cores`); None where operands laid

@@ -46,7 +46,15 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Literal, Sequence, 
 import numpy as np
 
 from . import _parallel
-from ._backend import can_view, cuda_available, importing_here, load_torch, torch_out_of_sight
+from ._backend import (
+    begin_torch_work,
+    can_view,
+    cuda_available,
+    end_torch_work,
+    importing_here,
+    load_torch,
+    torch_out_of_sight,
+)
 from ._config import RuntimeSettings
 from ._dask import DASK_ARRAY, is_dask_array
 from ._decide import Route, original_reason
@@ -230,7 +238,7 @@ def torch_block_parts(a: np.ndarray, dims: Tuple[int, ...]) -> Parts | None:
     route = HELPER.route_call(a, work, settings, dims)
     if route is None or not load_torch():
         return None
-    reduced = _reduce(a, dims, work, route.device, route.threads)
+    reduced = _on_torch(a, dims, work, route.device, route.threads, short=False)
     if reduced is None or (np.geterr()["over"] != "ignore" and _subtraction_may_overflow(reduced[0])):
         return None
     return reduced
@@ -261,11 +269,7 @@ def _try_torch(a: np.ndarray, axis: object, keepdims: object, return_sign: objec
     view, flipped = _positive_strides(a)
     if not can_view(view) or not load_torch():
         return None
-    rows = _rows_of(view, dims, _SHORT) if device == "cpu" else None
-    if rows is not None:
-        reduced: Parts | None = _from_rows(_short_rows(rows, work, route.threads), dims[0])
-    else:
-        reduced = _reduce(view, dims, work, device, route.threads)
+    reduced = _on_torch(view, dims, work, device, route.threads)
     if reduced is None:
         return None
     a_max = reduced[0]
@@ -318,6 +322,25 @@ def _flag(value: object) -> bool | None:
     return None
 
 
+def _on_torch(view: np.ndarray, dims: Tuple[int, ...], work: np.dtype, device: str, threads: int,
+              short: bool = True) -> Parts | None:
+    """``(a_max, m, s)`` computed on torch (:func:`_short_rows` along a short contiguous axis where ``short``, else
+    :func:`_reduce`), or None where the original must serve the call (the interpreter is closing: :mod:`._backend`).
+
+    The arrays are NumPy's own memory, and every tensor is freed before the call's torch work ends: freeing a
+    tensor takes the GIL back inside torch's C++, which a daemon thread must not do once the interpreter
+    finalizes (:func:`._backend.begin_torch_work`)."""
+    if not begin_torch_work():
+        return None
+    try:
+        rows = _rows_of(view, dims, _SHORT) if short and device == "cpu" else None
+        if rows is not None:
+            return _from_rows(_short_rows(rows, work, threads), dims[0])
+        return _reduce(view, dims, work, device, threads)
+    finally:
+        end_torch_work()
+
+
 def _reduce(view: np.ndarray, dims: Tuple[int, ...], work: np.dtype, device: str, threads: int = 0) -> Parts | None:
     """``(a_max, m, s)`` per slice as NumPy arrays of the keepdims shape (``m`` as int64).
 
@@ -341,7 +364,8 @@ def _reduce(view: np.ndarray, dims: Tuple[int, ...], work: np.dtype, device: str
         except RuntimeError:  # out of device memory (torch.cuda.OutOfMemoryError): SciPy serves it
             return None
     a_max, count, total = _blockwise(t, dims, getattr(torch, work.name), t.device, block, threads)
-    return a_max.cpu().numpy(), count.cpu().numpy(), total.cpu().numpy()
+    # Copies in NumPy's memory (one value per slice): no tensor outlives the call (:func:`_on_torch`).
+    return a_max.cpu().numpy().copy(), count.cpu().numpy().copy(), total.cpu().numpy().copy()
 
 
 _SHORT = 16
@@ -365,9 +389,9 @@ def _short_rows(view: np.ndarray, work: np.dtype, threads: int) -> Parts:
     if t.dtype == torch.bool:
         t = t.view(torch.uint8)
     dtype = getattr(torch, work.name)
-    a_max = torch.empty(rows, dtype=dtype)
-    total = torch.empty(rows, dtype=dtype)
-    count = torch.empty(rows, dtype=dtype)  # at most 16 per slice: exact in the work dtype, as _finish takes it
+    # In NumPy's memory, viewed by torch: no tensor outlives the call (:func:`_on_torch`).
+    parts = [np.empty(rows, dtype=work) for _ in range(3)]
+    a_max, total, count = map(torch.from_numpy, parts)  # count: at most 16 per slice, exact in the work dtype
 
     def block(start: int, stop: int) -> None:
         # Columns as contiguous rows: every op below runs torch's vectorized loop over the points.
@@ -398,7 +422,7 @@ def _short_rows(view: np.ndarray, work: np.dtype, threads: int) -> Parts:
     spans = _parallel.bounds(rows, per_block)
     _parallel.run([functools.partial(block, a, b) for a, b in spans], threads)
     shape = view.shape[:-1] + (1,)
-    return a_max.numpy().reshape(shape), count.numpy().reshape(shape), total.numpy().reshape(shape)
+    return parts[0].reshape(shape), parts[2].reshape(shape), parts[1].reshape(shape)
 
 
 def _rows_of(view: np.ndarray, dims: Tuple[int, ...], longest: int) -> np.ndarray | None:

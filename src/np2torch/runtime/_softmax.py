@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from . import _parallel
-from ._backend import can_view, importing_here, load_torch, torch_out_of_sight
+from ._backend import begin_torch_work, can_view, end_torch_work, importing_here, load_torch, torch_out_of_sight
 from ._config import RuntimeSettings
 from ._dask import DASK_ARRAY, BlockCall, explicit_settings, is_dask_array
 from ._decide import Route, original_reason
@@ -144,7 +144,12 @@ class Softmax(Helper):
         # On one torch thread: the sums' and torch's exp's bits would depend on how torch splits them
         # between threads (the elementwise helpers and logsumexp split into blocks fixed by the shape
         # instead: not done here yet, so softmax does not use the pool).
-        result = _parallel.run([lambda: _compute(self.name, x, view, flipped, dims, work, modes["over"] == "ignore")], 1)[0]
+        if not begin_torch_work():  # the interpreter is closing (:mod:`._backend`)
+            return None
+        try:
+            result = _parallel.run([lambda: _compute(self.name, x, view, flipped, dims, work, modes["over"] == "ignore")], 1)[0]
+        finally:
+            end_torch_work()
         if result is not None:
             TAKEN.device = "cpu"  # which path this call took, for np2torch run's sites
         return result

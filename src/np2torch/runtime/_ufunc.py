@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Literal, Mapping, Tuple, 
 import numpy as np
 
 from . import _cores, _parallel
-from ._backend import can_view, cuda_available, load_torch, tensor_view
+from ._backend import begin_torch_work, can_view, cuda_available, end_torch_work, load_torch, tensor_view
 from ._cuda import cuda_unary
 from ._dask import DASK_ARRAY, is_dask_array
 from ._dask import elementwise as dask_elementwise
@@ -386,7 +386,12 @@ def _try_torch(state: Ufunc, settings: RuntimeSettings, x: np.ndarray, args: Tup
         _cores.compute(state.load(), state.name, x, result, prepared.checks, **prepared.loop_kwargs)
         TAKEN.device = "cores"
     else:
-        _run(state, prepared.route.device, plan, x, result, prepared.inplace, prepared.checks, prepared.route.threads)
+        if not begin_torch_work():  # the interpreter is closing: the original (_backend)
+            return _DECLINED
+        try:
+            _run(state, prepared.route.device, plan, x, result, prepared.inplace, prepared.checks, prepared.route.threads)
+        finally:
+            end_torch_work()
         TAKEN.device = prepared.route.device
     if out is not None:
         return out
