@@ -45,10 +45,26 @@ def _real_parts(a: np.ndarray) -> List[np.ndarray]:
     return [a.real, a.imag] if a.dtype.kind == "c" else [a]
 
 
+def exact_bits() -> bool:
+    """Whether the suite runs with ``NP2TORCH_EXACT=bits``: then every helper must give the original's very bits."""
+    import np2torch.runtime as np2t
+
+    return bool(np2t.current_settings().exact == "bits")
+
+
 def assert_same_values(actual: np.ndarray, expected: np.ndarray, max_ulp: int = 4) -> None:
-    """NaN/inf/zero identical (inf and zero signs too); finite values within ``max_ulp``."""
+    """NaN/inf/zero identical (inf and zero signs too); finite values within ``max_ulp`` (the very bytes, NaN
+    payloads included, under ``NP2TORCH_EXACT=bits``)."""
     assert actual.dtype == expected.dtype, (actual.dtype, expected.dtype)
     assert actual.shape == expected.shape
+    if exact_bits():
+        if expected.dtype.kind in "fc" and np.finfo(expected.dtype).dtype.itemsize in _INT_FOR:
+            assert np.ascontiguousarray(actual).tobytes() == np.ascontiguousarray(expected).tobytes(), "bits differ"
+        else:  # ints, bools, objects; longdouble, whose padding bytes are not its value
+            np.testing.assert_array_equal(actual, expected)
+            if expected.dtype.kind in "fc":
+                assert (np.signbit(actual.real) == np.signbit(expected.real)).all(), "signs differ"
+        return
     if actual.dtype.kind not in "fc" or np.finfo(actual.dtype).dtype.itemsize not in _INT_FOR:
         # ints, bools, objects; longdouble always comes from NumPy itself
         np.testing.assert_array_equal(actual, expected)

@@ -44,18 +44,25 @@ WITNESS = 256
 
 
 def lays_out_alike(x: np.ndarray, result: np.ndarray) -> bool:
-    """Whether ``x`` and ``result`` are dense in the same order with the same strides: flat views pair elements,
-    and flat slices of both are the blocks."""
-    return x.shape == result.shape and _dense_alike(x, result)
+    """Whether ``x`` and ``result`` have the same shape and are both dense (no gaps, positive strides) in the same
+    axis order: flat views of both in memory order (``ravel(order="K")``) pair their elements, and flat slices of
+    both are the blocks."""
+    if x.shape != result.shape or not (dense(x) and dense(result)):
+        return False
+    long = [axis for axis, length in enumerate(x.shape) if length > 1]
+    return [x.strides[a] // x.itemsize for a in long] == [result.strides[a] // result.itemsize for a in long]
 
 
-def _dense_alike(x: np.ndarray, result: np.ndarray) -> bool:
-    if x.itemsize == result.itemsize:
-        same = x.strides == result.strides
-    else:  # a cast input: the same order, each in its own item size
-        same = x.ndim <= 1 or tuple(s // x.itemsize for s in x.strides) == tuple(s // result.itemsize for s in result.strides)
-    return bool(same and (x.flags.c_contiguous or x.flags.f_contiguous) and
-                (result.flags.c_contiguous or result.flags.f_contiguous))
+def dense(a: np.ndarray) -> bool:
+    """Whether ``a``'s elements fill its memory without gaps, in some order of its axes, with positive strides."""
+    if a.flags.c_contiguous or a.flags.f_contiguous:
+        return True
+    extent = a.itemsize
+    for stride, length in sorted((st, n) for st, n in zip(a.strides, a.shape) if n > 1):
+        if stride != extent:
+            return False
+        extent *= length
+    return True
 
 
 _NONE: Any = object()

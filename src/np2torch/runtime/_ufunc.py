@@ -383,6 +383,8 @@ def _try_torch(state: Ufunc, settings: RuntimeSettings, x: np.ndarray, args: Tup
     plan, out = prepared.plan, prepared.out
     result = out if out is not None else _allocate(x, plan, prepared.order)
     if prepared.route.path == "cores":
+        if not _cores.lays_out_alike(x, result):  # (order= asks for a layout of its own)
+            return _DECLINED
         _cores.compute(state.load(), state.name, x, result, prepared.checks, **prepared.loop_kwargs)
         TAKEN.device = "cores"
     else:
@@ -451,7 +453,7 @@ def _on_cores(route: Route, plan: Plan, x: np.ndarray, out: np.ndarray | None, o
         return Declined("a reporting np.errstate, whose flags only NumPy >= 2 records per block")
     inplace = False
     if out is None:
-        if not _dense_loop(x, None, order):
+        if not _cores.dense(x):
             return Declined("the original on every core serves dense arrays whose result is laid out alike")
     else:
         relation = _out_relation(x, out, plan)
