@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
+import zlib
 from pathlib import Path
 from typing import Any, Dict, List
 
@@ -499,7 +501,7 @@ def test_threads_get_the_same_bits_whatever_order_they_reach_a_site_in(tmp_path:
                     turn[other].set()
             digests[name] = digest.hexdigest()
             turn[other].set()
-        threads = [threading.Thread(target=work, args=pair) for pair in ("ab", "ba")]
+        threads = [threading.Thread(target=work, args=pair, name=pair[0]) for pair in ("ab", "ba")]
         turn["a"].set()
         threads[0].start()
         if os.environ["SCHEDULE"] == "one after the other":
@@ -515,7 +517,29 @@ def test_threads_get_the_same_bits_whatever_order_they_reach_a_site_in(tmp_path:
         data = _run(tmp_path, program, "--report", "none", env=env)
         runs.append(((tmp_path / "proj" / "digest.txt").read_text(), [site["paths"] for site in data["sites"]]))
     assert runs[0] == runs[1]
-    assert runs[0][1] == [{"sampled": 2 * 4, "cpu": 2 * 8}]  # each thread: 4 of its first 8 calls
+    want = 0
+    for name in "ab":  # each thread counts from a place its name fixes: 4 of the first 8 places, every 8th after
+        start = zlib.crc32(name.encode()) % sites.SAMPLE_EVERY
+        want += sum(1 for i in range(start, start + 12) if (i % 2 == 0 if i < 8 else i % 8 == 7))
+    assert runs[0][1] == [{"sampled": want, "cpu": 24 - want}]
+
+
+def test_a_thread_per_call_samples_some_calls_not_all() -> None:
+    # A thread's first call in a band would run the original: a program starting one thread per call then
+    # measured the original alone.  Each thread counts from a place its name fixes.
+    import numpy as np
+
+    ran: List[str] = []
+    site = sites.Site("per_thread.py", 1, 1, "numpy.exp", "NPT001", lambda x: ran.append("helper"),
+                      lambda x: ran.append("original"), "exp", spelled=True)
+    for i in range(16):
+        thread = threading.Thread(target=site.call, args=(np.ones(100),), name=f"Thread-{i + 1} (work)")
+        thread.start()
+        thread.join()
+    want = ["original" if zlib.crc32(f"Thread-{i + 1} (work)".encode()) % 8 in (0, 2, 4, 6) else "helper"
+            for i in range(16)]
+    assert ran == want
+    assert 0 < ran.count("original") < 16
 
 
 def test_one_time_work_inside_a_helper_call_is_warm_up_not_the_helpers_time() -> None:

@@ -8,8 +8,9 @@ per size band (powers of two of the element count): the first
 :data:`SAMPLE_EVERY` calls of a band alternate between the original and the
 helper (the original first), and after them one call in :data:`SAMPLE_EVERY`
 runs the original: which calls do is a function of the count of calls per site
-and band in the calling thread, never of a clock, chance or the order in which
-threads reach a site, so every run samples the same calls.
+and band in the calling thread (counted from a place the thread's name fixes,
+:class:`_Counts`), never of a clock, chance or the order in which threads reach
+a site, so every run samples the same calls.
 Each arm's clock wraps the call alone, as the program pays it: the original's
 warning redirect is set up before the clock starts (:func:`_make_call`).  Each
 arm's first call in a band is kept apart from its other timings: it may import
@@ -55,6 +56,7 @@ import sys
 import threading
 import time
 import types
+import zlib
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, TypedDict, TypeVar
 
 from ._config import cache_dir
@@ -300,12 +302,19 @@ class Site:
 class _Counts(threading.local):
     """One band's calls as each thread counts them: which of a thread's calls sample the original is then fixed by
     that thread's own calls, never by the order in which threads reach the site (``next`` on an
-    :func:`itertools.count` is atomic: a signal handler's call in the same thread takes the next place)."""
+    :func:`itertools.count` is atomic: a signal handler's call in the same thread takes the next place).
+
+    The main thread counts from the band's first place; another thread from a place its name fixes (``Thread-3
+    (work)``, given in the order threads are made, or the program's own name for it), so that a program starting a
+    thread per call samples some of them, not every one (each thread's first call would run the original)."""
 
     def __init__(self) -> None:
-        self.count = itertools.count()
-        self.sampled = False
-        """Whether this thread's original has run once in the band (until then its call of the band samples it)."""
+        thread = threading.current_thread()
+        start = 0 if thread is threading.main_thread() else zlib.crc32(thread.name.encode()) % SAMPLE_EVERY
+        self.count = itertools.count(start)
+        self.sampled = start != 0
+        """Whether this thread's original has run once in the band, or its count starts past the band's first place
+        (until then its call of the band samples it, also after a :func:`paused` block)."""
 
 
 _FOLD_AT = 4096
