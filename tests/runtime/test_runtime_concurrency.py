@@ -7,6 +7,8 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -271,3 +273,33 @@ def test_a_daemon_thread_inside_a_helper_at_exit_leaves_the_exit_status_0(tmp_pa
     proc = subprocess.run([sys.executable, str(script), name], capture_output=True, text=True, timeout=300, cwd=ROOT,
                           env=env)
     assert (proc.returncode, proc.stderr) == (0, "")
+
+
+def test_the_exit_hook_waits_for_the_calls_on_torch_and_then_refuses_new_ones(monkeypatch):
+    # The hook in the main thread: another thread's call on torch finishes first; its later call is refused (it
+    # takes the original); the main thread's own count, one too high (a KeyboardInterrupt between a call's start
+    # and its `try`), does not hold the exit back.
+    from np2torch.runtime import _backend
+
+    work = _backend._Work()
+    monkeypatch.setattr(_backend, "_WORK", work)
+    assert _backend.begin_torch_work()  # never ended: the main thread's leaked count
+    order = []
+    computing = threading.Event()
+
+    def a_call_in_flight():
+        assert _backend.begin_torch_work()
+        computing.set()
+        while not work.closing:  # the hook has begun waiting
+            time.sleep(0)
+        order.append(("refused", _backend.begin_torch_work()))
+        order.append("ended")
+        _backend.end_torch_work()
+
+    thread = threading.Thread(target=a_call_in_flight)
+    thread.start()
+    computing.wait()
+    _backend._close()
+    order.append("closed")
+    thread.join()
+    assert order == [("refused", False), "ended", "closed"]

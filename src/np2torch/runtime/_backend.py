@@ -38,7 +38,7 @@ import sys
 import threading
 import time
 import warnings
-from typing import TYPE_CHECKING, Iterator, Mapping
+from typing import TYPE_CHECKING, Dict, Iterator, Mapping
 
 import numpy as np
 
@@ -123,7 +123,8 @@ class _Work:
 
     def __init__(self) -> None:
         self.changed = threading.Condition(threading.Lock())
-        self.in_flight = 0
+        self.in_flight: Dict[int, int] = {}
+        """Thread -> its calls computing on torch (more than one: a call made inside another, a signal handler's)."""
         self.closing = False
 
 
@@ -139,30 +140,34 @@ def begin_torch_work() -> bool:
     ``gil_scoped_release``, whose destructor is ``noexcept``): "terminate called without an active exception",
     SIGABRT.  NumPy's and SciPy's loops take the GIL back in C, which unwinds quietly, so the original exits 0.
     """
-    work = _WORK
+    work, me = _WORK, threading.get_ident()
     with work.changed:
         if work.closing:
             return False
-        work.in_flight += 1
+        work.in_flight[me] = work.in_flight.get(me, 0) + 1
     return True
 
 
 def end_torch_work() -> None:
     """The end of a call's torch work begun by :func:`begin_torch_work`."""
-    work = _WORK
+    work, me = _WORK, threading.get_ident()
     with work.changed:
-        work.in_flight -= 1
-        if not work.in_flight:
-            work.changed.notify_all()
+        depth = work.in_flight.pop(me, 1) - 1
+        if depth:
+            work.in_flight[me] = depth
+        work.changed.notify_all()
 
 
 def _close() -> None:
     """At exit (``atexit``, before the interpreter finalizes): new calls take the original, and the calls already
-    on torch finish (a daemon thread's among them: then none is inside a torch op when finalization ends it)."""
-    work = _WORK
+    on torch finish (a daemon thread's among them: then none is inside a torch op when finalization ends it).
+
+    Not this thread's own count: it runs no call now, and a signal's exception (KeyboardInterrupt), raised only
+    in the main thread, may have left it one too high between :func:`begin_torch_work` and its ``try``."""
+    work, me = _WORK, threading.get_ident()
     with work.changed:
         work.closing = True
-        while work.in_flight:
+        while any(thread != me for thread in work.in_flight):
             work.changed.wait()
 
 
