@@ -39,7 +39,7 @@ from __future__ import annotations
 import functools
 import os
 import threading
-from typing import TYPE_CHECKING, Callable, List, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, List, Sequence, TypeVar
 
 from ._fork import in_forked_child
 from ._load import free_cores, usable_cores
@@ -168,20 +168,66 @@ def _serially(tasks: Sequence[Callable[[], T]]) -> List[T]:
 
 
 class _one_torch_thread:
-    """The calling thread's torch on one thread for the body (OpenMP keeps the setting per thread)."""
+    """The calling thread's torch on one thread for the body, and back (:func:`one_thread`)."""
 
     def __enter__(self) -> None:
-        import torch
-
-        self.before = torch.get_num_threads()
-        if self.before != 1:
-            torch.set_num_threads(1)
+        self.before = one_thread()
 
     def __exit__(self, *exc: object) -> None:
         if self.before != 1:
-            import torch
+            set_threads(self.before)
 
-            torch.set_num_threads(self.before)
+
+def one_thread() -> int:
+    """Set this thread's torch to one thread; returns how many it had.
+
+    Through the OpenMP runtime torch loaded (``omp_set_num_threads``: a per-thread setting), never
+    ``torch.set_num_threads``, which also writes the process-wide default that every thread copies at its
+    first parallel op: a program thread whose first torch op fell while a helper ran would keep one thread for
+    good.  (Without an OpenMP runtime found, ``torch.set_num_threads`` is all there is.)"""
+    import torch
+
+    before = torch.get_num_threads()  # (first use in this thread: torch's own lazy per-thread initialisation)
+    if before != 1:
+        set_threads(1)
+    return before
+
+
+def set_threads(count: int) -> None:
+    """This thread's torch threads (:func:`one_thread`)."""
+    omp = openmp()
+    if omp is not None:
+        omp.omp_set_num_threads(count)
+    else:
+        import torch
+
+        torch.set_num_threads(count)
+
+
+def openmp() -> Any:
+    """The OpenMP runtime torch loaded (libgomp, libiomp, libomp: its ``omp_set_num_threads``), or None."""
+    found = PROCESS.openmp
+    if found is None:
+        found = PROCESS.openmp = _find_openmp() or False
+    return found or None
+
+
+def _find_openmp() -> Any:
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as handle:
+            paths = {line.split(None, 5)[-1].strip() for line in handle if "omp" in line}
+    except OSError:
+        return None
+    import ctypes
+
+    for path in sorted(paths):
+        name = os.path.basename(path)
+        if name.startswith(("libgomp", "libiomp", "libomp")):
+            try:
+                return ctypes.CDLL(path)
+            except OSError:
+                continue
+    return None
 
 
 class _Job:
@@ -243,9 +289,7 @@ class _Worker:
             with self.lock:
                 job = self.jobs.pop(0)
             if job.torch and not self.torch_set:
-                import torch
-
-                torch.set_num_threads(1)
+                one_thread()
                 self.torch_set = True
             job.work()
 
@@ -263,7 +307,10 @@ def _pool(count: int) -> List[_Worker]:
 
 
 def _pool_per_thread() -> bool:
-    """Whether a worker's ``torch.set_num_threads(1)`` leaves the other threads' setting alone (checked once)."""
+    """Whether a worker's one torch thread leaves the other threads' setting alone: the OpenMP runtime's per-thread
+    setting where found; else ``torch.set_num_threads``, checked once."""
+    if openmp() is not None:
+        return True
     found = PROCESS.per_thread_torch
     if found is None:
         import torch

@@ -75,6 +75,7 @@ class Process:
         "profile", "profile_warned", "generation", "forecasts", "bands", "floor_tables",
         "saved", "deferred", "provisional", "rented",
         "cuda_slots", "verdicts", "error_checks", "redirects", "underflow_unwarned", "one_time", "workers", "per_thread_torch",
+        "openmp",
     )
 
     settings: RuntimeSettings
@@ -138,6 +139,9 @@ class Process:
         self.workers: Tuple[int, List[Any]] | None = None
         """(pid, the block workers started in that process) (:mod:`._parallel`); a forked child starts its own."""
         self.per_thread_torch: bool | None = None
+        self.openmp: Any = None
+        """The OpenMP runtime torch loaded, whose per-thread setting gives a block one torch thread (:mod:`._parallel`;
+        None: not looked for yet, False: none found)."""
         """Whether torch's thread setting is per thread here (:mod:`._parallel`; None: not checked yet)."""
 
     def floor_table(self) -> Dict[np.dtype, int]:

@@ -1,0 +1,122 @@
+"""The runtime inside a program with threads of its own: a call's path never depends on how the threads were
+scheduled, and the program's torch keeps its thread settings in every thread (issue 37, items 1, 2 and 6)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+from typing import Any, List
+
+import numpy as np
+import pytest
+
+import np2torch.runtime as np2t
+from np2torch.runtime import _parallel, _profile, _ufunc
+from np2torch.runtime._model import Curve, Profile
+
+ROOT = Path(__file__).resolve().parents[2]
+
+SCHEDULES = """
+import hashlib, sys, threading
+import numpy as np
+import np2torch.runtime as np2t
+
+x = np.linspace(-2, 2, 100_000)
+digest = {}
+
+def a():
+    digest["a"] = hashlib.sha256(np2t.erf(x * 0.999).tobytes()).hexdigest()[:16]
+
+def b():
+    for i in range(40):
+        np2t.erf(x + i * 1e-3)
+
+first, second = (a, b) if sys.argv[1] == "a-first" else (b, a)
+for target in (first, second):
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+print(digest["a"])
+"""
+
+
+def _cheap_rental_profile(tmp_path: Path) -> Path:
+    """erf over float64 where torch saves half of every call and costs 5 ms to import: a few calls pay for it."""
+    curve = Curve((10_000, 100_000, 1_000_000), {"numpy": (2e-4, 2e-3, 2e-2), "cpu1": (1e-4, 1e-3, 1e-2),
+                                                  "cpu": (1e-4, 1e-3, 1e-2)})
+    path = tmp_path / "cheap.json"
+    _profile.write_profile(path, Profile(str(path), _profile.fingerprint(), 0.005, 2, {"erf/float64": curve}))
+    return path
+
+
+def _run(tmp_path: Path, argv: List[str], schedule: str) -> str:
+    script = tmp_path / "schedules.py"
+    script.write_text(textwrap.dedent(SCHEDULES))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NP2TORCH_")}
+    env.update({"NP2TORCH_PROFILE": str(_cheap_rental_profile(tmp_path)), "NP2TORCH_CACHE_DIR": str(tmp_path)})
+    done = subprocess.run([sys.executable, *argv, str(script), schedule], capture_output=True, text=True, env=env,
+                          timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()[-1]
+
+
+@pytest.mark.parametrize("runner", [[], ["-m", "np2torch", "run", "--report", "none"]], ids=["plain", "np2torch run"])
+def test_a_calls_bits_do_not_depend_on_how_the_threads_were_scheduled(tmp_path, runner):
+    # Thread b's 40 calls would pay for torch's import in a process-wide rental: thread a's one call then ran on
+    # torch when b went first, on SciPy when a did.
+    assert _run(tmp_path, runner, "a-first") == _run(tmp_path, runner, "b-first")
+
+
+@pytest.fixture
+def two_torch_threads() -> Any:
+    torch = pytest.importorskip("torch")
+    if torch.get_num_threads() < 2:
+        pytest.skip("torch runs on one thread here: nothing a helper could take away")
+    return torch
+
+
+def test_a_program_thread_started_inside_a_helper_keeps_torchs_threads(two_torch_threads, monkeypatch):
+    # The program's own thread starts while a helper computes on torch (on the caller's thread, then on a
+    # worker's): its first torch op must see torch's default, not the helper's one thread.
+    torch = two_torch_threads
+    default = torch.get_num_threads()
+    seen: List[int] = []
+    real = _ufunc.torch_op
+
+    def op_that_starts_a_thread(name: str) -> Any:
+        op = real(name)
+
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            thread = threading.Thread(target=lambda: seen.append(torch.get_num_threads()))
+            thread.start()
+            thread.join()
+            return op(*args, **kwargs)
+
+        return wrapped
+
+    monkeypatch.setattr(_ufunc, "torch_op", op_that_starts_a_thread)
+    x = np.linspace(-2, 2, 8 * _parallel.MIN_BLOCK)
+    with np2t.using(device="cpu", min_size=0):
+        np2t.exp(x)
+    assert seen and set(seen) == {default}
+    assert torch.get_num_threads() == default
+
+
+def test_the_runtime_sets_one_torch_thread_per_thread_not_the_process_default(two_torch_threads):
+    torch = two_torch_threads
+    default = torch.get_num_threads()
+    before = _parallel.one_thread()
+    try:
+        assert (before, torch.get_num_threads()) == (default, 1)
+        fresh: List[int] = []
+        thread = threading.Thread(target=lambda: fresh.append(torch.get_num_threads()))
+        thread.start()
+        thread.join()
+        assert fresh == [default]
+    finally:
+        _parallel.set_threads(before)
+    assert torch.get_num_threads() == default
