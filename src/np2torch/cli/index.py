@@ -93,6 +93,7 @@ class ProjectIndex:
         self._indexed: set[str] = set()  # the files of the builds so far
         self._late: set[str] = set()  # files asked about that no build had (a module the program wrote)
         self._texts: dict[str, str | None] = {}  # files read for a compiler's name, once a run
+        self._files: dict[str, list[str]] = {}  # a root's files, listed once a run (roots given to a run overlap)
         self._hands: dict[str, bool] = {}
         self._summaries: dict[str, Summary | None] = {}
 
@@ -123,7 +124,10 @@ class ProjectIndex:
     # -- building ------------------------------------------------------------------------------------
 
     def _build(self, roots: tuple[str, ...]) -> dict[str, Answer]:
-        files = sorted({path for root in roots for path in project_files(root)} | self._late)
+        for root in roots:
+            if root not in self._files or self.roots is not None:  # `np2torch run`: it may write a module
+                self._files[root] = project_files(root)
+        files = sorted({path for root in roots for path in self._files[root]} | self._late)
         self._indexed.update(files)
         summaries: dict[str, Summary] = {}
         others: list[str] = []
