@@ -20,8 +20,9 @@ line that begins inside a string that spans lines is no statement's start.  Brac
 line inside brackets that begins at a block's indentation starts a piece that is kept as it is, and the
 unmatched closing bracket it holds makes the skimmed text a syntax error whenever the piece before it was
 replaced (and so a full parse).  Decorators belong to the ``def`` or ``class`` they decorate; anything else
-after them gives up the skim.  A body whose lines (after its header) hold one no deeper than its ``def`` (a
-stray ``else:``, ``except`` or ``)``, a syntax error; or brackets closed there) is kept as it is.  What a body
+after them gives up the skim.  A body with a line of code that does not begin with the indentation of its
+first (a stray ``else:``, ``except`` or ``)`` at the ``def``'s, a dedent to no block's: a syntax error; or
+brackets closed there) is kept as it is.  What a body
 spells is read in its code: a word in a comment or in a literal is no name, but the fields of an f-string (or
 t-string) are code; a word is compared after NFKC normalisation, as the parser reads names.  An f-string whose
 field the old pairing of quotes leaves open (PEP 701's reused quotes, Python 3.12) gives up the skim.
@@ -79,10 +80,11 @@ def _starts(indent: str) -> re.Pattern[str]:
 
 
 @functools.lru_cache(maxsize=64)
-def _shallow(indent: str) -> re.Pattern[str]:
-    """A line whose code begins no deeper than ``indent``: in a body (indented deeper), it belongs to no
-    body (a stray ``else:``, ``except`` or ``)``: a syntax error), or continues brackets (legal, and rare)."""
-    return re.compile("^(?!" + re.escape(indent) + r"[ \t])[ \t]*[^\s#]", re.MULTILINE)
+def _outdented(indent: str) -> re.Pattern[str]:
+    """A line whose code does not begin with a body's ``indent``: it belongs to no body (a stray ``else:``,
+    ``except`` or ``)`` at the ``def``'s indentation, a dedent to no block's: a syntax error), or continues
+    brackets (legal, and rare)."""
+    return re.compile("^(?!" + re.escape(indent) + r")[ \t]*[^\s#]", re.MULTILINE)
 
 
 @functools.lru_cache(maxsize=64)
@@ -358,8 +360,8 @@ class _Skimmer:
         last = _last_code_line(self.text, body, stop) if body is not None else None
         if body is None or last is None:
             return None
-        if next(self.lines_matching(body, stop, _shallow(indent)), None) is not None:
-            return None  # kept as it is: a line no deeper than the `def` is no part of its body
+        if not self.one_block(body, stop, indent):
+            return None
         header = self.text[first:body]
         body_line = self.line_of(body)
         piece.stub = self.line_of(last)
@@ -367,6 +369,19 @@ class _Skimmer:
         after = self.text.count("\n", body, stop) - before
         self.stubs += 1
         return header + "\n" * before + indent + " pass" + "\n" * after
+
+    def one_block(self, body: int, stop: int, indent: str) -> bool:
+        """Whether every line of code from ``body`` to ``stop`` begins with the indentation of the first, which
+        is deeper than ``indent`` (the ``def``'s); else the body is kept as it is, to be parsed."""
+        code = _first_code_line(self.text, body, stop)
+        if code is None:
+            return False
+        newline = self.text.find("\n", code, stop)
+        line = self.text[code:newline if newline >= 0 else stop]
+        deeper = line[:len(line) - len(line.lstrip(" \t"))]
+        if len(deeper) <= len(indent) or not deeper.startswith(indent):
+            return False
+        return next(self.lines_matching(body, stop, _outdented(deeper)), None) is None
 
     def split_class(self, piece: _Piece, first: int, name_end: int, stop: int) -> str | None:
         """The ``class`` from ``first`` to ``stop`` with its methods skimmed (:meth:`block` on its body), or None."""
