@@ -126,7 +126,8 @@ class _FileFixes:
         self.forward = _row_map(self.rows, rows)
         self.starts = [0, *accumulate(map(len, self.rows))]
         self.text_starts = [0, *accumulate(map(len, rows))]
-        self.statements = _statements(self.imported)
+        self.statements: list[tuple[int, int, bool]] | None = None
+        """Every statement of the imported text (:func:`_statements`), parsed when an edit is first widened."""
         self.regions = _regions(self.rows, split_rows(fixes.whole))
         spans = [self._span(position[1:]) for position in fixes.positions]
         # a change no fix's span holds (an import the fixes leave unused, removed): each fix is made alone, which
@@ -183,6 +184,8 @@ class _FileFixes:
         first, end = edit["location"], edit["end_location"]
         last = end["row"] - 1 if end["column"] == 1 and end["row"] > first["row"] else end["row"]
         rows = last > first["row"] or "\n" in edit["content"] or "\r" in edit["content"]
+        if self.statements is None:
+            self.statements = _statements(self.imported)
         holder = min((s for s in self.statements if s[0] <= first["row"] and last <= s[1] and (rows or s[2])),
                      key=lambda s: s[1] - s[0], default=None)
         if holder is None or holder[1] > len(self.rows):
