@@ -125,7 +125,7 @@ class _FileFixes:
         """The row of the text each row of the imported text is (None: a row the import added)."""
         self.forward = _row_map(self.rows, rows)
         self.starts = [0, *accumulate(map(len, self.rows))]
-        self.text_starts = [0, *accumulate(map(len, rows))]
+        self.positions = set(fixes.positions)
         self.statements: list[tuple[int, int, bool]] | None = None
         """Every statement of the imported text (:func:`_statements`), parsed when an edit is first widened."""
         self.regions = _regions(self.rows, split_rows(fixes.whole))
@@ -137,7 +137,7 @@ class _FileFixes:
 
     def edits(self, finding: Finding) -> List[Edit]:
         key = _key(finding)
-        if key not in self.fixes.positions:
+        if key not in self.positions:
             return []
         own = None if self.each_alone else self._own(finding)
         if own is not None:
