@@ -356,12 +356,14 @@ def test_logsumexp_layout_is_scipys_on_dask_under_the_array_api() -> None:
 def test_settings_given_explicitly_travel_with_the_graph() -> None:
     assert explicit_settings() is None  # the environment's: each worker reads its own
     with np2t.using(min_size=0):
-        assert explicit_settings() == ("auto", 0)
+        assert explicit_settings() == ("auto", 0, "ulp")
     with np2t.using(device="numpy"):
-        assert explicit_settings() == ("numpy", None)
+        assert explicit_settings() == ("numpy", None, "ulp")
+    with np2t.using(exact="bits"):
+        assert explicit_settings() == ("auto", None, "bits")
     previous = np2t.configure(min_size=123)
     try:
-        assert explicit_settings() == ("auto", 123)
+        assert explicit_settings() == ("auto", 123, "ulp")
     finally:
         np2t.configure(device=previous.device, min_size=previous.min_size)
     assert explicit_settings() is None

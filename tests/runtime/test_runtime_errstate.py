@@ -230,13 +230,13 @@ def test_ignore_pays_nothing(monkeypatch):
 
 def test_suspicious_elements_are_recomputed_only_when_seen(monkeypatch):
     settled: List[Any] = []
-    real = _ufunc._settle
+    real = _ufunc._settle_and_report
 
     def spy(*args: Any) -> Any:
         settled.append(args)
         return real(*args)
 
-    monkeypatch.setattr(_ufunc, "_settle", spy)
+    monkeypatch.setattr(_ufunc, "_settle_and_report", spy)
     with np2t.using(min_size=0):
         np2t.exp(np.linspace(-5, 5, 1000))
         assert not settled

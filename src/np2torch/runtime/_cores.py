@@ -164,3 +164,22 @@ def _witnesses(original: Callable[..., Any], operands: Sequence[Any], dst: np.nd
 
 def _ceil(a: int, b: int) -> int:
     return (a + b - 1) // b
+
+
+def recorded(original: Callable[..., Any], inputs: np.ndarray, result: np.ndarray, mask: np.ndarray) -> int:
+    """``result[mask] = original(inputs)``, computed under a recording error state: the flags it raised."""
+    state, flags = recording_state(np.getbufsize())
+    token = EXTOBJ_VAR.set(state)
+    try:
+        result[mask] = original(inputs)
+    finally:
+        EXTOBJ_VAR.reset(token)
+    return flags.status
+
+
+def witnesses(original: Callable[..., Any], inputs: np.ndarray, wanted: int) -> List[np.ndarray]:
+    """Copies of a few pieces of ``inputs`` (a flat array in the loop's dtype) that together raise the flags
+    ``wanted`` in ``original`` (:func:`_witnesses`, on a scratch result of ``inputs``' size)."""
+    scratch = np.empty(inputs.shape, inputs.dtype)
+    spans = _witnesses(original, [inputs], scratch, 0, inputs.size, wanted, np.getbufsize(), {})
+    return [inputs[a:b].copy() for a, b in spans]

@@ -229,12 +229,12 @@ def route(
     ``cores``: the helper has the path ``cores`` (the original's own loop on every core).
     ``dry_run`` (for :func:`which`) neither counts ski-rental savings nor loads torch.
     """
-    exact = exact or torch_unavailable()
     if min_size is not None:
         if exact:  # from min_size on, the exact path that uses the cores
             return Route("cores", "cpu", f"min_size={min_size} and exact='bits' set explicitly: the original's own "
                          "loop on every core from that size on") if cores and n >= min_size else None
-        return _explicit(device, n, min_size, cuda_ok, dry_run)
+        return None if torch_unavailable() else _explicit(device, n, min_size, cuda_ok, dry_run)
+    exact = exact or torch_unavailable()
     if device.startswith("cuda") and not exact:
         forced = explicit_cuda_unmeasured(device, n, cuda_ok, name, dtype, klass)
         if forced is not None:

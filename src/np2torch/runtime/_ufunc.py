@@ -591,7 +591,7 @@ def _run(
     else:
         suspicious = not _compute_cpu(torch_op, plan, src, result, threads, others)
     if under or suspicious:
-        _report(state, _settle(state, x, result, under))
+        _settle_and_report(state, x, result, under)
 
 
 def _compute_cpu(op_name: str, plan: Plan, src: np.ndarray, dst: np.ndarray, threads: int, check: bool) -> bool:
@@ -719,6 +719,51 @@ def _settle(state: Ufunc, x: np.ndarray, result: np.ndarray, under: bool) -> np.
     return inputs
 
 
+SETTLE_BLOCK = 1 << 18
+"""Elements whose suspects are found and settled at a time: the check's temporaries (a mask, ``abs`` of a part,
+the suspects' inputs) are a block's, never the whole call's."""
+
+
+def _settle_and_report(state: Ufunc, x: np.ndarray, result: np.ndarray, under: bool) -> None:
+    """The original's values and reports for the elements NumPy would flag, a block at a time (:class:`Flagged`)
+    where ``x`` and ``result`` lay out alike and NumPy records flags (>= 2); else over the whole call at once."""
+    if not records_flags() or not _cores.lays_out_alike(x, result):
+        _report(state, _settle(state, x, result, under))
+        return
+    flagged = Flagged(state.load())
+    src, dst = _flat(x), _flat(result)
+    for start in range(0, dst.size, SETTLE_BLOCK):
+        flagged.settle(src[start : start + SETTLE_BLOCK], dst[start : start + SETTLE_BLOCK], under)
+    flagged.report(state.name)
+
+
+class Flagged:
+    """The flags the original raised on the suspicious elements settled so far, and a few elements raising each
+    (:func:`._cores.witnesses`): reported once, by the original itself on those, after the last block."""
+
+    def __init__(self, original: Callable[..., Any]) -> None:
+        self.original = original
+        self.seen = 0
+        self.pieces: list[np.ndarray] = []
+
+    def settle(self, x: np.ndarray, result: np.ndarray, under: bool) -> None:
+        """Give ``result``'s suspicious elements the original's own values, recording the flags they raise."""
+        mask = _suspects(x, result, under)
+        if not mask.any():
+            return
+        inputs: np.ndarray = x[mask]
+        if inputs.dtype != result.dtype:
+            inputs = inputs.astype(result.dtype)  # exact: a plan stages only safe casts (see _settle)
+        new = _cores.recorded(self.original, inputs, result, mask) & ~self.seen
+        if new:
+            self.pieces += _cores.witnesses(self.original, inputs, new)
+            self.seen |= new
+
+    def report(self, name: str) -> None:
+        if self.pieces:
+            numpy_call(self.original, name, np.concatenate(self.pieces))
+
+
 def _report(state: Ufunc, inputs: np.ndarray | None) -> None:
     """Let NumPy report the flags the original raises on ``inputs``: warn (at the user's line), raise, call, log."""
     if inputs is not None:
@@ -733,14 +778,21 @@ def _inplace_checked(state: Ufunc, plan: Plan, result: np.ndarray, checks: Error
     under = checks.under
     flat = _flat(result)
     saved = np.empty(min(_INPLACE_PIECE, flat.size), dtype=flat.dtype)
+    flagged = Flagged(state.load()) if records_flags() else None
     suspects: list[np.ndarray] = []
     for start in range(0, flat.size, _INPLACE_PIECE):
         part = flat[start : start + _INPLACE_PIECE]
         kept = saved[: part.size]
         np.copyto(kept, part)
         if not _compute_cpu(state.row.torch_op, plan, part, part, threads, True) or under:
+            if flagged is not None:
+                for a in range(0, part.size, SETTLE_BLOCK):
+                    flagged.settle(kept[a : a + SETTLE_BLOCK], part[a : a + SETTLE_BLOCK], under)
+                continue
             found = _settle(state, kept, part, under)
             if found is not None:
                 suspects.append(found)
-    if suspects:
+    if flagged is not None:
+        flagged.report(state.name)
+    elif suspects:
         _report(state, np.concatenate(suspects))
