@@ -120,3 +120,39 @@ def test_the_runtime_sets_one_torch_thread_per_thread_not_the_process_default(tw
     finally:
         _parallel.set_threads(before)
     assert torch.get_num_threads() == default
+
+
+POOL = """
+import hashlib, sys
+from concurrent.futures import ThreadPoolExecutor
+import numpy as np
+import np2torch.runtime as np2t
+
+arrays = [np.linspace(-2, 2, 100_000) + i * 1e-3 for i in range(48)]
+with ThreadPoolExecutor(4) as pool:
+    results = list(pool.map(np2t.erf, arrays))
+digest = hashlib.sha256()
+for r in results:
+    digest.update(r.tobytes())
+print(digest.hexdigest()[:16], "torch" in sys.modules)
+"""
+
+
+@pytest.mark.parametrize("runner", [[], ["-m", "np2torch", "run", "--report", "none"]], ids=["plain", "np2torch run"])
+def test_a_thread_pools_results_are_the_same_on_every_run(tmp_path, runner):
+    # The pool's calls would pay for torch's import in a process-wide rental, and which arrays then ran on torch
+    # (or, under np2torch run, which ones were sampled) depended on the pool's schedule.
+    script = tmp_path / "pool.py"
+    script.write_text(textwrap.dedent(POOL))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NP2TORCH_")}
+    env.update({"NP2TORCH_PROFILE": str(_cheap_rental_profile(tmp_path)), "NP2TORCH_CACHE_DIR": str(tmp_path)})
+    outputs = set()
+    for _ in range(3):
+        done = subprocess.run([sys.executable, *runner, str(script)], capture_output=True, text=True, env=env,
+                              timeout=300, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        outputs.add(done.stdout.strip())
+    assert len(outputs) == 1, outputs
+    plain = subprocess.run([sys.executable, "-c", textwrap.dedent(POOL).replace("np2t.erf", "__import__('scipy.special').special.erf")],
+                           capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    assert outputs == {plain.stdout.strip()}  # the original's bits: a pool thread's calls keep the exact paths

@@ -246,11 +246,14 @@ def route(
     path = bands.at(n)
     if path in EXACT_PATHS:
         return _exact_route(path, forecast, n, klass)
-    if not torch_ready() or not _thread_may_use_torch():
+    main = threading.current_thread() is threading.main_thread()
+    if not torch_ready() or (not main and PROCESS.rented):
+        # Only the main thread's calls count towards the import and take torch once the rental imported it:
+        # another thread's path never depends on how the program's threads were scheduled.
         fallback = forecast.exact.at(n) if forecast.exact is not None else "numpy"
         if dry_run:
-            return _rental_route(fallback, path, forecast, n, klass)
-        if not _thread_may_use_torch() or not _rent(forecast, path, fallback, n):
+            return _rental_route(fallback, path, forecast, n, klass, main)
+        if not main or not _rent(forecast, path, fallback, n):
             return _exact_route(fallback, forecast, n, klass)
     if path == "cuda" and not dry_run and not cuda_available():
         allowed = tuple(p for p in forecast.allowed if p != "cuda")
@@ -268,12 +271,12 @@ def _exact_route(path: str, forecast: Forecast, n: int, klass: str) -> Route | N
     return Route(path, "cpu", basis=Basis(forecast.curve, n, forecast.origin, klass))
 
 
-def _rental_route(fallback: str, path: str, forecast: Forecast, n: int, klass: str) -> Route:
+def _rental_route(fallback: str, path: str, forecast: Forecast, n: int, klass: str, main: bool) -> Route:
     """What :func:`which` says of a call the profile sends to torch while torch is not imported (or not this
     thread's to use): the exact path it takes now, and why."""
     assert forecast.curve is not None
     now = _reason(forecast.curve, fallback, n, forecast.origin, klass)
-    if not _thread_may_use_torch():
+    if not main:
         why = (f"{now}: this thread is not the main one, whose calls alone pay for torch's import (a call's path never "
                f"depends on how other threads were scheduled); the profile's {_reason(forecast.curve, path, n, forecast.origin, klass)}")
     else:
@@ -281,15 +284,6 @@ def _rental_route(fallback: str, path: str, forecast: Forecast, n: int, klass: s
                f"have saved reaches its import cost ({PROCESS.saved:.3g} of {_import_seconds():.3g} s); then "
                f"{_reason(forecast.curve, path, n, forecast.origin, klass)}")
     return Route("numpy" if fallback == "numpy" else fallback, "cpu", why)
-
-
-def _thread_may_use_torch() -> bool:
-    """Whether this thread's calls may take torch: the main thread's always; another thread's only where the
-    program itself imported torch (not the runtime's rental, which counts the main thread's calls alone): so which
-    path a call takes never depends on how the program's threads were scheduled."""
-    if threading.current_thread() is threading.main_thread():
-        return True
-    return not PROCESS.rented
 
 
 def _allowed(curve: Curve, device: str, cuda_ok: bool) -> Tuple[str, ...]:
@@ -343,7 +337,7 @@ def _rent(forecast: Forecast, path: str, fallback: str, n: int) -> bool:
 
     Predictions only (the profile's time of each path for the call's size and shape class), never
     a measured time: the call that imports torch is the same one on every run of the program.  Only the main
-    thread's calls count (:func:`_thread_may_use_torch`).
+    thread's calls count (:func:`route`).
     """
     saving = forecast.savings.get((path, n))
     if saving is None:
