@@ -156,3 +156,19 @@ def test_a_thread_pools_results_are_the_same_on_every_run(tmp_path, runner):
     plain = subprocess.run([sys.executable, "-c", textwrap.dedent(POOL).replace("np2t.erf", "__import__('scipy.special').special.erf")],
                            capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
     assert outputs == {plain.stdout.strip()}  # the original's bits: a pool thread's calls keep the exact paths
+
+
+def test_which_says_what_the_next_call_does_while_torch_is_not_imported():
+    # Every helper kind names the path its next call takes (the original until the rental pays), not torch.
+    code = """
+        import sys, numpy as np, np2torch.runtime as r
+        x = np.ones((3000, 1000))
+        print(r.which('logsumexp', x, axis=0)[0], r.which('softmax', x, axis=0)[0], r.which('erf', x.ravel())[0],
+              'torch' in sys.modules)
+    """
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NP2TORCH_")}
+    env["NP2TORCH_PROFILE"] = "builtin"
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["numpy", "numpy", "cores", "False"]

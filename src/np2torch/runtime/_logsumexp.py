@@ -311,7 +311,7 @@ def _which(a: Any, axis: Any = None, b: Any = None, keepdims: Any = False, retur
         # The call hands it to SciPy (route_call); asking loads torch, as the call would.
         return "numpy", (f"{NAME} over {a.size:,} elements of {work}: SciPy: configured for device "
                          f"{settings.device!r}, but torch reports no usable CUDA device")
-    kind = "cuda" if route.path == "cuda" else "cpu"
+    kind = route.path if route.path in ("cuda", "numpy") else "cpu"  # numpy: the rental keeps SciPy for now
     return kind, f"{NAME} over {a.size:,} elements of {work}: {route.why} (SciPy's behaviour is checked at the call)"
 
 

@@ -186,7 +186,8 @@ class Softmax(Helper):
             klass = "" if dims is None else shape_class(x.shape, x.strides, dims)
             return "numpy", f"{self.name} over {x.size:,} elements of {work}: " + original_reason(
                 self.name, work.name, x.size, settings.device, settings.min_size, klass)
-        return "cpu", f"{self.name} over {x.size:,} elements of {work}: {route.why} (special values are checked at the call)"
+        kind = "numpy" if route.path == "numpy" else "cpu"  # numpy: the rental keeps the original for now
+        return kind, f"{self.name} over {x.size:,} elements of {work}: {route.why} (special values are checked at the call)"
 
 
 def make_helper(row: Function) -> Softmax:
