@@ -395,7 +395,7 @@ def test_np2torch_settings_is_the_engine_settings() -> None:
         "Settings(rules=<NPT001, NPT002>, runtime_module='np2torch.runtime', alias='fast', unsafe_fixes=False, "
         "ignore_noqa=False, unfixable=(), import_order=ImportOrder(known_first_party=(), known_third_party=(), known_local_folder=(), "
         "extra_standard_library=(), project_modules=(), force_sort_within_sections=False, case_sensitive=False, "
-        "from_first=False))")
+        "from_first=False, line_length=88))")
 
 
 def test_the_public_api_is_the_engine_api() -> None:
