@@ -172,3 +172,40 @@ def test_which_says_what_the_next_call_does_while_torch_is_not_imported():
                           timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["numpy", "numpy", "cores", "False"]
+
+
+HANDOFF = """
+import sys
+import numpy as np
+import scipy.special
+import np2torch.runtime as np2t
+from np2torch.runtime import _parallel
+
+x = np.linspace(-2, 2, 16 * _parallel.MIN_BLOCK)
+inner = []
+line = _parallel._Worker.give.__code__.co_firstlineno + 2  # `self.jobs.append(job)`, the worker's lock held
+
+def trace(frame, event, arg):
+    # What a signal handler does between two bytecodes: here, while the call hands its blocks to a worker.
+    if event == "line" and frame.f_code is _parallel._Worker.give.__code__ and frame.f_lineno == line and not inner:
+        inner.append(np2t.erf(x[::-1].copy()))
+    return trace
+
+with np2t.using(exact="bits", min_size=0):
+    np2t.erf(x[:100].copy())
+    sys.settrace(trace)
+    outer = np2t.erf(x)
+    sys.settrace(None)
+print(len(inner), outer.tobytes() == scipy.special.erf(x).tobytes(),
+      inner[0].tobytes() == scipy.special.erf(x[::-1].copy()).tobytes())
+"""
+
+
+def test_a_helper_called_while_its_thread_hands_blocks_to_the_workers_runs_them_itself():
+    # A plain lock the interrupted hand-off holds: a nested call that waited on it would never return.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NP2TORCH_")}
+    env["NP2TORCH_PROFILE"] = "builtin"
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(HANDOFF)], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["1", "True", "True"]
