@@ -281,11 +281,23 @@ def test_a_site_whose_helper_always_ran_the_original_saves_nothing() -> None:
     assert "the helper ran the original on every call" in figures["notes"]
 
 
-def test_a_site_whose_helper_computed_the_originals_arithmetic_itself_saves() -> None:
-    # logsumexp's lean path (SciPy's bits without its overhead) is the helper's own computation, not the original
-    figures = _figures(_record({"10": _band(20, [0.002, 0.001, 0.001], [0.004, 0.004, 0.004])}, {"lean": 12}))
+@pytest.mark.parametrize("path", ["lean", "cores"])
+def test_a_site_whose_helper_computed_the_originals_arithmetic_itself_saves(path: str) -> None:
+    # logsumexp's lean path (SciPy's bits without its overhead) and the original's loop on every core are the
+    # helper's own computation, not the original's single call
+    figures = _figures(_record({"10": _band(20, [0.002, 0.001, 0.001], [0.004, 0.004, 0.004])}, {path: 12}))
     assert figures["saved_s"] == pytest.approx(20 * 0.003, rel=BIN)
     assert "the helper ran the original on every call" not in figures["notes"]
+
+
+def test_the_original_on_every_core_marks_its_calls_for_the_sites() -> None:
+    import np2torch.runtime as np2t
+    from np2torch.runtime import _state
+
+    _state.TAKEN.device = None
+    with np2t.using(exact="bits", min_size=0):
+        np2t.exp(np.linspace(0, 1, 300_000))
+    assert _state.TAKEN.device == "cores"
 
 
 def test_the_report_says_why_torch_computed_nothing_beside_a_lean_site() -> None:

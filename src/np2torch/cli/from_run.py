@@ -44,9 +44,10 @@ VERDICTS = ("saves", "costs", "unsure")
 
 TORCH_PATHS = ("cpu", "cuda")
 """The paths of a report's site on which torch computed a helper call."""
-COMPUTING_PATHS = (*TORCH_PATHS, "lean")
-"""The paths of a report's site on which the helper computed a call itself: on torch, or (``lean``) with
-the original's own arithmetic without its overhead (``numpy``: the helper ran the original)."""
+COMPUTING_PATHS = (*TORCH_PATHS, "lean", "cores")
+"""The paths of a report's site on which the helper computed a call itself: on torch, (``lean``) with
+the original's own arithmetic without its overhead, or (``cores``) with the original's own loop on every core
+(``numpy``: the helper ran the original's single call)."""
 
 LEFT_OUT = "left out by the report"
 """What ``fix --from-run`` says of a site it does not rewrite (one line each, then a count)."""
