@@ -30,7 +30,7 @@ and the flags' witnesses could not be found again).
 
 from __future__ import annotations
 
-from typing import Any, Callable, List, Sequence
+from typing import Any, Callable, List, Sequence, Tuple
 
 import numpy as np
 
@@ -79,19 +79,31 @@ def compute(original: Callable[..., Any], name: str, x: Any, result: np.ndarray,
     caller = EXTOBJ_VAR.get()
     bufsize = np.getbufsize()
 
-    def block(start: int, stop: int) -> int:
-        state, flags = (caller, None) if checks is None else recording_state(bufsize)
-        token = EXTOBJ_VAR.set(state)
-        try:
-            original(*_parts(operands, start, stop), out=dst[start:stop], **kwargs)
-        finally:
-            EXTOBJ_VAR.reset(token)
-        return 0 if flags is None else flags.status
+    def block(start: int, stop: int) -> Tuple[int, int, int]:
+        if checks is None:  # nothing to report: the caller's own (quiet) state
+            token = EXTOBJ_VAR.set(caller)
+            try:
+                original(*_parts(operands, start, stop), out=dst[start:stop], **kwargs)
+            finally:
+                EXTOBJ_VAR.reset(token)
+            return start, stop, 0
+        return start, stop, _flags_of(original, operands, dst, start, stop, bufsize, kwargs)
 
-    statuses = _parallel.elementwise(dst.size, block, threads, torch=False)
-    if checks is not None and any(statuses):
-        _report(original, name, operands, dst, statuses, bufsize, kwargs)
+    spans = _parallel.elementwise(dst.size, block, threads, torch=False)
+    if checks is not None and any(status for _, _, status in spans):
+        _report(original, name, operands, dst, spans, bufsize, kwargs)
 
+
+def _flags_of(original: Callable[..., Any], operands: Sequence[Any], dst: np.ndarray, start: int, stop: int,
+              bufsize: int, kwargs: dict[str, Any]) -> int:
+    """``dst[start:stop]`` computed by ``original`` under a recording error state: the flags its loop raised."""
+    state, flags = recording_state(bufsize)
+    token = EXTOBJ_VAR.set(state)
+    try:
+        original(*_parts(operands, start, stop), out=dst[start:stop], **kwargs)
+    finally:
+        EXTOBJ_VAR.reset(token)
+    return flags.status
 
 
 def _flat(operand: Any) -> Any:
@@ -105,19 +117,18 @@ def _parts(operands: Sequence[Any], start: int, stop: int) -> List[Any]:
     return [a[start:stop] if type(a) is np.ndarray and a.ndim else a for a in operands]
 
 
-def _report(original: Callable[..., Any], name: str, operands: Sequence[Any], dst: np.ndarray, statuses: Sequence[int],
-            bufsize: int, kwargs: dict[str, Any]) -> None:
-    """Run the original under the caller's error state on elements raising every flag the blocks raised."""
-    size = _parallel.block_elements(dst.size) if len(statuses) > 1 else dst.size
+def _report(original: Callable[..., Any], name: str, operands: Sequence[Any], dst: np.ndarray,
+            spans: Sequence[Tuple[int, int, int]], bufsize: int, kwargs: dict[str, Any]) -> None:
+    """Run the original under the caller's error state on elements raising every flag the blocks (``spans``:
+    ``(start, stop, flags)``) raised."""
     wanted = 0
-    for status in statuses:
+    for _, _, status in spans:
         wanted |= status
     pieces: List[tuple[int, int]] = []
-    for index, status in enumerate(statuses):
+    for start, stop, status in spans:
         new = status & wanted
         if new:
-            start = index * size
-            pieces += _witnesses(original, operands, dst, start, min(start + size, dst.size), new, bufsize, kwargs)
+            pieces += _witnesses(original, operands, dst, start, stop, new, bufsize, kwargs)
             wanted &= ~new
     # The array's tail (a partial vector) stays at the end, as in the original's call.
     pieces.sort(key=lambda span: span[1] == dst.size)
@@ -147,13 +158,7 @@ def _witnesses(original: Callable[..., Any], operands: Sequence[Any], dst: np.nd
     whole = (start, stop)
     for a in range(start, stop, step):
         b = min(a + step, stop)
-        state, flags = recording_state(bufsize)
-        token = EXTOBJ_VAR.set(state)
-        try:
-            original(*_parts(operands, a, b), out=dst[a:b], **kwargs)
-        finally:
-            EXTOBJ_VAR.reset(token)
-        new = flags.status & wanted
+        new = _flags_of(original, operands, dst, a, b, bufsize, kwargs) & wanted
         if new:
             found += _witnesses(original, operands, dst, a, b, new, bufsize, kwargs)
             wanted &= ~new

@@ -283,7 +283,7 @@ def _rental_route(fallback: str, path: str, forecast: Forecast, n: int, klass: s
         why = (f"{now}, for now: torch is not imported yet, and is imported once the time the profile predicts it would "
                f"have saved reaches its import cost ({PROCESS.saved:.3g} of {_import_seconds():.3g} s); then "
                f"{_reason(forecast.curve, path, n, forecast.origin, klass)}")
-    return Route("numpy" if fallback == "numpy" else fallback, "cpu", why)
+    return Route(fallback, "cpu", why)
 
 
 def _allowed(curve: Curve, device: str, cuda_ok: bool) -> Tuple[str, ...]:
