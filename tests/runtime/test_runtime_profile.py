@@ -686,6 +686,24 @@ def test_calibration_times_each_path(monkeypatch):
     assert all(t > 0 for times in curve.seconds.values() for t in times)
 
 
+def test_calibration_measures_the_far_size_after_the_original_grew_too_slow(monkeypatch):
+    # The model extrapolates from the largest measured size: that must be the far size, where a large call's own
+    # costs show, even once the original's call outgrew max_call; unless the original there would take too long.
+    def run(path: str, x: np.ndarray) -> np.ndarray:
+        return np.exp(x)
+
+    monkeypatch.setattr(_calibrate, "time_paths", lambda calls, repeat: {path: 0.01 * len(calls) * repeat for path in calls})
+    sizes = (1024, 4096, 16384, 65536)
+    curve = _calibrate.measure(run, "exp", np.dtype(np.float64), ("numpy", "cpu1"), sizes, max_call=0.001)
+    assert curve.sizes == (1024, 4096, 65536)  # stopped after 4096, then the far size
+    assert curve.seconds["numpy"] == (0.1, 0.1, 0.01 * 2 * _calibrate.FAR_RUNS)  # fewer runs there
+    monkeypatch.setattr(_calibrate, "FAR_LIMIT", 0.3)  # the original's call predicted at 0.1 * 16 s there
+    curve = _calibrate.measure(run, "exp", np.dtype(np.float64), ("numpy", "cpu1"), sizes, max_call=0.001)
+    assert curve.sizes == (1024, 4096)
+    curve = _calibrate.measure(run, "exp", np.dtype(np.float64), ("numpy", "cpu1"), sizes, max_call=None)
+    assert curve.sizes == sizes
+
+
 def test_calibration_interleaves_the_paths_and_keeps_only_the_timed_paths_last_result(monkeypatch):
     # A fake clock: each call advances it by its path's next duration.  The median of the five runs is
     # what counts (the minimum would be 1), the paths' runs are rotated, and when a path is timed the only

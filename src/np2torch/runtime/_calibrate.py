@@ -30,6 +30,10 @@ _MIN_RUN = 1e-4
 """Seconds each timed run loops for (timer resolution and clock jitter vanish)."""
 RUNS = 5
 """Timed runs per path and size, of which the median counts (:func:`time_paths`)."""
+FAR_RUNS = 3
+"""Timed runs at the far size (:func:`measure`), whose calls are the longest ``np2torch tune`` makes."""
+FAR_LIMIT = 2.0
+"""The far size is measured where the original's call there is predicted to take at most this many seconds."""
 
 
 def make_input(name: str, dtype: np.dtype, n: int, seed: int = 0, klass: str = "") -> np.ndarray:
@@ -115,7 +119,17 @@ def measure(
     """A :class:`Curve` of ``paths`` (the original among them) over ``sizes`` (a reduction's shape class ``klass``).
 
     With ``max_call``, sizes stop growing after the first at which the
-    original's call took longer than that (at least two sizes are kept).
+    original's call took longer than that (at least two sizes are kept), and
+    the largest of ``sizes``, the *far size*, is measured then too, with
+    :data:`FAR_RUNS` runs (unless the original's call there is predicted over
+    :data:`FAR_LIMIT`).  Above the largest measured size the model keeps that
+    size's ratios (:meth:`Curve.predict`), and the ratios move with the size
+    while results outgrow the caches and first-touching a fresh result takes a
+    growing share: on the reference VM the torch pool's lead over one torch
+    thread for float64 ``erf`` was 1.36x at 4.2M elements, 1.73x at 16.7M and
+    1.9-2.1x at 1e8, so a curve that stopped at 4.2M (where one noisy run had
+    measured one thread faster) sent calls of 1e8 elements to one thread at
+    half the pool's speed.
     """
     scratch = make_input(name, dtype, max(sizes), klass=klass)
     flat = scratch.reshape(-1)
@@ -131,4 +145,13 @@ def measure(
             progress()
         if max_call is not None and len(measured) >= 2 and seconds["numpy"][-1] > max_call:
             break
+    far = max(sizes)
+    if measured[-1] < far and seconds["numpy"][-1] * far / measured[-1] <= FAR_LIMIT:
+        x = make_input(name, dtype, far, klass=klass) if scratch.ndim > 1 else flat[:far]
+        timed = time_paths({path: functools.partial(run, path, x) for path in paths}, min(repeat, FAR_RUNS))
+        for path in paths:
+            seconds[path].append(timed[path])
+        measured.append(far)
+        if progress is not None:
+            progress()
     return Curve(tuple(measured), {path: tuple(times) for path, times in seconds.items()})

@@ -59,7 +59,8 @@ def measure(
 
     Each path runs as a user's call taking it would (``numpy`` is the
     original); sizes stop growing once the original's call takes longer than
-    ``max_call`` (None: every size); ``progress`` is called after each size.
+    ``max_call`` (None: every size), and the largest size is measured then too
+    (:func:`._calibrate.measure`); ``progress`` is called after each size.
     """
     from ._api import HELPERS
 
