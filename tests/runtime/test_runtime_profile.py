@@ -592,34 +592,34 @@ def test_the_thread_count_changes_no_bit():
 
 
 def test_blocks_are_fixed_by_the_size_and_aligned():
-    from np2torch.runtime import _parallel
+    from np2torch.runtime._paths import blocks
 
-    assert _parallel.block_elements(10) == _parallel.MIN_BLOCK
-    assert _parallel.block_elements(10**8) == _parallel.MAX_BLOCK
+    assert blocks.block_elements(10) == blocks.MIN_BLOCK
+    assert blocks.block_elements(10**8) == blocks.MAX_BLOCK
     for n in (1, 1_000, 65_537, 10**6, 3 * 10**7):
-        size = _parallel.block_elements(n)
-        spans = _parallel.bounds(n, size)
-        assert size % _parallel.ALIGN == 0 and spans[0][0] == 0 and spans[-1][1] == n
+        size = blocks.block_elements(n)
+        spans = blocks.bounds(n, size)
+        assert size % blocks.ALIGN == 0 and spans[0][0] == 0 and spans[-1][1] == n
         assert all(a % size == 0 for a, _ in spans)
 
 
 def test_an_elementwise_op_on_one_thread_is_one_block():
-    from np2torch.runtime import _parallel
+    from np2torch.runtime._paths import blocks
 
     assert _backend.load_torch()
     spans: list[tuple[int, int]] = []
-    n = 5 * _parallel.MIN_BLOCK + 3
-    assert _parallel.elementwise(n, lambda a, b: spans.append((a, b)) or b - a, 1) == [n]
+    n = 5 * blocks.MIN_BLOCK + 3
+    assert blocks.elementwise(n, lambda a, b: spans.append((a, b)) or b - a, 1) == [n]
     assert spans == [(0, n)]
-    assert _parallel.elementwise(0, lambda a, b: b - a, 1) == []
+    assert blocks.elementwise(0, lambda a, b: b - a, 1) == []
     # On more threads, the blocks of the size (each aligned), in order.
     with np2t.using(min_size=0):
-        blocks = _parallel.elementwise(n, lambda a, b: (a, b), 2)
-    assert blocks in ([(0, n)], _parallel.bounds(n, _parallel.block_elements(n)))  # (one core free: one block)
+        found = blocks.elementwise(n, lambda a, b: (a, b), 2)
+    assert found in ([(0, n)], blocks.bounds(n, blocks.block_elements(n)))  # (one core free: one block)
 
 
 def test_a_failing_block_raises_in_the_caller_once_every_block_stopped():
-    from np2torch.runtime import _parallel
+    from np2torch.runtime._paths import blocks
 
     assert _backend.load_torch()
     done = []
@@ -633,8 +633,8 @@ def test_a_failing_block_raises_in_the_caller_once_every_block_stopped():
 
     tasks = [functools.partial(ok, i) for i in range(3)] + [bad] + [functools.partial(ok, i) for i in range(4, 9)]
     with pytest.raises(ValueError, match="block 3"):
-        _parallel.run(tasks, 3)
-    assert _parallel.run([functools.partial(ok, i) for i in range(9)], 3) == list(range(9))
+        blocks.run(tasks, 3)
+    assert blocks.run([functools.partial(ok, i) for i in range(9)], 3) == list(range(9))
 
 
 @pytest.mark.parametrize("threads", [0, 2])
@@ -645,15 +645,15 @@ def test_the_pool_runs_blocks_on_several_threads(monkeypatch, threads):
 
     import torch
 
-    from np2torch.runtime import _parallel
+    from np2torch.runtime._paths import blocks
 
     assert _backend.load_torch()
-    monkeypatch.setattr(_parallel, "free_cores", lambda wanted: wanted)  # as on a quiet machine
-    monkeypatch.setattr(_parallel, "usable_cores", lambda: 2)
+    monkeypatch.setattr(blocks, "free_cores", lambda wanted: wanted)  # as on a quiet machine
+    monkeypatch.setattr(blocks, "usable_cores", lambda: 2)
     before = torch.get_num_threads()
     torch.set_num_threads(2)
     try:
-        if not _parallel._pool_per_thread():
+        if not blocks._pool_per_thread():
             pytest.skip("this torch's thread setting is process-wide: blocks run in the caller")
         barrier = threading.Barrier(2, timeout=60)
 
@@ -661,7 +661,7 @@ def test_the_pool_runs_blocks_on_several_threads(monkeypatch, threads):
             barrier.wait()
             return threading.get_ident()
 
-        idents = _parallel.run([functools.partial(meet, i) for i in range(2)], threads)
+        idents = blocks.run([functools.partial(meet, i) for i in range(2)], threads)
     finally:
         torch.set_num_threads(before)
     assert len(set(idents)) == 2
@@ -688,16 +688,25 @@ def test_calibration_times_each_path(monkeypatch):
 
 def test_calibration_measures_the_far_size_after_the_original_grew_too_slow(monkeypatch):
     # The model extrapolates from the largest measured size: that must be the far size, where a large call's own
-    # costs show, even once the original's call outgrew max_call; unless the original there would take too long.
-    def run(path: str, x: np.ndarray) -> np.ndarray:
-        return np.exp(x)
+    # costs show, even once the original's call outgrew max_call; a path already that slow is timed by one call
+    # there, and nothing there when the original's call would take too long.
+    ran = []
 
-    monkeypatch.setattr(_calibrate, "time_paths", lambda calls, repeat: {path: 0.01 * len(calls) * repeat for path in calls})
+    def run(path: str, x: np.ndarray) -> None:
+        ran.append((path, x.size))
+
+    def time_paths(calls, repeat):
+        for call in calls.values():
+            call()
+        return {path: {"numpy": 0.01, "cpu1": 0.0001}[path] * repeat for path in calls}
+
+    monkeypatch.setattr(_calibrate, "time_paths", time_paths)
     sizes = (1024, 4096, 16384, 65536)
     curve = _calibrate.measure(run, "exp", np.dtype(np.float64), ("numpy", "cpu1"), sizes, max_call=0.001)
     assert curve.sizes == (1024, 4096, 65536)  # stopped after 4096, then the far size
-    assert curve.seconds["numpy"] == (0.1, 0.1, 0.01 * 2 * _calibrate.FAR_RUNS)  # fewer runs there
-    monkeypatch.setattr(_calibrate, "FAR_LIMIT", 0.3)  # the original's call predicted at 0.1 * 16 s there
+    assert curve.seconds["cpu1"][-1] == 0.0001 * _calibrate.FAR_RUNS  # fewer runs there
+    assert curve.seconds["numpy"][-1] < 0.01 and ran[-2:] == [("cpu1", 65536), ("numpy", 65536)]  # one call of its own
+    monkeypatch.setattr(_calibrate, "FAR_LIMIT", 0.3)  # the original's call predicted at 0.05 * 16 s there
     curve = _calibrate.measure(run, "exp", np.dtype(np.float64), ("numpy", "cpu1"), sizes, max_call=0.001)
     assert curve.sizes == (1024, 4096)
     curve = _calibrate.measure(run, "exp", np.dtype(np.float64), ("numpy", "cpu1"), sizes, max_call=None)

@@ -122,7 +122,7 @@ def measure(
     original's call took longer than that (at least two sizes are kept), and
     the largest of ``sizes``, the *far size*, is measured then too, with
     :data:`FAR_RUNS` runs (unless the original's call there is predicted over
-    :data:`FAR_LIMIT`).  Above the largest measured size the model keeps that
+    :data:`FAR_LIMIT`; a path that was already slower than ``max_call``, by one call).  Above the largest measured size the model keeps that
     size's ratios (:meth:`Curve.predict`), and the ratios move with the size
     while results outgrow the caches and first-touching a fresh result takes a
     growing share: on the reference VM the torch pool's lead over one torch
@@ -148,7 +148,15 @@ def measure(
     far = max(sizes)
     if measured[-1] < far and seconds["numpy"][-1] * far / measured[-1] <= FAR_LIMIT:
         x = make_input(name, dtype, far, klass=klass) if scratch.ndim > 1 else flat[:far]
-        timed = time_paths({path: functools.partial(run, path, x) for path in paths}, min(repeat, FAR_RUNS))
+        # A path whose call already took longer than max_call is timed by one call: its time per element is
+        # steady by then (the arithmetic's, not a fresh result's first touch), and its calls are tune's longest.
+        slow = [path for path in paths if max_call is not None and seconds[path][-1] > max_call]
+        rest = {path: functools.partial(run, path, x) for path in paths if path not in slow}
+        timed = time_paths(rest, min(repeat, FAR_RUNS)) if rest else {}
+        for path in slow:
+            start = time.perf_counter()
+            run(path, x)
+            timed[path] = time.perf_counter() - start
         for path in paths:
             seconds[path].append(timed[path])
         measured.append(far)
