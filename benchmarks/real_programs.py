@@ -112,7 +112,7 @@ def prepare(name: str, folder: Path, steps: int) -> Tuple[List[str], List[str], 
         library = folder / "fixed" / "site" / "lmfit"
         shutil.copytree(Path(lmfit.__file__).parent, library)
         targets.append(str(library))
-        env["PYTHONPATH"] = str(library.parent)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(library.parent), os.environ.get("PYTHONPATH")]))
     proc = subprocess.run([sys.executable, "-m", "np2torch", "fix", "--isolated", "--no-cache", *targets],
                           capture_output=True, text=True)
     if proc.returncode == 2:
