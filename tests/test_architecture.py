@@ -219,3 +219,44 @@ def test_the_length_check_sees_a_long_function() -> None:
     body = "".join(f"    x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES))
     assert _long_functions(Path("m.py"), f"@decorated\ndef f():\n{body}") == ["m.py:f (82 lines)"]
     assert _long_functions(Path("m.py"), f"def f():\n{body[:-len('    x79 = 79') - 1]}") == []
+
+
+PATHS_PACKAGE = "np2torch.runtime._paths"
+DECIDING = ("np2torch.runtime._decide", "np2torch.runtime._model", "np2torch.runtime._profile")
+
+
+def _path_names() -> Set[str]:
+    """The paths' names, as ``_paths/__init__.py`` spells them (its ``Path("name", ...)`` records)."""
+    tree = ast.parse(MODULES[PATHS_PACKAGE].read_text(encoding="utf-8"))
+    return {node.args[0].value for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id == "Path" and node.args and isinstance(node.args[0], ast.Constant)}
+
+
+def _spelled_paths(source: str, names: Set[str]) -> List[str]:
+    """Literal collections (tuple, list, set, dict keys) naming two paths or more: facts about paths spelled out."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        items = node.keys if isinstance(node, ast.Dict) else node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else []
+        spelled = [item.value for item in items if isinstance(item, ast.Constant) and item.value in names]
+        if len(spelled) > 1:
+            found.append(f"line {node.lineno}: {spelled}")
+    return found
+
+
+def test_a_path_never_imports_the_modules_that_decide() -> None:
+    # A path says what it can serve, computes it, and is priced by its record; it never knows when it is chosen.
+    assert _crossings(PATHS_PACKAGE, DECIDING) == []
+
+
+def test_the_decision_reads_the_paths_from_their_records() -> None:
+    names = _path_names()
+    assert {"numpy", "cores", "cpu1", "cpu", "cuda"} <= names
+    found = {name: _spelled_paths(MODULES[name].read_text(encoding="utf-8"), names) for name in DECIDING[:2]}
+    assert found == {name: [] for name in DECIDING[:2]}
+
+
+def test_the_path_checks_see_a_crossing_and_a_spelled_tuple() -> None:
+    assert _spelled_paths('CPU_PATHS = ("numpy", "cores", "cpu1", "cpu")\nlabel = {"numpy": 1, "cuda": 2}', {"numpy", "cores", "cpu1", "cpu", "cuda"}) == [
+        "line 1: ['numpy', 'cores', 'cpu1', 'cpu']", "line 2: ['numpy', 'cuda']"]
+    assert _spelled_paths('if path == "cuda": pass', {"cuda", "cpu"}) == []
+    assert _crossings("np2torch.runtime._ufunc", ("np2torch.runtime._decide",)) != []

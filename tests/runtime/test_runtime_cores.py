@@ -1,4 +1,4 @@
-"""The original on every core (runtime/_cores.py): the original's bits, warnings, errors and callbacks, byte for byte.
+"""The original on every core (runtime/_paths/cores.py): the original's bits, warnings, errors and callbacks, byte for byte.
 
 Forced with ``using(min_size=0, exact="bits")`` (from that size on, the exact path that uses the cores); each case
 compares the helper with the original over arrays of several blocks holding values that raise every flag in
@@ -20,15 +20,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import np2torch.runtime as np2t
-from np2torch.runtime import _api, _cores, _parallel
+from np2torch.runtime import _api
 from np2torch.runtime._errstate import error_checks
+from np2torch.runtime._paths import blocks, cores
 from np2torch.runtime.table import ELEMENTWISE_FUNCTIONS, FUNCTIONS
 
 ROWS = [row for row in ELEMENTWISE_FUNCTIONS if row.kind == "elementwise"]
 FLOATS = ("float32", "float64")
 MODES = ["ignore", "warn", "raise", "call", "log", "print"]
 SPECIALS = [1000.0, -1000.0, 0.0, -0.0, -1.0, 1e-310, np.nan, np.inf, -np.inf, 1e300, -745.2, 88.9, 1e-40]
-N = 3 * _parallel.MIN_BLOCK + 12_345
+N = 3 * blocks.MIN_BLOCK + 12_345
 
 
 def _input(row: Any, dtype: str, offset: int) -> np.ndarray:
@@ -36,7 +37,7 @@ def _input(row: Any, dtype: str, offset: int) -> np.ndarray:
     low, high = row.domain
     rng = np.random.default_rng(offset)
     x = rng.uniform(low, high, N + offset)
-    for where in (17, 2 * _parallel.MIN_BLOCK + 5, N + offset - len(SPECIALS) - 2):
+    for where in (17, 2 * blocks.MIN_BLOCK + 5, N + offset - len(SPECIALS) - 2):
         x[where : where + len(SPECIALS)] = SPECIALS
     with np.errstate(all="ignore"):
         return x.astype(dtype)[offset:]
@@ -164,7 +165,7 @@ def test_the_thread_count_changes_no_bit(name, threads):
             want = original(x)
         got = np.empty_like(want)
         with np.errstate(all="ignore"):
-            _cores.compute(original, name, x, got, error_checks(), threads)
+            cores.compute(original, name, x, got, error_checks(), threads)
         assert got.tobytes() == want.tobytes()
 
 
@@ -177,7 +178,7 @@ def test_the_thread_count_changes_no_bit(name, threads):
 )
 def test_any_values_give_the_originals_bits_and_flags(values, offset, name, dtype):
     original = _api.HELPERS[name].load()
-    x = np.resize(np.array(values, dtype=dtype), 2 * _parallel.MIN_BLOCK + 1000)[offset:]
+    x = np.resize(np.array(values, dtype=dtype), 2 * blocks.MIN_BLOCK + 1000)[offset:]
     flags = []
     with np.errstate(all="call", call=lambda kind, status: flags.append(status)):
         want = original(x)

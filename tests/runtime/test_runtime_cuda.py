@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from runtime_checks import assert_same_result, assert_same_values
 
 import np2torch.runtime as np2t
-from np2torch.runtime._cuda import CUDA_CHUNK_BYTES, plan_chunks, run_pipeline
+from np2torch.runtime._paths.cuda import CUDA_CHUNK_BYTES, plan_chunks, run_pipeline
 
 
 @settings(max_examples=200, deadline=None)
@@ -112,9 +112,9 @@ PAIRS = [
 @pytest.mark.parametrize("dtype", ["f", "d", "l", "e"])
 @pytest.mark.parametrize("layout", ["C", "F", "strided", "negative"])
 def test_cuda_parity(helper, original, dtype, layout, monkeypatch):
-    from np2torch.runtime import _cuda
+    from np2torch.runtime._paths import cuda as cuda_path
 
-    monkeypatch.setattr(_cuda, "CUDA_CHUNK_BYTES", 1 << 12)  # many chunks, both slots busy
+    monkeypatch.setattr(cuda_path, "CUDA_CHUNK_BYTES", 1 << 12)  # many chunks, both slots busy
     rng = np.random.default_rng(0)
     x = rng.uniform(0.01, 20, (60, 70)).astype(dtype)
     x = {"C": x, "F": np.asfortranarray(x), "strided": x[::2, 1:], "negative": x[::-1]}[layout]

@@ -35,6 +35,7 @@ import np2torch.runtime as np2t
 from np2torch.runtime import _logsumexp as lse
 from np2torch.runtime import _logsumexp_check as lse_check
 from np2torch.runtime._backend import load_torch
+from np2torch.runtime._paths import lean
 from np2torch.runtime._state import PROCESS, TAKEN
 
 MAX_ULP = 4
@@ -839,7 +840,7 @@ def test_short_slices_take_the_column_path_and_give_the_same_bits_in_any_block_s
 )
 def test_the_common_finish_gives_the_general_ones_bits_and_layout(shape: tuple[int, ...], dtype: Any, keepdims: bool,
                                                                    fortran: bool, data: st.DataObject) -> None:
-    # Every maximum finite and reached once: _finish's two-op shortcut must give what SciPy's full
+    # Every maximum finite and reached once: finish's two-op shortcut must give what SciPy's full
     # expressions give, to the bit and the stride (a kept length-1 dimension included), or not be taken.
     a = data.draw(hnp.arrays(dtype, shape, elements=st.floats(-700, 700, width=32), unique=True))
     if fortran:
@@ -848,8 +849,8 @@ def test_the_common_finish_gives_the_general_ones_bits_and_layout(shape: tuple[i
     view, flipped = lse._positive_strides(a)
     reduced = lse._reduce_like_blocks(view, dims, np.dtype(dtype))
     with np.errstate(all="ignore"):
-        general = lse._finish(a, dims, flipped, reduced, np.dtype(dtype), keepdims, False)
-        common = lse._finish(a, dims, flipped, reduced, np.dtype(dtype), keepdims, False, finite=True)
+        general = lean.finish(a, dims, flipped, reduced, np.dtype(dtype), keepdims, False)
+        common = lean.finish(a, dims, flipped, reduced, np.dtype(dtype), keepdims, False, finite=True)
     assert type(common) is type(general)
     if isinstance(general, np.ndarray):
         assert common.strides == general.strides and common.dtype == general.dtype
@@ -882,12 +883,12 @@ def test_the_lean_path_gives_scipys_bits_and_layout(length: int, rows: int, dtyp
         a, axis = np.ascontiguousarray(a).T, 0  # the reduced axis 0 is the contiguous one
     elif layout == "3d":
         a, axis = a.reshape(1, rows, length), -1
-    lean = lse._lean(a, axis, keepdims, False)
+    found = lean.compute(a, axis, keepdims, False, lse.HELPER.load)
     want = scipy.special.logsumexp(a, axis=axis, keepdims=keepdims)
     if np.isfinite(np.max(a, axis=axis)).all():
-        assert lean is not None
-    if lean is not None:
-        assert lse_check.same_result(lean, want)
+        assert found is not None
+    if found is not None:
+        assert lse_check.same_result(found, want)
     got = np2t.logsumexp(a, axis=axis, keepdims=keepdims)  # the default dispatch, whichever path it takes
     assert type(got) is type(want) and got.dtype == want.dtype and got.shape == want.shape
 
@@ -929,17 +930,17 @@ def test_the_lean_path_leaves_to_scipy_what_it_does_not_reproduce(case: str) -> 
     elif case == "near overflow":
         a[0, 0] = 2.0**980
     with np.errstate(under="warn" if case == "under" else "ignore"):
-        assert lse._lean(a, axis, False, return_sign) is None
+        assert lean.compute(a, axis, False, return_sign, lse.HELPER.load) is None
 
 
 def test_the_lean_check_catches_another_order_of_the_additions() -> None:
     # The probes' sums round differently in other orders: a lean path adding each slice backwards fails.
     def backwards(a: np.ndarray, axis: Any, keepdims: bool, return_sign: bool) -> Any:
         flipped = np.flip(a, axis).copy(order="K")
-        return lse._lean(flipped, axis, keepdims, return_sign, checked=False)
+        return lean.compute(flipped, axis, keepdims, return_sign, None)
 
     original = scipy.special.logsumexp
-    assert lse_check.check_lean(original, functools.partial(lse._lean, checked=False))
+    assert lse_check.check_lean(original, functools.partial(lean.compute, original=None))
     assert not lse_check.check_lean(original, backwards)
 
 

@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 
 import np2torch.runtime as np2t
-from np2torch.runtime import _parallel, _profile, _ufunc
+from np2torch.runtime import _profile, _ufunc
 from np2torch.runtime._model import Curve, Profile
+from np2torch.runtime._paths import blocks
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -99,7 +100,7 @@ def test_a_program_thread_started_inside_a_helper_keeps_torchs_threads(two_torch
         return wrapped
 
     monkeypatch.setattr(_ufunc, "torch_op", op_that_starts_a_thread)
-    x = np.linspace(-2, 2, 8 * _parallel.MIN_BLOCK)
+    x = np.linspace(-2, 2, 8 * blocks.MIN_BLOCK)
     with np2t.using(device="cpu", min_size=0):
         np2t.exp(x)
     assert seen and set(seen) == {default}
@@ -109,7 +110,7 @@ def test_a_program_thread_started_inside_a_helper_keeps_torchs_threads(two_torch
 def test_the_runtime_sets_one_torch_thread_per_thread_not_the_process_default(two_torch_threads):
     torch = two_torch_threads
     default = torch.get_num_threads()
-    before = _parallel.one_thread()
+    before = blocks.one_thread()
     try:
         assert (before, torch.get_num_threads()) == (default, 1)
         fresh: List[int] = []
@@ -118,7 +119,7 @@ def test_the_runtime_sets_one_torch_thread_per_thread_not_the_process_default(tw
         thread.join()
         assert fresh == [default]
     finally:
-        _parallel.set_threads(before)
+        blocks.set_threads(before)
     assert torch.get_num_threads() == default
 
 
@@ -179,15 +180,15 @@ import sys
 import numpy as np
 import scipy.special
 import np2torch.runtime as np2t
-from np2torch.runtime import _parallel
+from np2torch.runtime._paths import blocks
 
-x = np.linspace(-2, 2, 16 * _parallel.MIN_BLOCK)
+x = np.linspace(-2, 2, 16 * blocks.MIN_BLOCK)
 inner = []
-line = _parallel._Worker.give.__code__.co_firstlineno + 2  # `self.jobs.append(job)`, the worker's lock held
+line = blocks._Worker.give.__code__.co_firstlineno + 2  # `self.jobs.append(job)`, the worker's lock held
 
 def trace(frame, event, arg):
     # What a signal handler does between two bytecodes: here, while the call hands its blocks to a worker.
-    if event == "line" and frame.f_code is _parallel._Worker.give.__code__ and frame.f_lineno == line and not inner:
+    if event == "line" and frame.f_code is blocks._Worker.give.__code__ and frame.f_lineno == line and not inner:
         inner.append(np2t.erf(x[::-1].copy()))
     return trace
 

@@ -16,7 +16,7 @@ also fixes three process-wide hazards measured on the 2-core reference VM:
   consumed at load time instead of surfacing at a user's first read-only call.
 
 Threads: a route's work is cut into blocks fixed by the shape and run by
-:mod:`._parallel`, each block on one torch thread, so the thread count never
+:mod:`._paths.blocks`, each block on one torch thread, so the thread count never
 changes a value.
 
 Re-entrant calls: a helper called in the thread that is importing torch (from a

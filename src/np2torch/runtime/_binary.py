@@ -38,7 +38,6 @@ from typing import TYPE_CHECKING, Any, Callable, Union, cast
 
 import numpy as np
 
-from . import _cores, _parallel
 from ._backend import begin_torch_work, can_view, end_torch_work, load_torch
 from ._config import RuntimeSettings
 from ._decide import Route, original_reason
@@ -54,6 +53,7 @@ from ._errstate import (
     scipy_reports,
 )
 from ._helper import ABSENT, PUBLIC_MODULE, Helper, dtype_name, ufunc_signature
+from ._paths import blocks, cores
 from ._state import PROCESS, SCOPED, TAKEN
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ class Binary(Helper):
     """A two-argument elementwise helper: the row's original (a ufunc) and the torch path below."""
 
     cores = True
-    """It has the path ``cores``, the original's own loop on every core (:mod:`._cores`)."""
+    """It has the path ``cores``, the original's own loop on every core (:mod:`._paths.cores`)."""
 
     def __init__(self, row: Function) -> None:
         super().__init__(row)
@@ -192,7 +192,7 @@ class Binary(Helper):
         return _non_finite(result)
 
     def on_cores(self, x1: Operand, x2: Operand, loop: np.dtype) -> np.ndarray | np.generic | None:
-        """The original's result computed by its own loop on every core (:mod:`._cores`); None where operands laid
+        """The original's result computed by its own loop on every core (:mod:`._paths.cores`); None where operands laid
         out unlike the result (or a reporting error state before NumPy 2) leave it to the original's single call."""
         checks = error_checks()
         if checks is not None and not records_flags():
@@ -201,9 +201,9 @@ class Binary(Helper):
         if a1 is None or a2 is None:
             return None
         result = _allocate(x1, x2, a1, a2, loop)
-        if not all(type(x) is not np.ndarray or x.ndim == 0 or _cores.lays_out_alike(x, result) for x in (x1, x2)):
+        if not all(type(x) is not np.ndarray or x.ndim == 0 or cores.lays_out_alike(x, result) for x in (x1, x2)):
             return None
-        _cores.compute(self.load(), self.name, x1, result, checks, second=x2)
+        cores.compute(self.load(), self.name, x1, result, checks, second=x2)
         TAKEN.device = "cores"  # which path this call took, for np2torch run's sites
         return result[()] if result.ndim == 0 else result
 
@@ -344,7 +344,7 @@ def _allocate(x1: Operand, x2: Operand, a1: np.ndarray, a2: np.ndarray, loop: np
 
 def _blocked(op: Callable[..., torch.Tensor], compute: torch.dtype, t1: torch.Tensor, t2: torch.Tensor, out: torch.Tensor,
              threads: int) -> None:
-    """``out = op(t1, t2)`` in ``compute``, in aligned blocks, each on one torch thread (:func:`._parallel.elementwise`):
+    """``out = op(t1, t2)`` in ``compute``, in aligned blocks, each on one torch thread (:func:`._paths.blocks.elementwise`):
     the same bits on any thread count.  Operands laid out as the dense result (or 0-d) are cut into blocks of the
     flat result; any other layout is computed whole, on one thread."""
 
@@ -356,7 +356,7 @@ def _blocked(op: Callable[..., torch.Tensor], compute: torch.dtype, t1: torch.Te
 
     flat_out = _flat_view(out) if out.dim() else None
     if flat_out is None or not all(t.dim() == 0 or (t.shape == out.shape and t.stride() == out.stride()) for t in (t1, t2)):
-        _parallel.run([functools.partial(whole, t1, t2, out)], 1)
+        blocks.run([functools.partial(whole, t1, t2, out)], 1)
         return
     def flat(t: torch.Tensor) -> torch.Tensor:
         found = t if t.dim() == 0 else _flat_view(t)  # laid out as the dense result: never None
@@ -368,7 +368,7 @@ def _blocked(op: Callable[..., torch.Tensor], compute: torch.dtype, t1: torch.Te
 
     f1, f2 = flat(t1), flat(t2)
 
-    _parallel.elementwise(flat_out.numel(), lambda a, b: whole(part(f1, a, b), part(f2, a, b), flat_out[a:b]), threads)
+    blocks.elementwise(flat_out.numel(), lambda a, b: whole(part(f1, a, b), part(f2, a, b), flat_out[a:b]), threads)
 
 
 _CHECK_BLOCK = 1 << 18

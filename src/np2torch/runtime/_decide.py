@@ -9,7 +9,7 @@ What decides is the call and the profile loaded at start-up, never the
 moment: not the machine's load, not a clock, not a measurement taken while the
 program runs.  So a program gives the same bits on every run of the same
 machine (the load and the thread settings change only how many of a call's
-blocks run at once: :mod:`._parallel`).  Reductions are decided by their
+blocks run at once: :mod:`._paths.blocks`).  Reductions are decided by their
 *shape class* (:func:`._slices.shape_class`: the reduced length and whether
 the reduced axes are the contiguous ones), elementwise calls by their size.
 
@@ -40,9 +40,6 @@ from typing import Sequence, Tuple
 from . import _profile
 from ._backend import cuda_available, load_torch, torch_ready, torch_unavailable
 from ._model import (
-    ALL_PATHS,
-    CPU_PATHS,
-    EXACT_PATHS,
     MARGIN,
     Active,
     Bands,
@@ -52,6 +49,7 @@ from ._model import (
     curve_key,
     scaled_prior,
 )
+from ._paths import ALL_PATHS, BY_NAME, CPU_PATHS, EXACT_PATHS, ORIGINAL, Path
 from ._record import Record
 from ._state import PROCESS
 
@@ -96,7 +94,7 @@ class Route(Record):
     @property
     def threads(self) -> int:
         """The most threads the call's blocks run on: 1 for ``cpu1``; 0 (as many as torch may use) otherwise."""
-        return 1 if self.path == "cpu1" else 0
+        return BY_NAME[self.path].threads
 
 
 # ---------------------------------------------------------------- decisions cached per profile
@@ -250,13 +248,13 @@ def route(
     if not torch_ready() or (not main and PROCESS.rented):
         # Only the main thread's calls count towards the import and take torch once the rental imported it:
         # another thread's path never depends on how the program's threads were scheduled.
-        fallback = forecast.exact.at(n) if forecast.exact is not None else "numpy"
+        fallback = forecast.exact.at(n) if forecast.exact is not None else ORIGINAL
         if dry_run:
             return _rental_route(fallback, path, forecast, n, klass, main)
         if not main or not _rent(forecast, path, fallback, n):
             return _exact_route(fallback, forecast, n, klass)
-    if path == "cuda" and not dry_run and not cuda_available():
-        allowed = tuple(p for p in forecast.allowed if p != "cuda")
+    if BY_NAME[path].device == "cuda" and not dry_run and not cuda_available():
+        allowed = tuple(p for p in forecast.allowed if p in CPU_PATHS)
         path = _bands(_profile.active(), forecast.key, curve, forecast.origin, allowed).at(n)
         if path in EXACT_PATHS:
             return _exact_route(path, forecast, n, klass)
@@ -265,7 +263,7 @@ def route(
 
 def _exact_route(path: str, forecast: Forecast, n: int, klass: str) -> Route | None:
     """The route of an exact path: None for the original's single call, else the original on every core."""
-    if path == "numpy":
+    if path == ORIGINAL:
         return None
     assert forecast.curve is not None
     return Route(path, "cpu", basis=Basis(forecast.curve, n, forecast.origin, klass))
@@ -295,7 +293,7 @@ def _allowed(curve: Curve, device: str, cuda_ok: bool) -> Tuple[str, ...]:
 
 
 def _device_for(path: str, device: str) -> str:
-    if path != "cuda":
+    if BY_NAME[path].device == "cpu":
         return "cpu"
     return device if device.startswith("cuda") else "cuda"
 
@@ -343,7 +341,7 @@ def _rent(forecast: Forecast, path: str, fallback: str, n: int) -> bool:
     if saving is None:
         curve = forecast.curve
         assert curve is not None
-        now = curve.predict(fallback, n) or curve.predict("numpy", n) or 0.0
+        now = curve.predict(fallback, n) or curve.predict(ORIGINAL, n) or 0.0
         chosen = curve.predict(path, n) or now
         saving = max(0.0, now - chosen)
         if len(forecast.savings) < _SAVINGS_KEPT:
@@ -363,19 +361,23 @@ def _reason(curve: Curve, path: str, n: int, origin: str, klass: str = "") -> st
               "builtin": "the built-in profile"}[origin]
     if klass:
         source += f", shape class {klass!r} ({_CLASS_WORDS.get(klass, klass)})"
-    original = curve.predict("numpy", n)
+    original = curve.predict(ORIGINAL, n)
     chosen = curve.predict(path, n)
-    label = {"numpy": "the original", "cores": f"the original's own loop on up to {_original_threads()} CPU threads "
-             "(in blocks fixed by the shape: the original's bits on any count)", "cpu1": "torch on one CPU thread",
-             "cpu": f"torch on up to {_pool_threads()} CPU threads (in blocks fixed by the shape: the same bits on any count)",
-             "cuda": "CUDA"}[path]
-    if path == "numpy" or chosen is None or original is None:
+    label = _label(BY_NAME[path])
+    if path == ORIGINAL or chosen is None or original is None:
         return f"{label}, from {source}"
     return f"{label}: predicted {_seconds(chosen)} against the original's {_seconds(original)} ({original / chosen:.2f}x), from {source}"
 
 
+def _label(path: Path) -> str:
+    """How :func:`which` names ``path``, with the threads it may use here."""
+    if "{threads}" not in path.words:
+        return path.words
+    return path.words.format(threads=_pool_threads() if path.torch else _original_threads())
+
+
 def _original_threads() -> int:
-    from ._parallel import original_limit
+    from ._paths.blocks import original_limit
 
     return original_limit()
 
@@ -383,7 +385,7 @@ def _original_threads() -> int:
 def _pool_threads() -> int:
     """The threads a pool route may use here (without importing torch for it)."""
     if torch_ready():
-        from ._parallel import thread_limit
+        from ._paths.blocks import thread_limit
 
         return thread_limit()
     from ._load import usable_cores
@@ -414,7 +416,7 @@ def original_reason(name: str, dtype: str, n: int, device: str, min_size: int | 
     curve, origin = _curve(_profile.active(), curve_key(name, dtype, klass))
     if curve is None:
         return f"{name} over {dtype} is not in the profile"
-    return _reason(curve, "numpy", n, origin, klass) + f": no torch path is predicted {MARGIN:.1f}x faster at {n:,} elements"
+    return _reason(curve, ORIGINAL, n, origin, klass) + f": no torch path is predicted {MARGIN:.1f}x faster at {n:,} elements"
 
 
 def describe_bands(name: str, dtype: str, device: str = "auto", klass: str = "") -> list[tuple[int, str]]:

@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING, Any, Callable, Dict
 
 import numpy as np
 
-from . import _decide, _original
+from . import _decide
 from ._decide import Route
 from ._errstate import NUMPY_SCALARS
 from ._model import REDUCTION_CLASSES
+from ._paths.original import find as find_original
 from ._state import PROCESS, SCOPED
 
 try:
@@ -116,7 +117,7 @@ class Helper:
     front: Front | None = None
     """The C front of :meth:`publish`, where it is built (None: the public helper is the Python function)."""
     cores = False
-    """Whether the kind has the path ``cores``, the original's own loop on every core (:mod:`._cores`)."""
+    """Whether the kind has the path ``cores``, the original's own loop on every core (:mod:`._paths.cores`)."""
 
     def __init__(self, row: Function) -> None:
         self.row = row
@@ -124,14 +125,14 @@ class Helper:
         self.floors: Dict[np.dtype, int] = PROCESS.floor_table()
         """Input dtype -> the size below which a call takes the original (from the profile; a dtype
         not seen yet has none, so its first call learns it)."""
-        self.loaded: Callable[..., Any] | None = _original.find(row, np) if row.module == "numpy" else None
+        self.loaded: Callable[..., Any] | None = find_original(row, np) if row.module == "numpy" else None
         self.original: Callable[..., Any] = self.loaded if self.loaded is not None else self._load_and_call
-        """The original function; until it is imported (and found: :mod:`._original`), a stand-in that imports
+        """The original function; until it is imported (and found: :mod:`._paths.original`), a stand-in that imports
         it and calls it."""
 
     def load(self) -> Callable[..., Any]:
         """The original, imported on first use (SciPy's only when a call needs it); never a patch in force then
-        (:mod:`._original`: when none is found, what the module holds now, not kept)."""
+        (:mod:`._paths.original`: when none is found, what the module holds now, not kept)."""
         if self.loaded is None:
             with PROCESS.loading:
                 if self.loaded is None:
@@ -142,7 +143,7 @@ class Helper:
                             f"while another thread was importing {module} (import it before forking)"
                         )
                     imported = importlib.import_module(module)
-                    found = _original.find(self.row, imported)
+                    found = find_original(self.row, imported)
                     if found is None:
                         current: Callable[..., Any] = getattr(imported, self.name)
                         return current

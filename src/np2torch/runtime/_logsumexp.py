@@ -33,7 +33,10 @@ unusual ``axis`` or flag values, ``np.errstate(under=...)`` not ``ignore``,
 inputs with a NaN (the torch pass is then wasted: the sign of SciPy's NaN
 depends on NumPy's SIMD kernels), and the rare inputs for which SciPy's
 ``a - a_max`` may overflow (it warns there, under the default ``over='warn'``).
-SciPy is imported only when first needed.
+SciPy is imported only when first needed.  Along one short contiguous axis,
+where the profile keeps a call on SciPy, SciPy's own arithmetic serves it
+without SciPy's overhead (:mod:`._paths.lean`, whose expressions the torch
+path finishes with too).
 """
 
 from __future__ import annotations
@@ -45,7 +48,6 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Literal, Sequence, 
 
 import numpy as np
 
-from . import _parallel
 from ._backend import (
     begin_torch_work,
     can_view,
@@ -59,6 +61,7 @@ from ._config import RuntimeSettings
 from ._dask import DASK_ARRAY, is_dask_array
 from ._decide import Route, original_reason
 from ._helper import PUBLIC_MODULE, Helper, dtype_name
+from ._paths import blocks, lean
 from ._slices import OVERFLOW_FROM as _OVERFLOW_FROM
 from ._slices import positive_strides as _positive_strides
 from ._slices import reduced_dims as _reduced_dims
@@ -71,18 +74,15 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
     from ._logsumexp_check import LseVerdict
+    from ._paths.lean import Parts
     from .table import Function
 
 NAME = "logsumexp"
 T = TypeVar("T")
 
-if TYPE_CHECKING:
-    Parts = Tuple[np.ndarray, np.ndarray, np.ndarray]
-    """Per slice, keepdims-shaped: the maximum ``a_max``, the count ``m`` of elements equal to it (int64)
-    and the sum ``s`` of ``exp(x - a_max)`` over the others."""
 
 # Elements per block on the CPU (4 MiB of float64, in L3 while the ops walk it).
-# A block is computed by one thread on one torch thread (:mod:`._parallel`), so
+# A block is computed by one thread on one torch thread (:mod:`._paths.blocks`), so
 # the block boundaries -- a function of the shape alone -- fix the order of the
 # additions whatever the thread count (1e8 float64 on the 2-core reference VM:
 # 2**17 0.63-1.05 s, 2**19 0.33-0.82 s, 2**21 no better; docs/logsumexp.md).
@@ -141,7 +141,7 @@ class Logsumexp(Helper):
     def run_path(self, path: str, x: np.ndarray) -> object:
         """One call through ``path`` on the scratch input ``x``: ``axis=0``, as bench times it."""
         if path == "numpy":  # what a call the profile keeps off torch costs: SciPy's own bits, leaner where it can
-            result = _lean(x, 0, False, False)
+            result = lean.compute(x, 0, False, False, self.load)
             return self.load()(x, axis=0) if result is None else result
         device = "cuda" if path == "cuda" else "cpu"
         result = _try_torch(x, 0, False, False, RuntimeSettings(device, 0), Route(path, device, "forced"))
@@ -199,7 +199,7 @@ def logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: Any = False, re
                 result = _try_torch(a, axis, keepdims, return_sign, settings)
                 if result is not None:
                     return result
-            result = _lean(a, axis, keepdims, return_sign)
+            result = lean.compute(a, axis, keepdims, return_sign, HELPER.load)
             if result is not None:
                 return result
     elif DASK_ARRAY in sys.modules and is_dask_array(a):
@@ -251,7 +251,7 @@ def _try_torch(a: np.ndarray, axis: object, keepdims: object, return_sign: objec
     if work is None or a.size == 0 or a.ndim == 0:
         return None
     dims = _reduced_dims(axis, a.ndim)
-    keep, sign = _flag(keepdims), _flag(return_sign)
+    keep, sign = lean.flag(keepdims), lean.flag(return_sign)
     if dims is None or keep is None or sign is None:
         return None
     route = HELPER.route_call(a, work, settings, dims) if forced is None else forced
@@ -285,7 +285,7 @@ def _try_torch(a: np.ndarray, axis: object, keepdims: object, return_sign: objec
     if modes["over"] != "ignore" and high >= _OVERFLOW_FROM[a_max.dtype] and _subtraction_may_overflow(a_max):
         return None
     with np.errstate(all="ignore"):  # garbage in non-finite slices
-        result = _finish(a, dims, flipped, reduced, work, keep, sign, finite)
+        result = lean.finish(a, dims, flipped, reduced, work, keep, sign, finite)
     TAKEN.device = device
     return result
 
@@ -301,25 +301,18 @@ def _which(a: Any, axis: Any = None, b: Any = None, keepdims: Any = False, retur
         return "numpy", f"{NAME}: an axis SciPy may treat differently, or a 0-d input: SciPy"
     route = HELPER.route_call(a, work, settings, dims, dry_run=True)
     if route is None:
-        lean = ""
-        if settings.device != "numpy" and _lean_call(a, axis, keepdims, return_sign) is not None:
-            lean = ("; along this short contiguous axis, SciPy's own arithmetic without its overhead (SciPy's bits, "
-                    "checked at the call)")
+        leaner = ""
+        if settings.device != "numpy" and lean.serves(a, axis, keepdims, return_sign) is not None:
+            leaner = ("; along this short contiguous axis, SciPy's own arithmetic without its overhead (SciPy's bits, "
+                      "checked at the call)")
         return "numpy", f"{NAME} over {a.size:,} elements of {work}: " + original_reason(
-            NAME, work.name, a.size, settings.device, settings.min_size, shape_class(a.shape, a.strides, dims)) + lean
+            NAME, work.name, a.size, settings.device, settings.min_size, shape_class(a.shape, a.strides, dims)) + leaner
     if route.path == "cuda" and route.basis is None and not cuda_available():
         # The call hands it to SciPy (route_call); asking loads torch, as the call would.
         return "numpy", (f"{NAME} over {a.size:,} elements of {work}: SciPy: configured for device "
                          f"{settings.device!r}, but torch reports no usable CUDA device")
     kind = route.path if route.path in ("cuda", "numpy") else "cpu"  # numpy: the rental keeps SciPy for now
     return kind, f"{NAME} over {a.size:,} elements of {work}: {route.why} (SciPy's behaviour is checked at the call)"
-
-
-def _flag(value: object) -> bool | None:
-    # SciPy only tests truth; other objects (arrays, ...) are left to it.
-    if type(value) is bool or isinstance(value, np.bool_):
-        return bool(value)
-    return None
 
 
 def _on_torch(view: np.ndarray, dims: Tuple[int, ...], work: np.dtype, device: str, threads: int,
@@ -333,9 +326,9 @@ def _on_torch(view: np.ndarray, dims: Tuple[int, ...], work: np.dtype, device: s
     if not begin_torch_work():
         return None
     try:
-        rows = _rows_of(view, dims, _SHORT) if short and device == "cpu" else None
+        rows = lean.rows_of(view, dims, _SHORT) if short and device == "cpu" else None
         if rows is not None:
-            return _from_rows(_short_rows(rows, work, threads), dims[0])
+            return lean.from_rows(_short_rows(rows, work, threads), dims[0])
         return _reduce(view, dims, work, device, threads)
     finally:
         end_torch_work()
@@ -353,7 +346,7 @@ def _reduce(view: np.ndarray, dims: Tuple[int, ...], work: np.dtype, device: str
     if t.dtype == torch.bool:
         t = t.view(torch.uint8)
     if device == "cpu":
-        block = _parallel.block_elements(t.numel(), min(_parallel.MIN_BLOCK, _CPU_BLOCK), _CPU_BLOCK)
+        block = blocks.block_elements(t.numel(), min(blocks.MIN_BLOCK, _CPU_BLOCK), _CPU_BLOCK)
     else:
         # One host -> device copy (the reduction reads the input twice when
         # slices span blocks); blocks then only bound the device temporaries.
@@ -376,10 +369,10 @@ slice than the arithmetic of a short one."""
 
 def _short_rows(view: np.ndarray, work: np.dtype, threads: int) -> Parts:
     """``(a_max, m, s)`` of a C-contiguous ``view`` reduced along its short last axis, one column at a time
-    (``m`` in the work dtype, as :func:`_finish` uses it).
+    (``m`` in the work dtype, as :func:`._paths.lean.finish` uses it).
 
     Each quantity is a few elementwise ops over the rows per column, in column order (the order NumPy's
-    own sum adds so few terms in), in blocks of rows fixed by the shape (:mod:`._parallel`).
+    own sum adds so few terms in), in blocks of rows fixed by the shape (:mod:`._paths.blocks`).
     """
     import torch
 
@@ -419,111 +412,10 @@ def _short_rows(view: np.ndarray, work: np.dtype, threads: int) -> Parts:
             hits.add_(hit[j])
 
     per_block = max(1, _CPU_BLOCK // max(length, 1))
-    spans = _parallel.bounds(rows, per_block)
-    _parallel.run([functools.partial(block, a, b) for a, b in spans], threads)
+    spans = blocks.bounds(rows, per_block)
+    blocks.run([functools.partial(block, a, b) for a, b in spans], threads)
     shape = view.shape[:-1] + (1,)
     return parts[0].reshape(shape), parts[2].reshape(shape), parts[1].reshape(shape)
-
-
-def _rows_of(view: np.ndarray, dims: Tuple[int, ...], longest: int) -> np.ndarray | None:
-    """``view`` with its one reduced axis last, where that is C-contiguous (rows of short slices, as
-    ``logsumexp(x, axis=1)`` over a (points, components) array reads), the slices at most ``longest`` long."""
-    if len(dims) != 1 or view.shape[dims[0]] > longest or view.size == 0:
-        return None
-    rows = view if dims[0] == view.ndim - 1 else np.moveaxis(view, dims[0], -1)
-    return rows if rows.flags.c_contiguous else None
-
-
-def _from_rows(parts: Parts, axis: int) -> Parts:
-    """Parts computed on :func:`_rows_of`'s view, in the keepdims shape of the view it was made from."""
-    if axis == parts[0].ndim - 1:
-        return parts
-    a_max, m, s = (np.moveaxis(values, -1, axis) for values in parts)
-    return a_max, m, s
-
-
-_LEAN_LONGEST = 7
-"""NumPy adds up to this many terms of a slice one after the other; from 8 on, its pairwise sum keeps
-eight partial sums (numpy/_core/src/umath/loops_utils.h.src), an order the lean path does not redo."""
-_LEAN_DTYPES = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
-_LEAN = "logsumexp lean"
-"""The key of :data:`._state.PROCESS`'s verdicts under which the lean path's check is kept."""
-
-
-def _lean(a: np.ndarray, axis: object, keepdims: object, return_sign: object, checked: bool = True) -> object | None:
-    """SciPy's own result, bit for bit, for a call along one short contiguous axis, or None.
-
-    SciPy's logsumexp runs about twenty whole-array passes (a first ``log(sum(exp(a)))`` kept for
-    non-finite slices among them) and reduces along the short axis slice by slice; over (5000, 3)
-    along axis 1 that is ~700 us for 15,000 elements.  Its result for slices with a finite maximum
-    needs only ``a_max``, ``m`` and ``s`` (see the module's docstring): computed here with NumPy,
-    column by column, with SciPy's own operations on the same values in the same order (its maxima
-    are ``exp(-inf)``, here set to the same +0.0; NumPy adds fewer than eight terms one after the
-    other), then SciPy's expressions (:func:`_finish`).  That this gives the installed SciPy's bits is
-    checked once per process on order-sensitive probes (:func:`._logsumexp_check.check_lean`;
-    ``checked=False``: not asked, for that check).
-    Anything else (a NaN, a non-finite maximum, a reporting ``under=``, ``return_sign``) is SciPy's.
-    """
-    call = _lean_call(a, axis, keepdims, return_sign)
-    if call is None or np.geterr()["under"] != "ignore" or (checked and not _lean_verdict()):
-        return None
-    rows, dims, keep = call
-    parts = _lean_parts(rows)
-    if parts is None:
-        return None
-    with np.errstate(all="ignore"):
-        result = _finish(a, dims, (), _from_rows(parts, dims[0]), a.dtype, keep, False, finite=True)
-    TAKEN.device = "lean"  # which path this call took, for np2torch run's sites
-    return result
-
-
-def _lean_call(a: np.ndarray, axis: object, keepdims: object,
-               return_sign: object) -> tuple[np.ndarray, Tuple[int, ...], bool] | None:
-    """Whether the lean path can serve the call by its shape and arguments: its rows (:func:`_rows_of`), the
-    reduced axis and ``keepdims``; None where it cannot."""
-    if a.dtype not in _LEAN_DTYPES or return_sign is not False or a.ndim == 0:
-        return None
-    dims = _reduced_dims(axis, a.ndim)
-    keep = _flag(keepdims)
-    if dims is None or keep is None or len(dims) != 1 or a.shape[dims[0]] < 2:
-        return None
-    rows = _rows_of(a, dims, _LEAN_LONGEST)
-    return None if rows is None else (rows, dims, keep)
-
-
-def _lean_parts(rows: np.ndarray) -> Parts | None:
-    """``(a_max, m, s)`` of C-contiguous ``rows`` along the last axis, as SciPy computes them, or None
-    where a maximum is not finite or SciPy's ``a - a_max`` could overflow."""
-    length = rows.shape[-1]
-    columns = rows.reshape(-1, length).T.copy()
-    top = np.maximum(columns[0], columns[1])
-    for j in range(2, length):
-        np.maximum(top, columns[j], out=top)
-    high, low = top.max(), top.min()  # NaN if any slice holds one
-    if not (-np.inf < low and high < _OVERFLOW_FROM[rows.dtype]):
-        return None
-    np.subtract(columns, top, out=columns)
-    hit = columns == 0  # x - a_max == 0 exactly where x == a_max: SciPy's maxima
-    np.exp(columns, out=columns)
-    np.copyto(columns, 0, where=hit)  # SciPy's exp(-inf) for them
-    total = columns[0] + columns[1]
-    for j in range(2, length):
-        total += columns[j]
-    count = hit.sum(axis=0, dtype=rows.dtype)
-    shape = rows.shape[:-1] + (1,)
-    return top.reshape(shape), count.reshape(shape), total.reshape(shape)
-
-
-def _lean_verdict() -> bool:
-    found = PROCESS.verdicts.get(_LEAN)
-    if found is None:
-        with PROCESS.loading:
-            found = PROCESS.verdicts.get(_LEAN)
-            if found is None:
-                from . import _logsumexp_check
-
-                found = PROCESS.verdicts[_LEAN] = _logsumexp_check.check_lean(HELPER.load(), functools.partial(_lean, checked=False))
-    return found is True
 
 
 def _chunk_dim(shape: Sequence[int], strides: Sequence[int], block: int) -> tuple[int, int]:
@@ -572,7 +464,7 @@ def _blockwise(t: torch.Tensor, dims: Tuple[int, ...], work: torch.dtype, device
             _give_back(buffers, work, device)
 
     def run(tasks: List[Callable[[], T]]) -> List[T]:
-        return _parallel.run(tasks, threads) if device.type == "cpu" else [task() for task in tasks]
+        return blocks.run(tasks, threads) if device.type == "cpu" else [task() for task in tasks]
 
     if axis in dims:
         # Slices span blocks: the maximum first, then partial sums over blocks, added up in block order.
@@ -741,40 +633,6 @@ def _subtraction_may_overflow(a_max: np.ndarray) -> bool:
     return bool(np.any((a_max >= _OVERFLOW_FROM[a_max.dtype]) & (a_max != np.inf)))
 
 
-def _finish(
-    a: np.ndarray,
-    dims: tuple[int, ...],
-    flipped: tuple[int, ...],
-    reduced: tuple[np.ndarray, np.ndarray, np.ndarray],
-    work: np.dtype,
-    keepdims: bool,
-    return_sign: bool,
-    finite: bool = False,
-) -> object:
-    """SciPy 1.17's NumPy expressions on the reduced quantities, in SciPy's memory order: SciPy's result
-    (a NumPy scalar or array, a pair with ``return_sign``).  ``finite``: every ``a_max`` is known finite."""
-    a_max, m, total = (_laid_out(a, dims, flipped, values, work) for values in reduced)
-    if finite and not return_sign and not keepdims and _no_unit_dims(a.shape, dims) and m.max() == 1:
-        # The common case, to the bit: s / m is s, log(m) is +0.0, and log1p(s) >= +0.0 is unchanged by adding it.
-        # (Where the result keeps a dimension of length 1, its stride is the one SciPy's final `where` gives: below.)
-        out = np.log1p(total)
-        out += a_max
-        return _squeezed(out, dims, keepdims)
-    s = np.where(total == 0, total, total / m)
-    out = np.log1p(s) + np.log(m) + a_max
-    # Non-finite maximum (NaN slices never get here): SciPy falls back to
-    # log(sum(exp(a))): +inf -> +inf, all -inf -> -inf, with sign(sum) = 1, 0.
-    out = _squeezed(np.where(np.isfinite(a_max), out, a_max), dims, keepdims)
-    if not return_sign:
-        return out
-    one, zero = work.type(1), work.type(0)
-    return out, _squeezed(np.where(a_max == -np.inf, zero, one), dims, keepdims)
-
-
-def _no_unit_dims(shape: tuple[int, ...], dims: tuple[int, ...]) -> bool:
-    return all(size != 1 for i, size in enumerate(shape) if i not in dims)
-
-
 def _expected(a: np.ndarray, axis: object, keepdims: bool, return_sign: bool) -> object:
     """The torch path's result for a small ``a`` served by it, with its arithmetic done in NumPy (for the check)."""
     work = a.dtype if a.dtype in _FLOATS else np.dtype(np.float64)
@@ -783,7 +641,7 @@ def _expected(a: np.ndarray, axis: object, keepdims: bool, return_sign: bool) ->
     view, flipped = _positive_strides(a)
     with np.errstate(all="ignore"):  # inf - inf in non-finite slices, as on torch
         reduced = _reduce_like_blocks(view, dims, work)
-        return _finish(a, dims, flipped, reduced, work, keepdims, return_sign)
+        return lean.finish(a, dims, flipped, reduced, work, keepdims, return_sign)
 
 
 def _reduce_like_blocks(view: np.ndarray, dims: tuple[int, ...], work: np.dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -794,28 +652,3 @@ def _reduce_like_blocks(view: np.ndarray, dims: tuple[int, ...], work: np.dtype)
     is_max = (shifted == 0).astype(work)
     s = np.sum(np.exp(shifted) - is_max, axis=dims, keepdims=True)
     return a_max, np.sum(is_max, axis=dims, keepdims=True).astype(np.int64), s
-
-
-def _laid_out(a: np.ndarray, dims: tuple[int, ...], flipped: tuple[int, ...], values: np.ndarray, work: np.dtype) -> np.ndarray:
-    """``values`` (keepdims shape, computed on the flipped view) in the layout SciPy's arrays have.
-
-    NumPy lays a reduction's result out in the input's stride order; SciPy's
-    final ``where`` then gives the same strides as one over arrays laid out
-    like this (checked over all axis permutations, flips and reductions of
-    3-d and 4-d arrays).
-    """
-    if not flipped and a.flags.c_contiguous and values.flags.c_contiguous and values.dtype == work:
-        return values  # a C-ordered input's reduction is C-ordered: nothing to lay out
-    order = sorted(range(a.ndim), key=lambda i: -abs(a.strides[i]))
-    shape = [1 if i in dims else a.shape[i] for i in range(a.ndim)]
-    result = np.empty([shape[i] for i in order], dtype=work).transpose(np.argsort(order))
-    if flipped:
-        values = values[tuple(slice(None, None, -1) if i in flipped else slice(None) for i in range(a.ndim))]
-    np.copyto(result, values)
-    return result
-
-
-def _squeezed(values: np.ndarray, dims: tuple[int, ...], keepdims: bool) -> object:
-    if not keepdims:
-        values = np.squeeze(values, axis=dims)
-    return values[()] if values.ndim == 0 else values

@@ -88,7 +88,7 @@ def same_layout(got: np.ndarray, want: np.ndarray) -> bool:
 
 
 Lean = Callable[[np.ndarray, Any, bool, bool], Any]
-"""``(a, axis, keepdims, return_sign) -> result or None``: the lean path (``_logsumexp._lean``)."""
+"""``(a, axis, keepdims, return_sign) -> result or None``: the lean path (:func:`._paths.lean.compute`)."""
 
 
 def check_lean(original: Callable[..., Any], lean: Lean) -> bool:

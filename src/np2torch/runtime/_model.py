@@ -14,8 +14,10 @@ to two margins:
   must still be no slower than that bound (the *one-thread guard*, judged
   only on times measured on this machine).
 
-Where profiles come from and which one is in force is :mod:`._profile`; the
-decisions a call gets from them, :mod:`._decide`.
+Which paths there are, and what the profile says each costs, is :mod:`._paths`'s
+(one record per path: the decision reads only that); where profiles come from
+and which one is in force is :mod:`._profile`; the decisions a call gets from
+them, :mod:`._decide`.
 """
 
 from __future__ import annotations
@@ -23,6 +25,10 @@ from __future__ import annotations
 import math
 from typing import Any, Dict, Mapping, Sequence, Tuple
 
+from ._paths import ALL_PATHS as ALL_PATHS
+from ._paths import BY_NAME, ONE_THREAD, ORIGINAL, SCALED_PATHS
+from ._paths import CPU_PATHS as CPU_PATHS
+from ._paths import EXACT_PATHS as EXACT_PATHS
 from ._record import Record
 
 FORMAT = 1
@@ -33,12 +39,6 @@ CONTENDED_LIMIT = 1.5
 """... and only where one torch thread is predicted within 1.5x of the original (robust under load), less
 :data:`MARGIN` for noise: a prediction right at the bound is as likely over it as under."""
 
-CPU_PATHS = ("numpy", "cores", "cpu1", "cpu")
-ALL_PATHS = CPU_PATHS + ("cuda",)
-"""The paths a call can take: the original; the original's own loop on every core (:mod:`._cores`); torch on the
-CPU with one thread; with its pool; CUDA end to end."""
-EXACT_PATHS = ("numpy", "cores")
-"""The paths that give the original's own bits and need no import: at equal speed (within :data:`MARGIN`) they win."""
 
 # Sizes at which the bands are evaluated: 12 per decade (21 % apart) from 1 to 1e12.
 _GRID: Tuple[int, ...] = tuple(sorted({max(1, round(10 ** (k / 12))) for k in range(12 * 12 + 1)}))
@@ -103,7 +103,7 @@ class Curve(Record):
             if not isinstance(times, list) or len(times) != len(sizes) or not all(_positive_number(t) for t in times):
                 raise ProfileError(f"{where}: {path!r} must list one positive time per size")
             seconds[path] = tuple(float(t) for t in times)
-        if "numpy" not in seconds:
+        if ORIGINAL not in seconds:
             raise ProfileError(f"{where}: the original ('numpy') must be measured")
         unknown = set(data) - {"sizes", "thread_invariant", *ALL_PATHS}
         if unknown:
@@ -234,7 +234,7 @@ class Bands(Record):
 
     def first_other(self) -> int | None:
         """The smallest size whose path is not the original's single call (None: every size is the original's)."""
-        return next((start for start, path in zip(self.starts, self.paths) if path != "numpy"), None)
+        return next((start for start, path in zip(self.starts, self.paths) if path != ORIGINAL), None)
 
 
 def bands_of(curve: Curve, allowed: Sequence[str], one_thread_guard: bool = True) -> Bands:
@@ -263,31 +263,39 @@ def best_path(curve: Curve, allowed: Sequence[str], n: int, one_thread_guard: bo
     fastest exact path (:func:`exact_path`), and (``one_thread_guard``) only where one torch thread stays within
     :data:`CONTENDED_LIMIT` of the original."""
     if n < curve.sizes[0]:
-        return "numpy"  # nothing was measured this small: the original, whose overhead is the smallest
+        return ORIGINAL  # nothing was measured this small: the original, whose overhead is the smallest
     best = exact_path(curve, allowed, n)
-    original = curve.predict("numpy", n)
+    original = curve.predict(ORIGINAL, n)
     assert original is not None
-    single = curve.predict("cpu1", n)
+    single = BY_NAME[ONE_THREAD].cost(curve, n)
     if one_thread_guard and single is not None and single * MARGIN > CONTENDED_LIMIT * original:
         return best
-    best_time = (curve.predict(best, n) or original) / MARGIN
-    for path in allowed:
-        if path in EXACT_PATHS:
+    best_time = (BY_NAME[best].cost(curve, n) or original) / MARGIN
+    for name in allowed:
+        path = BY_NAME[name]
+        if path.exact:
             continue
-        predicted = curve.predict(path, n)
+        predicted = path.cost(curve, n)
         if predicted is not None and predicted < best_time:
-            best, best_time = path, predicted
+            best, best_time = name, predicted
     return best
 
 
 def exact_path(curve: Curve, allowed: Sequence[str], n: int) -> str:
-    """The fastest allowed path at ``n`` elements that gives the original's bits without an import: the original's
-    loop on every core where predicted :data:`MARGIN` faster than the original, else the original."""
-    original = curve.predict("numpy", n)
-    cores = curve.predict("cores", n) if "cores" in allowed and n >= curve.sizes[0] else None
-    if original is not None and cores is not None and cores * MARGIN < original:
-        return "cores"
-    return "numpy"
+    """The fastest allowed path at ``n`` elements that gives the original's bits without an import: one that runs
+    the original's own loop (on every core) where predicted :data:`MARGIN` faster than the original's single call,
+    else the original."""
+    original = curve.predict(ORIGINAL, n)
+    best, best_time = ORIGINAL, None
+    for name in allowed:
+        path = BY_NAME[name]
+        if not path.exact or name == ORIGINAL:
+            continue
+        predicted = path.cost(curve, n)
+        if original is not None and predicted is not None and predicted * MARGIN < original and (
+                best_time is None or predicted < best_time):
+            best, best_time = name, predicted
+    return best
 
 
 def scaled_prior(curve: Curve, built_threads: int, threads_here: int) -> Curve:
@@ -300,20 +308,16 @@ def scaled_prior(curve: Curve, built_threads: int, threads_here: int) -> Curve:
     and 1.7x faster on an AVX-512 host): the one-thread guard is applied to this
     machine's measurements only, not to the prior.
     """
-    if threads_here <= built_threads or not any(path in curve.seconds for path in _SCALED):
+    if threads_here <= built_threads or not any(path in curve.seconds for path in SCALED_PATHS):
         return curve
     factor = built_threads / threads_here
     seconds = dict(curve.seconds)
-    for path in _SCALED:
+    for path in SCALED_PATHS:
         pool = seconds.get(path)
         if pool is not None:
             first = pool[0]
             seconds[path] = tuple(first + (t - first) * factor for t in pool)
     return Curve(curve.sizes, seconds)
-
-
-_SCALED = ("cpu", "cores")
-"""The paths that run on every core: their per-element time scales with the cores (:func:`scaled_prior`)."""
 
 
 class Forecast(Record):

@@ -65,7 +65,7 @@ def fingerprint() -> dict[str, Any]:
         "system": _machine_and_system()[1],
         "cores": usable_cores(),
         # Not OMP_NUM_THREADS or torch's thread count: they change how many of a call's blocks run at once,
-        # never which path it takes (the bits are the same on any count: ._parallel). ATEN_CPU_CAPABILITY
+        # never which path it takes (the bits are the same on any count: ._paths.blocks). ATEN_CPU_CAPABILITY
         # changes torch's kernels, hence its bits and times.
         "threads_env": {k: os.environ[k] for k in ("ATEN_CPU_CAPABILITY",) if k in os.environ},
         "python": "%d.%d" % sys.version_info[:2],

@@ -42,12 +42,12 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from . import _parallel
 from ._backend import begin_torch_work, can_view, end_torch_work, importing_here, load_torch, torch_out_of_sight
 from ._config import RuntimeSettings
 from ._dask import DASK_ARRAY, BlockCall, explicit_settings, is_dask_array
 from ._decide import Route, original_reason
 from ._helper import PUBLIC_MODULE, Helper, dtype_name
+from ._paths import blocks
 from ._slices import OVERFLOW_FROM, positive_strides, reduced_dims, shape_class
 from ._state import PROCESS, SCOPED, TAKEN
 from .table import FUNCTIONS_BY_NAME
@@ -147,7 +147,7 @@ class Softmax(Helper):
         if not begin_torch_work():  # the interpreter is closing (:mod:`._backend`)
             return None
         try:
-            result = _parallel.run([lambda: _compute(self.name, x, view, flipped, dims, work, modes["over"] == "ignore")], 1)[0]
+            result = blocks.run([lambda: _compute(self.name, x, view, flipped, dims, work, modes["over"] == "ignore")], 1)[0]
         finally:
             end_torch_work()
         if result is not None:

@@ -123,7 +123,7 @@ class Process:
         """Some helper's floor is the provisional :data:`._decide.DEFER_FLOOR`: a call at or above it still
         counts towards the deferral, and the first call after the profile is read empties the floors."""
         self.cuda_slots: Dict[Tuple[str, torch.dtype], object] = {}
-        """(device, dtype) -> the CUDA staging slots (:mod:`._cuda`)."""
+        """(device, dtype) -> the CUDA staging slots (:mod:`._paths.cuda`)."""
         self.verdicts: Dict[str, object] = {}
         """Helper name -> what the check of the installed original found (logsumexp: :mod:`._logsumexp_check`)."""
         self.error_checks: Dict[Any, Any] = {}
@@ -137,12 +137,12 @@ class Process:
         """The NumPy error-state objects with a redirect (some mode is ``warn``) whose ``under`` is not ``warn``:
         there a call raising no other flag behaves alike with and without the redirect (:mod:`._ufunc`)."""
         self.workers: Tuple[int, List[Any]] | None = None
-        """(pid, the block workers started in that process) (:mod:`._parallel`); a forked child starts its own."""
+        """(pid, the block workers started in that process) (:mod:`._paths.blocks`); a forked child starts its own."""
         self.per_thread_torch: bool | None = None
         self.openmp: Any = None
-        """The OpenMP runtime torch loaded, whose per-thread setting gives a block one torch thread (:mod:`._parallel`;
+        """The OpenMP runtime torch loaded, whose per-thread setting gives a block one torch thread (:mod:`._paths.blocks`;
         None: not looked for yet, False: none found)."""
-        """Whether torch's thread setting is per thread here (:mod:`._parallel`; None: not checked yet)."""
+        """Whether torch's thread setting is per thread here (:mod:`._paths.blocks`; None: not checked yet)."""
 
     def floor_table(self) -> Dict[np.dtype, int]:
         """A new helper's size floors, emptied with every other decision by :meth:`forget_decisions`."""

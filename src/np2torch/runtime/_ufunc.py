@@ -35,9 +35,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Literal, Mapping, Tuple, 
 
 import numpy as np
 
-from . import _cores, _parallel
 from ._backend import begin_torch_work, can_view, cuda_available, end_torch_work, load_torch, tensor_view
-from ._cuda import cuda_unary
 from ._dask import DASK_ARRAY, is_dask_array
 from ._dask import elementwise as dask_elementwise
 from ._decide import Route, original_reason
@@ -53,6 +51,8 @@ from ._errstate import (
     scipy_reports,
 )
 from ._helper import ABSENT, PUBLIC_MODULE, Helper, ufunc_signature
+from ._paths import blocks, cores
+from ._paths.cuda import cuda_unary
 from ._record import Record
 from ._state import PROCESS, SCOPED, TAKEN
 
@@ -128,7 +128,7 @@ class Ufunc(Helper):
     """An elementwise helper: the row's original, its type plans and the public function (:meth:`make_function`)."""
 
     cores = True
-    """It has the path ``cores``, the original's own loop on every core (:mod:`._cores`)."""
+    """It has the path ``cores``, the original's own loop on every core (:mod:`._paths.cores`)."""
 
     def __init__(self, row: Function) -> None:
         super().__init__(row)
@@ -167,7 +167,7 @@ class Ufunc(Helper):
             raise ValueError(f"{self.name} has no torch loop for {x.dtype}")
         if path == "cores":
             result = _allocate(x, plan, "K")
-            _cores.compute(self.load(), self.name, x, result, error_checks())
+            cores.compute(self.load(), self.name, x, result, error_checks())
             return result
         device = "cuda" if path == "cuda" else "cpu"
         result = _allocate(x, plan, "K")
@@ -383,9 +383,9 @@ def _try_torch(state: Ufunc, settings: RuntimeSettings, x: np.ndarray, args: Tup
     plan, out = prepared.plan, prepared.out
     result = out if out is not None else _allocate(x, plan, prepared.order)
     if prepared.route.path == "cores":
-        if not _cores.lays_out_alike(x, result):  # (order= asks for a layout of its own)
+        if not cores.lays_out_alike(x, result):  # (order= asks for a layout of its own)
             return _DECLINED
-        _cores.compute(state.load(), state.name, x, result, prepared.checks, **prepared.loop_kwargs)
+        cores.compute(state.load(), state.name, x, result, prepared.checks, **prepared.loop_kwargs)
         TAKEN.device = "cores"
     else:
         if not begin_torch_work():  # the interpreter is closing: the original (_backend)
@@ -447,17 +447,17 @@ def _prepare(state: Ufunc, settings: RuntimeSettings, x: np.ndarray, args: Tuple
 
 def _on_cores(route: Route, plan: Plan, x: np.ndarray, out: np.ndarray | None, order: Order, casting: Casting,
               dtype: np.dtype | None) -> Call | Declined:
-    """How the original on every core serves the call (:mod:`._cores`), or why its single call does."""
+    """How the original on every core serves the call (:mod:`._paths.cores`), or why its single call does."""
     checks = error_checks()
     if checks is not None and not records_flags():
         return Declined("a reporting np.errstate, whose flags only NumPy >= 2 records per block")
     inplace = False
     if out is None:
-        if not _cores.dense(x):
+        if not cores.dense(x):
             return Declined("the original on every core serves dense arrays whose result is laid out alike")
     else:
         relation = _out_relation(x, out, plan)
-        if relation is None or not _cores.lays_out_alike(x, out):
+        if relation is None or not cores.lays_out_alike(x, out):
             return Declined("an out= the original on every core cannot write in blocks (overlapping, or laid out "
                             "unlike the input)")
         inplace = relation
@@ -595,7 +595,7 @@ def _run(
 
 
 def _compute_cpu(op_name: str, plan: Plan, src: np.ndarray, dst: np.ndarray, threads: int, check: bool) -> bool:
-    """``dst[...] = op(src)`` with torch on the host, in blocks fixed by the size (:mod:`._parallel`): the same
+    """``dst[...] = op(src)`` with torch on the host, in blocks fixed by the size (:mod:`._paths.blocks`): the same
     bits on any number of threads.  Returns whether every result is finite (True unasked: ``check`` False)."""
     if _flat_pair(src, dst):
         return _blocks(op_name, plan, src, dst, threads, check)
@@ -628,7 +628,7 @@ def _blocks(op_name: str, plan: Plan, src: np.ndarray, dst: np.ndarray, threads:
             part.copy_(tmp)
         return not check or _all_finite(part)
 
-    return all(_parallel.elementwise(flat_dst.numel(), block, threads))
+    return all(blocks.elementwise(flat_dst.numel(), block, threads))
 
 
 if TYPE_CHECKING:
@@ -727,7 +727,7 @@ the suspects' inputs) are a block's, never the whole call's."""
 def _settle_and_report(state: Ufunc, x: np.ndarray, result: np.ndarray, under: bool) -> None:
     """The original's values and reports for the elements NumPy would flag, a block at a time (:class:`Flagged`)
     where ``x`` and ``result`` lay out alike and NumPy records flags (>= 2); else over the whole call at once."""
-    if not records_flags() or not _cores.lays_out_alike(x, result):
+    if not records_flags() or not cores.lays_out_alike(x, result):
         _report(state, _settle(state, x, result, under))
         return
     flagged = Flagged(state.load())
@@ -739,7 +739,7 @@ def _settle_and_report(state: Ufunc, x: np.ndarray, result: np.ndarray, under: b
 
 class Flagged:
     """The flags the original raised on the suspicious elements settled so far, and a few elements raising each
-    (:func:`._cores.witnesses`): reported once, by the original itself on those, after the last block."""
+    (:func:`._paths.cores.witnesses`): reported once, by the original itself on those, after the last block."""
 
     def __init__(self, original: Callable[..., Any]) -> None:
         self.original = original
@@ -754,9 +754,9 @@ class Flagged:
         inputs: np.ndarray = x[mask]
         if inputs.dtype != result.dtype:
             inputs = inputs.astype(result.dtype)  # exact: a plan stages only safe casts (see _settle)
-        new = _cores.recorded(self.original, inputs, result, mask) & ~self.seen
+        new = cores.recorded(self.original, inputs, result, mask) & ~self.seen
         if new:
-            self.pieces += _cores.witnesses(self.original, inputs, new)
+            self.pieces += cores.witnesses(self.original, inputs, new)
             self.seen |= new
 
     def report(self, name: str) -> None:

@@ -26,7 +26,7 @@ in the first worker: a build whose ``set_num_threads`` is not per thread),
 every block runs in the calling thread on one torch thread: the same bits,
 without the parallelism.
 
-The same workers run the original's own loops (:mod:`._cores`, ``torch=False``):
+The same workers run the original's own loops (:mod:`.cores`, ``torch=False``):
 then nothing here imports or touches torch, and the limit is this process's
 cores.  A call made while the same thread is already handing out or computing
 blocks (a signal handler, a ``__del__``, a trace function that calls a helper)
@@ -41,9 +41,9 @@ import os
 import threading
 from typing import TYPE_CHECKING, Any, Callable, List, Sequence, TypeVar
 
-from ._fork import in_forked_child
-from ._load import free_cores, usable_cores
-from ._state import PROCESS
+from .._fork import in_forked_child
+from .._load import free_cores, usable_cores
+from .._state import PROCESS
 
 if TYPE_CHECKING:
     T = TypeVar("T")
@@ -88,7 +88,7 @@ def run(tasks: Sequence[Callable[[], T]], threads: int) -> List[T]:
 
     The caller's thread takes part; the others are this module's workers, each
     on one torch thread.  ``threads`` is capped by :func:`thread_limit` and by
-    the cores other processes leave free (:func:`._load.free_cores`): the load
+    the cores other processes leave free (:func:`.._load.free_cores`): the load
     changes how many blocks run at once, never their results.  The first
     exception of a task is raised here once every task has stopped.
     """
@@ -119,7 +119,7 @@ def elementwise(n: int, work: Callable[[int, int], T], threads: int, torch: bool
 
 
 def original_limit() -> int:
-    """How many threads the original's own loops may run on (:mod:`._cores`): this process's cores, one in a
+    """How many threads the original's own loops may run on (:mod:`.cores`): this process's cores, one in a
     forked child (whose parent's workers are gone and whose pool would start anew per child)."""
     return 1 if in_forked_child() else usable_cores()
 

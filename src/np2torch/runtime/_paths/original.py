@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
-from .table import BINARY, ELEMENTWISE, Function
+from ..table import BINARY, ELEMENTWISE, Function
 
 if TYPE_CHECKING:
     from typing import TypeGuard  # Python 3.10

@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Callable, List, Sequence, Tuple
 
 import numpy as np
 
-from ._backend import torch_dtype
-from ._record import Record
-from ._state import PROCESS
+from .._backend import torch_dtype
+from .._record import Record
+from .._state import PROCESS
 
 if TYPE_CHECKING:
     import torch
@@ -42,7 +42,7 @@ _CUDA_SLOTS = 3
 
 class Slots(Record):
     """Pinned and device buffers of ``span`` elements, with a stream and an event each, reused across
-    calls (:attr:`._state.Process.cuda_slots`, per device and dtype)."""
+    calls (:attr:`.._state.Process.cuda_slots`, per device and dtype)."""
 
     __slots__ = ("span", "streams", "pinned", "buffers", "events")
 
@@ -56,7 +56,7 @@ class Slots(Record):
 
 
 def _slots(dev: torch.device, dtype: torch.dtype, span: int, count: int) -> Slots:
-    """``count`` slots of at least ``span`` elements (call with :attr:`._state.Process.cuda_lock` held)."""
+    """``count`` slots of at least ``span`` elements (call with :attr:`.._state.Process.cuda_lock` held)."""
     import torch
 
     key = (str(dev), dtype)

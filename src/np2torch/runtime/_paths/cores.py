@@ -1,9 +1,9 @@
 """The original on every core: NumPy's or SciPy's own ufunc loop, run on blocks fixed by the shape.
 
-A ufunc's loop releases the GIL, so the runtime's workers (:mod:`._parallel`,
+A ufunc's loop releases the GIL, so the runtime's workers (:mod:`.blocks`,
 ``torch=False``) can each run the original on a slice of a call: block ``k``
 is ``original(x[a:b], out=result[a:b])``.  Block boundaries fall on multiples
-of :data:`._parallel.ALIGN` elements from the array's start, so every block
+of :data:`.blocks.ALIGN` elements from the array's start, so every block
 but the last is a whole number of any vector width, and the last one's tail is
 the array's own: each element goes through the same vectorized or scalar code
 as in the original's single call.  The result is the original's bits on any
@@ -34,8 +34,8 @@ from typing import Any, Callable, List, Sequence, Tuple
 
 import numpy as np
 
-from . import _parallel
-from ._errstate import EXTOBJ_VAR, ErrorChecks, numpy_call, recording_state
+from .._errstate import EXTOBJ_VAR, ErrorChecks, numpy_call, recording_state
+from . import blocks
 
 PIECES = 16
 """A flagged span is cut into this many pieces to find the one raising a flag (:func:`_witnesses`)."""
@@ -89,7 +89,7 @@ def compute(original: Callable[..., Any], name: str, x: Any, result: np.ndarray,
             return start, stop, 0
         return start, stop, _flags_of(original, operands, dst, start, stop, bufsize, kwargs)
 
-    spans = _parallel.elementwise(dst.size, block, threads, torch=False)
+    spans = blocks.elementwise(dst.size, block, threads, torch=False)
     if checks is not None and any(status for _, _, status in spans):
         _report(original, name, operands, dst, spans, bufsize, kwargs)
 
@@ -133,7 +133,7 @@ def _report(original: Callable[..., Any], name: str, operands: Sequence[Any], ds
     # The array's tail (a partial vector) stays at the end, as in the original's call.
     pieces.sort(key=lambda span: span[1] == dst.size)
     # In the loop's dtype (the result's: an exact cast, as the call's own), so that no keyword or cast is needed and
-    # NumPy's warnings can name the caller's line (:func:`._errstate.may_warn_in_a_cast`).
+    # NumPy's warnings can name the caller's line (:func:`.._errstate.may_warn_in_a_cast`).
     witnesses = [_witness(a, pieces, dst.dtype) for a in operands]
     numpy_call(original, name, *witnesses)
 
