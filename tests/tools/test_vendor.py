@@ -335,10 +335,15 @@ def test_the_folder_keeps_its_mode(tmp_path: Path) -> None:
     assert target.stat().st_mode & 0o777 == 0o750
 
 
+def _contents(folder: Path) -> dict[str, bytes]:
+    """Every file of the package, its subpackages' too (``_paths/``, ``_exact/``), by its path inside it."""
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
 def test_a_failure_while_writing_leaves_the_old_package_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     target = tmp_path / "_np2torch"
     write_package(target)
-    before = {p.name: p.read_bytes() for p in target.iterdir()}
+    before = _contents(target)
     (target / "_config.py").write_text(f"{MARKER}\n", encoding="utf-8")
     before["_config.py"] = (target / "_config.py").read_bytes()
     calls = []
@@ -352,7 +357,7 @@ def test_a_failure_while_writing_leaves_the_old_package_whole(tmp_path: Path, mo
     monkeypatch.setattr(vendor, "_write_file", failing_write)
     result = CliRunner().invoke(command, [str(target)])
     assert result.exit_code == 2 and "No space left on device" in result.output
-    assert {p.name: p.read_bytes() for p in target.iterdir()} == before
+    assert _contents(target) == before
     assert os.listdir(tmp_path) == ["_np2torch"], "temporary folder left behind"
 
 
@@ -360,7 +365,7 @@ def test_a_failed_rename_puts_the_old_package_back(tmp_path: Path, monkeypatch: 
     target = tmp_path / "_np2torch"
     write_package(target)
     (target / "_config.py").write_text(f"{MARKER}\n", encoding="utf-8")
-    before = {p.name: p.read_bytes() for p in target.iterdir()}
+    before = _contents(target)
     real_rename = os.rename
 
     def rename(src: object, dst: object) -> None:
@@ -371,7 +376,7 @@ def test_a_failed_rename_puts_the_old_package_back(tmp_path: Path, monkeypatch: 
     monkeypatch.setattr(vendor.os, "rename", rename)
     with pytest.raises(OSError):
         write_package(target)
-    assert {p.name: p.read_bytes() for p in target.iterdir()} == before
+    assert _contents(target) == before
     assert os.listdir(tmp_path) == ["_np2torch"]
 
 
