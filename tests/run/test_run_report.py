@@ -372,17 +372,17 @@ def _clocked_site(monkeypatch: pytest.MonkeyPatch, now: List[float], helper_s: f
 
     import numpy as np
 
-    from np2torch.runtime import _errstate
+    from np2torch.runtime._exact import errstate
     from np2torch.runtime._state import TAKEN
 
     monkeypatch.setattr(time, "perf_counter", lambda: now[0])
-    real = _errstate.warn_redirect
+    real = errstate.warn_redirect
 
     def slow_redirect(name: str) -> object:
         now[0] += redirect_s
         return real(name)
 
-    monkeypatch.setattr(_errstate, "warn_redirect", slow_redirect)
+    monkeypatch.setattr(errstate, "warn_redirect", slow_redirect)
 
     def helper(x: Any, *args: Any, **kwargs: Any) -> Any:
         now[0] += helper_s
@@ -656,7 +656,8 @@ def test_an_exception_raised_in_a_sites_own_bookkeeping_leaves_it_without_the_ru
     # as well as in either arm; the program sees its own line, as a C ufunc call shows under python.
     import traceback
 
-    from np2torch.runtime import _errstate, sites
+    from np2torch.runtime import sites
+    from np2torch.runtime._exact import errstate
 
     site = sites.table("bookkeeping-test", "bookkeeping.py", [(1, 1, "exp", "numpy.exp", "NPT001", ())])[0]
 
@@ -669,7 +670,7 @@ def test_an_exception_raised_in_a_sites_own_bookkeeping_leaves_it_without_the_ru
     frames = [(frame.filename, frame.name) for frame in traceback.extract_tb(caught.value.__traceback__)]
     assert frames == [(__file__, "test_an_exception_raised_in_a_sites_own_bookkeeping_leaves_it_without_the_runtimes_"
                                  "frames"), (__file__, "interrupted")]
-    assert not any(name.startswith(_errstate.RUNTIME_FOLDER) for name, _function in frames)
+    assert not any(name.startswith(errstate.RUNTIME_FOLDER) for name, _function in frames)
 
 
 def test_a_long_log_is_binned_as_each_call_is() -> None:

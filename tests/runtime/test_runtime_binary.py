@@ -373,7 +373,7 @@ def test_repeated_calls_below_the_floor_are_the_originals(name, min_size, state,
     # A call whose loop and floor are known takes the helper's hot path from its second call on: the
     # original's result, errors and warnings, at the caller's line, as the first call's full path gives them.
     from np2torch.runtime import _binary
-    from np2torch.runtime._errstate import may_warn_in_a_cast
+    from np2torch.runtime._exact.errstate import may_warn_in_a_cast
 
     prepared: list[Any] = []
     real_prepare = _binary.Binary.prepare

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 import np2torch.runtime as np2t
 from np2torch.runtime import _api
-from np2torch.runtime._errstate import error_checks
+from np2torch.runtime._exact.errstate import error_checks
 from np2torch.runtime._paths import blocks, cores
 from np2torch.runtime.table import ELEMENTWISE_FUNCTIONS, FUNCTIONS
 

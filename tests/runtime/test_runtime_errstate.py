@@ -202,7 +202,7 @@ def test_a_casts_warning_names_the_cast_as_numpys_does(case, min_size):
 def test_a_python_original_running_several_ufuncs_names_each():
     # np2torch run's sampled calls run SciPy's logsumexp through the same call: its
     # warnings name its own ufuncs ("... in subtract"), never "... in logsumexp".
-    from np2torch.runtime._errstate import numpy_call
+    from np2torch.runtime._exact.errstate import numpy_call
 
     a = np.array([1e308, -1e308])
     want = _messages(scipy.special.logsumexp, a)
@@ -320,12 +320,12 @@ def test_print_mode_writes_where_numpy_does(capfd):
 
 def test_numpy_1_style_state_without_contextvar_still_calls_numpy(monkeypatch):
     # On NumPy 1.x the runtime cannot redirect warnings; it must still work.
-    from np2torch.runtime import _errstate
+    from np2torch.runtime._exact import errstate
 
-    monkeypatch.setattr(_errstate, "_NP_EXTOBJ_VAR", None)
+    monkeypatch.setattr(errstate, "_NP_EXTOBJ_VAR", None)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        assert _errstate.numpy_call(np.log, "log", np.zeros(3)).tolist() == [-np.inf] * 3
+        assert errstate.numpy_call(np.log, "log", np.zeros(3)).tolist() == [-np.inf] * 3
     assert [str(w.message) for w in caught] == ["divide by zero encountered in log"]
     assert sys.modules["numpy"] is np
 

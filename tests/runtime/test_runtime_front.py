@@ -32,7 +32,7 @@ from hypothesis.extra import numpy as hnp
 
 import np2torch.runtime as np2t
 from np2torch.runtime import _api, _binary, _helper, _ufunc
-from np2torch.runtime._errstate import redirect_for
+from np2torch.runtime._exact.errstate import redirect_for
 from np2torch.runtime.table import BINARY, ELEMENTWISE
 
 FRONTED = sorted(name for name, helper in _api.HELPERS.items() if helper.row.kind in (ELEMENTWISE, BINARY))

@@ -33,8 +33,8 @@ from runtime_checks import outcome, ulp_distance
 
 import np2torch.runtime as np2t
 from np2torch.runtime import _logsumexp as lse
-from np2torch.runtime import _logsumexp_check as lse_check
 from np2torch.runtime._backend import load_torch
+from np2torch.runtime._exact import logsumexp_check as lse_check
 from np2torch.runtime._paths import lean
 from np2torch.runtime._state import PROCESS, TAKEN
 

@@ -25,8 +25,8 @@ from runtime_checks import assert_same_values
 import np2torch.runtime as np2t
 from np2torch.runtime import _backend, _calibrate, _decide, _load, _model, _profile
 from np2torch.runtime._api import HELPERS
+from np2torch.runtime._exact.slices import shape_class
 from np2torch.runtime._model import Curve, Profile
-from np2torch.runtime._slices import shape_class
 from np2torch.runtime._state import PROCESS
 
 ROOT = Path(__file__).resolve().parents[2]

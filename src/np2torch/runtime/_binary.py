@@ -41,7 +41,7 @@ import numpy as np
 from ._backend import begin_torch_work, can_view, end_torch_work, load_torch
 from ._config import RuntimeSettings
 from ._decide import Route, original_reason
-from ._errstate import (
+from ._exact.errstate import (
     EXTOBJ_VAR,
     HALF_MAX,
     REDIRECT_MISS,
@@ -80,7 +80,7 @@ class Binary(Helper):
         self.function = self.publish(_make_function(self), self.loops)
 
     def names_its_warnings(self) -> bool:
-        """Whether the loaded original's warnings name it (:func:`._errstate.names_its_warnings`), asked once."""
+        """Whether the loaded original's warnings name it (:func:`._exact.errstate.names_its_warnings`), asked once."""
         named = self.named
         if named is None:
             assert self.loaded is not None

@@ -10,7 +10,7 @@ moment: not the machine's load, not a clock, not a measurement taken while the
 program runs.  So a program gives the same bits on every run of the same
 machine (the load and the thread settings change only how many of a call's
 blocks run at once: :mod:`._paths.blocks`).  Reductions are decided by their
-*shape class* (:func:`._slices.shape_class`: the reduced length and whether
+*shape class* (:func:`._exact.slices.shape_class`: the reduced length and whether
 the reduced axes are the contiguous ones), elementwise calls by their size.
 
 One rule makes the first calls of a process cheap, the **ski rental**: while

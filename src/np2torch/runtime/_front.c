@@ -59,7 +59,7 @@ Py_NewRef(PyObject *o)
 }
 #endif
 
-#define HALF_MAX 65504.0  /* the largest finite float16 (._errstate.HALF_MAX) */
+#define HALF_MAX 65504.0  /* the largest finite float16 (._exact.errstate.HALF_MAX) */
 
 static PyObject *str_settings, *str_gate, *str_dtype, *str_size, *str_shape;
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from . import _decide
 from ._decide import Route
-from ._errstate import NUMPY_SCALARS
+from ._exact.errstate import NUMPY_SCALARS
 from ._model import REDUCTION_CLASSES
 from ._paths.original import find as find_original
 from ._state import PROCESS, SCOPED

@@ -18,7 +18,7 @@ needs only ``sub, exp, sum``.  Touching fresh full-size temporaries (page
 faults) cost more than the arithmetic on the 2-core reference VM.
 
 Whether the installed SciPy computes exactly this is checked once per process,
-on the first call that could take the torch path (``_logsumexp_check``: a few
+on the first call that could take the torch path (:mod:`._exact.logsumexp_check`: a few
 ms of small probes, no torch); a SciPy that fails it is called instead, for
 all inputs or only for slices with an infinite maximum.  On a Dask array the
 helper computes a tree reduction of the same three quantities
@@ -60,12 +60,12 @@ from ._backend import (
 from ._config import RuntimeSettings
 from ._dask import DASK_ARRAY, is_dask_array
 from ._decide import Route, original_reason
+from ._exact.slices import OVERFLOW_FROM as _OVERFLOW_FROM
+from ._exact.slices import positive_strides as _positive_strides
+from ._exact.slices import reduced_dims as _reduced_dims
+from ._exact.slices import shape_class
 from ._helper import PUBLIC_MODULE, Helper, dtype_name
 from ._paths import blocks, lean
-from ._slices import OVERFLOW_FROM as _OVERFLOW_FROM
-from ._slices import positive_strides as _positive_strides
-from ._slices import reduced_dims as _reduced_dims
-from ._slices import shape_class
 from ._state import PROCESS, SCOPED, TAKEN
 from .table import FUNCTIONS_BY_NAME
 
@@ -73,7 +73,7 @@ if TYPE_CHECKING:
     import torch
     from numpy.typing import ArrayLike
 
-    from ._logsumexp_check import LseVerdict
+    from ._exact.logsumexp_check import LseVerdict
     from ._paths.lean import Parts
     from .table import Function
 
@@ -119,9 +119,9 @@ class Logsumexp(Helper):
             with PROCESS.loading:
                 found = PROCESS.verdicts.get(NAME)
                 if found is None:
-                    from . import _logsumexp_check  # only when a call may take the torch path
+                    from ._exact import logsumexp_check  # only when a call may take the torch path
 
-                    found = PROCESS.verdicts[NAME] = _logsumexp_check.check(self.load(), _expected)
+                    found = PROCESS.verdicts[NAME] = logsumexp_check.check(self.load(), _expected)
         return cast("LseVerdict", found)
 
     def loop_of(self, dtype: np.dtype) -> str | None:

@@ -27,7 +27,7 @@ from ._dask import BlockCall, Settings, explicit_settings
 from ._state import PROCESS
 
 if TYPE_CHECKING:
-    from ._logsumexp_check import LseVerdict
+    from ._exact.logsumexp_check import LseVerdict
 
 Axis = Union[SupportsIndex, Tuple[SupportsIndex, ...], None]
 """What ``axis`` SciPy's ``logsumexp`` takes."""
@@ -58,7 +58,7 @@ def reduction(
     and result dtypes; ``torch_parts(block, dims)``: a block's
     ``(a_max, m, s)`` on torch, or None where NumPy computes them;
     ``verdict()``: whether the installed SciPy computes the formula combined
-    here (``_logsumexp_check``); if not, every block is a call of ``entry``.
+    here (:mod:`._exact.logsumexp_check`); if not, every block is a call of ``entry``.
     """
     # A Python scalar ``b`` is weak in NumPy 2's promotion (float32 ``a`` stays float32): probed as itself.
     weak_b = type(b) in _WEAK_SCALARS

@@ -34,7 +34,7 @@ from typing import Any, Iterator, Mapping
 import numpy as np
 
 from ._config import cache_dir
-from ._errstate import user_stacklevel
+from ._exact.errstate import user_stacklevel
 from ._load import usable_cores
 from ._model import Active, Curve, Profile, ProfileError
 from ._state import PROCESS

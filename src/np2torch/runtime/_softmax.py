@@ -46,9 +46,9 @@ from ._backend import begin_torch_work, can_view, end_torch_work, importing_here
 from ._config import RuntimeSettings
 from ._dask import DASK_ARRAY, BlockCall, explicit_settings, is_dask_array
 from ._decide import Route, original_reason
+from ._exact.slices import OVERFLOW_FROM, positive_strides, reduced_dims, shape_class
 from ._helper import PUBLIC_MODULE, Helper, dtype_name
 from ._paths import blocks
-from ._slices import OVERFLOW_FROM, positive_strides, reduced_dims, shape_class
 from ._state import PROCESS, SCOPED, TAKEN
 from .table import FUNCTIONS_BY_NAME
 

@@ -125,9 +125,9 @@ class Process:
         self.cuda_slots: Dict[Tuple[str, torch.dtype], object] = {}
         """(device, dtype) -> the CUDA staging slots (:mod:`._paths.cuda`)."""
         self.verdicts: Dict[str, object] = {}
-        """Helper name -> what the check of the installed original found (logsumexp: :mod:`._logsumexp_check`)."""
+        """Helper name -> what the check of the installed original found (logsumexp: :mod:`._exact.logsumexp_check`)."""
         self.error_checks: Dict[Any, Any] = {}
-        """NumPy error-state object -> the checks a torch result needs under it (:mod:`._errstate`)."""
+        """NumPy error-state object -> the checks a torch result needs under it (:mod:`._exact.errstate`)."""
         self.one_time: List[Tuple[float, float]] = []
         """``(time.perf_counter() at the start, seconds)`` of each one-time piece of work a call did for the
         process (``import torch``): :mod:`.sites` keeps it out of a call's timing."""

@@ -24,7 +24,7 @@ everything else runs only for arrays that may take the torch path:
 
 Anything else goes to the original with the caller's exact arguments (under
 the caller's own error state when NumPy would run the caller's code:
-:func:`._errstate.runs_only_numpy`).
+:func:`._exact.errstate.runs_only_numpy`).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from ._backend import begin_torch_work, can_view, cuda_available, end_torch_work
 from ._dask import DASK_ARRAY, is_dask_array
 from ._dask import elementwise as dask_elementwise
 from ._decide import Route, original_reason
-from ._errstate import (
+from ._exact.errstate import (
     EXTOBJ_VAR,
     NUMPY_SCALARS,
     REDIRECT_MISS,

@@ -29,7 +29,7 @@ do, as ``%timeit f(x)``, times the helpers only).
 
 Warnings the original issues on a sampled call point at the program's line, as
 the helper's do (this module lives in the runtime's folder, whose frames
-:mod:`._errstate` skips).  An exception leaves a site without the runtime's
+:mod:`._exact.errstate` skips).  An exception leaves a site without the runtime's
 frames in its traceback (Python 3.11 and later; before, the site's own frame
 stays): the program, its ``traceback.print_exc()``, pytest and the interpreter
 show what the original call shows.
@@ -352,7 +352,7 @@ def _size(x: object) -> int:
 
 
 _RUNTIME_FOLDER = os.path.dirname(__file__) + os.sep
-"""The runtime's files (:data:`._errstate.RUNTIME_FOLDER`, without importing NumPy for it)."""
+"""The runtime's files (:data:`._exact.errstate.RUNTIME_FOLDER`, without importing NumPy for it)."""
 
 
 def _without_runtime_frames(tb: types.TracebackType | None) -> types.TracebackType | None:
@@ -385,7 +385,7 @@ def _make_call(site: Site, name: str) -> Callable[..., object]:
     """The callable the program calls at ``site``: the helper's signature, the record kept on the side."""
     import numpy as np
 
-    from . import _errstate
+    from ._exact import errstate
 
     helper, original = site.helper, site.original
     clock = time.perf_counter
@@ -395,8 +395,8 @@ def _make_call(site: Site, name: str) -> Callable[..., object]:
     # does so is set up before the clock starts and reset after it stops, so the original is timed as the
     # program calls it under `python`.  A spelled expression's pieces do that each under its own name, and
     # the time they spend on it is taken out of the expression's (:func:`_redirected`).
-    redirect_for = None if site.spelled else _errstate.redirect_for
-    extobj = _errstate.EXTOBJ_VAR
+    redirect_for = None if site.spelled else errstate.redirect_for
+    extobj = errstate.EXTOBJ_VAR
     overhead = _OVERHEAD
     ndarray = np.ndarray
     lanes = site.lanes
@@ -626,12 +626,12 @@ _OVERHEAD = _Overhead()
 
 def _redirected(function: Callable[..., object], name: str) -> Callable[..., object]:
     """``function`` reporting its floating-point errors under ``name`` at the program's line, as
-    :func:`._errstate.numpy_call` does, adding the time that takes it to :data:`_OVERHEAD`."""
-    from . import _errstate
+    :func:`._exact.errstate.numpy_call` does, adding the time that takes it to :data:`_OVERHEAD`."""
+    from ._exact import errstate
 
     clock = time.perf_counter
-    extobj = _errstate.EXTOBJ_VAR
-    redirect_for = _errstate.redirect_for
+    extobj = errstate.EXTOBJ_VAR
+    redirect_for = errstate.redirect_for
 
     def piece(*args: object, **kwargs: object) -> object:
         began = clock()

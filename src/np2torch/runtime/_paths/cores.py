@@ -34,7 +34,7 @@ from typing import Any, Callable, List, Sequence, Tuple
 
 import numpy as np
 
-from .._errstate import EXTOBJ_VAR, ErrorChecks, numpy_call, recording_state
+from .._exact.errstate import EXTOBJ_VAR, ErrorChecks, numpy_call, recording_state
 from . import blocks
 
 PIECES = 16
@@ -133,7 +133,7 @@ def _report(original: Callable[..., Any], name: str, operands: Sequence[Any], ds
     # The array's tail (a partial vector) stays at the end, as in the original's call.
     pieces.sort(key=lambda span: span[1] == dst.size)
     # In the loop's dtype (the result's: an exact cast, as the call's own), so that no keyword or cast is needed and
-    # NumPy's warnings can name the caller's line (:func:`.._errstate.may_warn_in_a_cast`).
+    # NumPy's warnings can name the caller's line (:func:`.._exact.errstate.may_warn_in_a_cast`).
     witnesses = [_witness(a, pieces, dst.dtype) for a in operands]
     numpy_call(original, name, *witnesses)
 

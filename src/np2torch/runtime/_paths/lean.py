@@ -6,7 +6,7 @@ result needs only three reduced quantities per slice -- the maximum ``a_max``,
 the count ``m`` of elements equal to it and the sum ``s`` of ``exp(x - a_max)``
 over the others -- and SciPy's own expressions on them (:func:`finish`).  Here
 they are computed with NumPy, column by column, in SciPy's order: SciPy's bits
-(checked once per process, :func:`.._logsumexp_check.check_lean`), at a
+(checked once per process, :func:`.._exact.logsumexp_check.check_lean`), at a
 fraction of its twenty whole-array passes.  It serves a call the decision
 keeps on the original (``numpy``): it is how logsumexp's original call is made
 cheaper, never a path the profile chooses.
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable, Tuple
 
 import numpy as np
 
-from .._slices import OVERFLOW_FROM, reduced_dims
+from .._exact.slices import OVERFLOW_FROM, reduced_dims
 from .._state import PROCESS, TAKEN
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ def compute(a: np.ndarray, axis: object, keepdims: object, return_sign: object,
     are ``exp(-inf)``, here set to the same +0.0; NumPy adds fewer than eight terms one after the
     other), then SciPy's expressions (:func:`finish`).  That this gives the installed SciPy's bits is
     checked once per process on order-sensitive probes against ``original()`` (the helper's loader of SciPy's
-    function: :func:`.._logsumexp_check.check_lean`; None: not asked, for that check).
+    function: :func:`.._exact.logsumexp_check.check_lean`; None: not asked, for that check).
     Anything else (a NaN, a non-finite maximum, a reporting ``under=``, ``return_sign``) is SciPy's.
     """
     call = serves(a, axis, keepdims, return_sign)
@@ -112,9 +112,9 @@ def _verdict(original: Callable[[], Callable[..., Any]]) -> bool:
         with PROCESS.loading:
             found = PROCESS.verdicts.get(VERDICT)
             if found is None:
-                from .. import _logsumexp_check
+                from .._exact import logsumexp_check
 
-                found = PROCESS.verdicts[VERDICT] = _logsumexp_check.check_lean(original(), functools.partial(compute, original=None))
+                found = PROCESS.verdicts[VERDICT] = logsumexp_check.check_lean(original(), functools.partial(compute, original=None))
     return found is True
 
 

@@ -1,6 +1,13 @@
 """What SciPy's reductions over ``axis`` share: the reduced axes, a view torch can read, the overflow threshold.
 
-Used by the reductions that compute with torch (:mod:`._logsumexp`, :mod:`._softmax`).
+What it keeps of the original's semantics: which axes SciPy reduces (an
+``axis`` it might treat otherwise -- a bool, a repeated or out-of-range axis --
+is left to SciPy: :func:`reduced_dims`), that a slice's order does not matter
+to a reduction while the kept axes keep theirs (:func:`positive_strides`), and
+where SciPy's ``a - a_max`` may overflow and warn (:data:`OVERFLOW_FROM`: those
+calls are SciPy's).  Used by the reductions that compute with torch
+(:mod:`.._logsumexp`, :mod:`.._softmax`) and by logsumexp's lean path
+(:mod:`.._paths.lean`).
 """
 
 from __future__ import annotations
@@ -9,7 +16,7 @@ import operator
 
 import numpy as np
 
-from ._model import REDUCED_LENGTHS
+from .._model import REDUCED_LENGTHS
 
 # |max| from which SciPy's ``x - x_max`` can overflow (x >= -max must round
 # past -max): half an ULP of the largest finite value.
@@ -35,7 +42,7 @@ def reduced_dims(axis: object, ndim: int) -> tuple[int, ...] | None:
 
 
 def shape_class(shape: tuple[int, ...], strides: tuple[int, ...], dims: tuple[int, ...]) -> str:
-    """The reduction's shape class (:data:`._model.REDUCTION_CLASSES`): how long its slices are, and whether the
+    """The reduction's shape class (:data:`.._model.REDUCTION_CLASSES`): how long its slices are, and whether the
     reduced axes are the contiguous ones (every reduced axis steps less than every kept one of length > 1)."""
     reduced = 1
     for d in dims:

@@ -1,11 +1,15 @@
-"""Does the installed ``scipy.special.logsumexp`` compute what the torch path computes?
+"""Does the installed ``scipy.special.logsumexp`` compute what the torch path (and the lean path) computes?
+
+What it keeps of the original's semantics: the installed SciPy's own formula,
+special-value rules and result layout, asked of SciPy itself rather than
+assumed from its version; a SciPy that answers otherwise keeps its calls.
 
 The torch path reproduces one SciPy formula and result layout (1.16/1.17's; see
 ``_logsumexp``).  Rather than trusting a list of versions, this module asks the
 installed SciPy: it calls it on small probes and compares each result, bit for
 bit and in type, dtype, shape and strides, with the torch path's own arithmetic
 redone in NumPy (``expected``, given by ``_logsumexp``: ``a_max``, ``m`` and
-``s`` reduced as its blocks do, then its ``_finish``).  The probes are chosen so that every sum is exact in any
+``s`` reduced as its blocks do, then its :func:`.._paths.lean.finish`).  The probes are chosen so that every sum is exact in any
 order (at most two terms per slice are neither a maximum nor an exact 0), so
 only a different formula, special-value rule or layout can make them differ.
 
@@ -88,7 +92,7 @@ def same_layout(got: np.ndarray, want: np.ndarray) -> bool:
 
 
 Lean = Callable[[np.ndarray, Any, bool, bool], Any]
-"""``(a, axis, keepdims, return_sign) -> result or None``: the lean path (:func:`._paths.lean.compute`)."""
+"""``(a, axis, keepdims, return_sign) -> result or None``: the lean path (:func:`.._paths.lean.compute`)."""
 
 
 def check_lean(original: Callable[..., Any], lean: Lean) -> bool:

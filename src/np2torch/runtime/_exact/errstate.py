@@ -54,7 +54,7 @@ from typing import Any, Callable, Dict, Mapping, NamedTuple
 
 import numpy as np
 
-from ._state import PROCESS
+from .._state import PROCESS
 
 # Any: NumPy's stubs type these private names (Final, a TypedDict keyed by literals), the fallback is None.
 _NP_EXTOBJ_VAR: Any
@@ -71,7 +71,7 @@ except ImportError:  # pragma: no cover - NumPy 1.x
 
 ERR_KINDS: tuple[str, ...] = ("divide", "over", "under", "invalid")
 
-RUNTIME_FOLDER = os.path.dirname(__file__) + os.sep
+RUNTIME_FOLDER = os.path.dirname(os.path.dirname(__file__)) + os.sep
 """Frames of files in the runtime's folder are skipped when attributing a warning to the user's line."""
 
 
@@ -204,7 +204,7 @@ def warn_redirect(name: str) -> object:
 
     None when the original can be called plainly (no ``warn`` mode, or NumPy
     1.x).  Cached per extobj object, which NumPy keeps while a state is in
-    force (the helper's cache, :attr:`._state.Process.redirects`, which its
+    force (the helper's cache, :attr:`.._state.Process.redirects`, which its
     hot path reads too).
     """
     if _NP_EXTOBJ_VAR is None:
