@@ -8,7 +8,7 @@ from typing import Any, Callable, Iterator, List
 
 import numpy as np
 
-from np2torch.runtime import _ufunc
+from np2torch.runtime._paths import torch_cpu
 
 
 def outcome(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -107,11 +107,11 @@ class TorchPathSpy:
 
     @contextlib.contextmanager
     def installed(self, monkeypatch: Any) -> Iterator["TorchPathSpy"]:
-        real = _ufunc._compute_cpu
+        real = torch_cpu.compute
 
         def spy(*args: Any, **kwargs: Any) -> Any:
             self.calls += 1
             return real(*args, **kwargs)
 
-        monkeypatch.setattr(_ufunc, "_compute_cpu", spy)
+        monkeypatch.setattr(torch_cpu, "compute", spy)
         yield self

@@ -21,9 +21,10 @@ from test_runtime_errstate import __file__ as ERRSTATE_FILE
 
 import np2torch.runtime as np2t
 from np2torch.lint.rules import RULES
-from np2torch.runtime import _model, _profile, _ufunc
+from np2torch.runtime import _model, _profile
 from np2torch.runtime import table as _table
 from np2torch.runtime._api import HELPERS
+from np2torch.runtime._paths import torch_cpu
 
 SPECS = {row.name: row for row in _table.ELEMENTWISE_FUNCTIONS}
 
@@ -96,8 +97,8 @@ def test_scipy_special_errstate_goes_to_scipy(name, np_mode, sf_mode):
 
 def test_scipy_errstate_check_costs_nothing_when_quiet(monkeypatch):
     calls = []
-    real = _ufunc._compute_cpu
-    monkeypatch.setattr(_ufunc, "_compute_cpu", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = torch_cpu.compute
+    monkeypatch.setattr(torch_cpu, "compute", lambda *a, **k: calls.append(1) or real(*a, **k))
     x = np.linspace(-0.9, 0.9, 100)
     with np2t.using(device="cpu", min_size=0):
         np2t.erfinv(x)

@@ -14,6 +14,7 @@ import pytest
 
 import np2torch.runtime as np2t
 from np2torch.runtime import _backend, _config, _decide, _ufunc
+from np2torch.runtime._paths import torch_cpu
 from np2torch.runtime._state import PROCESS
 from np2torch.runtime.table import BINARY, ELEMENTWISE_FUNCTIONS, FUNCTIONS, FUNCTIONS_BY_NAME
 
@@ -29,13 +30,13 @@ def run_python(code: str, env: dict | None = None, timeout: float = 120) -> subp
 @pytest.fixture
 def torch_calls(monkeypatch: pytest.MonkeyPatch) -> List[Any]:
     calls: List[Any] = []
-    real = _ufunc._compute_cpu
+    real = torch_cpu.compute
 
     def spy(*args: Any, **kwargs: Any) -> Any:
         calls.append(args)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(_ufunc, "_compute_cpu", spy)
+    monkeypatch.setattr(torch_cpu, "compute", spy)
     return calls
 
 

@@ -21,8 +21,7 @@ from hypothesis.extra import numpy as hnp
 from runtime_checks import assert_same_result, assert_same_values, exact_bits, outcome
 
 import np2torch.runtime as np2t
-from np2torch.runtime import _ufunc
-from np2torch.runtime._paths import cores
+from np2torch.runtime._paths import cores, torch_cpu
 from np2torch.runtime.table import ELEMENTWISE_FUNCTIONS, Function
 
 
@@ -39,7 +38,7 @@ def torch_calls(monkeypatch: pytest.MonkeyPatch) -> list:
     """Records each use of the torch CPU compute step (the real step still runs); under ``NP2TORCH_EXACT=bits``, of
     the original on every core, the fast path there (which serves dense layouts only)."""
     calls: list = []
-    module, name = (cores, "compute") if exact_bits() else (_ufunc, "_compute_cpu")
+    module, name = (cores, "compute") if exact_bits() else (torch_cpu, "compute")
     real = getattr(module, name)
 
     def spy(*args: Any, **kwargs: Any) -> Any:

@@ -401,10 +401,10 @@ def test_torch_already_imported_is_used_at_once(tmp_path):
     proc = run_python(
         """
         import torch, numpy as np, np2torch.runtime as r
-        from np2torch.runtime import _ufunc
+        from np2torch.runtime._paths import torch_cpu
         calls = []
-        real = _ufunc._compute_cpu
-        _ufunc._compute_cpu = lambda *a: calls.append(a) or real(*a)
+        real = torch_cpu.compute
+        torch_cpu.compute = lambda *a: calls.append(a) or real(*a)
         r.exp(np.full(100_000, 0.5, dtype=np.float32))
         print(len(calls))
         """,

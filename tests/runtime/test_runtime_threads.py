@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 import np2torch.runtime as np2t
-from np2torch.runtime import _profile, _ufunc
+from np2torch.runtime import _profile
 from np2torch.runtime._model import Curve, Profile
-from np2torch.runtime._paths import blocks
+from np2torch.runtime._paths import blocks, torch_cpu
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -86,7 +86,7 @@ def test_a_program_thread_started_inside_a_helper_keeps_torchs_threads(two_torch
     torch = two_torch_threads
     default = torch.get_num_threads()
     seen: List[int] = []
-    real = _ufunc.torch_op
+    real = torch_cpu.torch_op
 
     def op_that_starts_a_thread(name: str) -> Any:
         op = real(name)
@@ -99,7 +99,7 @@ def test_a_program_thread_started_inside_a_helper_keeps_torchs_threads(two_torch
 
         return wrapped
 
-    monkeypatch.setattr(_ufunc, "torch_op", op_that_starts_a_thread)
+    monkeypatch.setattr(torch_cpu, "torch_op", op_that_starts_a_thread)
     x = np.linspace(-2, 2, 8 * blocks.MIN_BLOCK)
     with np2t.using(device="cpu", min_size=0):
         np2t.exp(x)

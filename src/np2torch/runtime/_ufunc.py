@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Literal, Mapping, Tuple, 
 
 import numpy as np
 
-from ._backend import begin_torch_work, can_view, cuda_available, end_torch_work, load_torch, tensor_view
+from ._backend import begin_torch_work, can_view, cuda_available, end_torch_work, load_torch
 from ._dask import DASK_ARRAY, is_dask_array
 from ._dask import elementwise as dask_elementwise
 from ._decide import Route, original_reason
@@ -51,13 +51,12 @@ from ._exact.errstate import (
     scipy_reports,
 )
 from ._helper import ABSENT, PUBLIC_MODULE, Helper, ufunc_signature
-from ._paths import blocks, cores
+from ._paths import cores, torch_cpu
 from ._paths.cuda import cuda_unary
 from ._record import Record
 from ._state import PROCESS, SCOPED, TAKEN
 
 if TYPE_CHECKING:
-    import torch
 
     from ._config import RuntimeSettings
     from .table import Function
@@ -432,7 +431,7 @@ def _prepare(state: Ufunc, settings: RuntimeSettings, x: np.ndarray, args: Tuple
             return Declined("an out= array torch cannot write exactly (overlapping, broadcast, read-only or another "
                             "layout)")
         inplace = relation
-    if inplace and checks is not None and out is not None and not _flat_pair(out, out):
+    if inplace and checks is not None and out is not None and not torch_cpu.flat_pair(out, out):
         return Declined("in place under a reporting np.errstate on a non-contiguous array")
     if checks is not None and checks.under and not _dense_loop(x, out, order):
         # NumPy's loops raise the underflow flag by layout: the contiguous float16 loops convert with SIMD
@@ -549,15 +548,6 @@ def _allocate(x: np.ndarray, plan: Plan, order: Literal["K", "A", "C", "F"]) -> 
     return allocated
 
 
-def _flat_pair(a: np.ndarray, b: np.ndarray) -> bool:
-    """Whether ``a`` and ``b`` are dense with the same layout, so 1-D views pair elements."""
-    return a.strides == b.strides and a.itemsize == b.itemsize and (a.flags.c_contiguous or a.flags.f_contiguous)
-
-
-def _flat(a: np.ndarray) -> np.ndarray:
-    return a.ravel(order="K")
-
-
 def _run(
     state: Ufunc,
     device: str,
@@ -584,103 +574,14 @@ def _run(
     others = checks is not None and checks.others
     dense = bool(result.flags.c_contiguous or result.flags.f_contiguous)
     if device != "cpu" and dense:
-        if not _flat_pair(src, result):
+        if not torch_cpu.flat_pair(src, result):
             np.copyto(result, src, casting="unsafe")
             src = result
-        suspicious = cuda_unary(torch_op, _flat(src), _flat(result), device, plan.cuda_wide, others)
+        suspicious = cuda_unary(torch_op, torch_cpu.flat(src), torch_cpu.flat(result), device, plan.cuda_wide, others)
     else:
-        suspicious = not _compute_cpu(torch_op, plan, src, result, threads, others)
+        suspicious = not torch_cpu.compute(torch_op, plan.wide, src, result, threads, others)
     if under or suspicious:
         _settle_and_report(state, x, result, under)
-
-
-def _compute_cpu(op_name: str, plan: Plan, src: np.ndarray, dst: np.ndarray, threads: int, check: bool) -> bool:
-    """``dst[...] = op(src)`` with torch on the host, in blocks fixed by the size (:mod:`._paths.blocks`): the same
-    bits on any number of threads.  Returns whether every result is finite (True unasked: ``check`` False)."""
-    if _flat_pair(src, dst):
-        return _blocks(op_name, plan, src, dst, threads, check)
-    if dst.flags.c_contiguous or dst.flags.f_contiguous:
-        np.copyto(dst, src, casting="unsafe")  # NumPy's exact copy into the result's own dense layout
-        return _blocks(op_name, plan, dst, dst, threads, check)
-    # An out= that is not dense: computed in a dense buffer, then copied into it.
-    dense = np.empty(dst.shape, dst.dtype)
-    np.copyto(dense, src, casting="unsafe")
-    finite = _blocks(op_name, plan, dense, dense, threads, check)
-    np.copyto(dst, dense)
-    return finite
-
-
-def _blocks(op_name: str, plan: Plan, src: np.ndarray, dst: np.ndarray, threads: int, check: bool) -> bool:
-    """:func:`_compute_cpu` of a dense ``src`` and ``dst`` laid out alike, as 1-D blocks."""
-    import torch
-
-    op = torch_op(op_name)
-    flat_src, flat_dst = tensor_view(_flat(src)), tensor_view(_flat(dst))
-    wide: torch.dtype | None = None if plan.wide is None else getattr(torch, plan.wide)
-
-    def block(start: int, stop: int) -> bool:
-        part = flat_dst[start:stop]
-        if wide is None:
-            op(flat_src[start:stop], out=part)
-        else:
-            tmp = flat_src[start:stop].to(wide)
-            op(tmp, out=tmp)
-            part.copy_(tmp)
-        return not check or _all_finite(part)
-
-    return all(blocks.elementwise(flat_dst.numel(), block, threads))
-
-
-if TYPE_CHECKING:
-    TorchOp = Callable[..., torch.Tensor]
-    """A torch elementwise function: ``op(tensor, out=tensor) -> tensor``."""
-
-
-def torch_op(name: str) -> TorchOp:
-    """``torch.<name>`` (a dotted name such as ``special.ndtr`` too), or a composition in :data:`_COMPOSED`."""
-    composed = _COMPOSED.get(name)
-    if composed is not None:
-        return composed
-    import torch
-
-    op: Any = torch
-    for part in name.split("."):
-        op = getattr(op, part)
-    found: TorchOp = op
-    return found
-
-
-def _erfinv_unsigned_zero(t: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-    # scipy.special.erfinv(-0.0) is +0.0 where torch.erfinv gives -0.0; adding
-    # +0.0 changes only that sign (-0.0 + 0.0 == +0.0; every other value, NaN
-    # included, is unchanged).
-    import torch
-
-    return torch.erfinv(t, out=out).add_(0.0)
-
-
-# torch_op names the runtime composes itself (CPU only: a row using one lists no CUDA loops).
-_COMPOSED: Mapping[str, TorchOp] = {"erfinv_unsigned_zero": _erfinv_unsigned_zero}
-
-
-def _all_finite(t: torch.Tensor) -> bool:
-    """One multithreaded pass over the result: does it hold only finite values?
-
-    float64: a sum is finite only if every term is (a sum that overflows is a
-    false alarm, settled by the precise pass).  Narrower types: min and max,
-    which propagate NaN (a float32 sum overflows too easily, and summing it in
-    float64 costs ten times more on the CPU).
-    """
-    import torch
-
-    if t.is_complex():
-        t = torch.view_as_real(t)
-    if t.numel() == 0:
-        return True
-    if t.dtype == torch.float64:
-        return math.isfinite(float(t.sum()))
-    low, high = torch.aminmax(t)
-    return math.isfinite(float(low)) and math.isfinite(float(high))
 
 
 def _suspects(x: np.ndarray, result: np.ndarray, under: bool) -> np.ndarray:
@@ -731,7 +632,7 @@ def _settle_and_report(state: Ufunc, x: np.ndarray, result: np.ndarray, under: b
         _report(state, _settle(state, x, result, under))
         return
     flagged = Flagged(state.load())
-    src, dst = _flat(x), _flat(result)
+    src, dst = torch_cpu.flat(x), torch_cpu.flat(result)
     for start in range(0, dst.size, SETTLE_BLOCK):
         flagged.settle(src[start : start + SETTLE_BLOCK], dst[start : start + SETTLE_BLOCK], under)
     flagged.report(state.name)
@@ -776,7 +677,7 @@ def _inplace_checked(state: Ufunc, plan: Plan, result: np.ndarray, checks: Error
     Pieces are a fixed number of elements (never a function of the thread count), cut into blocks as any call.
     """
     under = checks.under
-    flat = _flat(result)
+    flat = torch_cpu.flat(result)
     saved = np.empty(min(_INPLACE_PIECE, flat.size), dtype=flat.dtype)
     flagged = Flagged(state.load()) if records_flags() else None
     suspects: list[np.ndarray] = []
@@ -784,7 +685,7 @@ def _inplace_checked(state: Ufunc, plan: Plan, result: np.ndarray, checks: Error
         part = flat[start : start + _INPLACE_PIECE]
         kept = saved[: part.size]
         np.copyto(kept, part)
-        if not _compute_cpu(state.row.torch_op, plan, part, part, threads, True) or under:
+        if not torch_cpu.compute(state.row.torch_op, plan.wide, part, part, threads, True) or under:
             if flagged is not None:
                 for a in range(0, part.size, SETTLE_BLOCK):
                     flagged.settle(kept[a : a + SETTLE_BLOCK], part[a : a + SETTLE_BLOCK], under)

@@ -16,7 +16,9 @@ of its module:
   every core (:mod:`.cores`);
 * ``cpu1`` and ``cpu`` -- torch on the CPU, on one thread or on the workers of
   :mod:`.blocks` (the workers both every-core paths share: blocks fixed by the
-  shape, so the bits never depend on the thread count);
+  shape, so the bits never depend on the thread count); a one-operand op's is
+  :mod:`.torch_cpu`, a two-operand op's and a reduction's their helpers' own
+  (:mod:`.._binary`, :mod:`.._logsumexp`, :mod:`.._softmax`);
 * ``cuda`` -- host to device to host, streamed in chunks (:mod:`.cuda`).
 
 Nothing here imports the modules that decide (:mod:`.._decide`,
