@@ -412,14 +412,14 @@ def _torch_import(imported: bool) -> Iterator[None]:
         yield
         return
     state = {"imported": False}
-    saved = _decide.torch_ready, _decide.load_torch, _decide._import_seconds
+    saved = _decide.torch_ready, _decide.load_torch, _decide.rental_threshold
     _decide.torch_ready = lambda: state["imported"]
     _decide.load_torch = lambda: state.update(imported=True) or True
-    _decide._import_seconds = lambda: 0.0 if PROCESS.saved > 0 else float("inf")  # paid after enough calls
+    _decide.rental_threshold = lambda: 0.0 if PROCESS.saved > 0 else float("inf")  # paid after enough calls
     try:
         yield
     finally:
-        _decide.torch_ready, _decide.load_torch, _decide._import_seconds = saved
+        _decide.torch_ready, _decide.load_torch, _decide.rental_threshold = saved
 
 
 # ---------------------------------------------------------------- the tables

@@ -351,8 +351,8 @@ def _synthetic_profile_for_rental(tmp_path: Path, saving: float, import_seconds:
     return write_profile(tmp_path / "rental.json", {"exp/float32": curve}, import_seconds)
 
 
-def test_ski_rental_imports_torch_when_the_savings_reach_its_cost(tmp_path):
-    path = _synthetic_profile_for_rental(tmp_path, saving=1e-3, import_seconds=0.0095)  # the 10th call pays
+def test_ski_rental_imports_torch_when_the_savings_reach_ten_times_its_cost(tmp_path):
+    path = _synthetic_profile_for_rental(tmp_path, saving=1e-3, import_seconds=0.00095)  # the 10th call pays
     proc = run_python(
         """
         import sys, numpy as np, np2torch.runtime as r
@@ -373,7 +373,7 @@ def test_ski_rental_imports_torch_when_the_savings_reach_its_cost(tmp_path):
 def test_ski_rental_counts_predictions_never_measured_time(tmp_path):
     # The profile predicts the original at 2 ms (torch saving half of it); this input's original takes 30 ms.
     # The rental counts the prediction only: torch is imported by the tenth call, however slow the original.
-    path = _synthetic_profile_for_rental(tmp_path, saving=1e-3, import_seconds=0.0095)
+    path = _synthetic_profile_for_rental(tmp_path, saving=1e-3, import_seconds=0.00095)
     proc = run_python(
         """
         import sys, time, numpy as np, np2torch.runtime as r
@@ -488,7 +488,7 @@ def test_reading_the_profile_elsewhere_does_not_end_the_deferral():
 
 def test_a_program_asking_which_imports_torch_at_the_same_call_as_without(tmp_path):
     # A program that logs which() must switch to torch at the same call, so every result is the same.
-    path = _synthetic_profile_for_rental(tmp_path, saving=1e-3, import_seconds=0.0095)
+    path = _synthetic_profile_for_rental(tmp_path, saving=1e-3, import_seconds=0.00095)
     code = """
         import os, sys, numpy as np, np2torch.runtime as r
         x = np.full(100_000, 0.5, dtype=np.float32)
@@ -544,7 +544,7 @@ def test_which_says_where_and_why():
 
 
 def test_which_changes_nothing(tmp_path):
-    path = _synthetic_profile_for_rental(tmp_path, saving=1e-3, import_seconds=0.0005)
+    path = _synthetic_profile_for_rental(tmp_path, saving=1e-3, import_seconds=0.00005)
     proc = run_python(
         """
         import sys, numpy as np, np2torch.runtime as r

@@ -279,7 +279,7 @@ def _rental_route(fallback: str, path: str, forecast: Forecast, n: int, klass: s
                f"depends on how other threads were scheduled); the profile's {_reason(forecast.curve, path, n, forecast.origin, klass)}")
     else:
         why = (f"{now}, for now: torch is not imported yet, and is imported once the time the profile predicts it would "
-               f"have saved reaches its import cost ({PROCESS.saved:.3g} of {_import_seconds():.3g} s); then "
+               f"have saved reaches {1 / IMPORT_SHARE:g} times its import cost ({PROCESS.saved:.3g} of {rental_threshold():.3g} s); then "
                f"{_reason(forecast.curve, path, n, forecast.origin, klass)}")
     return Route(fallback, "cpu", why)
 
@@ -320,9 +320,23 @@ def explicit_cuda_unmeasured(device: str, n: int, cuda_ok: bool, name: str, dtyp
                  f"{CUDA_UNMEASURED_FROM:,} elements (run `np2torch tune` on this machine)")
 
 
-def _import_seconds() -> float:
+IMPORT_SHARE = 0.1
+"""The most torch's import may cost a program, as a share of the time it spent in the calls that paid for it.
+
+The rental imports torch once the savings it predicts reach the import's charge divided by this share
+(:func:`_rent`).  Each counted call's predicted saving is less than that call's own predicted time on the
+exact path it took, so a program that switches has spent at least the threshold in those calls, and one that
+ends right after the switch pays at most this share of that time for an import it never earns back.  With
+a threshold of one charge such a program could take up to twice as long: an lmfit fit of 11.6 s on the
+reference VM imported torch at its 1,223rd and nearly last ``erf`` call (docs/benchmarks.md, 2026-11-29).
+The price: torch comes later, after ~40 s of predicted savings there instead of ~4 s."""
+
+
+def rental_threshold() -> float:
+    """The predicted savings (seconds) at which the rental imports torch: the import's charge over
+    :data:`IMPORT_SHARE`."""
     active = _profile.active()
-    return (active.machine or active.builtin).import_seconds
+    return (active.machine or active.builtin).import_seconds / IMPORT_SHARE
 
 
 _SAVINGS_KEPT = 1024
@@ -331,7 +345,7 @@ _SAVINGS_KEPT = 1024
 
 def _rent(forecast: Forecast, path: str, fallback: str, n: int) -> bool:
     """Ski rental: count this call's predicted saving over the exact path it takes now (``fallback``); load torch
-    once the savings pay for importing it.
+    once the savings reach :func:`rental_threshold` (ten times the import's charge: :data:`IMPORT_SHARE`).
 
     Predictions only (the profile's time of each path for the call's size and shape class), never
     a measured time: the call that imports torch is the same one on every run of the program.  Only the main
@@ -350,7 +364,7 @@ def _rent(forecast: Forecast, path: str, fallback: str, n: int) -> bool:
         if torch_ready():
             return True
         PROCESS.saved += saving
-        if PROCESS.saved < _import_seconds():
+        if PROCESS.saved < rental_threshold():
             return False
     PROCESS.rented = True
     return load_torch()

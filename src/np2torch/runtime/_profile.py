@@ -46,7 +46,7 @@ _BUILTIN_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "builti
 
 # ---------------------------------------------------------------- the fingerprint
 
-MEASURED_AS = 4
+MEASURED_AS = 5
 """What a profile's timings mean, as part of its fingerprint: raised when a path's code changes what
 ``tune`` measures for it, so that profiles measured before are measured again, not read as this
 code's.  2: the pool runs a call's blocks on several threads (1 ran them one after the other), and
@@ -54,7 +54,8 @@ logsumexp's original path along a short contiguous axis is SciPy's arithmetic wi
 3: a time is the median of a size's paths timed interleaved (2: the fastest of three, path after
 path, which favoured the pool where its margin was thin).  4: the original on every core is measured,
 and the import cost is the rental's charge (the cold import after NumPy and SciPy, at least twice the
-warm one)."""
+warm one).  5: every curve reaches the far size (:func:`._calibrate.measure`), where 4's stopped
+once the original took 50 ms, and the model kept that size's ratios for every larger call."""
 
 
 def fingerprint() -> dict[str, Any]:
