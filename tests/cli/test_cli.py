@@ -329,7 +329,7 @@ def test_syntax_error_is_one_line_and_others_go_on(capsys: pytest.CaptureFixture
     write("bad.py", "import numpy as np\ndef f(:\n    np.exp(x)\n")
     write("good.py", EXP)
     code, out, err = run(capsys, "check", "bad.py", "good.py")
-    assert code == 2
+    assert code == 1  # a syntax error is a finding, as ruff's invalid-syntax
     [line] = err.splitlines()
     assert line.startswith("bad.py:2:") and ": error: " in line
     assert "good.py:3:5: NPT001" in out
@@ -340,7 +340,7 @@ def test_fix_with_a_syntax_error_elsewhere_still_fixes_the_rest(capsys: pytest.C
     bad = write("bad.py", "import numpy as np\nx = np.exp(\n")
     good = write("good.py", EXP)
     code, _, err = run(capsys, "fix", "bad.py", "good.py")
-    assert code == 2 and err.startswith("bad.py:")
+    assert code == 1 and err.startswith("bad.py:")
     assert bad.read_text() == "import numpy as np\nx = np.exp(\n" and "np2t.exp" in good.read_text()
 
 
@@ -652,7 +652,7 @@ def test_file_names_that_are_not_utf8(capsysbinary: pytest.CaptureFixture[bytes]
     write(os.fsdecode(b"broken\xfe.py"), "import numpy as np\ny = np.exp(x\n")
     code = main(["check", "--no-cache", "--format", fmt, "."])
     out, err = capsysbinary.readouterr()
-    assert code == 2
+    assert code == 1
     [error] = err.splitlines()
     assert error.startswith(b"broken\xfe.py:2:") and b"Traceback" not in out + err
     if fmt == "text":
@@ -691,7 +691,7 @@ def test_json_stays_valid_when_a_file_fails(capsys: pytest.CaptureFixture[str]) 
     write("bad.py", "import numpy as np\nnp.exp(\n")
     code, out, err = run(capsys, "check", "--format", "json", "good.py", "bad.py")
     document = json.loads(out)
-    assert code == 2 and [(f["path"], f["code"]) for f in document] == [("good.py", "NPT001"), ("bad.py", None)]
+    assert code == 1 and [(f["path"], f["code"]) for f in document] == [("good.py", "NPT001"), ("bad.py", None)]
     assert (document[1]["line"], document[1]["fixable"]) == (2, False)  # as ruff's syntax errors: code null
     assert err.startswith("bad.py:2:")
 

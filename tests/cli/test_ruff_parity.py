@@ -297,6 +297,36 @@ def test_add_noqa_refuses_a_diff_as_ruffs(tree: Path, monkeypatch: pytest.Monkey
     assert (tree / "a.py").read_text() == SOURCE
 
 
+BROKEN = "import numpy as np\ny = np.exp(\n"  # the prefilter lets it through to the parser
+
+
+@pytest.mark.parametrize("flags", [
+    pytest.param((), id="check"),
+    pytest.param(("--exit-zero",), id="--exit-zero"),
+    pytest.param(("--output-format", "json"), id="json"),
+    pytest.param(("--statistics",), id="--statistics"),
+    pytest.param(("--fix",), id="--fix"),
+    pytest.param(("--fix", "--exit-zero"), id="--fix --exit-zero"),
+    pytest.param(("--fix-only",), id="--fix-only"),
+    pytest.param(("--diff",), id="--diff"),
+    pytest.param(("--add-noqa",), id="--add-noqa"),
+])
+@pytest.mark.parametrize("files", [("bad.py",), ("bad.py", "a.py")], ids=["alone", "beside a file with a finding"])
+def test_a_syntax_error_exits_as_ruffs(
+    tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], flags: tuple[str, ...],
+    files: tuple[str, ...],
+) -> None:
+    _config(tree, "", "")
+    (tree / "bad.py").write_text(BROKEN)
+    theirs = _ruff(tree, "check", "--no-cache", *flags, *files)
+    (tree / "a.py").write_text(SOURCE)  # as ruff found it (--fix, --add-noqa rewrote it)
+    monkeypatch.chdir(tree)
+    code = main(["check", "--no-cache", *flags, *files])
+    assert code == theirs.returncode != 2
+    assert capsys.readouterr().err.startswith("bad.py:2:11: error: SyntaxError: ")  # one line, file and position
+    assert (tree / "bad.py").read_text() == BROKEN
+
+
 GLOB_TREE = ("a.py", "sub/b.py", "sub/deep/c.py", "other/sub/e.py", "sub.py", "pkg/gen/h.py", "deep/m.py")
 GLOBS = ("sub/*.py", "./sub/*.py", "sub/deep/../*.py", "sub/./b.py", "sub", "sub/", "/sub", "*/*.py", "a*.py",
          "{sub,deep}/*.py", "s?b/b.py", "sub/**", "**/deep", "gen")

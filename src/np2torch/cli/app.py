@@ -2,9 +2,9 @@
 
 Exit codes: 0 nothing found (or ``--exit-zero``), 1 findings (``fix``: findings
 left, a ``--diff`` to show, or with ``--exit-non-zero-on-fix`` a file changed),
-2 a usage or configuration error, or a file that could not be read, parsed or
-fixed.  Only ``-`` (with ``--stdin-filename``) reads stdin, as ruff's: pre-commit runs
-hooks without one.
+2 a usage or configuration error, or a file that could not be read or fixed.  A
+syntax error is a finding, as ruff's ``invalid-syntax`` is.  Only ``-`` (with
+``--stdin-filename``) reads stdin, as ruff's: pre-commit runs hooks without one.
 """
 
 from __future__ import annotations
@@ -200,7 +200,8 @@ _SHARED_OPTIONS = [
                  help="How findings are printed (default: concise; `text` is concise). `--format` is an alias."),
     click.option("-o", "--output-file", type=click.Path(dir_okay=False, path_type=str), metavar="PATH",
                  help="Write the findings (and the summary) to this file instead of stdout."),
-    click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings (errors still exit 2)."),
+    click.option("--exit-zero", is_flag=True,
+                 help="Exit 0 even when there are findings or syntax errors (other errors still exit 2)."),
     click.option("-q", "--quiet", is_flag=True, help="Print findings and errors only, no summary."),
     click.option("--config", "config_options", multiple=True, metavar="PATH | KEY=VALUE",
                  help="A configuration file for every path instead of the nearest one (pyproject.toml's "
@@ -667,6 +668,7 @@ def _report(mode: str, results: list[runner.FileResult], *, fmt: str, quiet: boo
     ``lint_settings``: each file's, by displayed path, for the fixes the JSON formats show (``check`` only)."""
     out = out or _Output(None)
     failed = sum(1 for r in results if r.errors)
+    broken = sum(1 for r in results if r.errors and not r.invalid_syntax)  # exit 2; a syntax error is a finding
     for result in results:
         for message in result.errors:
             _error(message)
@@ -682,9 +684,9 @@ def _report(mode: str, results: list[runner.FileResult], *, fmt: str, quiet: boo
                 _error(line)
         if not quiet:
             _error(diff_summary(sum(r.fixed for r in changed), len(changed)))
-        return 2 if failed else (1 if changed and not exit_zero else 0)
+        return 2 if broken else (1 if changed and not exit_zero else 0)
     if mode == runner.NOQA:
-        return _report_noqa(results, quiet=quiet, failed=failed)
+        return _report_noqa(results, quiet=quiet, failed=broken)
 
     findings = sorted((f for r in results for f in r.findings), key=sort_key)
     problems = [problem(r.display, m) for r in results for m in r.errors]
@@ -695,7 +697,7 @@ def _report(mode: str, results: list[runner.FileResult], *, fmt: str, quiet: boo
                 out.echo(line, err=err)
         if not quiet:
             out.echo(fix_only_summary(sum(r.fixed for r in results), hidden), err=err)
-        return 2 if failed else 0
+        return 2 if broken else 0
     if stats:
         lines = statistics(findings, fmt, _RULE_NAMES)
     elif show_fixes and fmt == "concise":  # `full` shows the fix itself; the others keep their shape
@@ -719,9 +721,9 @@ def _report(mode: str, results: list[runner.FileResult], *, fmt: str, quiet: boo
                                   left_out)
         for line in summary:
             out.echo(line, err=err)
-    if failed:
+    if broken:
         return 2
-    return 1 if findings and not exit_zero else 0
+    return 1 if (findings or failed) and not exit_zero else 0
 
 
 def _report_noqa(results: list[runner.FileResult], *, quiet: bool, failed: int) -> int:

@@ -57,6 +57,9 @@ class FileResult:
     findings: list[Finding] = field(default_factory=list)
     """``check``: the findings; ``fix``: those left after fixing (positions in the fixed text)."""
     errors: list[str] = field(default_factory=list)
+    invalid_syntax: bool = False
+    """:attr:`errors` is the file's syntax (it does not parse, or needs a newer Python than ``target-version``):
+    as ruff's ``invalid-syntax`` diagnostic, it counts as a finding for the exit status, not as a failure."""
     fixed: int = 0
     changed: bool = False
     """``fix``: the file was rewritten; ``--diff``: it would be."""
@@ -128,7 +131,7 @@ def newer_syntax_result(display: str, needed: tuple[int, int], target: tuple[int
     version = f"{needed[0]}.{needed[1]}"
     if target is not None and target < needed:
         return FileResult(display, errors=[f"{display}: error: uses Python {version} syntax, but target-version "
-                                           f"is py{target[0]}{target[1]}"])
+                                           f"is py{target[0]}{target[1]}"], invalid_syntax=True)
     return FileResult(display, warnings=[f"{display}: warning: needs Python >= {version} to analyse; skipped "
                                          f"(this is Python {sys.version_info[0]}.{sys.version_info[1]})"])
 
@@ -176,7 +179,7 @@ def _run_job(job: Job) -> FileResult:
     except engine.NewerSyntaxError as exc:
         return newer_syntax_result(job.display, exc.needed, job.settings.target_version)
     except engine.SourceError as exc:
-        return FileResult(job.display, errors=[_source_error(job.display, exc)])
+        return FileResult(job.display, errors=[_source_error(job.display, exc)], invalid_syntax=True)
     except engine.FixError as exc:
         # A bug in np2torch's rewrite: the file stays as it was, and what check finds in it is still true.
         return FileResult(job.display, findings=sorted(_check(job), key=sort_key),
