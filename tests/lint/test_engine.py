@@ -87,6 +87,23 @@ def test_class_attribute_is_reported_not_rewritten() -> None:
     assert (second.line, second.fixable) == (5, True)
 
 
+def test_the_class_attribute_reason_is_true_of_every_helper() -> None:
+    # A ufunc's helper (the C front, or without it an Unbound) binds as a ufunc does, not as a method; logsumexp's,
+    # softmax's are Python functions standing in for Python functions: each binds as its original does.
+    import importlib
+
+    import np2torch.runtime as np2t
+
+    for rule in RULES:
+        if not rule.helper or rule.pattern:  # a pattern (NPT9xx) rewrites calls only, never a reference
+            continue
+        module, _, name = rule.qualname.rpartition(".")
+        original, helper = getattr(importlib.import_module(module), name), getattr(np2t, rule.helper)
+        kind = type("K", (), {"original": original, "helper": helper})
+        assert (kind().original is original) == (kind().helper is helper), rule.code
+    assert "binds as a method" not in REASON_CLASS_ATTRIBUTE and "binds as the original does" in REASON_CLASS_ATTRIBUTE
+
+
 def test_a_reference_is_an_unsafe_fix() -> None:
     source = "import numpy as np\nact = np.exp\ny = np.exp(x)\n"
     reference, call = check_source(source)

@@ -29,8 +29,9 @@ span is what the fix replaces.
   ``match`` value pattern), used as a lookup key (dict key, set member,
   subscript), inspected by a builtin (``isinstance``, ``type``, ``getattr``,
   ...), a method called on it (``np.log.reduce(x)``, ``np.exp.at(...)``), or
-  made a class attribute in a class body (``f = np.exp``: a plain function
-  there binds as a method, a ufunc does not);
+  made a class attribute in a class body (``f = np.exp``: the helper binds as
+  the original does, but it is a different object wherever the attribute is
+  read; not fixed even with ``Settings.unsafe_fixes``);
 * reading a plain attribute of the function (``np.exp.__name__``, ``np.exp.nin``)
   does not pass the function on and computes nothing: no finding;
 * anything inside a function that numba, JAX, TorchScript/``torch.compile`` or
@@ -135,7 +136,8 @@ REASON_REFERENCE = (
     "`isinstance(f, np.ufunc)`, `.nin` change where it flows): applied only with --unsafe-fixes"
 )
 REASON_CLASS_ATTRIBUTE = (
-    "it becomes a class attribute, where the helper (a plain function) binds as a method and a ufunc does not"
+    "it becomes a class attribute, read through instances and subclasses, where the helper is a different object "
+    "than the original (`is`, `isinstance(f, np.ufunc)`, `.nin`, `.reduce`); it binds as the original does"
 )
 REASON_NO_IMPORT_PLACE = (
     "no line can hold the runtime import: it must run before the first statement that can run a rewritten "
