@@ -329,7 +329,7 @@ def test_a_syntax_error_exits_as_ruffs(
 
 GLOB_TREE = ("a.py", "sub/b.py", "sub/deep/c.py", "other/sub/e.py", "sub.py", "pkg/gen/h.py", "deep/m.py")
 GLOBS = ("sub/*.py", "./sub/*.py", "sub/deep/../*.py", "sub/./b.py", "sub", "sub/", "/sub", "*/*.py", "a*.py",
-         "{sub,deep}/*.py", "s?b/b.py", "sub/**", "**/deep", "gen")
+         "{sub,deep}/*.py", "s?b/b.py", "sub/**", "**/deep", "gen", "[a-c].py", "[!s]*.py", "[!]]*.py")
 
 
 @pytest.fixture
@@ -353,8 +353,8 @@ def test_exclude_and_include_globs_as_ruffs(
 ) -> None:
     (glob_tree / "pyproject.toml").write_text(f"[tool.ruff]\n{key} = [{pattern!r}]\n[tool.np2torch]\n{key} = [{pattern!r}]\n")
     theirs = _relative(glob_tree, _ruff(glob_tree, "check", "--no-cache", "--show-files", ".").stdout)
-    _code, ours = _np2torch(glob_tree, monkeypatch, capsys, "check", "--show-files", ".")
-    assert _relative(glob_tree, ours) == theirs
+    code, ours = _np2torch(glob_tree, monkeypatch, capsys, "check", "--show-files", ".")
+    assert _relative(glob_tree, ours) == theirs and code == 0
     if key != "include":  # on the command line too, relative to the working directory
         (glob_tree / "pyproject.toml").write_text("[tool.ruff]\n[tool.np2torch]\n")
         theirs = _relative(glob_tree, _ruff(glob_tree, "check", "--no-cache", "--show-files", f"--{key}", pattern,
@@ -370,8 +370,8 @@ def test_per_file_ignores_globs_as_ruffs(
     # in the file and on the command line (`./sub/*.py` there once matched nothing), from a folder below too
     _config(glob_tree, f"per-file-ignores = {{{pattern!r} = ['F401']}}", f"per-file-ignores = {{{pattern!r} = ['NPT001']}}")
     theirs = _relative(glob_tree, _ruff(glob_tree, "check", "--no-cache", "--output-format", "concise", ".").stdout)
-    _code, ours = _np2torch(glob_tree, monkeypatch, capsys, "check", "--no-cache", ".")
-    assert _relative(glob_tree, ours) == theirs
+    code, ours = _np2torch(glob_tree, monkeypatch, capsys, "check", "--no-cache", ".")
+    assert _relative(glob_tree, ours) == theirs and code != 2
     _config(glob_tree, "", "")
     for cwd in (glob_tree, glob_tree / "sub"):
         theirs = _relative(cwd, _ruff(cwd, "check", "--no-cache", "--output-format", "concise", "--per-file-ignores",
@@ -379,6 +379,21 @@ def test_per_file_ignores_globs_as_ruffs(
         _code, ours = _np2torch(cwd, monkeypatch, capsys, "check", "--no-cache", "--per-file-ignores",
                                 f"{pattern}:NPT001", ".")
         assert _relative(cwd, ours) == theirs, cwd
+
+
+@pytest.mark.parametrize("key", ["exclude", "extend-exclude", "include"])
+def test_a_name_pattern_also_matches_the_folders_above_the_project_as_ruffs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], key: str,
+) -> None:
+    # ruff keeps `*tree*` as written beside `<root>/*tree*` and matches the absolute path against both
+    tree = tmp_path / "tree"
+    for name in GLOB_TREE:
+        (tree / name).parent.mkdir(parents=True, exist_ok=True)
+        (tree / name).write_text(SOURCE)
+    (tree / "pyproject.toml").write_text(f"[tool.ruff]\n{key} = ['*tree*']\n[tool.np2torch]\n{key} = ['*tree*']\n")
+    theirs = _relative(tree, _ruff(tree, "check", "--no-cache", "--show-files", ".").stdout)
+    _code, ours = _np2torch(tree, monkeypatch, capsys, "check", "--show-files", ".")
+    assert _relative(tree, ours) == theirs == (set(GLOB_TREE) if key == "include" else set())
 
 
 def test_an_extended_files_globs_stay_relative_to_its_folder(

@@ -82,10 +82,12 @@ class Discovery:
         self.errors: list[FileError] = []
 
     def includer(self, config: Config) -> FilePatterns:
-        """What a folder's walk collects: ``include`` and ``extend-include``, matched as exclude patterns."""
+        """What a folder's walk collects: ``include`` and ``extend-include``, matched as exclude patterns are but
+        against the path only (as ruff's: ``[a-c].py`` is no ``sub/b.py``)."""
         found = self._includes.get(id(config))
         if found is None:
-            found = self._includes[id(config)] = FilePatterns(config.root, config.include + config.extend_include)
+            found = self._includes[id(config)] = FilePatterns(config.root, config.include + config.extend_include,
+                                                              by_name=False)
         return found
 
     def matcher(self, config: Config) -> Excluder:

@@ -3,9 +3,12 @@
 ruff builds each pattern with the ``globset`` crate, ``literal_separator`` off (``*`` and ``?`` cross
 ``/``), and matches it twice: made absolute against the file's absolute path (joined to the folder it is
 relative to, ``.`` dropped, ``..`` taking off the folder before it, as the ``path-absolutize`` crate
-does), and, for a pattern without ``/`` (an exclude or include) or for every per-file-ignores key, as
-written against the file's name. So ``sub/*.py`` also covers ``sub/deep/c.py``, ``./sub/*.py`` is
-``sub/*.py``, ``build/`` is ``build`` at the folder, and ``/build`` the absolute path ``/build``.
+does), and, for every per-file-ignores key, as written against the file's name. An exclude or include
+pattern without ``/`` is also kept as written beside its absolute form, in the one set ruff matches the
+file's absolute path against (and, for an exclude only, its name): ``*build*`` covers every file below a
+folder ``/home/me/build-tools/`` above the project. So ``sub/*.py`` also covers ``sub/deep/c.py``,
+``./sub/*.py`` is ``sub/*.py``, ``build/`` is ``build`` at the folder, and ``/build`` the absolute path
+``/build``.
 """
 
 from __future__ import annotations
@@ -36,7 +39,8 @@ def glob_regex(pattern: str) -> str:
             out.append(".")
             i += 1
         elif char == "[":
-            end = pattern.find("]", i + 2)
+            first = i + 2 if pattern.startswith(("[!", "[^"), i) else i + 1
+            end = pattern.find("]", first + 1)  # a `]` first in the class is one of its characters
             if end == -1:
                 raise ValueError(f"unclosed character class in glob {pattern!r}")
             body = pattern[i + 1:end]
@@ -106,15 +110,17 @@ def matches(folder: str | os.PathLike[str], pattern: str, path: str, *, by_name:
 
 
 class FilePatterns:
-    """A set of exclude or include patterns relative to one folder, as ruff's ``FilePatternSet`` matches them."""
+    """A set of exclude or include patterns relative to one folder, as ruff's ``FilePatternSet`` matches them:
+    the path against every pattern, and with ``by_name`` (an exclude; ruff's include reads the path only) the
+    name against the patterns without ``/``."""
 
-    def __init__(self, root: str | os.PathLike[str], patterns: Iterable[str]) -> None:
+    def __init__(self, root: str | os.PathLike[str], patterns: Iterable[str], *, by_name: bool = True) -> None:
         self.root = os.path.abspath(root)
         self._patterns = tuple(pattern for pattern in patterns if pattern)
         absolute = [glob_regex(absolute_glob(self.root, pattern)) for pattern in self._patterns]
         names = [glob_regex(pattern) for pattern in self._patterns if "/" not in _slashed(pattern)]
-        self._absolute = _alternatives(absolute)
-        self._names = _alternatives(names)
+        self._absolute = _alternatives(absolute + names)
+        self._names = _alternatives(names if by_name else [])
 
     def __bool__(self) -> bool:
         return bool(self._patterns)
