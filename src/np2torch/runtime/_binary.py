@@ -34,7 +34,7 @@ import functools
 import operator
 import sys
 from functools import reduce
-from typing import TYPE_CHECKING, Any, Callable, Union, cast
+from typing import TYPE_CHECKING, Any, Callable, Union
 
 import numpy as np
 
@@ -53,7 +53,7 @@ from ._exact.errstate import (
     scipy_reports,
 )
 from ._helper import ABSENT, PUBLIC_MODULE, Helper, dtype_name, ufunc_signature
-from ._paths import blocks, cores
+from ._paths import blocks, cores, torch_cpu
 from ._state import PROCESS, SCOPED, TAKEN
 
 if TYPE_CHECKING:
@@ -186,7 +186,7 @@ class Binary(Helper):
         import torch
 
         compute = getattr(torch, self.row.loops[dtype_name(loop)])
-        op = _torch_op(self.row.torch_op)
+        op = torch_cpu.torch_op(self.row.torch_op)
         t1, t2, out = _tensor(a1), _tensor(a2), torch.from_numpy(result)
         _blocked(op, compute, t1, t2, out, route.threads)
         return _non_finite(result)
@@ -435,12 +435,3 @@ def _tensor(a: np.ndarray) -> torch.Tensor:
     # A copy, not np.ascontiguousarray: an array already C-contiguous (a length-1 axis
     # with a negative stride) comes back from it unchanged, and torch rejects it.
     return torch.from_numpy(a if can_view(a) else a.copy(order="C"))
-
-
-def _torch_op(name: str) -> Callable[..., torch.Tensor]:
-    import torch
-
-    op: object = torch
-    for part in name.split("."):  # a dotted name: torch.special.xlog1py
-        op = getattr(op, part)
-    return cast("Callable[..., torch.Tensor]", op)

@@ -51,7 +51,7 @@ from ._exact.errstate import (
     scipy_reports,
 )
 from ._helper import ABSENT, PUBLIC_MODULE, Helper, ufunc_signature
-from ._paths import cores, torch_cpu
+from ._paths import BY_NAME, cores, torch_cpu
 from ._paths.cuda import cuda_unary
 from ._record import Record
 from ._state import PROCESS, SCOPED, TAKEN
@@ -168,9 +168,9 @@ class Ufunc(Helper):
             result = _allocate(x, plan, "K")
             cores.compute(self.load(), self.name, x, result, error_checks())
             return result
-        device = "cuda" if path == "cuda" else "cpu"
+        taken = BY_NAME[path]
         result = _allocate(x, plan, "K")
-        _run(self, device, plan, x, result, False, error_checks(), 1 if path == "cpu1" else 0)
+        _run(self, taken.device, plan, x, result, False, error_checks(), taken.threads)
         return result
 
     def which(self, *args: Any, **kwargs: Any) -> tuple[str, str]:
