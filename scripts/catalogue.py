@@ -763,7 +763,7 @@ def judge_reduction_path(cand: Candidate, dtype: np.dtype, path: str, compute: C
 def judge_reduction(cand: Candidate, samples: int) -> Dict[str, Any]:
     """softmax/log_softmax per loop: plain ``torch.<op>`` first, then the runtime's own torch path (runtime/_softmax.py)."""
     from np2torch.runtime import _softmax
-    from np2torch.runtime._decide import Route
+    from np2torch.runtime._decision.route import Route
 
     helper = _softmax.HELPERS[cand.name]
     route = Route("cpu", "cpu", "forced")

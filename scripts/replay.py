@@ -54,10 +54,12 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
-from np2torch.runtime import _backend, _decide, _profile
+from np2torch.runtime import _backend
 from np2torch.runtime._api import HELPERS
 from np2torch.runtime._config import RuntimeSettings
-from np2torch.runtime._model import ALL_PATHS, CPU_PATHS, Active, Curve, Profile, curve_key
+from np2torch.runtime._decision import profile as _profile
+from np2torch.runtime._decision import route as _route
+from np2torch.runtime._decision.model import ALL_PATHS, CPU_PATHS, Active, Curve, Profile, curve_key
 from np2torch.runtime._state import PROCESS
 from np2torch.runtime.table import FUNCTIONS_BY_NAME
 
@@ -349,7 +351,7 @@ def decide(name: str, dtype: str, n: int, device: str = "auto", call: bool = Fal
     the helper's floor, then its route (``call``: as a call, counting the ski rental; else as
     :func:`np2torch.runtime.which`, which predicts CUDA without a GPU here)."""
     cuda_ok = dtype in FUNCTIONS_BY_NAME[name].cuda_loops
-    if n < _decide.torch_floor(name, (dtype,)):
+    if n < _route.torch_floor(name, (dtype,)):
         return "numpy"
     route = HELPERS[name].route(dtype, n, RuntimeSettings(device), cuda_ok, dry_run=not call)
     return "numpy" if route is None else route.path
@@ -412,14 +414,14 @@ def _torch_import(imported: bool) -> Iterator[None]:
         yield
         return
     state = {"imported": False}
-    saved = _decide.torch_ready, _decide.load_torch, _decide.rental_threshold
-    _decide.torch_ready = lambda: state["imported"]
-    _decide.load_torch = lambda: state.update(imported=True) or True
-    _decide.rental_threshold = lambda: 0.0 if PROCESS.saved > 0 else float("inf")  # paid after enough calls
+    saved = _route.torch_ready, _route.load_torch, _route.rental_threshold
+    _route.torch_ready = lambda: state["imported"]
+    _route.load_torch = lambda: state.update(imported=True) or True
+    _route.rental_threshold = lambda: 0.0 if PROCESS.saved > 0 else float("inf")  # paid after enough calls
     try:
         yield
     finally:
-        _decide.torch_ready, _decide.load_torch, _decide.rental_threshold = saved
+        _route.torch_ready, _route.load_torch, _route.rental_threshold = saved
 
 
 # ---------------------------------------------------------------- the tables

@@ -21,9 +21,10 @@ from test_runtime_errstate import __file__ as ERRSTATE_FILE
 
 import np2torch.runtime as np2t
 from np2torch.lint.rules import RULES
-from np2torch.runtime import _model, _profile
 from np2torch.runtime import table as _table
 from np2torch.runtime._api import HELPERS
+from np2torch.runtime._decision import model as _model
+from np2torch.runtime._decision import profile as _profile
 from np2torch.runtime._paths import torch_cpu
 
 SPECS = {row.name: row for row in _table.ELEMENTWISE_FUNCTIONS}

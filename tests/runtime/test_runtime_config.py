@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 import np2torch.runtime as np2t
-from np2torch.runtime import _backend, _config, _decide, _ufunc
+from np2torch.runtime import _backend, _config, _ufunc
+from np2torch.runtime._decision import route as _route
 from np2torch.runtime._paths import torch_cpu
 from np2torch.runtime._state import PROCESS
 from np2torch.runtime.table import BINARY, ELEMENTWISE_FUNCTIONS, FUNCTIONS, FUNCTIONS_BY_NAME
@@ -139,7 +140,7 @@ def torch_loaded():
 
 
 def _first_torch_size(name: str, dtype: str) -> int | None:
-    bands = _decide.describe_bands(name, dtype, "cpu")
+    bands = _route.describe_bands(name, dtype, "cpu")
     return next((start for start, path in bands if path not in ("numpy", "cores")), None)
 
 
@@ -199,7 +200,7 @@ def test_explicit_cuda_without_cuda_is_a_clear_error(monkeypatch):
             np2t.exp(np.ones(100))
 
 
-@pytest.mark.parametrize("min_size, n", [(0, 100), (None, _decide.CUDA_UNMEASURED_FROM)])
+@pytest.mark.parametrize("min_size, n", [(0, 100), (None, _route.CUDA_UNMEASURED_FROM)])
 def test_which_says_an_explicit_cuda_call_without_cuda_raises(monkeypatch, min_size, n):
     # which() answered 'cuda' while the call raised: it now raises the call's error, word for word.
     from np2torch.runtime import _logsumexp

@@ -485,10 +485,11 @@ def test_small_arrays_go_straight_to_scipy(torch_path_calls: list, monkeypatch: 
 
 
 def test_thresholds_and_devices(torch_path_calls: list) -> None:
-    from np2torch.runtime import _backend, _decide
+    from np2torch.runtime import _backend
+    from np2torch.runtime._decision import route as _route
 
     _backend.load_torch()  # nothing to rent: the profile alone decides
-    bands = _decide.describe_bands("logsumexp", "float64", "cpu", "long-outer")
+    bands = _route.describe_bands("logsumexp", "float64", "cpu", "long-outer")
     first = next((start for start, path in bands if path != "numpy"), None)
     if first is None:
         pytest.skip("the built-in profile never sends float64 logsumexp along a long strided axis to torch")

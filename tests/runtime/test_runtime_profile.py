@@ -1,4 +1,4 @@
-"""The machine profile and the decisions made from it (runtime/_profile.py, _decide.py, _calibrate.py).
+"""The machine profile and the decisions made from it (runtime/_decision/: profile.py, route.py, calibrate.py).
 
 Decisions are checked on synthetic profiles (whose answer is known), the ski
 rental in fresh interpreters (whose torch import
@@ -23,10 +23,14 @@ import pytest
 from runtime_checks import assert_same_values
 
 import np2torch.runtime as np2t
-from np2torch.runtime import _backend, _calibrate, _decide, _load, _model, _profile
+from np2torch.runtime import _backend, _load
 from np2torch.runtime._api import HELPERS
+from np2torch.runtime._decision import calibrate as _calibrate
+from np2torch.runtime._decision import model as _model
+from np2torch.runtime._decision import profile as _profile
+from np2torch.runtime._decision import route as _route
+from np2torch.runtime._decision.model import Curve, Profile
 from np2torch.runtime._exact.slices import shape_class
-from np2torch.runtime._model import Curve, Profile
 from np2torch.runtime._state import PROCESS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -124,14 +128,14 @@ def test_a_prior_decides_without_the_one_thread_guard_and_measures_nothing():
     try:
         # the one-thread guard is not judged on another machine's one thread: the prior sends it to the pool,
         # and that is the decision (nothing is measured while the program runs)
-        assert _decide.route("exp", "float64", 10**7, "cpu", None, False, dry_run=True).path == "cpu"
-        found = _decide.route("exp", "float64", 10**7, "cpu", None, False)
+        assert _route.route("exp", "float64", 10**7, "cpu", None, False, dry_run=True).path == "cpu"
+        found = _route.route("exp", "float64", 10**7, "cpu", None, False)
         assert found is not None and found.path == "cpu" and "scaled to this machine" in found.why
         assert _profile.active().machine is None  # nothing recorded
         # the built-in profile alone (NP2TORCH_PROFILE=builtin) keeps the guard
         PROCESS.reload_profile()
         PROCESS.profile = _model.Active(None, builtin, None, {"cores": 16})
-        assert _decide.route("exp", "float64", 10**7, "cpu", None, False) is None
+        assert _route.route("exp", "float64", 10**7, "cpu", None, False) is None
     finally:
         PROCESS.reload_profile()
 
@@ -144,13 +148,13 @@ def test_a_reduction_is_decided_by_its_shape_class_and_falls_back_to_its_classle
     PROCESS.reload_profile()
     PROCESS.profile = _model.Active(Profile("m", {}, 1.0, 2, curves), Profile("builtin", {}, 1.0, 2), None, {"cores": 2})
     try:
-        short = _decide.route("logsumexp", "float64", 15_000, "cpu", None, False, klass="short-inner")
+        short = _route.route("logsumexp", "float64", 15_000, "cpu", None, False, klass="short-inner")
         assert short is not None and short.path == "cpu1" and "short-inner" in short.why
-        assert _decide.route("logsumexp", "float64", 15_000, "cpu", None, False, klass="long-outer") is None
+        assert _route.route("logsumexp", "float64", 15_000, "cpu", None, False, klass="long-outer") is None
         # a class the profile lacks: the class-less curve of the same profile
-        assert _decide.route("logsumexp", "float64", 15_000, "cpu", None, False, klass="medium-outer") is None
-        assert _decide.torch_floor("logsumexp", ("float64",), _model.REDUCTION_CLASSES) <= 15_000
-        assert _decide.torch_floor("logsumexp", ("float64",)) == _decide.CUDA_UNMEASURED_FROM
+        assert _route.route("logsumexp", "float64", 15_000, "cpu", None, False, klass="medium-outer") is None
+        assert _route.torch_floor("logsumexp", ("float64",), _model.REDUCTION_CLASSES) <= 15_000
+        assert _route.torch_floor("logsumexp", ("float64",)) == _route.CUDA_UNMEASURED_FROM
     finally:
         PROCESS.reload_profile()
 
@@ -245,7 +249,7 @@ def test_a_bad_profile_never_raises_into_the_call_under_an_error_filter(tmp_path
     else:
         write_profile(path, {}, fingerprint={**_profile.fingerprint(), "cpu": "another CPU"})
     profile_env(path)
-    x = np.linspace(0, 1, _decide.DEFER_ELEMENTS)  # large enough to read the profile, torch imported or not
+    x = np.linspace(0, 1, _route.DEFER_ELEMENTS)  # large enough to read the profile, torch imported or not
     with warnings.catch_warnings(record=True) as shown:
         warnings.simplefilter("error")
         got = call_exp(x)
@@ -295,7 +299,7 @@ def test_the_fingerprint_needs_no_torch_and_names_what_decides():
     proc = run_python(
         """
         import sys, json
-        from np2torch.runtime import _profile
+        from np2torch.runtime._decision import profile as _profile
         print(json.dumps(_profile.fingerprint()), 'torch' in sys.modules, 'scipy' in sys.modules)
         """,
         {},
@@ -316,8 +320,8 @@ def test_concurrent_writers_keep_every_curve(tmp_path):
     code = """
         import sys
         from pathlib import Path
-        from np2torch.runtime import _profile
-        from np2torch.runtime._model import Curve, Profile
+        from np2torch.runtime._decision import profile as _profile
+        from np2torch.runtime._decision.model import Curve, Profile
         base = Profile("", _profile.fingerprint(), 1.0, 1)
         for i in range(25):
             _profile.merge_into_file(Path(sys.argv[1]), base, {f"{sys.argv[2]}{i}/float64": Curve((1,), {"numpy": (1.0,)})})
@@ -356,8 +360,8 @@ def test_ski_rental_imports_torch_when_the_savings_reach_ten_times_its_cost(tmp_
     proc = run_python(
         """
         import sys, numpy as np, np2torch.runtime as r
-        from np2torch.runtime import _decide
-        _decide.DEFER_ELEMENTS = 0  # the rental itself, from the first call
+        from np2torch.runtime._decision import route as _route
+        _route.DEFER_ELEMENTS = 0  # the rental itself, from the first call
         x = np.full(100_000, 0.5, dtype=np.float32)
         seen = []
         for _ in range(12):
@@ -377,8 +381,9 @@ def test_ski_rental_counts_predictions_never_measured_time(tmp_path):
     proc = run_python(
         """
         import sys, time, numpy as np, np2torch.runtime as r
-        from np2torch.runtime import _api, _decide
-        _decide.DEFER_ELEMENTS = 0
+        from np2torch.runtime import _api
+        from np2torch.runtime._decision import route as _route
+        _route.DEFER_ELEMENTS = 0
         state = _api.HELPERS['exp']
         def slow(*args, **kwargs):
             time.sleep(0.03)
@@ -430,7 +435,7 @@ def test_a_short_script_does_not_even_read_the_profile():
     proc = run_python(
         """
         import sys, numpy as np, np2torch.runtime as r
-        from np2torch.runtime import _profile
+        from np2torch.runtime._decision import profile as _profile
         x = np.linspace(-3, 3, 100_000)
         r.exp(x); r.erf(x); r.exp(np.ones(10))
         before = _profile.loaded()
@@ -454,13 +459,15 @@ def test_calls_above_the_provisional_floor_end_the_deferral(helper, call):
     proc = run_python(
         f"""
         import numpy as np, np2torch.runtime as r
-        from np2torch.runtime import _api, _decide, _profile
-        x = np.linspace(-3, 3, 2 * _decide.DEFER_FLOOR)
-        calls = _decide.DEFER_ELEMENTS // x.size + 2
+        from np2torch.runtime import _api
+        from np2torch.runtime._decision import route as _route
+        from np2torch.runtime._decision import profile as _profile
+        x = np.linspace(-3, 3, 2 * _route.DEFER_FLOOR)
+        calls = _route.DEFER_ELEMENTS // x.size + 2
         for _ in range(calls):
             {call}
         floors = _api.HELPERS[{helper!r}].floors
-        print(_profile.loaded(), floors.get(x.dtype) != _decide.DEFER_FLOOR, len(floors))
+        print(_profile.loaded(), floors.get(x.dtype) != _route.DEFER_FLOOR, len(floors))
         """,
         {},
     )
@@ -472,14 +479,16 @@ def test_reading_the_profile_elsewhere_does_not_end_the_deferral():
     proc = run_python(
         """
         import numpy as np, np2torch.runtime as r
-        from np2torch.runtime import _api, _decide, _profile
-        x = np.linspace(-3, 3, 2 * _decide.DEFER_FLOOR)
+        from np2torch.runtime import _api
+        from np2torch.runtime._decision import route as _route
+        from np2torch.runtime._decision import profile as _profile
+        x = np.linspace(-3, 3, 2 * _route.DEFER_FLOOR)
         r.exp(x)
-        before = _api.HELPERS['exp'].floors.get(x.dtype) == _decide.DEFER_FLOOR
+        before = _api.HELPERS['exp'].floors.get(x.dtype) == _route.DEFER_FLOOR
         _profile.active()  # read by something else (which(), tune, another helper's path)
         r.which('exp', x)
         r.exp(x)
-        print(before, _api.HELPERS['exp'].floors.get(x.dtype) == _decide.DEFER_FLOOR, _decide.PROCESS.deferred)
+        print(before, _api.HELPERS['exp'].floors.get(x.dtype) == _route.DEFER_FLOOR, _route.PROCESS.deferred)
         """,
         {},
     )
@@ -774,7 +783,7 @@ def test_the_load_is_measured_over_a_window(monkeypatch):
 
 def test_the_builtin_profile_is_valid_and_read_as_validated():
     # The runtime reads the shipped profile without validating it (import cost): it must validate.
-    path = Path(_profile.__file__).with_name("builtin_profile.json")
+    path = Path(np2t.__file__).with_name("builtin_profile.json")
     validated = _profile.read_profile(path)
     assert validated.curves == _profile.load_builtin().curves and validated.curves
     assert validated.import_seconds > 0 and validated.threads >= 1

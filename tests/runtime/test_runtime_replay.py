@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from np2torch.runtime._model import CPU_PATHS, Curve, Profile
+from np2torch.runtime._decision.model import CPU_PATHS, Curve, Profile
 
 ROOT = Path(__file__).resolve().parents[2]
 _SPEC = importlib.util.spec_from_file_location("replay", ROOT / "scripts" / "replay.py")

@@ -29,7 +29,7 @@ from runtime_checks import outcome
 
 import np2torch.runtime as np2t
 from np2torch.runtime import _softmax
-from np2torch.runtime._decide import Route
+from np2torch.runtime._decision.route import Route
 
 NAMES = ["softmax", "log_softmax"]
 MAX_ULP = 4

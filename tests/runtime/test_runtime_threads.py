@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import np2torch.runtime as np2t
-from np2torch.runtime import _profile
-from np2torch.runtime._model import Curve, Profile
+from np2torch.runtime._decision import profile as _profile
+from np2torch.runtime._decision.model import Curve, Profile
 from np2torch.runtime._paths import blocks, torch_cpu
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,7 +6,7 @@ Each helper has the original's signature and returns what the original returns
 special values, warnings and exceptions under ``np.errstate``); it calls torch
 only where that holds and is faster *on this machine*, and the original
 everywhere else.  Which path is faster is measured here, not assumed: see
-:mod:`._profile` (``np2torch tune``) and :mod:`._decide`; everything the runtime
+:mod:`._decision.profile` (``np2torch tune``) and :mod:`._decision.route`; everything the runtime
 keeps between calls is one object, :data:`._state.PROCESS`.  torch is imported
 only once it pays for its own import; without torch every call goes to
 NumPy/SciPy.  See docs/runtime.md for the contract and the measured bounds.

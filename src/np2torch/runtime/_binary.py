@@ -40,7 +40,7 @@ import numpy as np
 
 from ._backend import begin_torch_work, can_view, end_torch_work, load_torch
 from ._config import RuntimeSettings
-from ._decide import Route, original_reason
+from ._decision.route import Route, original_reason
 from ._exact.errstate import (
     EXTOBJ_VAR,
     HALF_MAX,

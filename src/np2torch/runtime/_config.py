@@ -5,7 +5,7 @@
 are in force -- the process-wide ones or a :func:`using` block's -- is state,
 kept in :mod:`._state`.
 
-``min_size=None`` means "the machine profile decides" (:mod:`._decide`); a
+``min_size=None`` means "the machine profile decides" (:mod:`._decision.route`); a
 number replaces the profile: torch from that size on.
 """
 

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any, Callable, Dict
 
 import numpy as np
 
-from . import _decide
-from ._decide import Route
+from ._decision import route as decision
+from ._decision.model import REDUCTION_CLASSES
+from ._decision.route import Route
 from ._exact.errstate import NUMPY_SCALARS
-from ._model import REDUCTION_CLASSES
 from ._paths.original import find as find_original
 from ._state import PROCESS, SCOPED
 
@@ -176,8 +176,8 @@ class Helper:
     def route(self, loop: str, n: int, settings: RuntimeSettings, cuda_ok: bool, dry_run: bool = False,
               klass: str = "") -> Route | None:
         """Where a call over ``n`` elements of loop ``loop`` (a reduction's shape class ``klass``) runs under
-        ``settings`` (None: the original): :func:`._decide.route`, from the call and the profile alone."""
-        return _decide.route(self.name, loop, n, settings.device, settings.min_size, cuda_ok, dry_run=dry_run,
+        ``settings`` (None: the original): :func:`._decision.route.route`, from the call and the profile alone."""
+        return decision.route(self.name, loop, n, settings.device, settings.min_size, cuda_ok, dry_run=dry_run,
                              klass=klass, exact=settings.exact == "bits", cores=self.cores)
 
     def admits(self, dtype: np.dtype, n: int, settings: RuntimeSettings) -> bool:
@@ -198,17 +198,17 @@ class Helper:
     def past_floor(self, dtype: np.dtype, n: int) -> bool:
         """Whether a call of ``n`` elements of ``dtype``, whose floor is not known yet, may leave the original.
 
-        Learns the floor: while the profile is not read yet (:func:`._decide.deferring`)
+        Learns the floor: while the profile is not read yet (:func:`._decision.route.deferring`)
         a provisional one that smaller calls stay under, else the profile's.
         """
         generation = PROCESS.generation
-        if _decide.deferring(n):
-            PROCESS.remember(self.floors, dtype, _decide.DEFER_FLOOR, generation)
+        if decision.deferring(n):
+            PROCESS.remember(self.floors, dtype, decision.DEFER_FLOOR, generation)
             return False
         generation = PROCESS.generation  # the deferral may have just ended (every floor forgotten)
         loop = self.loop_of(dtype)
         classes = REDUCTION_CLASSES if self.row.kind == "reduction" else ("",)
-        floor = sys.maxsize if loop is None else _decide.torch_floor(self.name, (loop,), classes)
+        floor = sys.maxsize if loop is None else decision.torch_floor(self.name, (loop,), classes)
         PROCESS.remember(self.floors, dtype, floor, generation)
         return n >= floor
 

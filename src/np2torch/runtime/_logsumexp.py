@@ -59,7 +59,7 @@ from ._backend import (
 )
 from ._config import RuntimeSettings
 from ._dask import DASK_ARRAY, is_dask_array
-from ._decide import Route, original_reason
+from ._decision.route import Route, original_reason
 from ._exact.slices import OVERFLOW_FROM as _OVERFLOW_FROM
 from ._exact.slices import positive_strides as _positive_strides
 from ._exact.slices import reduced_dims as _reduced_dims

@@ -45,7 +45,7 @@ import numpy as np
 from ._backend import begin_torch_work, can_view, end_torch_work, importing_here, load_torch, torch_out_of_sight
 from ._config import RuntimeSettings
 from ._dask import DASK_ARRAY, BlockCall, explicit_settings, is_dask_array
-from ._decide import Route, original_reason
+from ._decision.route import Route, original_reason
 from ._exact.slices import OVERFLOW_FROM, positive_strides, reduced_dims, shape_class
 from ._helper import PUBLIC_MODULE, Helper, dtype_name
 from ._paths import blocks

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     import numpy as np
     import torch
 
-    from ._model import Active, Bands, Forecast
+    from ._decision.model import Active, Bands, Forecast
 
     K = TypeVar("K")
     V = TypeVar("V")
@@ -81,7 +81,7 @@ class Process:
     settings: RuntimeSettings
     """The process-wide settings; replaced whole, so readers never see half an update."""
     profile: Active | None
-    """The profile in force, read on first use (:func:`._profile.active`)."""
+    """The profile in force, read on first use (:func:`._decision.profile.active`)."""
 
     def __init__(self, settings: RuntimeSettings) -> None:
         self.settings = settings
@@ -116,11 +116,11 @@ class Process:
         (the ski rental: predictions only, so the same on every run)."""
         self.rented = False
         """The runtime's rental imported torch (the main thread's calls paid for it), not the program: other threads'
-        calls keep the exact paths (:func:`._decide.route`)."""
+        calls keep the exact paths (:func:`._decision.route.route`)."""
         self.deferred = 0
-        """Elements the helpers saw before the profile was read (:func:`._decide.deferring`)."""
+        """Elements the helpers saw before the profile was read (:func:`._decision.route.deferring`)."""
         self.provisional = False
-        """Some helper's floor is the provisional :data:`._decide.DEFER_FLOOR`: a call at or above it still
+        """Some helper's floor is the provisional :data:`._decision.route.DEFER_FLOOR`: a call at or above it still
         counts towards the deferral, and the first call after the profile is read empties the floors."""
         self.cuda_slots: Dict[Tuple[str, torch.dtype], object] = {}
         """(device, dtype) -> the CUDA staging slots (:mod:`._paths.cuda`)."""

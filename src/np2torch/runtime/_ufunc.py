@@ -38,7 +38,7 @@ import numpy as np
 from ._backend import begin_torch_work, can_view, cuda_available, end_torch_work, load_torch
 from ._dask import DASK_ARRAY, is_dask_array
 from ._dask import elementwise as dask_elementwise
-from ._decide import Route, original_reason
+from ._decision.route import Route, original_reason
 from ._exact.errstate import (
     EXTOBJ_VAR,
     NUMPY_SCALARS,

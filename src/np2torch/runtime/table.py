@@ -15,7 +15,7 @@ from it, never written again:
 * ``np2torch bench``'s and ``np2torch tune``'s inputs and naive torch calls.
 
 How fast each path is on a machine is *not* a fact of the function: it lives
-in the machine profile (:mod:`._profile`), measured by ``np2torch tune``.
+in the machine profile (:mod:`._decision.profile`), measured by ``np2torch tune``.
 
 This module imports nothing but the standard library.  Adding an elementwise
 function: a row here and its fixtures, nothing else; a reduction: also the

@@ -16,12 +16,12 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from . import _calibrate, _profile
 from ._backend import cuda_available
 from ._backend import load_torch as torch_available
 from ._binary import second_operand
-from ._load import machine_busy, others_meter, usable_cores
-from ._model import (
+from ._decision import calibrate as _calibrate
+from ._decision import profile as _profile
+from ._decision.model import (
     ALL_PATHS,
     CONTENDED_LIMIT,
     CPU_PATHS,
@@ -35,7 +35,8 @@ from ._model import (
     bands_of,
     curve_key,
 )
-from ._profile import BUILTIN, PROFILE_ENV, default_path, fingerprint, locked, read_profile, write_profile
+from ._decision.profile import BUILTIN, PROFILE_ENV, default_path, fingerprint, locked, read_profile, write_profile
+from ._load import machine_busy, others_meter, usable_cores
 
 __all__ = [
     "ALL_PATHS", "BUILTIN", "CONTENDED_LIMIT", "CPU_PATHS", "MARGIN", "PROFILE_ENV", "Active", "Bands", "Curve",
@@ -60,7 +61,7 @@ def measure(
     Each path runs as a user's call taking it would (``numpy`` is the
     original); sizes stop growing once the original's call takes longer than
     ``max_call`` (None: every size), and the largest size is measured then too
-    (:func:`._calibrate.measure`); ``progress`` is called after each size.
+    (:func:`._decision.calibrate.measure`); ``progress`` is called after each size.
     """
     from ._api import HELPERS
 

@@ -16,7 +16,7 @@ import operator
 
 import numpy as np
 
-from .._model import REDUCED_LENGTHS
+from .._decision.model import REDUCED_LENGTHS
 
 # |max| from which SciPy's ``x - x_max`` can overflow (x >= -max must round
 # past -max): half an ULP of the largest finite value.
@@ -42,7 +42,7 @@ def reduced_dims(axis: object, ndim: int) -> tuple[int, ...] | None:
 
 
 def shape_class(shape: tuple[int, ...], strides: tuple[int, ...], dims: tuple[int, ...]) -> str:
-    """The reduction's shape class (:data:`.._model.REDUCTION_CLASSES`): how long its slices are, and whether the
+    """The reduction's shape class (:data:`.._decision.model.REDUCTION_CLASSES`): how long its slices are, and whether the
     reduced axes are the contiguous ones (every reduced axis steps less than every kept one of length > 1)."""
     reduced = 1
     for d in dims:

@@ -2,7 +2,7 @@
 
 A *path* is one way to compute a helper's call, every one of them exactly
 (the original's bits, or torch where that was verified to give the original's
-result).  The decision (:mod:`.._model`, :mod:`.._decide`) knows of a path
+result).  The decision (:mod:`.._decision`) knows of a path
 only its :class:`Path` here: its name, whether it gives the original's own
 bits, whether it needs torch, whether its per-element time scales with the
 cores, its device, and what the profile says it costs (:meth:`Path.cost`).
@@ -21,8 +21,8 @@ of its module:
   (:mod:`.._binary`, :mod:`.._logsumexp`, :mod:`.._softmax`);
 * ``cuda`` -- host to device to host, streamed in chunks (:mod:`.cuda`).
 
-Nothing here imports the modules that decide (:mod:`.._decide`,
-:mod:`.._model`, :mod:`.._profile`): a path does not know when it is chosen.
+Nothing here imports the modules that decide (:mod:`.._decision`): a path
+does not know when it is chosen.
 This module itself is standard library only (the cost model imports it).
 """
 
@@ -34,7 +34,7 @@ from .._record import Record
 
 
 class Measured(Protocol):
-    """What :meth:`Path.cost` reads of a profile's curve (:class:`.._model.Curve`)."""
+    """What :meth:`Path.cost` reads of a profile's curve (:class:`.._decision.model.Curve`)."""
 
     @property
     def sizes(self) -> Sequence[int]: ...
@@ -49,7 +49,7 @@ class Path(Record):
     ``exact``: it gives the original's own bits and needs no import (at equal
     speed it wins); ``torch``: it computes with torch; ``scaled``: it runs on
     every core, so its per-element time scales with their number
-    (:func:`.._model.scaled_prior`); ``device``: ``cpu`` or ``cuda``;
+    (:func:`.._decision.model.scaled_prior`); ``device``: ``cpu`` or ``cuda``;
     ``threads``: the most threads a call's blocks run on (0: as many as the
     path may use); ``words``: how :func:`np2torch.runtime.which` names it
     (``{threads}``: the threads it may use here); ``below_smallest``: the
@@ -100,4 +100,4 @@ SCALED_PATHS = tuple(path.name for path in PATHS if path.scaled)
 ORIGINAL = PATHS[0].name
 """The original's single call: where a call goes when nothing else is known to be faster."""
 ONE_THREAD = next(path.name for path in PATHS if path.torch and path.threads == 1)
-"""torch on one thread: what the one-thread guard compares with the original (:data:`.._model.CONTENDED_LIMIT`)."""
+"""torch on one thread: what the one-thread guard compares with the original (:data:`.._decision.model.CONTENDED_LIMIT`)."""

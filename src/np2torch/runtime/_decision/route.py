@@ -1,7 +1,7 @@
 """Which path a call takes: a deterministic function of the profile, the settings and the call.
 
-For a (function, dtype) the profile in force (:mod:`._profile`) gives a curve,
-and the curve the fastest path per size (:func:`._model.bands_of`, with its
+For a (function, dtype) the profile in force (:mod:`.profile`) gives a curve,
+and the curve the fastest path per size (:func:`.model.bands_of`, with its
 margins); those *bands* are computed once per profile and looked up on every
 call that passes the helper's size floor.
 
@@ -9,8 +9,8 @@ What decides is the call and the profile loaded at start-up, never the
 moment: not the machine's load, not a clock, not a measurement taken while the
 program runs.  So a program gives the same bits on every run of the same
 machine (the load and the thread settings change only how many of a call's
-blocks run at once: :mod:`._paths.blocks`).  Reductions are decided by their
-*shape class* (:func:`._exact.slices.shape_class`: the reduced length and whether
+blocks run at once: :mod:`.._paths.blocks`).  Reductions are decided by their
+*shape class* (:func:`.._exact.slices.shape_class`: the reduced length and whether
 the reduced axes are the contiguous ones), elementwise calls by their size.
 
 One rule makes the first calls of a process cheap, the **ski rental**: while
@@ -28,8 +28,8 @@ measured on the spot: a measurement would decide by the moment it was taken.
 
 An explicit ``min_size`` (``NP2TORCH_MIN_SIZE``, ``configure``, ``using``)
 replaces all of this: from that size on, torch on the configured device.
-Decisions derived from the profile are cached in :data:`._state.PROCESS` until
-:meth:`._state.Process.forget_decisions`.
+Decisions derived from the profile are cached in :data:`.._state.PROCESS` until
+:meth:`.._state.Process.forget_decisions`.
 """
 
 from __future__ import annotations
@@ -37,9 +37,12 @@ from __future__ import annotations
 import threading
 from typing import Sequence, Tuple
 
-from . import _profile
-from ._backend import cuda_available, load_torch, torch_ready, torch_unavailable
-from ._model import (
+from .._backend import cuda_available, load_torch, torch_ready, torch_unavailable
+from .._paths import ALL_PATHS, BY_NAME, CPU_PATHS, EXACT_PATHS, ORIGINAL, Path
+from .._record import Record
+from .._state import PROCESS
+from . import profile
+from .model import (
     MARGIN,
     Active,
     Bands,
@@ -49,9 +52,6 @@ from ._model import (
     curve_key,
     scaled_prior,
 )
-from ._paths import ALL_PATHS, BY_NAME, CPU_PATHS, EXACT_PATHS, ORIGINAL, Path
-from ._record import Record
-from ._state import PROCESS
 
 PRIOR = "prior"
 """The origin of a curve from the built-in profile scaled to this machine's cores (no ``np2torch tune`` here yet)."""
@@ -130,7 +130,7 @@ def _forecast(name: str, dtype: str, device: str, cuda_ok: bool, klass: str = ""
     if cached is not None:
         return cached
     generation = PROCESS.generation
-    active = _profile.active()
+    active = profile.active()
     key = curve_key(name, dtype, klass)
     curve, origin = _curve(active, key)
     allowed = CPU_PATHS if curve is None else _allowed(curve, device, cuda_ok)
@@ -194,7 +194,7 @@ def torch_floor(name: str, dtypes: Sequence[str], classes: Sequence[str] = ("",)
     """The smallest size at which any profile curve of ``name`` (over ``dtypes`` and the shape ``classes``)
     sends a call off the original's single call, to torch or to the original on every core (the helpers' cheap
     first test)."""
-    active = _profile.active()
+    active = profile.active()
     floors = [CUDA_UNMEASURED_FROM]
     for dtype in dtypes:
         for klass in classes:
@@ -255,7 +255,7 @@ def route(
             return _exact_route(fallback, forecast, n, klass)
     if BY_NAME[path].device == "cuda" and not dry_run and not cuda_available():
         allowed = tuple(p for p in forecast.allowed if p in CPU_PATHS)
-        path = _bands(_profile.active(), forecast.key, curve, forecast.origin, allowed).at(n)
+        path = _bands(profile.active(), forecast.key, curve, forecast.origin, allowed).at(n)
         if path in EXACT_PATHS:
             return _exact_route(path, forecast, n, klass)
     return Route(path, _device_for(path, device), basis=Basis(curve, n, forecast.origin, klass))
@@ -313,7 +313,7 @@ def explicit_cuda_unmeasured(device: str, n: int, cuda_ok: bool, name: str, dtyp
     """An explicit CUDA device whose profile has no CUDA measurement: CUDA for large arrays, as configured."""
     if not (device.startswith("cuda") and cuda_ok and n >= CUDA_UNMEASURED_FROM):
         return None
-    curve, _ = _curve(_profile.active(), curve_key(name, dtype, klass))
+    curve, _ = _curve(profile.active(), curve_key(name, dtype, klass))
     if curve is not None and "cuda" in curve.seconds:
         return None
     return Route("cuda", device, f"device={device!r} set explicitly; the profile has no CUDA measurement: CUDA from "
@@ -335,7 +335,7 @@ The price: torch comes later, after ~40 s of predicted savings there instead of 
 def rental_threshold() -> float:
     """The predicted savings (seconds) at which the rental imports torch: the import's charge over
     :data:`IMPORT_SHARE`."""
-    active = _profile.active()
+    active = profile.active()
     return (active.machine or active.builtin).import_seconds / IMPORT_SHARE
 
 
@@ -391,7 +391,7 @@ def _label(path: Path) -> str:
 
 
 def _original_threads() -> int:
-    from ._paths.blocks import original_limit
+    from .._paths.blocks import original_limit
 
     return original_limit()
 
@@ -399,10 +399,10 @@ def _original_threads() -> int:
 def _pool_threads() -> int:
     """The threads a pool route may use here (without importing torch for it)."""
     if torch_ready():
-        from ._paths.blocks import thread_limit
+        from .._paths.blocks import thread_limit
 
         return thread_limit()
-    from ._load import usable_cores
+    from .._load import usable_cores
 
     return usable_cores()
 
@@ -427,7 +427,7 @@ def original_reason(name: str, dtype: str, n: int, device: str, min_size: int | 
         return "torch cannot be used in this process (not installed, or forked while another thread imported it)"
     if min_size is not None:
         return f"below min_size={min_size} set explicitly"
-    curve, origin = _curve(_profile.active(), curve_key(name, dtype, klass))
+    curve, origin = _curve(profile.active(), curve_key(name, dtype, klass))
     if curve is None:
         return f"{name} over {dtype} is not in the profile"
     return _reason(curve, ORIGINAL, n, origin, klass) + f": no torch path is predicted {MARGIN:.1f}x faster at {n:,} elements"
@@ -435,7 +435,7 @@ def original_reason(name: str, dtype: str, n: int, device: str, min_size: int | 
 
 def describe_bands(name: str, dtype: str, device: str = "auto", klass: str = "") -> list[tuple[int, str]]:
     """The bands in force for (name, dtype, shape class): ``[(from_size, path), ...]`` (``np2torch tune --show``)."""
-    active = _profile.active()
+    active = profile.active()
     key = curve_key(name, dtype, klass)
     curve, origin = _curve(active, key)
     if curve is None:

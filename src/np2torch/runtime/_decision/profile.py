@@ -8,9 +8,9 @@ runs (as FFTW's wisdom or cuDNN's benchmark mode) and stored:
 * ``np2torch tune`` measures every served (function, dtype) and writes the
   profile atomically to the user's cache directory, named by a fingerprint of
   what decides the answer (:func:`fingerprint`);
-* the built-in profile (``builtin_profile.json`` beside this file), measured by
-  ``np2torch tune`` on the 2-core reference VM, decides where no profile of this
-  machine exists (its pool times scaled to this machine's cores), and is the
+* the built-in profile (``runtime/builtin_profile.json``, a folder up: where
+  packaging and the tools name it), measured by ``np2torch tune`` on the
+  2-core reference VM, decides where no profile of this machine exists (its pool times scaled to this machine's cores), and is the
   whole truth under ``NP2TORCH_PROFILE=builtin`` (CI).  Nothing is measured
   while a program runs: the profile read at start-up decides every call.
 
@@ -33,15 +33,15 @@ from typing import Any, Iterator, Mapping
 
 import numpy as np
 
-from ._config import cache_dir
-from ._exact.errstate import user_stacklevel
-from ._load import usable_cores
-from ._model import Active, Curve, Profile, ProfileError
-from ._state import PROCESS
+from .._config import cache_dir
+from .._exact.errstate import user_stacklevel
+from .._load import usable_cores
+from .._state import PROCESS
+from .model import Active, Curve, Profile, ProfileError
 
 PROFILE_ENV = "NP2TORCH_PROFILE"
 BUILTIN = "builtin"
-_BUILTIN_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "builtin_profile.json")
+_BUILTIN_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "builtin_profile.json")
 
 
 # ---------------------------------------------------------------- the fingerprint
@@ -54,7 +54,7 @@ logsumexp's original path along a short contiguous axis is SciPy's arithmetic wi
 3: a time is the median of a size's paths timed interleaved (2: the fastest of three, path after
 path, which favoured the pool where its margin was thin).  4: the original on every core is measured,
 and the import cost is the rental's charge (the cold import after NumPy and SciPy, at least twice the
-warm one).  5: every curve reaches the far size (:func:`._calibrate.measure`), where 4's stopped
+warm one).  5: every curve reaches the far size (:func:`.calibrate.measure`), where 4's stopped
 once the original took 50 ms, and the model kept that size's ratios for every larger call."""
 
 

@@ -5,7 +5,7 @@ The caller hands over how to run the function (:data:`Runner`, a helper's
 ``path`` exactly as a user's call taking that path would (fresh result,
 default error checks, the previous call's result still alive as in ``y = f(x)`` in a loop), so a
 measurement includes every cost the user pays.  Nothing here runs while a program runs: the
-runtime decides from the profile alone (:mod:`._decide`).
+runtime decides from the profile alone (:mod:`.route`).
 Inputs are drawn from the table's ``domain`` (no floating-point flags: the
 common case); they are never the user's arrays.
 """
@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 import numpy as np
 
-from ._model import CLASS_LENGTHS, Curve
-from .table import FUNCTIONS_BY_NAME
+from ..table import FUNCTIONS_BY_NAME
+from .model import CLASS_LENGTHS, Curve
 
 if TYPE_CHECKING:
     Runner = Callable[[str, np.ndarray], object]
@@ -40,7 +40,7 @@ def make_input(name: str, dtype: np.dtype, n: int, seed: int = 0, klass: str = "
     """``n`` values of ``dtype`` in the function's flag-free domain (2-d for reductions, as bench times them).
 
     A reduction's shape class (``short-inner``, ...) lays the input out so that reducing axis 0 is a
-    call of that class: the class's reduced length (:data:`._model.CLASS_LENGTHS`, or ``n`` when
+    call of that class: the class's reduced length (:data:`.model.CLASS_LENGTHS`, or ``n`` when
     smaller) along axis 0, contiguous for ``inner`` (a transposed C array), strided for ``outer``."""
     row = FUNCTIONS_BY_NAME[name]
     low, high = row.domain

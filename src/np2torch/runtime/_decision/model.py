@@ -10,14 +10,14 @@ to two margins:
 * a torch path is chosen only where torch on *one* thread is predicted within
   :data:`CONTENDED_LIMIT` of the original, with the same margin for noise
   (:data:`MARGIN`): when other processes hold the cores, the pool shrinks to
-  the free cores (:func:`._load.free_cores`) down to one thread, and the call
+  the free cores (:func:`.._load.free_cores`) down to one thread, and the call
   must still be no slower than that bound (the *one-thread guard*, judged
   only on times measured on this machine).
 
-Which paths there are, and what the profile says each costs, is :mod:`._paths`'s
+Which paths there are, and what the profile says each costs, is :mod:`.._paths`'s
 (one record per path: the decision reads only that); where profiles come from
-and which one is in force is :mod:`._profile`; the decisions a call gets from
-them, :mod:`._decide`.
+and which one is in force is :mod:`.profile`; the decisions a call gets from
+them, :mod:`.route`.
 """
 
 from __future__ import annotations
@@ -25,11 +25,11 @@ from __future__ import annotations
 import math
 from typing import Any, Dict, Mapping, Sequence, Tuple
 
-from ._paths import ALL_PATHS as ALL_PATHS
-from ._paths import BY_NAME, ONE_THREAD, ORIGINAL, SCALED_PATHS
-from ._paths import CPU_PATHS as CPU_PATHS
-from ._paths import EXACT_PATHS as EXACT_PATHS
-from ._record import Record
+from .._paths import ALL_PATHS as ALL_PATHS
+from .._paths import BY_NAME, ONE_THREAD, ORIGINAL, SCALED_PATHS
+from .._paths import CPU_PATHS as CPU_PATHS
+from .._paths import EXACT_PATHS as EXACT_PATHS
+from .._record import Record
 
 FORMAT = 1
 
@@ -198,7 +198,7 @@ class Profile(Record):
 
 
 class Active(Record):
-    """The profile the runtime decides from, resolved once per process (:func:`._profile.active`).
+    """The profile the runtime decides from, resolved once per process (:func:`.profile.active`).
 
     ``machine``: this machine's measurements (None: none, ``np2torch tune`` has
     not run); ``write_to``: where this machine's profile is or would be (None:
@@ -321,7 +321,7 @@ def scaled_prior(curve: Curve, built_threads: int, threads_here: int) -> Curve:
 
 
 class Forecast(Record):
-    """What the profile says about one (function, dtype, device), cached until :meth:`._state.Process.forget_decisions`."""
+    """What the profile says about one (function, dtype, device), cached until :meth:`.._state.Process.forget_decisions`."""
 
     __slots__ = ("key", "curve", "origin", "allowed", "bands", "exact", "savings")
 
