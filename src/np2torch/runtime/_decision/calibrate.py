@@ -133,10 +133,14 @@ def measure(
     """
     scratch = make_input(name, dtype, max(sizes), klass=klass)
     flat = scratch.reshape(-1)
+
+    def input_of(n: int) -> np.ndarray:
+        return make_input(name, dtype, n, klass=klass) if scratch.ndim > 1 else flat[:n]
+
     measured: list[int] = []
     seconds: dict[str, list[float]] = {path: [] for path in paths}
     for n in sizes:
-        x = make_input(name, dtype, n, klass=klass) if scratch.ndim > 1 else flat[:n]
+        x = input_of(n)
         timed = time_paths({path: functools.partial(run, path, x) for path in paths}, repeat)
         for path in paths:
             seconds[path].append(timed[path])
@@ -147,7 +151,7 @@ def measure(
             break
     far = max(sizes)
     if measured[-1] < far and seconds["numpy"][-1] * far / measured[-1] <= FAR_LIMIT:
-        x = make_input(name, dtype, far, klass=klass) if scratch.ndim > 1 else flat[:far]
+        x = input_of(far)
         # A path whose call already took longer than max_call is timed by one call: its time per element is
         # steady by then (the arithmetic's, not a fresh result's first touch), and its calls are tune's longest.
         slow = [path for path in paths if max_call is not None and seconds[path][-1] > max_call]
