@@ -36,6 +36,8 @@ the interrupted call holds.
 
 from __future__ import annotations
 
+import _thread
+import collections
 import functools
 import os
 import threading
@@ -154,7 +156,7 @@ def _on_threads(tasks: Sequence[Callable[[], T]], wanted: int, torch: bool) -> L
                 job.work()
         else:
             job.work()
-        job.done.wait()
+        job.done.acquire()
     finally:
         _INSIDE.depth -= 1
     if job.error is not None:
@@ -240,8 +242,11 @@ class _Job:
         self.results: List[object] = [None] * len(tasks)
         self.next = 0
         self.finished = 0
-        self.lock = threading.Lock()
-        self.done = threading.Event()
+        self.lock = _thread.allocate_lock()
+        self.done = _thread.allocate_lock()
+        """Held until every block taken has finished and no more will be taken (a plain lock: the caller's wait and
+        the last block's release are each one C call, where an ``Event`` is a Python ``Condition``)."""
+        self.done.acquire()
         self.error: BaseException | None = None
 
     def work(self) -> None:
@@ -264,7 +269,7 @@ class _Job:
                 self.finished += 1
                 # Every block taken has finished, and no more will be taken: the caller may go on.
                 if self.finished == self.next and (self.next == len(tasks) or self.error is not None):
-                    self.done.set()
+                    self.done.release()
 
 
 class _Worker:
@@ -272,26 +277,34 @@ class _Worker:
 
     def __init__(self) -> None:
         self.torch_set = False
-        self.ready = threading.Semaphore(0)
-        self.jobs: List[_Job] = []
-        self.lock = threading.Lock()
+        self.lock = _thread.allocate_lock()
+        self.jobs: collections.deque[_Job] = collections.deque()
+        self.wake = _thread.allocate_lock()
+        """Released while jobs wait for this worker (``signalled``): the worker sleeps acquiring it."""
+        self.wake.acquire()
+        self.signalled = False
         self.thread = threading.Thread(target=self._loop, name="np2torch-block", daemon=True)
         self.thread.start()
 
     def give(self, job: _Job) -> None:
         with self.lock:
             self.jobs.append(job)
-        self.ready.release()
+            if not self.signalled:
+                self.signalled = True
+                self.wake.release()
 
     def _loop(self) -> None:
         while True:
-            self.ready.acquire()
+            self.wake.acquire()
             with self.lock:
-                job = self.jobs.pop(0)
-            if job.torch and not self.torch_set:
-                one_thread()
-                self.torch_set = True
-            job.work()
+                jobs = list(self.jobs)
+                self.jobs.clear()
+                self.signalled = False
+            for job in jobs:
+                if job.torch and not self.torch_set:
+                    one_thread()
+                    self.torch_set = True
+                job.work()
 
 
 def _pool(count: int) -> List[_Worker]:
