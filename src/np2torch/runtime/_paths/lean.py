@@ -87,23 +87,29 @@ def reduce_rows(rows: np.ndarray) -> Parts | None:
     """``(a_max, m, s)`` of C-contiguous ``rows`` along the last axis, as SciPy computes them, or None
     where a maximum is not finite or SciPy's ``a - a_max`` could overflow."""
     length = rows.shape[-1]
-    columns = rows.reshape(-1, length).T.copy()
-    top = np.maximum(columns[0], columns[1])
+    flat = rows.reshape(-1, length)
+    top = np.maximum(flat[:, 0], flat[:, 1])
     for j in range(2, length):
-        np.maximum(top, columns[j], out=top)
+        np.maximum(top, flat[:, j], out=top)
     high, low = top.max(), top.min()  # NaN if any slice holds one
     if not (-np.inf < low and high < OVERFLOW_FROM[rows.dtype]):
         return None
-    np.subtract(columns, top, out=columns)
+    columns = np.empty((length, top.size), rows.dtype)
+    np.subtract(flat.T, top, out=columns)  # one pass: the transposing copy and SciPy's a - a_max
     hit = columns == 0  # x - a_max == 0 exactly where x == a_max: SciPy's maxima
     np.exp(columns, out=columns)
     np.copyto(columns, 0, where=hit)  # SciPy's exp(-inf) for them
     total = columns[0] + columns[1]
     for j in range(2, length):
         total += columns[j]
-    count = hit.sum(axis=0, dtype=rows.dtype)
     shape = rows.shape[:-1] + (1,)
-    return top.reshape(shape), count.reshape(shape), total.reshape(shape)
+    # Every slice holds its maximum at least once, so as many hits as slices means exactly one each (the common
+    # case, and a count over the whole array instead of a casting sum along the short axis).
+    if np.count_nonzero(hit) == top.size:
+        count = np.ones(shape, rows.dtype)
+    else:
+        count = hit.sum(axis=0, dtype=rows.dtype).reshape(shape)
+    return top.reshape(shape), count, total.reshape(shape)
 
 
 def _verdict(original: Callable[[], Callable[..., Any]]) -> bool:
