@@ -6,7 +6,8 @@
     .venv/bin/python benchmarks/real_programs.py --only lmfit --pairs 7 --busy 1
 
 Each program is run as written and after ``np2torch fix`` (the library it leans on fixed too, where the work
-happens there: lmfit's models call ``erf``), each as a whole fresh process, in alternating pairs.  Printed per
+happens there: lmfit's models call ``erf``), each as a whole fresh process, in alternating pairs (the original first in
+even pairs, the fixed program first in odd ones, so that neither always runs second on a warmer machine).  Printed per
 program: the median of fixed/original wall time pair by pair (and its range), both programs' digests (a SHA-256
 of their results: the same digest means the same bits) and whether the fixed program imported torch.  ``--busy N``
 keeps N cores busy with other processes meanwhile (niced loops), as a shared machine does.  Nothing is tuned: the
@@ -144,9 +145,13 @@ def measure(name: str, pairs: int, steps: int) -> dict:
         original, fixed, env = prepare(name, Path(tmp), steps)
         ratios, seen = [], {"original": set(), "fixed": set()}
         torch = set()
-        for _ in range(pairs):
-            a, out_a = run(original, {})
-            b, out_b = run(fixed, env)
+        for pair in range(pairs):
+            if pair % 2:
+                b, out_b = run(fixed, env)
+                a, out_a = run(original, {})
+            else:
+                a, out_a = run(original, {})
+                b, out_b = run(fixed, env)
             ratios.append(b / a)
             seen["original"].add(out_a["digest"])
             seen["fixed"].add(out_b["digest"])
