@@ -18,10 +18,11 @@ unparsable canary file added, then:
 and these invariants are asserted for every file (a violation is printed and the
 script exits 1):
 
-* no crash: no traceback and no "internal error" on stderr, exit codes as
-  documented, and every error line names a file that Python itself cannot parse;
-  every unparsable file the prefilter lets through is reported (unless its error
-  lies only in functions check reads as ``pass``: engine.skimmed_text), nothing else;
+* no crash: no traceback, no "internal error" and no error line on stderr, exit
+  codes as documented; every ``invalid-syntax`` finding names a file that Python
+  itself cannot parse, and every unparsable file the prefilter lets through is
+  reported so (unless its error lies only in functions check reads as ``pass``:
+  engine.skimmed_text), nothing else;
 * the CLI reports exactly the API's findings;
 * every fixed file still parses and compiles; the rewrite equals the original with
   exactly the fixable findings' spans replaced by ``<alias>.<helper>`` (imports
@@ -61,6 +62,7 @@ from np2torch.cli.config import ConfigFinder
 from np2torch.cli.discovery import discover
 from np2torch.cli.files import FileError, decode_source
 from np2torch.lint import engine
+from np2torch.lint.model import INVALID_SYNTAX
 from np2torch.lint.rules import RULES, RULES_BY_CODE
 
 DEFAULT_PACKAGES = ("scipy", "sklearn", "statsmodels")
@@ -374,12 +376,11 @@ def _api_pass(report: TreeReport, root: Path, rels: Sequence[str], raw: Dict[str
     return api
 
 
-def _error_lines(report: TreeReport, stderr: str, step: str, root: Path, expect_errors: Set[str]) -> None:
-    """Every stderr line must be an error naming an expected-unparsable file (each such file once), or a
-    file's note (what ``fix`` tells and does not fail on: a line it made longer than the line-length)."""
+def _error_lines(report: TreeReport, stderr: str, step: str, root: Path) -> None:
+    """No stderr line but a file's note (what ``fix`` tells and does not fail on: a line it made longer than the
+    line-length): a file that does not parse is a finding of the report (:func:`_unparsable_reported`)."""
     if "Traceback" in stderr:
         report.violate("-", f"traceback ({step})", stderr[-2000:])
-    reported: Set[str] = set()
     for line in stderr.splitlines():
         if not line.strip():
             continue
@@ -387,14 +388,19 @@ def _error_lines(report: TreeReport, stderr: str, step: str, root: Path, expect_
         rel = os.path.relpath(path, root) if os.path.isabs(path) else path
         if "internal error" in line:
             report.violate(rel, f"internal error ({step})", line)
-        elif ": note: " in line and step.startswith("fix"):
-            continue
-        elif ": error:" not in line or rel not in expect_errors:
+        elif not (": note: " in line and step.startswith("fix")):
             report.violate(rel, f"unexpected stderr ({step})", line)
-        else:
-            reported.add(rel)
-    for rel in sorted(expect_errors - reported):
-        report.violate(rel, f"unparsable file not reported ({step})", "no error line names it")
+
+
+def _unparsable_reported(report: TreeReport, run: CliRun, step: str, root: Path, expect_errors: Set[str]) -> None:
+    """Each expected-unparsable file is one ``invalid-syntax`` finding of the report, and no other file is one."""
+    reported = collections.Counter(os.path.relpath(item["path"], root) for item in run.findings
+                                   if item.get("code") == INVALID_SYNTAX)
+    for rel, count in sorted(reported.items()):
+        if rel not in expect_errors or count != 1:
+            report.violate(rel, f"unexpected invalid-syntax ({step})", f"{count} finding(s)")
+    for rel in sorted(expect_errors - set(reported)):
+        report.violate(rel, f"unparsable file not reported ({step})", "no invalid-syntax finding names it")
 
 
 def _compare_cli(report: TreeReport, run: CliRun, root: Path, api: Dict[str, List[Any]], step: str) -> None:
@@ -403,7 +409,7 @@ def _compare_cli(report: TreeReport, run: CliRun, root: Path, api: Dict[str, Lis
         if "code" not in item:
             report.violate("-", f"bad JSON ({step})", str(item)[:500])
             return
-        if item["code"] is None:  # a file that could not be checked: _error_lines holds its stderr line to account
+        if item["code"] == INVALID_SYNTAX:  # a file that does not parse: _unparsable_reported holds it to account
             continue
         cli[os.path.relpath(item["path"], root)].append(_json_key(item))
     for rel in sorted(set(cli) | {r for r, fs in api.items() if fs}):
@@ -454,7 +460,8 @@ def run_tree(source: Path, name: str, workdir: Path, *, canary: bool = True, uns
     # 1. check through the CLI: same findings as the API, errors exactly for the unparsable files.
     run = run_cli(["check", *flags, str(root)], root)
     _record(report, "cli check", run)
-    _error_lines(report, run.stderr, "check", root, errors)
+    _error_lines(report, run.stderr, "check", root)
+    _unparsable_reported(report, run, "check", root, errors)
     _compare_cli(report, run, root, api, "check")
     if run.returncode != _expected_rc(bool(errors), bool(all_findings)):
         report.violate("-", "check exit code", f"{run.returncode}")
@@ -462,7 +469,8 @@ def run_tree(source: Path, name: str, workdir: Path, *, canary: bool = True, uns
     # 2. fix through the CLI; what is left must be unfixable.
     run = run_cli(["fix", *flags, str(root)], root)
     _record(report, "cli fix", run)
-    _error_lines(report, run.stderr, "fix", root, errors)
+    _error_lines(report, run.stderr, "fix", root)
+    _unparsable_reported(report, run, "fix", root, errors)
     if any(item.get("fixable") for item in run.findings):
         report.violate("-", "fix left fixable findings", str([i for i in run.findings if i.get("fixable")][:5]))
     unfixable_left = any(not f.fixable for _, f in all_findings)
@@ -485,12 +493,14 @@ def run_tree(source: Path, name: str, workdir: Path, *, canary: bool = True, uns
     # 3. check and fix again through the CLI: nothing fixable, nothing changes.
     run = run_cli(["check", *flags, str(root)], root)
     _record(report, "cli check after fix", run)
-    _error_lines(report, run.stderr, "check after fix", root, errors)
+    _error_lines(report, run.stderr, "check after fix", root)
+    _unparsable_reported(report, run, "check after fix", root, errors)
     if any(item.get("fixable") for item in run.findings):
         report.violate("-", "check after fix", "fixable findings reported after fix")
     run = run_cli(["fix", *flags, str(root)], root)
     _record(report, "cli fix again", run)
-    _error_lines(report, run.stderr, "fix again", root, errors)
+    _error_lines(report, run.stderr, "fix again", root)
+    _unparsable_reported(report, run, "fix again", root, errors)
     again = snapshot(root, rels)
     for rel in rels:
         if again[rel] != after[rel]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -325,22 +326,23 @@ def test_bad_options_are_usage_errors(capsys: pytest.CaptureFixture[str], args: 
 # ---------------------------------------------------------------- bad input
 
 
-def test_syntax_error_is_one_line_and_others_go_on(capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_syntax_error_is_one_finding_and_others_go_on(capsys: pytest.CaptureFixture[str]) -> None:
     write("bad.py", "import numpy as np\ndef f(:\n    np.exp(x)\n")
     write("good.py", EXP)
     code, out, err = run(capsys, "check", "bad.py", "good.py")
-    assert code == 1  # a syntax error is a finding, as ruff's invalid-syntax
-    [line] = err.splitlines()
-    assert line.startswith("bad.py:2:") and ": error: " in line
-    assert "good.py:3:5: NPT001" in out
-    assert "1 file could not be checked." in out
+    assert code == 1 and err == ""  # a finding, as ruff's invalid-syntax
+    bad, good, summary = out.splitlines()
+    assert re.fullmatch(r"bad\.py:2:\d+: invalid-syntax: SyntaxError: .+", bad), bad
+    assert good.startswith("good.py:3:5: NPT001")
+    assert summary == "Found 2 errors (1 fixable with `np2torch fix`)."
 
 
 def test_fix_with_a_syntax_error_elsewhere_still_fixes_the_rest(capsys: pytest.CaptureFixture[str]) -> None:
     bad = write("bad.py", "import numpy as np\nx = np.exp(\n")
     good = write("good.py", EXP)
-    code, _, err = run(capsys, "fix", "bad.py", "good.py")
-    assert code == 1 and err.startswith("bad.py:")
+    code, out, err = run(capsys, "fix", "bad.py", "good.py")
+    assert code == 1 and err == "" and out.startswith("bad.py:2:11: invalid-syntax: ")
+    assert "Found 1 error that np2torch cannot fix." in out
     assert bad.read_text() == "import numpy as np\nx = np.exp(\n" and "np2t.exp" in good.read_text()
 
 
@@ -397,11 +399,17 @@ def test_a_file_above_the_size_limit_is_one_error(capsys: pytest.CaptureFixture[
     assert "good.py:3:5: NPT001" in out
 
 
-def test_missing_path(capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("command", ["check", "fix"])
+def test_a_missing_path_is_a_finding_as_ruffs_e902(capsys: pytest.CaptureFixture[str], command: str) -> None:
     write("good.py", CLEAN)
-    code, out, err = run(capsys, "check", "missing.py", "good.py")
-    assert code == 2
-    assert err == "missing.py: error: No such file or directory\n"
+    code, out, err = run(capsys, command, "missing.py", "good.py")
+    assert (code, err) == (1, "")
+    assert out.splitlines()[0] == "missing.py:1:1: E902 No such file or directory (os error 2)"
+    assert out.splitlines()[1] == ("Found 1 error." if command == "check" else "Found 1 error that np2torch cannot fix.")
+
+
+def test_a_missing_folder_is_named_as_given_without_its_slash(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "check", "gone/") == (1, "gone:1:1: E902 No such file or directory (os error 2)\nFound 1 error.\n", "")
 
 
 def test_internal_error_is_named_not_hidden(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -633,11 +641,16 @@ def test_fix_diff_with_only_unfixable_findings_exits_0(capsys: pytest.CaptureFix
     assert run(capsys, "fix", "--diff", "a.py") == (0, "", "Nothing to fix.\n")
 
 
-def test_errors_win_over_findings_and_exit_zero(capsys: pytest.CaptureFixture[str]) -> None:
+def test_errors_win_over_findings_and_exit_zero(capsys: pytest.CaptureFixture[str],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from np2torch.cli import files
+
+    monkeypatch.setattr(files, "MAX_FILE_BYTES", len(EXP))
     write("good.py", EXP)
-    code, out, _ = run(capsys, "check", "--exit-zero", "good.py", "missing.py")
+    write("big.py", EXP + "\n")
+    code, out, _ = run(capsys, "check", "--exit-zero", "good.py", "big.py")
     assert code == 2 and "good.py:3:5" in out
-    code, _, _ = run(capsys, "fix", "--diff", "good.py", "missing.py")
+    code, _, _ = run(capsys, "fix", "--diff", "good.py", "big.py")
     assert code == 2
 
 
@@ -652,22 +665,21 @@ def test_file_names_that_are_not_utf8(capsysbinary: pytest.CaptureFixture[bytes]
     write(os.fsdecode(b"broken\xfe.py"), "import numpy as np\ny = np.exp(x\n")
     code = main(["check", "--no-cache", "--format", fmt, "."])
     out, err = capsysbinary.readouterr()
-    assert code == 1
-    [error] = err.splitlines()
-    assert error.startswith(b"broken\xfe.py:2:") and b"Traceback" not in out + err
+    assert code == 1 and err == b""  # the syntax error is a finding, in the report
     if fmt == "text":
-        assert out.splitlines()[0].startswith(b"bad\xff.py:3:5: NPT001 ")
+        assert out.splitlines()[:2] == [b"bad\xff.py:3:5: NPT001 `numpy.exp` can run on torch via "
+                                        b"`np2torch.runtime.exp` [*]",
+                                        b"broken\xfe.py:2:11: invalid-syntax: SyntaxError: '(' was never closed"]
     elif fmt == "github":
-        assert b",file=bad\xff.py,line=3," in out
+        assert b",file=bad\xff.py,line=3," in out and b",file=broken\xfe.py,line=2," in out
     elif fmt == "json":  # ASCII JSON; "\udcff" turns back into the name's bytes with os.fsencode
         finding, failed = json.loads(out)
         assert os.fsencode(finding["path"]) == b"bad\xff.py"
-        assert failed["code"] is None and os.fsencode(failed["path"]) == b"broken\xfe.py" and failed["line"] == 2
-    else:  # SARIF must be valid UTF-8: the URI percent-encodes the bytes, messages show an escape
+        assert (failed["code"], os.fsencode(failed["path"]), failed["line"]) == ("invalid-syntax", b"broken\xfe.py", 2)
+    else:  # SARIF must be valid UTF-8: the URIs percent-encode the bytes
         run_ = json.loads(out.decode("utf-8"))["runs"][0]
-        assert run_["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "bad%FF.py"
-        [note] = run_["invocations"][0]["toolExecutionNotifications"]
-        assert note["message"]["text"].startswith("broken\\xfe.py:2:")
+        uris = [r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in run_["results"]]
+        assert uris == ["bad%FF.py", "broken%FE.py"]
 
 
 @not_utf8_names
@@ -688,12 +700,12 @@ def test_fix_diff_of_a_file_name_that_is_not_utf8_applies(in_tmp: Path,
 
 def test_json_stays_valid_when_a_file_fails(capsys: pytest.CaptureFixture[str]) -> None:
     write("good.py", EXP)
-    write("bad.py", "import numpy as np\nnp.exp(\n")
+    write("bad.py", b"import numpy as np\nnp.exp(\0)\n")
     code, out, err = run(capsys, "check", "--format", "json", "good.py", "bad.py")
     document = json.loads(out)
-    assert code == 1 and [(f["path"], f["code"]) for f in document] == [("good.py", "NPT001"), ("bad.py", None)]
-    assert (document[1]["line"], document[1]["fixable"]) == (2, False)  # as ruff's syntax errors: code null
-    assert err.startswith("bad.py:2:")
+    assert code == 2 and [(f["path"], f["code"]) for f in document] == [("good.py", "NPT001"), ("bad.py", None)]
+    assert (document[1]["line"], document[1]["fixable"], document[1]["severity"]) == (2, False, "error")
+    assert err.startswith("bad.py:2:8: error: binary file")
 
 
 def test_a_bug_outside_file_work_is_named_without_traceback(capsys: pytest.CaptureFixture[str],

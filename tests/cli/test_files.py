@@ -68,10 +68,12 @@ def test_undecodable_input_is_one_line_with_position(raw: bytes, expected: str) 
 
 
 def test_read_bytes_errors_name_the_file(tmp_path: Path) -> None:
-    with pytest.raises(FileError, match=r"^gone.py: error: No such file or directory$"):
-        read_bytes(str(tmp_path / "gone.py"), "gone.py")
-    with pytest.raises(FileError, match=r"^d: error: is a directory$"):
+    with pytest.raises(FileError, match=r"^gone.py: error: No such file or directory \(os error 2\)$") as gone:
+        read_bytes(str(tmp_path / "gone.py"), "gone.py")  # ruff's words for it (E902)
+    assert gone.value.unreadable
+    with pytest.raises(FileError, match=r"^d: error: is a directory$") as folder:
         read_bytes(str(tmp_path), "d")
+    assert not folder.value.unreadable
 
 
 @pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root reads everything")
@@ -79,7 +81,7 @@ def test_unreadable_file(tmp_path: Path) -> None:
     path = tmp_path / "secret.py"
     path.write_text("x = 1\n")
     path.chmod(0)
-    with pytest.raises(FileError, match=r"^secret.py: error: Permission denied$"):
+    with pytest.raises(FileError, match=r"^secret.py: error: Permission denied \(os error 13\)$"):
         read_bytes(str(path), "secret.py")
 
 
@@ -298,7 +300,7 @@ def test_display_keeps_the_users_spelling(in_tmp: Path) -> None:
 
 def test_missing_path_is_reported_and_others_go_on(in_tmp: Path) -> None:
     make_tree(in_tmp, ["a.py"])
-    assert displays(["nope.py", "a.py"]) == (["a.py"], ["nope.py: error: No such file or directory"])
+    assert displays(["nope.py", "a.py"]) == (["a.py"], ["nope.py: error: No such file or directory (os error 2)"])
 
 
 def test_explicit_files_are_checked_whatever_the_suffix_or_exclude(in_tmp: Path) -> None:

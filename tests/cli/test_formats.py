@@ -1,5 +1,6 @@
 """`--output-format`: every format through the real CLI, the machine ones read by their consumer's parser
-or validated against its schema; a file that fails appears in each; --output-file, NP2TORCH_OUTPUT_FORMAT."""
+or validated against its schema; a file that does not parse is a finding in each (ruff's invalid-syntax), and
+one that could not be checked appears in each; --output-file, NP2TORCH_OUTPUT_FORMAT."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ NOTEBOOK = json.dumps({
     "metadata": {"language_info": {"name": "python"}}, "nbformat": 4, "nbformat_minor": 5,
 })
 BROKEN = "import numpy as np\nnp.exp((x)\n"
+BINARY = b"import numpy as np\nnp.exp(\0)\n"
 
 
 @pytest.fixture(autouse=True)
@@ -40,8 +42,10 @@ def check(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str
     return code, out, err
 
 
-def with_broken_file() -> None:
+def with_broken_files() -> None:
+    """A file that does not parse (a finding, ``invalid-syntax``) and one that could not be checked (exit 2)."""
     Path("bad.py").write_text(BROKEN)
+    Path("binary.py").write_bytes(BINARY)
 
 
 def test_concise_is_the_default_and_text_its_old_name(capsys: pytest.CaptureFixture[str]) -> None:
@@ -92,30 +96,35 @@ def test_pylint_lines_match_pylints_parseable_format(capsys: pytest.CaptureFixtu
 
 @pytest.mark.parametrize("fmt", ["json", "json-lines"])
 def test_json_and_json_lines_hold_the_same_objects(capsys: pytest.CaptureFixture[str], fmt: str) -> None:
-    with_broken_file()
+    with_broken_files()
     code, out, _ = check(capsys, "--output-format", fmt, ".")
     entries = json.loads(out) if fmt == "json" else [json.loads(line) for line in out.splitlines()]
-    assert code == 1
-    assert [(e["path"], e["code"], e["line"]) for e in entries] == [
-        ("nb.ipynb", "NPT002", 2), ("pkg/a.py", "NPT001", 5), ("pkg/b.py", "NPT001", 5), ("bad.py", None, 2)]
+    assert code == 2
+    assert [(e["path"], e["code"], e["line"], e["name"], e["severity"]) for e in entries] == [
+        ("bad.py", "invalid-syntax", 2, "invalid-syntax", "error"), ("nb.ipynb", "NPT002", 2, "log", "warning"),
+        ("pkg/a.py", "NPT001", 5, "exp", "warning"), ("pkg/b.py", "NPT001", 5, "exp", "warning"),
+        ("binary.py", None, 2, None, "error")]
+    assert (entries[0]["url"], entries[0]["noqa_row"], entries[0]["fix"]) == (None, None, None)
 
 
 def test_junit_is_read_by_a_junit_parser(capsys: pytest.CaptureFixture[str]) -> None:
     junitparser = pytest.importorskip("junitparser")
-    with_broken_file()
+    with_broken_files()
     code, out, _ = check(capsys, "--output-format", "junit", ".")
-    assert code == 1
+    assert code == 2
     Path("report.xml").write_text(out)
     report = junitparser.JUnitXml.fromfile("report.xml")
     suites = {suite.name: suite for suite in report}
-    assert sorted(suites) == ["bad.py", "nb.ipynb", "pkg/a.py", "pkg/b.py"]
+    assert sorted(suites) == ["bad.py", "binary.py", "nb.ipynb", "pkg/a.py", "pkg/b.py"]
     [case] = list(suites["pkg/a.py"])
     assert (case.name, case.classname) == ("org.np2torch.NPT001", "pkg/a.py")
     [failure] = case.result
     assert isinstance(failure, junitparser.Failure) and "np2torch.runtime.exp" in failure.message
-    [error] = list(suites["bad.py"])[0].result
+    [syntax] = list(suites["bad.py"])
+    assert syntax.name == "org.np2torch.invalid-syntax" and isinstance(syntax.result[0], junitparser.Failure)  # ruff's
+    [error] = list(suites["binary.py"])[0].result
     assert isinstance(error, junitparser.Error)
-    assert (suites["pkg/a.py"].tests, suites["pkg/a.py"].failures, suites["bad.py"].errors) == (1, 1, 1)
+    assert (suites["pkg/a.py"].failures, suites["bad.py"].failures, suites["binary.py"].errors) == (1, 1, 1)
 
 
 def test_junit_without_findings_is_one_passing_case(capsys: pytest.CaptureFixture[str]) -> None:
@@ -131,13 +140,17 @@ def test_junit_without_findings_is_one_passing_case(capsys: pytest.CaptureFixtur
 def test_gitlab_report_matches_the_schema_with_stable_unique_fingerprints(capsys: pytest.CaptureFixture[str]) -> None:
     jsonschema = pytest.importorskip("jsonschema")
     schema = json.loads((DATA / "gitlab-code-quality.schema.json").read_text())
-    with_broken_file()
+    with_broken_files()
     _, out, _ = check(capsys, "--output-format", "gitlab", ".")
     report = json.loads(out)
     jsonschema.Draft7Validator.check_schema(schema)
     jsonschema.Draft7Validator(schema).validate(report)
-    assert len({issue["fingerprint"] for issue in report}) == len(report) == 4
-    assert report[-1]["check_name"] == "error" and report[-1]["location"] == {"path": "bad.py", "lines": {"begin": 2}}
+    assert len({issue["fingerprint"] for issue in report}) == len(report) == 5
+    syntax, failed = report[0], report[-1]
+    assert (syntax["check_name"], syntax["severity"], syntax["location"]["positions"]["begin"]["line"]) == (
+        "invalid-syntax", "major", 2)
+    assert syntax["description"].startswith("invalid-syntax: SyntaxError: ")
+    assert failed["check_name"] == "error" and failed["location"] == {"path": "binary.py", "lines": {"begin": 2}}
     # a line added above a finding moves it, not its fingerprint: GitLab sees the same issue
     Path("pkg/a.py").write_text("# moved\n" + EXP)
     moved = json.loads(check(capsys, "--output-format", "gitlab", ".")[1])
@@ -155,18 +168,43 @@ def test_gitlab_paths_are_relative_to_the_ci_project_dir(capsys: pytest.CaptureF
 
 
 def test_github_annotates_findings_as_warnings_and_failures_as_errors(capsys: pytest.CaptureFixture[str]) -> None:
-    with_broken_file()
+    with_broken_files()
     _, out, _ = check(capsys, "--output-format", "github", ".")
     lines = out.splitlines()
-    assert lines[-1].startswith("::error title=np2torch,file=bad.py,line=2,col=")
-    assert all(line.startswith("::warning title=np2torch (NPT") for line in lines[:-1])
+    assert lines[0].startswith("::error title=np2torch (invalid-syntax),file=bad.py,line=2,col=")
+    assert "::invalid-syntax: SyntaxError: " in lines[0]
+    assert lines[-1].startswith("::error title=np2torch,file=binary.py,line=2,col=")
+    assert all(line.startswith("::warning title=np2torch (NPT") for line in lines[1:-1])
 
 
 def test_sarif_names_the_failed_file(capsys: pytest.CaptureFixture[str]) -> None:
-    with_broken_file()
+    with_broken_files()
     _, out, _ = check(capsys, "--output-format", "sarif", ".")
-    [note] = json.loads(out)["runs"][0]["invocations"][0]["toolExecutionNotifications"]
-    assert note["message"]["text"].startswith("bad.py:2:")
+    run = json.loads(out)["runs"][0]
+    [note] = run["invocations"][0]["toolExecutionNotifications"]
+    assert note["message"]["text"].startswith("binary.py:2:")
+    assert run["results"][0]["ruleId"] == "invalid-syntax"
+
+
+TEXT_REPORTS = {
+    "concise": ["bad.py:2:7: invalid-syntax: SyntaxError: '(' was never closed",
+                "gone.py:1:1: E902 No such file or directory (os error 2)"],
+    "full": ["bad.py:2:7: invalid-syntax: SyntaxError: '(' was never closed", "  |", "2 | np.exp((x)",
+             "  |       ^ invalid-syntax", "  |", "", "gone.py:1:1: E902 No such file or directory (os error 2)", ""],
+    "grouped": ["bad.py:", "  2:7 invalid-syntax: SyntaxError: '(' was never closed", "", "gone.py:",
+                "  1:1 E902 No such file or directory (os error 2)", ""],
+    "pylint": ["bad.py:2: [invalid-syntax] SyntaxError: '(' was never closed",
+               "gone.py:1: [E902] No such file or directory (os error 2)"],
+}
+
+
+@pytest.mark.parametrize("fmt", TEXT_REPORTS)
+def test_a_syntax_error_and_a_missing_path_are_findings_in_the_text_formats(capsys: pytest.CaptureFixture[str],
+                                                                            fmt: str) -> None:
+    with_broken_files()
+    code, out, err = check(capsys, "--output-format", fmt, "bad.py", "gone.py")
+    assert (code, err) == (1, "")  # as ruff prints invalid-syntax and E902: on stdout, counted, exit 1
+    assert out.splitlines() == [*TEXT_REPORTS[fmt], "Found 2 errors."]
 
 
 def test_output_file_takes_the_report(capsys: pytest.CaptureFixture[str]) -> None:

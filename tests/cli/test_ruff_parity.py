@@ -298,6 +298,9 @@ def test_add_noqa_refuses_a_diff_as_ruffs(tree: Path, monkeypatch: pytest.Monkey
 
 
 BROKEN = "import numpy as np\ny = np.exp(\n"  # the prefilter lets it through to the parser
+UNANALYSED = {"bad.py": "invalid-syntax", "gone.py": "E902"}
+"""A file that does not parse and a path that does not exist, and the code ruff reports each under."""
+E902 = 'extend-select = ["E902"]'  # ruff's default selection has it; _config's `select` does not
 
 
 @pytest.mark.parametrize("flags", [
@@ -311,20 +314,106 @@ BROKEN = "import numpy as np\ny = np.exp(\n"  # the prefilter lets it through to
     pytest.param(("--diff",), id="--diff"),
     pytest.param(("--add-noqa",), id="--add-noqa"),
 ])
-@pytest.mark.parametrize("files", [("bad.py",), ("bad.py", "a.py")], ids=["alone", "beside a file with a finding"])
-def test_a_syntax_error_exits_as_ruffs(
+@pytest.mark.parametrize("alone", [True, False], ids=["alone", "beside a file with a finding"])
+@pytest.mark.parametrize("name", UNANALYSED, ids=["syntax error", "missing path"])
+def test_a_syntax_error_or_a_missing_path_exits_as_ruffs(
     tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], flags: tuple[str, ...],
-    files: tuple[str, ...],
+    alone: bool, name: str,
 ) -> None:
-    _config(tree, "", "")
+    _config(tree, E902, "")
     (tree / "bad.py").write_text(BROKEN)
+    files = (name,) if alone else (name, "a.py")
     theirs = _ruff(tree, "check", "--no-cache", *flags, *files)
     (tree / "a.py").write_text(SOURCE)  # as ruff found it (--fix, --add-noqa rewrote it)
     monkeypatch.chdir(tree)
     code = main(["check", "--no-cache", *flags, *files])
+    out, err = capsys.readouterr()
     assert code == theirs.returncode != 2
-    assert capsys.readouterr().err.startswith("bad.py:2:11: error: SyntaxError: ")  # one line, file and position
-    assert (tree / "bad.py").read_text() == BROKEN
+    code_shown = UNANALYSED[name]
+    assert (code_shown in out) is (code_shown in theirs.stdout), (out, theirs.stdout)  # reported where ruff does
+    if code_shown in out:
+        assert err == ""
+    else:  # where ruff says nothing (--fix-only, --diff, --add-noqa), np2torch names it on stderr
+        assert err.startswith(f"{name}:") and ": error: " in err.splitlines()[0]
+    assert (tree / "bad.py").read_text() == BROKEN and not (tree / "gone.py").exists()
+
+
+def _codes_by_file(fmt: str, out: str) -> list[tuple[str, str]]:
+    """``(file name, code)`` of each diagnostic a report in format ``fmt`` holds, ruff's or np2torch's; the code
+    with ruff's colon after it in the text formats (``invalid-syntax:``)."""
+    if fmt in ("json", "json-lines"):
+        entries = json.loads(out) if fmt == "json" else [json.loads(line) for line in out.splitlines()]
+        return [(Path(e["filename"]).name, e["code"]) for e in entries]
+    if fmt == "rdjson":
+        return [(Path(d["location"]["path"]).name, d["code"]["value"]) for d in json.loads(out)["diagnostics"]]
+    if fmt == "gitlab":
+        return [(Path(i["location"]["path"]).name, i["check_name"]) for i in json.loads(out)]
+    if fmt == "sarif":
+        return [(r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].rpartition("/")[2], r["ruleId"])
+                for r in json.loads(out)["runs"][0]["results"]]
+    if fmt == "junit":
+        import xml.etree.ElementTree as ElementTree
+
+        return [(Path(suite.get("name", "")).name, case.get("name", "").rpartition(".")[2])
+                for suite in ElementTree.fromstring(out) for case in suite.iter("testcase")]
+    if fmt == "grouped":
+        found, current = [], ""
+        for line in out.splitlines():
+            if re.fullmatch(r"\S+:", line):
+                current = line[:-1]
+            elif match := re.match(r"  \d+:\d+ (\S+) ", line):
+                found.append((current, match.group(1)))
+        return found
+    pattern = {"concise": r"(\S+?):\d+:\d+: (\S+) ", "pylint": r"(\S+?):\d+: \[([^]]+)\]",
+               "github": r"::\w+ title=\w+ \(([^)]+)\),file=([^,]+),", "azure": r".*sourcepath=([^;]+);.*code=([^;]+);"}[fmt]
+    pairs = [match.groups() for match in map(re.compile(pattern).match, out.splitlines()) if match]
+    return [(Path(b).name, a) if fmt == "github" else (Path(a).name, b) for a, b in pairs]
+
+
+@pytest.mark.parametrize("fmt", ["concise", "grouped", "pylint", "json", "json-lines", "junit", "gitlab", "github",
+                                 "azure", "rdjson", "sarif"])
+def test_a_syntax_error_and_a_missing_path_carry_ruffs_codes_in_every_format(
+    tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], fmt: str,
+) -> None:
+    _config(tree, E902, "")
+    (tree / "bad.py").write_text(BROKEN)
+    theirs = _ruff(tree, "check", "--no-cache", "--output-format", fmt, "a.py", *UNANALYSED)
+    code, out = _np2torch(tree, monkeypatch, capsys, "check", "--no-cache", "--output-format", fmt, "a.py", *UNANALYSED)
+    assert code == theirs.returncode == 1
+    ruffs = [pair for pair in _codes_by_file(fmt, theirs.stdout) if pair[0] in UNANALYSED]
+    ours = [pair for pair in _codes_by_file(fmt, out) if pair[0] in UNANALYSED]
+    assert ours == ruffs and len(ours) == 2, (ours, theirs.stdout)
+
+
+@pytest.mark.parametrize("fmt", ["concise", "json"])
+def test_statistics_count_a_syntax_error_and_a_missing_path_as_ruffs(
+    tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], fmt: str,
+) -> None:
+    _config(tree, E902, "")
+    (tree / "bad.py").write_text(BROKEN)
+    args = ("check", "--no-cache", "--statistics", "--output-format", fmt, *UNANALYSED)
+    theirs = _ruff(tree, *args).stdout
+    code, ours = _np2torch(tree, monkeypatch, capsys, *args)
+    assert code == 1
+    if fmt == "json":  # ruff also counts the fixable ones (fixable_count)
+        assert json.loads(ours) == [{k: v for k, v in row.items() if k != "fixable_count"} for row in json.loads(theirs)]
+    else:  # the code column empty for invalid-syntax, which is a name (ruff leaves out `[ ]` when none is fixable)
+        def rows(text: str) -> list[tuple[str, ...]]:
+            return [(count, code, rest.split()[-1]) for count, code, rest in (line.split("\t") for line in
+                                                                             text.splitlines()[:-1])]
+
+        assert rows(ours) == rows(theirs) == [("1", "    ", "invalid-syntax"), ("1", "E902", "io-error")]
+        assert ours.splitlines()[-1] == theirs.splitlines()[-1] == "Found 2 errors."
+
+
+def test_a_missing_path_is_ruffs_e902_object_in_json(tree: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    _config(tree, E902, "")
+    [theirs] = json.loads(_ruff(tree, "check", "--no-cache", "--output-format", "json", "gone.py").stdout)
+    code, out = _np2torch(tree, monkeypatch, capsys, "check", "--no-cache", "--output-format", "json", "gone.py")
+    [ours] = json.loads(out)
+    assert code == 1 and theirs["url"] and ours["url"] is None  # ruff's page is ruff's; np2torch has none for it
+    assert {key: ours[key] for key in theirs if key != "url"} == {key: theirs[key] for key in theirs if key != "url"}
 
 
 GLOB_TREE = ("a.py", "sub/b.py", "sub/deep/c.py", "other/sub/e.py", "sub.py", "pkg/gen/h.py", "deep/m.py")

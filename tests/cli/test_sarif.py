@@ -70,11 +70,11 @@ def test_check_sarif_end_to_end(capsys: pytest.CaptureFixture[str]) -> None:
     assert "no fix" in second["message"]["text"]
 
 
-def test_unreadable_files_are_notifications(capsys: pytest.CaptureFixture[str]) -> None:
-    Path("bad.py").write_text("import numpy as np\nnp.exp((x)\n")
+def test_files_that_could_not_be_checked_are_notifications(capsys: pytest.CaptureFixture[str]) -> None:
+    Path("bad.py").write_bytes(b"import numpy as np\nnp.exp(\0)\n")
     Path("a.py").write_text("import numpy as np\nnp.exp(x)\n")
     code, out, err = run(capsys, "check", "--format", "sarif", "a.py", "bad.py")
-    assert code == 1
+    assert code == 2
     assert "bad.py" in err  # stderr still names it, as in every format
     log = json.loads(out)
     validate(log)
@@ -83,6 +83,22 @@ def test_unreadable_files_are_notifications(capsys: pytest.CaptureFixture[str]) 
     assert [n["level"] for n in invocation["toolExecutionNotifications"]] == ["error"]
     assert "bad.py" in invocation["toolExecutionNotifications"][0]["message"]["text"]
     assert len(log["runs"][0]["results"]) == 1
+
+
+def test_a_syntax_error_and_a_missing_path_are_results_of_level_error(capsys: pytest.CaptureFixture[str]) -> None:
+    Path("bad.py").write_text("import numpy as np\nnp.exp((x)\n")
+    Path("a.py").write_text("import numpy as np\nnp.exp(x)\n")
+    code, out, err = run(capsys, "check", "--format", "sarif", "a.py", "bad.py", "gone.py")
+    assert (code, err) == (1, "")  # as ruff's: findings, on stdout only
+    log = json.loads(out)
+    validate(log)
+    run_ = log["runs"][0]
+    assert run_["invocations"][0] == {"executionSuccessful": True, "toolExecutionNotifications": []}
+    results = [(r["ruleId"], r["level"], r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+                r["locations"][0]["physicalLocation"]["region"]["startLine"], "ruleIndex" in r) for r in run_["results"]]
+    assert results == [("NPT001", "warning", "a.py", 2, True), ("invalid-syntax", "error", "bad.py", 2, False),
+                       ("E902", "error", "gone.py", 1, False)]
+    assert run_["results"][2]["message"]["text"] == "No such file or directory (os error 2)"
 
 
 def test_no_findings_is_a_valid_empty_log(capsys: pytest.CaptureFixture[str]) -> None:

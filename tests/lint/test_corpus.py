@@ -96,11 +96,20 @@ def test_a_wrong_fix_is_a_violation(tamper, kind: str) -> None:
 def test_unexpected_stderr_and_tracebacks_are_violations(tmp_path: Path) -> None:
     report = _report()
     stderr = (
-        f"{tmp_path}/bad.py:3:1: error: SyntaxError: invalid syntax\n"
+        f"{tmp_path}/bad.py:3:1: error: SyntaxError: invalid syntax\n"  # a syntax error is a finding, not a line here
         f"{tmp_path}/good.py: internal error: KeyError: 'x'\n"
         "Traceback (most recent call last):\n"
     )
-    corpus._error_lines(report, stderr, "check", tmp_path, {"bad.py", "other_bad.py"})
-    kinds = {v.kind for v in report.violations}
-    assert {"internal error (check)", "traceback (check)", "unparsable file not reported (check)"} <= kinds
-    assert not any(v.path == "bad.py" for v in report.violations)
+    corpus._error_lines(report, stderr, "check", tmp_path)
+    assert {("bad.py", "unexpected stderr (check)"), ("good.py", "internal error (check)"),
+            ("-", "traceback (check)")} <= {(v.path, v.kind) for v in report.violations}
+
+
+def test_an_unparsable_file_must_be_one_invalid_syntax_finding(tmp_path: Path) -> None:
+    report = _report()
+    findings = [{"code": "invalid-syntax", "path": f"{tmp_path}/bad.py"},
+                {"code": "invalid-syntax", "path": f"{tmp_path}/fine.py"}, {"code": "NPT001", "path": f"{tmp_path}/x.py"}]
+    run = corpus.CliRun(1, findings, "", 0.0, 0.0)
+    corpus._unparsable_reported(report, run, "check", tmp_path, {"bad.py", "other_bad.py"})
+    assert {(v.path, v.kind) for v in report.violations} == {
+        ("fine.py", "unexpected invalid-syntax (check)"), ("other_bad.py", "unparsable file not reported (check)")}

@@ -2,9 +2,10 @@
 
 Exit codes: 0 nothing found (or ``--exit-zero``), 1 findings (``fix``: findings
 left, a ``--diff`` to show, or with ``--exit-non-zero-on-fix`` a file changed),
-2 a usage or configuration error, or a file that could not be read or fixed.  A
-syntax error is a finding, as ruff's ``invalid-syntax`` is.  Only ``-`` (with
-``--stdin-filename``) reads stdin, as ruff's: pre-commit runs hooks without one.
+2 a usage or configuration error, or a file that could not be decoded or fixed.
+A syntax error or a path that cannot be read is a finding, as ruff's
+``invalid-syntax`` and E902 are.  Only ``-`` (with ``--stdin-filename``) reads
+stdin, as ruff's: pre-commit runs hooks without one.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ from np2torch.cli.output import (
     TEXT_FORMATS,
     UNSAFE_HINT,
     Progress,
+    as_finding,
     check_summary,
     diff_summary,
     fix_only_summary,
@@ -67,7 +69,7 @@ from np2torch.cli.output import (
 )
 from np2torch.cli.projects import project_root
 from np2torch.cli.show import SourceLines, settings_report
-from np2torch.lint.model import Settings, check_alias, check_module
+from np2torch.lint.model import NOT_ANALYSED, Settings, check_alias, check_module
 from np2torch.lint.pages import rules_table
 from np2torch.lint.rules import RULES
 
@@ -416,7 +418,7 @@ def _run(mode: str, *, paths: tuple[str, ...], select: tuple[str, ...] | None, i
 
         cache = None if no_cache else Cache(cache_folder(cache_dir, project))
         index = _project_index(cache, tuple(paths) or (os.curdir,))
-        results = [runner.FileResult(e.path, errors=[str(e)]) for e in missing] + outside
+        results = [runner.failed(e.path, e) for e in missing] + outside
         only: dict[str, frozenset[tuple[int, int, str]]] = {}
         left_out = 0
         if report is not None:
@@ -569,7 +571,7 @@ def _plan_from_run(report: RunReport, margin: Margin, targets: list[Target],
             text = decode_source(raw, target.display).text
             findings = engine.check_source(text, target.display, settings=settings_for(target).lint)
         except FileError as exc:
-            refused.append(runner.FileResult(target.display, errors=[str(exc)]))
+            refused.append(runner.failed(target.display, exc))
             continue
         except engine.SourceError:
             kept.append(target)  # the run reports it as it reports any unparsable file
@@ -633,7 +635,7 @@ def _run_stdin(mode: str, stdin_filename: str | None, overrides: Overrides, find
     except ConfigError as exc:
         result = runner.FileResult(display, errors=[f"error: {exc}"])
     except FileError as exc:
-        result = runner.FileResult(display, errors=[str(exc)])
+        result = runner.failed(display, exc)
     except Exception as exc:  # a bug in np2torch: named on stderr, and the source still echoed below
         result = runner.FileResult(display, errors=[runner.internal_error(display, exc)])
     to_stderr = mode == runner.FIX
@@ -656,7 +658,7 @@ def _progress_bar(total: int) -> Progress | None:
     return Progress(total, stream) if stream.isatty() else None
 
 
-_RULE_NAMES = {rule.code: rule.name for rule in RULES}
+_RULE_NAMES = {**{rule.code: rule.name for rule in RULES}, **NOT_ANALYSED}
 
 
 def _report(mode: str, results: list[runner.FileResult], *, fmt: str, quiet: bool, exit_zero: bool,
@@ -667,10 +669,10 @@ def _report(mode: str, results: list[runner.FileResult], *, fmt: str, quiet: boo
     (``left_out``: the sites ``fix --from-run`` left as they are, counted in the summary, not in the code).
     ``lint_settings``: each file's, by displayed path, for the fixes the JSON formats show (``check`` only)."""
     out = out or _Output(None)
-    failed = sum(1 for r in results if r.errors)
-    broken = sum(1 for r in results if r.errors and not r.invalid_syntax)  # exit 2; a syntax error is a finding
+    failed = sum(1 for r in results if r.errors and r.code is None)  # exit 2
+    reported = mode in (runner.CHECK, runner.FIX) and not fix_only  # where findings are printed
     for result in results:
-        for message in result.errors:
+        for message in () if reported and result.code else result.errors:  # else a finding, as ruff's
             _error(message)
         for message in () if quiet else result.warnings:
             _error(message)
@@ -684,12 +686,14 @@ def _report(mode: str, results: list[runner.FileResult], *, fmt: str, quiet: boo
                 _error(line)
         if not quiet:
             _error(diff_summary(sum(r.fixed for r in changed), len(changed)))
-        return 2 if broken else (1 if changed and not exit_zero else 0)
+        return 2 if failed else (1 if changed and not exit_zero else 0)
     if mode == runner.NOQA:
-        return _report_noqa(results, quiet=quiet, failed=broken)
+        return _report_noqa(results, quiet=quiet, failed=failed)
 
-    findings = sorted((f for r in results for f in r.findings), key=sort_key)
-    problems = [problem(r.display, m) for r in results for m in r.errors]
+    problems = [problem(r.display, m, r.code) for r in results for m in r.errors]
+    findings = sorted([*(f for r in results for f in r.findings), *(as_finding(p) for p in problems if p.code)],
+                      key=sort_key)
+    problems = [p for p in problems if p.code is None]
     if fix_only:  # ruff's `--fix-only`: what was fixed, never what is left (nor an exit 1 for it)
         hidden = sum(1 for f in findings if not f.fixable and f.reason and UNSAFE_HINT in f.reason)
         if show_fixes:
@@ -697,7 +701,7 @@ def _report(mode: str, results: list[runner.FileResult], *, fmt: str, quiet: boo
                 out.echo(line, err=err)
         if not quiet:
             out.echo(fix_only_summary(sum(r.fixed for r in results), hidden), err=err)
-        return 2 if broken else 0
+        return 2 if failed else 0
     if stats:
         lines = statistics(findings, fmt, _RULE_NAMES)
     elif show_fixes and fmt == "concise":  # `full` shows the fix itself; the others keep their shape
@@ -721,9 +725,9 @@ def _report(mode: str, results: list[runner.FileResult], *, fmt: str, quiet: boo
                                   left_out)
         for line in summary:
             out.echo(line, err=err)
-    if broken:
+    if failed:
         return 2
-    return 1 if (findings or failed) and not exit_zero else 0
+    return 1 if findings and not exit_zero else 0
 
 
 def _report_noqa(results: list[runner.FileResult], *, quiet: bool, failed: int) -> int:

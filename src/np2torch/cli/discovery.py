@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from np2torch.cli.config import Config, ConfigFinder, Excluder
-from np2torch.cli.files import FileError, os_error
+from np2torch.cli.files import FileError, read_error
 from np2torch.cli.globs import FilePatterns
 
 
@@ -109,7 +109,7 @@ class Discovery:
         try:
             st = os.stat(path)
         except OSError as exc:
-            self.errors.append(os_error(display, exc))
+            self.errors.append(read_error(display, exc))
             return
         if stat.S_ISDIR(st.st_mode):
             if self._explicit_excluded(path, is_dir=True):
@@ -133,7 +133,7 @@ class Discovery:
                 with os.scandir(folder) as it:
                     entries = sorted(it, key=lambda e: e.name)
             except OSError as exc:
-                self.errors.append(os_error(display_dir, exc))
+                self.errors.append(read_error(display_dir, exc))
                 continue
             config = self.finder.for_directory(folder)
             matcher = self.matcher(config)

@@ -37,11 +37,14 @@ _BOM = b"\xef\xbb\xbf"
 
 
 class FileError(Exception):
-    """A file that cannot be read, decoded or written; ``str()`` is one line naming it."""
+    """A file that cannot be read, decoded or written; ``str()`` is one line naming it.  ``unreadable``: the system
+    would not read it (:func:`read_error`)."""
 
-    def __init__(self, path: str, message: str, line: int | None = None, column: int | None = None) -> None:
+    def __init__(self, path: str, message: str, line: int | None = None, column: int | None = None,
+                 unreadable: bool = False) -> None:
         super().__init__(message)
         self.path, self.message, self.line, self.column = path, message, line, column
+        self.unreadable = unreadable
 
     def __str__(self) -> str:
         where = self.path
@@ -54,6 +57,13 @@ class FileError(Exception):
 
 def os_error(path: str, exc: OSError) -> FileError:
     return FileError(path, exc.strerror or str(exc))
+
+
+def read_error(path: str, exc: OSError) -> FileError:
+    """A path the system would not read (it does not exist, or may not be read), worded as ruff words it
+    (Rust's ``io::Error``): ``No such file or directory (os error 2)``."""
+    message = f"{exc.strerror} (os error {exc.errno})" if exc.strerror and exc.errno else str(exc)
+    return FileError(path, message, unreadable=True)
 
 
 # ---------------------------------------------------------------- bytes <-> text
@@ -156,7 +166,7 @@ def read_regular(path: str, display: str, limit: int | None = None) -> tuple[byt
     except IsADirectoryError:
         raise FileError(display, "is a directory") from None
     except OSError as exc:
-        raise os_error(display, exc) from None
+        raise read_error(display, exc) from None
     try:
         st = os.fstat(fd)
         if stat.S_ISDIR(st.st_mode):
@@ -165,7 +175,7 @@ def read_regular(path: str, display: str, limit: int | None = None) -> tuple[byt
             raise FileError(display, _not_regular(st.st_mode))
         data = b"" if st.st_size > limit else _read_at_most(fd, limit + 1)
     except OSError as exc:
-        raise os_error(display, exc) from None
+        raise read_error(display, exc) from None
     finally:
         os.close(fd)
     if st.st_size > limit or len(data) > limit:

@@ -3,9 +3,10 @@ junit, gitlab, github, pylint, rdjson, azure, sarif in sarif.py), statistics, su
 
 Findings are :class:`np2torch.lint.model.Finding` (a notebook's are :class:`CellFinding`); the
 model loads no analysis code, so printing never loads the engine.  Files that could not be
-checked are :class:`Problem` s: every format carries them (the text formats on stderr, where the
-command line prints them; the machine formats in their own document, located when the message
-names a line).
+checked are :class:`Problem` s.  One that does not parse or cannot be read is a finding, as ruff
+reports it (:func:`as_finding`, code ``invalid-syntax`` or ``E902``); every format carries the
+others too (the text formats on stderr, where the command line prints them; the machine formats
+in their own document, located when the message names a line).
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence, TextIO
 
 from np2torch.cli.config import OUTPUT_FORMATS
-from np2torch.cli.sarif import sarif_document
-from np2torch.lint.model import CellFinding, Finding
+from np2torch.cli.sarif import level, sarif_document
+from np2torch.lint.model import INVALID_SYNTAX, NOT_ANALYSED, CellFinding, Finding
 from np2torch.lint.pages import rule_url
 from np2torch.lint.rules import RULES_BY_CODE
 
@@ -85,19 +86,28 @@ class Problem:
     line: int | None = None
     column: int | None = None
     text: str = ""
-    """The message without its location."""
+    """The message without its location and its ``error:`` label."""
+    code: str | None = None
+    """The code ruff reports it under (:data:`~np2torch.lint.model.NOT_ANALYSED`); ``None``: none."""
 
 
-_WHERE = re.compile(r"(?::(\d+)(?::(\d+))?)?: (.*)\Z", re.DOTALL)
+_WHERE = re.compile(r"(?::(\d+)(?::(\d+))?)?: (?:error: )?(.*)\Z", re.DOTALL)
 
 
-def problem(path: str, message: str) -> Problem:
+def problem(path: str, message: str, code: str | None = None) -> Problem:
     """The :class:`Problem` that ``message`` (as :class:`FileError` and the runner write them) describes."""
     match = _WHERE.match(message, len(path)) if message.startswith(path) else None
     if match is None:
-        return Problem(path, message, text=message)
+        return Problem(path, message, text=message, code=code)
     line, column, text = match.groups()
-    return Problem(path, message, int(line) if line else None, int(column) if column else None, text)
+    return Problem(path, message, int(line) if line else None, int(column) if column else None, text, code)
+
+
+def as_finding(item: Problem) -> Finding:
+    """A file that does not parse or cannot be read, as ruff reports it: a finding of its code (``invalid-syntax``,
+    ``E902``) where the error is (1:1 when the message names no place), with no fix."""
+    line, column = item.line or 1, item.column or 1
+    return Finding(item.path, line, column, line, column, item.code or "", item.text, fixable=False, fix_title=None)
 
 
 # ---------------------------------------------------------------- findings
@@ -110,7 +120,18 @@ UNSAFE_HINT = "--unsafe-fixes"
 def text_line(finding: Finding) -> str:
     """``path:line:col: CODE message``, then ``[*]`` (fixable), or why there is no fix: the reason itself, or
     for an unsafe fix a short note (``--output-format full`` and ``np2torch explain`` say why it is unsafe)."""
-    return f"{location(finding)}: {finding.code} {finding.message}{_fix_note(finding)}"
+    return f"{location(finding)}: {headline(finding)}{_fix_note(finding)}"
+
+
+def headline(finding: Finding) -> str:
+    """``CODE message``; ``invalid-syntax: message`` for a file that does not parse, as ruff prints a diagnostic of
+    no rule (its name where the code would be)."""
+    return f"{finding.code}{'' if _rule_code(finding.code) else ':'} {finding.message}"
+
+
+def _rule_code(code: str) -> str | None:
+    """The code a finding shows where ruff shows a rule's: none for ``invalid-syntax``, which is a name."""
+    return None if code == INVALID_SYNTAX else code
 
 
 def _fix_note(finding: Finding) -> str:
@@ -130,7 +151,8 @@ def text_lines(findings: Iterable[Finding]) -> Iterator[str]:
 def json_object(finding: Finding, fixes: Fixes | None = None) -> dict[str, object]:
     """Exactly :data:`JSON_KEYS` and :data:`RUFF_KEYS`; in a notebook, ``cell`` is the cell's number and the
     line and column count inside it.  ``fixes``: each finding's fix (without it, ``fix`` says only whether
-    there is one, with no edits)."""
+    there is one, with no edits).  A file np2torch could not analyse has no ``noqa_row`` and no ``url``, and
+    severity ``error``, as ruff writes it."""
     entry: dict[str, object] = {key: getattr(finding, key) for key in JSON_KEYS}
     entry["cell"] = _cell(finding)
     entry["filename"] = os.path.abspath(finding.path)
@@ -140,12 +162,17 @@ def json_object(finding: Finding, fixes: Fixes | None = None) -> dict[str, objec
         entry["fix"] = fixes(finding)
     else:
         entry["fix"] = {"applicability": "safe", "message": finding.fix_title, "edits": []} if finding.fixable else None
-    entry["noqa_row"] = finding.line
-    entry["url"] = rule_url(finding.code)
+    entry["noqa_row"] = None if finding.code in NOT_ANALYSED else finding.line
+    entry["url"] = _url(finding.code)
     rule = RULES_BY_CODE.get(finding.code)
-    entry["name"] = rule.name if rule is not None else None
-    entry["severity"] = "warning"
+    entry["name"] = rule.name if rule is not None else NOT_ANALYSED.get(finding.code)
+    entry["severity"] = level(finding.code)
     return entry
+
+
+def _url(code: str) -> str | None:
+    """The rule's page; none for the codes of a file np2torch could not analyse, which no rule of its has."""
+    return None if code in NOT_ANALYSED else rule_url(code)
 
 
 def json_document(findings: Iterable[Finding], fixes: Fixes | None = None) -> str:
@@ -173,11 +200,7 @@ def github_line(finding: Finding) -> str:
     }
     joined = ",".join(f"{key}={_escape_property(str(value))}" for key, value in properties.items())
     where = "" if cell is None else f"cell {cell}:{finding.line}:{finding.column}: "
-    return f"::{GITHUB_LEVEL} {joined}::{_escape_data(f'{where}{finding.code} {finding.message}')}"
-
-
-GITHUB_LEVEL = "warning"
-"""As SARIF's level: findings are speed-ups, not bugs; a file that could not be checked is an ``error``."""
+    return f"::{level(finding.code)} {joined}::{_escape_data(f'{where}{headline(finding)}')}"
 
 
 def github_problem(item: Problem) -> str:
@@ -195,7 +218,8 @@ def github_lines(findings: Iterable[Finding]) -> Iterator[str]:
 
 
 def _json_problem(item: Problem) -> dict[str, object]:
-    """A file that could not be checked, as a JSON finding whose ``code`` is null (as ruff's syntax errors)."""
+    """A file that could not be checked, and is no finding (:func:`as_finding`): a JSON finding whose ``code`` is
+    null."""
     where = {"row": item.line or 1, "column": item.column or 1}
     return {"code": None, "message": item.text, "path": item.path, "line": item.line, "column": item.column,
             "end_line": item.line, "end_column": item.column, "fixable": False, "cell": None,
@@ -206,19 +230,22 @@ def _json_problem(item: Problem) -> dict[str, object]:
 def rdjson_document(findings: Sequence[Finding], problems: Sequence[Problem] = (), fixes: Fixes | None = None) -> str:
     """reviewdog's Diagnostic Format, as ruff's ``rdjson``: each finding with its rule's code and page, its
     range (``line``/``column``, 1-based), and its fix's edits as ``suggestions``; a file that could not be
-    checked is a diagnostic of severity ``ERROR`` with no code."""
+    checked is a diagnostic of severity ``ERROR``, with its code when it has one (``invalid-syntax``, ``E902``)."""
     def position(where: Location) -> dict[str, int]:
         return {"line": where["row"], "column": where["column"]}
 
     diagnostics: list[dict[str, object]] = []
     for finding in findings:
+        url = _url(finding.code)
         entry: dict[str, object] = {
-            "code": {"url": rule_url(finding.code), "value": finding.code},
+            "code": {"value": finding.code} if url is None else {"url": url, "value": finding.code},
             "location": {"path": os.path.abspath(finding.path), "range": {
                 "start": {"line": finding.line, "column": finding.column},
                 "end": {"line": finding.end_line, "column": finding.end_column}}},
             "message": finding.message,
         }
+        if finding.code in NOT_ANALYSED:
+            entry["severity"] = "ERROR"
         fix = fixes(finding) if fixes is not None else None
         if fix is not None and fix["edits"]:
             entry["suggestions"] = [{"range": {"start": position(e["location"]), "end": position(e["end_location"])},
@@ -234,8 +261,9 @@ def rdjson_document(findings: Sequence[Finding], problems: Sequence[Problem] = (
 
 
 def azure_line(finding: Finding) -> str:
-    """An Azure Pipelines logging command (``##vso[task.logissue ...]``), as ruff's ``azure``: a warning."""
-    return (f"##vso[task.logissue type=warning;sourcepath={os.path.abspath(finding.path)};"
+    """An Azure Pipelines logging command (``##vso[task.logissue ...]``), as ruff's ``azure``: a warning (an error
+    for a file np2torch could not analyse)."""
+    return (f"##vso[task.logissue type={level(finding.code)};sourcepath={os.path.abspath(finding.path)};"
             f"linenumber={finding.line};columnnumber={finding.column};code={finding.code};]{finding.message}")
 
 
@@ -254,7 +282,7 @@ def _where(finding: Finding) -> str:
 def full_lines(finding: Finding, source_line: Callable[[Finding], str | None]) -> list[str]:
     """ruff's ``full`` format: the finding, its source line with a caret under the span, and the fix or
     why there is none."""
-    lines = [text_line(finding) if not finding.reason else f"{location(finding)}: {finding.code} {finding.message}"]
+    lines = [text_line(finding) if not finding.reason else f"{location(finding)}: {headline(finding)}"]
     text = source_line(finding)
     if text is not None:
         number = str(finding.line)
@@ -282,7 +310,7 @@ def grouped_lines(findings: Sequence[Finding]) -> list[str]:
                 lines.append("")
             current = finding.path
             lines.append(f"{finding.path}:")
-        lines.append(f"  {_where(finding)} {finding.code} {finding.message}{_fix_note(finding)}")
+        lines.append(f"  {_where(finding)} {headline(finding)}{_fix_note(finding)}")
     if lines:
         lines.append("")
     return lines
@@ -348,9 +376,9 @@ def _has_surrogate(text: str) -> bool:
     return False
 
 
-GITLAB_SEVERITY = "minor"
-"""GitLab's scale is info, minor, major, critical, blocker: a missed speed-up is minor; a file that could not be
-checked is ``major``."""
+GITLAB_SEVERITY = {"warning": "minor", "error": "major"}
+"""GitLab's scale is info, minor, major, critical, blocker: a missed speed-up (a ``warning``, :func:`level`) is
+minor; a file that could not be checked is ``major``, as ruff rates every finding."""
 
 
 GITLAB_PROJECT_DIR = "CI_PROJECT_DIR"
@@ -378,7 +406,7 @@ def gitlab_document(findings: Sequence[Finding], problems: Sequence[Problem] = (
             "description": f"{finding.code}: {'' if cell is None else f'cell {cell}: '}{finding.message}",
             "check_name": finding.code,
             "fingerprint": _fingerprint(key, seen),
-            "severity": GITLAB_SEVERITY,
+            "severity": GITLAB_SEVERITY[level(finding.code)],
             "location": {"path": _gitlab_path(finding.path),
                          "positions": {"begin": {"line": finding.line, "column": finding.column},
                                        "end": {"line": finding.end_line, "column": finding.end_column}}},
@@ -388,7 +416,7 @@ def gitlab_document(findings: Sequence[Finding], problems: Sequence[Problem] = (
             "description": item.text,
             "check_name": "error",
             "fingerprint": _fingerprint(f"error\0{item.path}\0{item.text}", seen),
-            "severity": "major",
+            "severity": GITLAB_SEVERITY["error"],
             "location": {"path": _gitlab_path(item.path), "lines": {"begin": item.line or 1}},
         })
     return json.dumps(issues, indent=2)
@@ -441,22 +469,23 @@ def statistics(findings: Sequence[Finding], fmt: str, names: dict[str, str]) -> 
     """Counts per code, most frequent first, as ruff's ``--statistics``: ``count  code  [*] name``.
 
     ``[*]``: at least one of them is fixable.  ``fmt == "json"`` gives one JSON array
-    of ``{"code", "name", "count", "fixable"}``; every other format the text table.
+    of ``{"code", "name", "count", "fixable"}``; every other format the text table.  Files that do not parse
+    show no code (null in JSON), only the name ``invalid-syntax``, as ruff's.
     """
     rows: dict[str, tuple[int, bool]] = {}
     for finding in findings:
         count, fixable = rows.get(finding.code, (0, False))
         rows[finding.code] = (count + 1, fixable or finding.fixable)
-    ordered = sorted(rows.items(), key=lambda item: (-item[1][0], item[0]))
+    ordered = sorted(rows.items(), key=lambda item: (-item[1][0], _rule_code(item[0]) or ""))
     if fmt == "json":
-        return [json.dumps([{"code": code, "name": names.get(code, ""), "count": count, "fixable": fixable}
-                            for code, (count, fixable) in ordered], indent=2)]
+        return [json.dumps([{"code": _rule_code(code), "name": names.get(code, ""), "count": count,
+                             "fixable": fixable} for code, (count, fixable) in ordered], indent=2)]
     if not ordered:
         return []
     count_width = max(len(str(count)) for _, (count, _) in ordered)
-    code_width = max(len(code) for code in rows)
-    return [f"{count:>{count_width}}\t{code:<{code_width}}\t{'[*]' if fixable else '[ ]'} {names.get(code, '')}"
-            for code, (count, fixable) in ordered]
+    code_width = max(len(_rule_code(code) or "") for code in rows)
+    return [f"{count:>{count_width}}\t{_rule_code(code) or '':<{code_width}}\t{'[*]' if fixable else '[ ]'} "
+            f"{names.get(code, '')}" for code, (count, fixable) in ordered]
 
 
 def show_fixes_check(finding: Finding) -> list[str]:

@@ -39,7 +39,7 @@ from np2torch.cli.files import (
     write_atomic,
 )
 from np2torch.cli.output import Progress, diff_bytes, longer_lines_note, sort_key
-from np2torch.lint.model import Finding, FixResult, SourceError
+from np2torch.lint.model import INVALID_SYNTAX, IO_ERROR, Finding, FixResult, SourceError
 from np2torch.lint.rules import RULES_BY_CODE
 
 if TYPE_CHECKING:
@@ -57,9 +57,10 @@ class FileResult:
     findings: list[Finding] = field(default_factory=list)
     """``check``: the findings; ``fix``: those left after fixing (positions in the fixed text)."""
     errors: list[str] = field(default_factory=list)
-    invalid_syntax: bool = False
-    """:attr:`errors` is the file's syntax (it does not parse, or needs a newer Python than ``target-version``):
-    as ruff's ``invalid-syntax`` diagnostic, it counts as a finding for the exit status, not as a failure."""
+    code: str | None = None
+    """The code ruff reports :attr:`errors` under (:data:`~np2torch.lint.model.NOT_ANALYSED`): ``invalid-syntax``
+    (the file does not parse, or needs a newer Python than ``target-version``), ``E902`` (it cannot be read).
+    They are findings then, in the report and for the exit status; ``None``: a failure (exit 2)."""
     fixed: int = 0
     changed: bool = False
     """``fix``: the file was rewritten; ``--diff``: it would be."""
@@ -131,9 +132,14 @@ def newer_syntax_result(display: str, needed: tuple[int, int], target: tuple[int
     version = f"{needed[0]}.{needed[1]}"
     if target is not None and target < needed:
         return FileResult(display, errors=[f"{display}: error: uses Python {version} syntax, but target-version "
-                                           f"is py{target[0]}{target[1]}"], invalid_syntax=True)
+                                           f"is py{target[0]}{target[1]}"], code=INVALID_SYNTAX)
     return FileResult(display, warnings=[f"{display}: warning: needs Python >= {version} to analyse; skipped "
                                          f"(this is Python {sys.version_info[0]}.{sys.version_info[1]})"])
+
+
+def failed(display: str, exc: FileError) -> FileResult:
+    """A file that could not be read (ruff's E902: a finding), decoded or written."""
+    return FileResult(display, errors=[str(exc)], code=IO_ERROR if exc.unreadable else None)
 
 
 def run_job(job: Job) -> FileResult:
@@ -141,7 +147,7 @@ def run_job(job: Job) -> FileResult:
     try:
         return _run_job(job)
     except FileError as exc:
-        return FileResult(job.display, errors=[str(exc)])
+        return failed(job.display, exc)
     except Exception as exc:  # a bug in np2torch: name it, keep going with the other files
         return FileResult(job.display, errors=[internal_error(job.display, exc)])
 
@@ -179,7 +185,7 @@ def _run_job(job: Job) -> FileResult:
     except engine.NewerSyntaxError as exc:
         return newer_syntax_result(job.display, exc.needed, job.settings.target_version)
     except engine.SourceError as exc:
-        return FileResult(job.display, errors=[_source_error(job.display, exc)], invalid_syntax=True)
+        return FileResult(job.display, errors=[_source_error(job.display, exc)], code=INVALID_SYNTAX)
     except engine.FixError as exc:
         # A bug in np2torch's rewrite: the file stays as it was, and what check finds in it is still true.
         return FileResult(job.display, findings=sorted(_check(job), key=sort_key),
@@ -274,7 +280,7 @@ def write_back(job: Job, result: FileResult) -> FileResult:
     try:
         write_atomic(job.path, data, job.display, expect=job.stamp)
     except FileError as exc:
-        return FileResult(job.display, errors=[str(exc)])
+        return failed(job.display, exc)
     except Exception as exc:  # a bug in np2torch: name it, keep going with the other files
         return FileResult(job.display, errors=[internal_error(job.display, exc)])
     result.digest = digest(data) if job.digest else None
@@ -302,7 +308,7 @@ def prepare(target: Target, settings: RunSettings, mode: str,
         raw, stamp = read_bytes(target.path, target.display)
         source = (decode_notebook if is_notebook(target.path) else decode_source)(raw, target.display)
     except FileError as exc:
-        return FileResult(target.display, errors=[str(exc)])
+        return failed(target.display, exc)
     if not settings.codes:
         return FileResult(target.display)
     if is_notebook(target.path):

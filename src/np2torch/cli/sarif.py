@@ -1,9 +1,11 @@
 """``--format sarif``: one SARIF 2.1.0 log for code-scanning dashboards (GitHub, Azure DevOps).
 
 The driver's rules come from the rule table; each finding is a result with a
-1-based region (columns count Unicode code points: ``columnKind``).  Files
-that could not be read or parsed become ``toolExecutionNotifications`` of the
-invocation, which then is not ``executionSuccessful``.  A finding in a
+1-based region (columns count Unicode code points: ``columnKind``).  A file
+that does not parse or cannot be read is a result too, as ruff's, of level
+``error`` and rule ``invalid-syntax`` or ``E902`` (no rule of the driver's);
+other files that could not be checked become ``toolExecutionNotifications`` of
+the invocation, which then is not ``executionSuccessful``.  A finding in a
 notebook cell has its region relative to the cell (as the text output does)
 and the cell number in the result's ``properties.cell``; its message starts
 with ``cell N:`` for viewers that show no properties.
@@ -21,13 +23,19 @@ from typing import Sequence
 from urllib.parse import quote
 
 from np2torch import __version__
-from np2torch.lint.model import CellFinding, Finding
+from np2torch.lint.model import NOT_ANALYSED, CellFinding, Finding
 from np2torch.lint.pages import page, rule_url
 from np2torch.lint.rules import RULES, Rule
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVEL = "warning"
 """Findings are speed-ups, not bugs: dashboards show them as warnings."""
+
+
+def level(code: str) -> str:
+    """A finding's level (every format's severity): :data:`LEVEL`, ``error`` for a file np2torch could not analyse
+    (:data:`~np2torch.lint.model.NOT_ANALYSED`)."""
+    return "error" if code in NOT_ANALYSED else LEVEL
 
 
 def _uri(path: str) -> str:
@@ -75,7 +83,7 @@ def _result(finding: Finding, index: dict[str, int]) -> dict[str, object]:
         properties["cell"] = cell
     result: dict[str, object] = {
         "ruleId": finding.code,
-        "level": LEVEL,
+        "level": level(finding.code),
         "message": {"text": _text(text)},
         "locations": [
             {

@@ -12,7 +12,7 @@ from __future__ import annotations
 import keyword
 import re
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, Iterable, Optional
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional
 
 from np2torch.lint.isort import ImportOrder
 from np2torch.lint.rules import DEFAULT_RULES, RULES_BY_CODE, Rule, select_rules
@@ -130,7 +130,8 @@ DEFAULT_SETTINGS = Settings()
 @dataclass(frozen=True)
 class Finding:
     """One reference to a table function: where it is (1-based lines and columns, in characters; the end
-    is exclusive), the rule's code and message, and whether ``fix`` rewrites it (``reason``: why not)."""
+    is exclusive), the rule's code and message, and whether ``fix`` rewrites it (``reason``: why not).  The
+    command line also reports a file it could not analyse as one (:data:`NOT_ANALYSED`), as ruff does."""
 
     path: str
     line: int
@@ -144,6 +145,16 @@ class Finding:
     # them, and Python 3.9 has no ``X | Y`` at runtime.
     fix_title: Optional[str]
     reason: Optional[str] = None
+
+
+INVALID_SYNTAX = "invalid-syntax"
+"""ruff's name for a file that does not parse (:class:`SourceError`): a diagnostic of no rule, so its name
+stands where a code would, printed ``path:2:11: invalid-syntax: message``."""
+IO_ERROR = "E902"
+"""ruff's code for a path that cannot be read (pycodestyle's ``io-error``)."""
+NOT_ANALYSED: Mapping[str, str] = {INVALID_SYNTAX: "invalid-syntax", IO_ERROR: "io-error"}
+"""The codes the command line reports a file it could not analyse under, as ruff does, and their names: a
+finding of no np2torch rule (no page), never fixable, an error where findings are warnings."""
 
 
 @dataclass(frozen=True)
