@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import np2torch.runtime as np2t
-from np2torch.runtime import _api
+from np2torch.runtime import _api, tuning
 from np2torch.runtime._exact.errstate import error_checks
 from np2torch.runtime._paths import blocks, cores
 from np2torch.runtime.table import ELEMENTWISE_FUNCTIONS, FUNCTIONS
@@ -94,7 +94,13 @@ def _forced() -> Any:
     return np2t.using(min_size=0, exact="bits")
 
 
-LOOPS = [pytest.param(row, dtype, id=f"{row.name}-{dtype}") for row in ROWS for dtype in FLOATS if dtype in row.loops]
+def _loops(rows: List[Any]) -> List[Any]:
+    """Every float32/float64 loop of each row's original: torch's (the row lists them) and those only this path serves."""
+    return [pytest.param(row, dtype, id=f"{row.name}-{dtype}") for row in rows for dtype in FLOATS
+            if dtype in row.loops or dtype in tuning.cores_only_loops(row.name)]
+
+
+LOOPS = _loops(ROWS)
 
 
 @pytest.mark.parametrize("offset", [0, 1, 3, 7])
@@ -232,8 +238,24 @@ def test_exact_bits_never_takes_torch():
         assert np2t.which("logsumexp", x.reshape(2000, 2000), axis=0)[0] != "cpu"
 
 
+def test_a_loop_torch_does_not_serve_takes_the_original_on_every_core_and_never_torch():
+    # float64 erfc, log1p and logaddexp, float32 sin: torch computes none of them exactly, the original's own loop
+    # on every core does; the built-in profile (tests/conftest.py) measures it against the original's single call.
+    x = np.linspace(-3, 3, 2_000_000)
+    cases = [("erfc", (x,)), ("log1p", (np.abs(x),)), ("logaddexp", (0, x)), ("sin", (x.astype(np.float32),))]
+    for name, args in cases:
+        loop = np.result_type(*args).name
+        assert loop not in _api.HELPERS[name].row.loops and loop in tuning.cores_only_loops(name)
+        path, why = np2t.which(name, *args)
+        assert path == ("cores" if tuning.serves_cores(name) else "numpy"), (name, why)
+    with np2t.using(min_size=0):  # torch forced from that size on: never for these loops
+        for name, args in cases:
+            assert np2t.which(name, *args)[0] == "cores"
+            assert_same_bits(getattr(np2t, name)(*args), _api.HELPERS[name].load()(*args))
+
+
 BINARY = [row for row in FUNCTIONS if row.kind == "binary"]
-BINARY_LOOPS = [pytest.param(row, dtype, id=f"{row.name}-{dtype}") for row in BINARY for dtype in FLOATS if dtype in row.loops]
+BINARY_LOOPS = _loops(BINARY)
 
 
 @pytest.mark.parametrize("second", ["array", "scalar", "reversed"])

@@ -88,7 +88,9 @@ class Binary(Helper):
         return named
 
     def resolve(self, first: Any, second: Any) -> np.dtype | None:
-        """The loop dtype for operands of these dtypes (or Python types), if torch serves it exactly."""
+        """The loop dtype for operands of these dtypes (or Python types), if a path other than the original's single
+        call may serve it: torch where the row lists it, else the original on every core (a floating or complex
+        loop: :data:`._paths.cores.LOOP_KINDS`)."""
         key = (first, second)
         try:
             return self.loops[key]
@@ -106,7 +108,7 @@ class Binary(Helper):
         except Exception:  # NumPy's type resolution refuses the pair: the original raises it
             return None
         loop = loops[2]
-        if loops[0] != loop or loops[1] != loop or loop.name not in self.row.loops:
+        if loops[0] != loop or loops[1] != loop or (loop.name not in self.row.loops and loop.kind not in cores.LOOP_KINDS):
             return None
         if any(isinstance(d, np.dtype) and not np.can_cast(d, loop, "safe") for d in (first, second)):
             return None
@@ -126,6 +128,8 @@ class Binary(Helper):
         loop = self.resolve(x.dtype, y.dtype)
         if path == "cores":
             result = None if loop is None else self.on_cores(x, y, loop)
+        elif loop is not None and dtype_name(loop) not in self.row.loops:
+            raise ValueError(f"{self.name} has no torch loop for {loop}")
         else:
             result = None if loop is None else self.try_torch(x, y, loop, Route(path, "cpu", "forced"))
         if result is None:
@@ -140,7 +144,7 @@ class Binary(Helper):
             return "not exact ndarrays or Python scalars: the original"
         loop = self.resolve(*kinds)
         if loop is None:
-            return "no loop torch serves exactly for these dtypes"
+            return "no loop of the original that torch or its own loop on every core serves for these dtypes"
         try:
             n = _size(np.broadcast_shapes(np.shape(x1), np.shape(x2)))
         except ValueError:
@@ -155,7 +159,7 @@ class Binary(Helper):
         if checks is not None and checks.under:
             return "np.errstate(under=...) reports underflow: the original"
         name = dtype_name(loop)
-        route = self.route(name, n, settings, name in self.row.cuda_loops, dry_run)
+        route = self.route(name, n, settings, name in self.row.cuda_loops, dry_run, exact_only=name not in self.row.loops)
         if route is None or route.device != "cpu":
             if not dry_run:
                 return "the original"  # why is spelled out for which() only

@@ -174,11 +174,12 @@ class Helper:
         return self.load()(*args, **kwargs)
 
     def route(self, loop: str, n: int, settings: RuntimeSettings, cuda_ok: bool, dry_run: bool = False,
-              klass: str = "") -> Route | None:
+              klass: str = "", exact_only: bool = False) -> Route | None:
         """Where a call over ``n`` elements of loop ``loop`` (a reduction's shape class ``klass``) runs under
-        ``settings`` (None: the original): :func:`._decision.route.route`, from the call and the profile alone."""
+        ``settings`` (None: the original): :func:`._decision.route.route`, from the call and the profile alone.
+        ``exact_only``: torch does not serve the loop, only the paths that give the original's bits may."""
         return decision.route(self.name, loop, n, settings.device, settings.min_size, cuda_ok, dry_run=dry_run,
-                             klass=klass, exact=settings.exact == "bits", cores=self.cores)
+                             klass=klass, exact=exact_only or settings.exact == "bits", cores=self.cores)
 
     def admits(self, dtype: np.dtype, n: int, settings: RuntimeSettings) -> bool:
         """Whether a call of ``n`` elements whose floor is kept under ``dtype`` may leave the original: the size floor.
@@ -213,7 +214,8 @@ class Helper:
         return n >= floor
 
     def loop_of(self, dtype: np.dtype) -> str | None:
-        """The loop a plain call on ``dtype`` input runs that torch may serve (None: none)."""
+        """The loop a plain call on ``dtype`` input runs that a path other than the original's single call may serve
+        (torch, or the original on every core: None where neither does)."""
         raise NotImplementedError
 
     def run_path(self, path: str, x: np.ndarray) -> object:

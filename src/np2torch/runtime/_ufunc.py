@@ -81,19 +81,22 @@ class Plan(Record):
     the loop is verified on CUDA, computed there in ``cuda_wide`` when wider;
     ``stage``: the input is cast into the result buffer first (NumPy's own
     input cast); ``name``: the loop's dtype name (``dtype.name`` costs ~2 us:
-    looked up once).
+    looked up once); ``torch``: torch serves the loop exactly (the row lists
+    it); else only the exact paths do (the original, the original on every
+    core: its own loop, whatever the loop).
     """
 
-    __slots__ = ("loop", "wide", "cuda_ok", "cuda_wide", "stage", "name")
+    __slots__ = ("loop", "wide", "cuda_ok", "cuda_wide", "stage", "name", "torch")
 
     def __init__(self, loop: np.dtype, wide: str | None, cuda_ok: bool, cuda_wide: str | None, stage: bool,
-                 name: str) -> None:
+                 name: str, torch: bool = True) -> None:
         self.loop = loop
         self.wide = wide
         self.cuda_ok = cuda_ok
         self.cuda_wide = cuda_wide
         self.stage = stage
         self.name = name
+        self.torch = torch
 
 
 class Call(Record):
@@ -153,7 +156,7 @@ class Ufunc(Helper):
 
     def route_call(self, settings: RuntimeSettings, plan: Plan, size: int, dry_run: bool = False) -> Route | None:
         """:meth:`route`, and a clear error for an explicit CUDA device without CUDA."""
-        found = self.route(plan.name, size, settings, plan.cuda_ok, dry_run)
+        found = self.route(plan.name, size, settings, plan.cuda_ok, dry_run, exact_only=not plan.torch)
         if found is not None and found.path == "cuda" and not dry_run and not cuda_available():
             raise no_cuda(settings)
         return found
@@ -162,7 +165,7 @@ class Ufunc(Helper):
         if path == "numpy":
             return self.load()(x)
         plan = self.plan(x.dtype, None, None, "same_kind")
-        if plan is None:
+        if plan is None or (path != "cores" and not plan.torch):
             raise ValueError(f"{self.name} has no torch loop for {x.dtype}")
         if path == "cores":
             result = _allocate(x, plan, "K")
@@ -217,7 +220,7 @@ def _make_plan(row: Function, original: Callable[..., Any], x_dtype: np.dtype, o
             loop_in, loop_out = original.resolve_dtypes((x_dtype, out_dtype), signature=(None, dtype), casting=casting)
     except Exception:
         return None
-    if loop_in != loop_out or loop_out.name not in row.loops:
+    if loop_in != loop_out or (loop_out.name not in row.loops and loop_out.kind not in cores.LOOP_KINDS):
         return None
     if out_dtype is not None and out_dtype != loop_out:
         return None
@@ -227,6 +230,8 @@ def _make_plan(row: Function, original: Callable[..., Any], x_dtype: np.dtype, o
     if stage and not np.can_cast(x_dtype, loop_in, "safe"):
         return None
     name = loop_out.name
+    if name not in row.loops:  # a loop torch does not serve exactly: the original's own, on every core where faster
+        return Plan(loop=loop_out, wide=None, cuda_ok=False, cuda_wide=None, stage=stage, name=name, torch=False)
     compute = row.loops[name]
     cuda = row.cuda_loops.get(name)
     return Plan(
@@ -409,7 +414,8 @@ def _prepare(state: Ufunc, settings: RuntimeSettings, x: np.ndarray, args: Tuple
     out, casting, order, dtype = parsed
     plan = state.plan(x.dtype, None if out is None else out.dtype, dtype, casting)
     if plan is None:
-        return Declined(f"no loop verified on torch for {x.dtype} input (the original's type resolution picks another)")
+        return Declined(f"no loop for {x.dtype} input that torch or the original on every core serves (the original's "
+                        "type resolution picks another)")
     if state.row.module == "scipy.special" and scipy_reports():
         return Declined("scipy.special.errstate asks for reports, which only SciPy gives")
     if settings.device == "numpy":

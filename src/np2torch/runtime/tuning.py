@@ -77,6 +77,24 @@ def serves_cores(name: str) -> bool:
     return HELPERS[name].cores and usable_cores() > 1
 
 
+CORES_ONLY_DTYPES = ("float32", "float64")
+"""The dtypes ``np2torch tune`` measures the original on every core for where torch serves no exact loop."""
+
+
+def cores_only_loops(name: str) -> tuple[str, ...]:
+    """The loops (of :data:`CORES_ONLY_DTYPES`) the helper ``name``'s original runs on its own dtype that torch does
+    not serve exactly (the row does not list them) and the original on every core does: float64 ``erfc``, ``log1p``
+    and ``logaddexp``, float32 ``sin``.  Empty where the helper has no path ``cores`` (``tune`` measures them where
+    this process has more than one core: :func:`serves_cores`)."""
+    from ._api import HELPERS
+
+    helper = HELPERS[name]
+    if not helper.cores:
+        return ()
+    return tuple(dtype for dtype in CORES_ONLY_DTYPES
+                 if dtype not in helper.row.loops and helper.loop_of(np.dtype(dtype)) == dtype)
+
+
 def profile_in_force() -> Active:
     """The profile the runtime decides from in this process (read on first use; never imports torch)."""
     return _profile.active()

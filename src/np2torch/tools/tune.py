@@ -1,8 +1,9 @@
 """``np2torch tune``: measure this machine's profile, the data np2torch.runtime decides from.
 
 For every function of the table and every loop torch serves, the original,
-torch on one thread, torch on its pool and (with a GPU) CUDA are timed over a
-range of sizes; ``import torch`` is timed in a fresh interpreter.  The profile
+the original on every core, torch on one thread, torch on its pool and (with a
+GPU) CUDA are timed over a range of sizes, and for the float32/float64 loops
+torch does not serve exactly, the original and the original on every core; ``import torch`` is timed in a fresh interpreter.  The profile
 is written atomically to the user's cache directory under a fingerprint of
 the machine and its software (:func:`np2torch.runtime.tuning.fingerprint`),
 where every later process finds it.  ``--show`` prints the profile in force and the path
@@ -53,7 +54,10 @@ def pairs(names: Sequence[str] | None = None, everything: bool = False) -> list[
             raise click.BadParameter(f"unknown function(s) {', '.join(unknown)}; choose from {', '.join(known)}", param_hint="--functions")
     chosen = [row for row in FUNCTIONS if (row.name in names if names is not None else everything or row.default)]
     kept = importable([row.name for row in chosen], [row.qualname for row in chosen], named=names is not None, tool="tune")
-    return [(row.name, dtype) for row in chosen if row.name in kept for dtype in row.loops]
+    from np2torch.runtime import tuning
+
+    return [(row.name, dtype) for row in chosen if row.name in kept
+            for dtype in (*row.loops, *(tuning.cores_only_loops(row.name) if tuning.serves_cores(row.name) else ()))]
 
 
 _IMPORT_CODE = """
@@ -136,7 +140,10 @@ def run_tune(names: Sequence[str] | None, quick: bool, cuda: bool, progress: Any
     try:
         for name, dtype, klass in measured_curves(pairs(names, everything) if chosen is None else chosen):
             sizes = sizes_for(klass, quick)
-            paths = ["numpy"] + (["cores"] if tuning.serves_cores(name) else []) + ["cpu1", "cpu"]
+            if dtype not in FUNCTIONS_BY_NAME[name].loops:  # torch serves no exact loop: the original on every core
+                paths = ["numpy", "cores"]
+            else:
+                paths = ["numpy"] + (["cores"] if tuning.serves_cores(name) else []) + ["cpu1", "cpu"]
             if use_cuda and dtype in FUNCTIONS_BY_NAME[name].cuda_loops:
                 paths.append("cuda")
             key = tuning.curve_key(name, dtype, klass)

@@ -229,8 +229,9 @@ def route(
     """
     if min_size is not None:
         if exact:  # from min_size on, the exact path that uses the cores
-            return Route("cores", "cpu", f"min_size={min_size} and exact='bits' set explicitly: the original's own "
-                         "loop on every core from that size on") if cores and n >= min_size else None
+            return Route("cores", "cpu", f"min_size={min_size} set explicitly, and only a path that gives the original's "
+                         "bits may serve the call (exact='bits', or a loop torch does not compute exactly): the "
+                         "original's own loop on every core from that size on") if cores and n >= min_size else None
         return None if torch_unavailable() else _explicit(device, n, min_size, cuda_ok, dry_run)
     exact = exact or torch_unavailable()
     if device.startswith("cuda") and not exact:

@@ -20,7 +20,8 @@ itself then reports exactly what its single call would have, in its order, at
 the caller's line (warn, raise, call, print, log), with ``out=`` already
 written in full.
 
-Served: exactly ``np.ndarray`` operands whose result is laid out alike (a dense
+Served: any floating or complex loop of the original (:data:`LOOP_KINDS`), including those torch does not
+compute exactly, and there only this path and the original's single call are candidates; exactly ``np.ndarray`` operands whose result is laid out alike (a dense
 array and its dense result in the same order: :func:`lays_out_alike`; a
 two-argument function's scalar operand goes whole to every block), the call's
 ``dtype=``/``casting=`` passed on to every block.  An in-place call under
@@ -37,6 +38,9 @@ import numpy as np
 from .._exact.errstate import EXTOBJ_VAR, ErrorChecks, numpy_call, recording_state
 from . import blocks
 
+LOOP_KINDS = frozenset("fc")
+"""The loops this path serves: any floating or complex loop of the original, torch's or not (float64 ``erfc``,
+``logaddexp`` and ``log1p``, float32 ``sin``), each block being the original's own loop."""
 PIECES = 16
 """A flagged span is cut into this many pieces to find the one raising a flag (:func:`_witnesses`)."""
 WITNESS = 256
