@@ -209,6 +209,38 @@ def test_the_prior_scales_the_pool_to_this_machines_threads():
     assert _model.scaled_prior(curve, 2, 2) is curve
 
 
+def test_a_call_on_every_core_pays_the_wake_of_an_idle_worker_past_one_block():
+    # tune times calls back to back; a program's calls come between other work, and each wakes a worker.
+    sizes = (1024, 65536, 262144, 1048576)
+    curve = Curve(sizes, {"numpy": (1e-6, 1e-4, 4e-4, 1.6e-3), "cores": (1e-6, 1e-4, 3e-4, 0.9e-3)})
+    woken = _model.woken(curve, 2e-4, 65536)
+    assert woken.seconds["numpy"] == curve.seconds["numpy"]
+    assert woken.seconds["cores"] == pytest.approx((1e-6, 1e-4, 5e-4, 1.1e-3))
+    assert _model.woken(curve, 0.0, 65536) is curve
+    # 1.33x back to back at 262,144 elements, slower than the original once a worker is woken; 1.45x at 1M.
+    assert _model.exact_path(curve, _model.EXACT_PATHS, 262144) == "cores"
+    assert _model.exact_path(woken, _model.EXACT_PATHS, 262144) == "numpy"
+    assert _model.exact_path(woken, _model.EXACT_PATHS, 1048576) == "cores"
+
+
+def test_the_wake_cost_is_that_of_the_profile_a_curve_came_from():
+    active = _profile.active()
+    builtin = float(_profile.load_builtin().notes[_model.WAKE_NOTE])
+    assert 0 < builtin < 0.01
+    assert _route.wake_seconds(active, "builtin") == _route.wake_seconds(active, _route.PRIOR) == builtin
+    tuned = _model.Active(Profile("m", {}, 1.0, 2, {}, {_model.WAKE_NOTE: 3e-5}), active.builtin, None, active.print_)
+    assert _route.wake_seconds(tuned, "machine") == 3e-5 and _route.wake_seconds(tuned, _route.PRIOR) == builtin
+    older = _model.Active(Profile("m", {}, 1.0, 2, {}, {}), active.builtin, None, active.print_)
+    assert _route.wake_seconds(older, "machine") == 0.0  # measured before tune measured it: as it decided then
+
+
+def test_tune_measures_the_wake_of_an_idle_worker(monkeypatch):
+    found = _calibrate.measure_wake(runs=3, idle=0.002)
+    assert 0.0 <= found < 1.0
+    monkeypatch.setattr(_load, "usable_cores", lambda: 1)  # one core: no worker to wake, nothing to charge
+    assert _calibrate.measure_wake(runs=3, idle=0.002) == 0.0
+
+
 # ---------------------------------------------------------------- files
 
 

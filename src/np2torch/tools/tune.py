@@ -3,7 +3,8 @@
 For every function of the table and every loop torch serves, the original,
 the original on every core, torch on one thread, torch on its pool and (with a
 GPU) CUDA are timed over a range of sizes, and for the float32/float64 loops
-torch does not serve exactly, the original and the original on every core; ``import torch`` is timed in a fresh interpreter.  The profile
+torch does not serve exactly, the original and the original on every core;
+what waking an idle worker costs a call on two threads is timed once; ``import torch`` is timed in a fresh interpreter.  The profile
 is written atomically to the user's cache directory under a fingerprint of
 the machine and its software (:func:`np2torch.runtime.tuning.fingerprint`),
 where every later process finds it.  ``--show`` prints the profile in force and the path
@@ -153,10 +154,11 @@ def run_tune(names: Sequence[str] | None, quick: bool, cuda: bool, progress: Any
         threads = torch.get_num_threads()
     finally:
         torch.set_num_threads(threads_before)
+    wake = tuning.measure_wake()
     imports = measure_import_seconds(1 if quick else 3)
     if progress is not None:
         progress.update(1)
-    notes = {"import_torch": imports, "busy": busy}
+    notes = {"import_torch": imports, "busy": busy, tuning.WAKE_NOTE: wake}
     return tuning.Profile("", tuning.fingerprint(), import_charge(imports), threads, curves, notes)
 
 
@@ -326,6 +328,10 @@ def command(quick: bool, function_text: str | None, everything: bool, output: st
     click.echo(f"import torch: {imports.get('warm', profile.import_seconds):.2f} s warm, "
                f"{imports.get('cold', profile.import_seconds):.2f} s cold after NumPy and SciPy; the rental charges "
                f"{profile.import_seconds:.2f} s; torch threads: {profile.threads}")
+    wake = profile.notes.get(tuning.WAKE_NOTE)
+    if wake is not None:
+        click.echo(f"waking an idle worker: {wake * 1e3:.2f} ms a call on more than one thread (added to those paths' "
+                   "times where a call runs more than one block)")
     busy = profile.notes.get("busy") or {}
     if busy:
         click.echo(f"warning: other programs kept this machine busy while {len(busy)} curve(s) were measured, twice "

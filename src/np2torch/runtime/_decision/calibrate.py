@@ -167,3 +167,48 @@ def measure(
         if progress is not None:
             progress()
     return Curve(tuple(measured), {path: tuple(times) for path, times in seconds.items()})
+
+
+WAKE_IDLE = 0.01
+"""Seconds the workers idle before each timed call of :func:`measure_wake`: a program's other work between calls."""
+WAKE_RUNS = 31
+
+
+def measure_wake(runs: int = WAKE_RUNS, idle: float = WAKE_IDLE) -> float:
+    """Seconds a call on two threads pays, beyond what the original's single call pays, when it follows ``idle``
+    seconds of idling rather than another call (medians of ``runs``; 0.0 where this process has one core).
+
+    A worker that idled sleeps, and waking it (its core, on a virtual machine its virtual CPU) costs time that
+    ``tune``'s back-to-back calls never pay: on the 2-core reference VM a two-block ``exp`` (131,072 elements)
+    took 0.20 ms back to back, 0.52 ms after 10 ms of idling and 0.81 ms after 50 ms, the original's single call
+    0.17, 0.29 and 0.35 ms.  The original slows after idling too (frequency, caches); the difference of the
+    differences is the wake's."""
+    from .._load import usable_cores
+    from .._paths import blocks, cores
+
+    if usable_cores() < 2:
+        return 0.0
+    x = make_input("exp", np.dtype(np.float64), 2 * blocks.MIN_BLOCK)
+    out = np.empty_like(x)
+
+    def two_threads() -> None:
+        cores.compute(np.exp, "exp", x, out, None, threads=2)
+
+    def original() -> None:
+        np.exp(x, out=out)
+
+    def median(call: Callable[[], None], pause: float) -> float:
+        times = []
+        for _ in range(runs):
+            if pause:
+                time.sleep(pause)
+            start = time.perf_counter()
+            call()
+            times.append(time.perf_counter() - start)
+        return statistics.median(times)
+
+    for _ in range(20):  # the pool started, the pages touched
+        two_threads()
+    woken = median(two_threads, idle) - median(two_threads, 0.0)
+    cold = median(original, idle) - median(original, 0.0)
+    return max(0.0, woken - cold)

@@ -320,6 +320,28 @@ def scaled_prior(curve: Curve, built_threads: int, threads_here: int) -> Curve:
     return Curve(curve.sizes, seconds)
 
 
+WAKE_NOTE = "wake_seconds"
+"""The profile's note of what a call running on more than one thread pays to wake a worker that idled since the
+program's previous call (``np2torch tune`` measures it: :func:`.calibrate.measure_wake`)."""
+
+
+def woken(curve: Curve, seconds: float, single: int) -> Curve:
+    """``curve`` with ``seconds`` added to the time of each path that runs on every core, at every measured size past
+    ``single`` elements (up to which a call is one block, computed by the calling thread alone).
+
+    ``tune`` times a path's calls back to back, so its workers never sleep; a program's calls come between other
+    work, and each wakes a worker that did (on the 2-core reference VM ~0.2-0.45 ms after 10-50 ms of idling,
+    where its calls of a few hundred microseconds gain less than that)."""
+    if seconds <= 0 or not any(path in curve.seconds for path in SCALED_PATHS):
+        return curve
+    seconds_of = dict(curve.seconds)
+    for path in SCALED_PATHS:
+        times = seconds_of.get(path)
+        if times is not None:
+            seconds_of[path] = tuple(t + seconds if n > single else t for n, t in zip(curve.sizes, times))
+    return Curve(curve.sizes, seconds_of, curve.thread_invariant)
+
+
 class Forecast(Record):
     """What the profile says about one (function, dtype, device), cached until :meth:`.._state.Process.forget_decisions`."""
 

@@ -38,12 +38,13 @@ import threading
 from typing import Sequence, Tuple
 
 from .._backend import cuda_available, load_torch, torch_ready, torch_unavailable
-from .._paths import ALL_PATHS, BY_NAME, CPU_PATHS, EXACT_PATHS, ORIGINAL, Path
+from .._paths import ALL_PATHS, BY_NAME, CPU_PATHS, EXACT_PATHS, ORIGINAL, Path, blocks
 from .._record import Record
 from .._state import PROCESS
 from . import profile
 from .model import (
     MARGIN,
+    WAKE_NOTE,
     Active,
     Bands,
     Curve,
@@ -51,6 +52,7 @@ from .model import (
     bands_of,
     curve_key,
     scaled_prior,
+    woken,
 )
 
 PRIOR = "prior"
@@ -113,6 +115,13 @@ def _curve(active: Active, key: str) -> Tuple[Curve | None, str]:
 
 
 def _curve_of(active: Active, key: str) -> Tuple[Curve | None, str]:
+    curve, origin = _measured_curve(active, key)
+    if curve is None:
+        return None, origin
+    return woken(curve, wake_seconds(active, origin), blocks.MIN_BLOCK), origin
+
+
+def _measured_curve(active: Active, key: str) -> Tuple[Curve | None, str]:
     if active.machine is not None and key in active.machine.curves:
         return active.machine.curves[key], "machine"
     builtin = active.builtin.curves.get(key)
@@ -121,6 +130,14 @@ def _curve_of(active: Active, key: str) -> Tuple[Curve | None, str]:
     if active.write_to is None:
         return builtin, "builtin"
     return scaled_prior(builtin, active.builtin.threads, active.print_["cores"]), PRIOR
+
+
+def wake_seconds(active: Active, origin: str) -> float:
+    """What a call on more than one thread pays to wake an idle worker, by the profile a curve of ``origin`` came
+    from: this machine's note (none in a profile measured before ``tune`` measured it: nothing, as it decided
+    then), else the built-in profile's."""
+    found = active.machine if origin == "machine" and active.machine is not None else active.builtin
+    return float(found.notes.get(WAKE_NOTE, 0.0))
 
 
 def _forecast(name: str, dtype: str, device: str, cuda_ok: bool, klass: str = "", exact: bool = False,
