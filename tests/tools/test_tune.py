@@ -56,3 +56,17 @@ def test_the_cold_import_runs_after_numpy_and_scipy_with_torch_out_of_the_page_c
     code = tune._IMPORT_CODE
     assert code.index("import numpy") < code.index("import scipy.special") < code.index("import torch\n")
     assert "POSIX_FADV_DONTNEED" in code and 'sys.argv[1] == "cold"' in code
+
+
+def test_show_reads_each_curve_as_the_decision_does_with_the_wake_of_an_idle_worker() -> None:
+    from np2torch.runtime import tuning
+
+    sizes = (1024, 65536, 262144, 1048576, 4194304)
+    curve = tuning.Curve(sizes, {"numpy": (1e-6, 1e-4, 4e-4, 1.6e-3, 6.4e-3),
+                                 "cores": (1e-6, 1e-4, 3e-4, 0.9e-3, 3.4e-3)})
+
+    def first_on_cores(notes: dict) -> int:
+        [row] = tune.bands_report(tuning.Profile("p", {}, 1.0, 2, {"log/float64": curve}, notes))
+        return next(band["from"] for band in row["bands"] if band["path"] == "cores")
+
+    assert first_on_cores({}) < 262144 <= first_on_cores({tuning.WAKE_NOTE: 2e-4}) <= 1048576

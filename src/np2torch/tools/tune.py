@@ -212,8 +212,9 @@ def bands_report(profile: Profile, device: str = "auto") -> list[dict[str, Any]]
     from np2torch.runtime import tuning
 
     rows = []
-    for key, curve in sorted(profile.curves.items()):
+    for key, measured in sorted(profile.curves.items()):
         name, _, dtype = key.partition("/")
+        curve = tuning.as_decided(profile, measured)
         allowed = tuning.ALL_PATHS if device != "cpu" and "cuda" in curve.seconds else tuning.CPU_PATHS
         bands = tuning.bands_of(curve, allowed)
         speedups = {}

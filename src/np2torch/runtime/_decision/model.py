@@ -325,6 +325,11 @@ WAKE_NOTE = "wake_seconds"
 program's previous call (``np2torch tune`` measures it: :func:`.calibrate.measure_wake`)."""
 
 
+def wake_of(profile: Profile) -> float:
+    """The profile's :data:`WAKE_NOTE` (none in a profile measured before ``tune`` measured it: nothing)."""
+    return float(profile.notes.get(WAKE_NOTE, 0.0))
+
+
 def woken(curve: Curve, seconds: float, single: int) -> Curve:
     """``curve`` with ``seconds`` added to the time of each path that runs on every core, at every measured size past
     ``single`` elements (up to which a call is one block, computed by the calling thread alone).

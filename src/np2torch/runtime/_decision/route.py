@@ -44,7 +44,6 @@ from .._state import PROCESS
 from . import profile
 from .model import (
     MARGIN,
-    WAKE_NOTE,
     Active,
     Bands,
     Curve,
@@ -52,6 +51,7 @@ from .model import (
     bands_of,
     curve_key,
     scaled_prior,
+    wake_of,
     woken,
 )
 
@@ -136,8 +136,7 @@ def wake_seconds(active: Active, origin: str) -> float:
     """What a call on more than one thread pays to wake an idle worker, by the profile a curve of ``origin`` came
     from: this machine's note (none in a profile measured before ``tune`` measured it: nothing, as it decided
     then), else the built-in profile's."""
-    found = active.machine if origin == "machine" and active.machine is not None else active.builtin
-    return float(found.notes.get(WAKE_NOTE, 0.0))
+    return wake_of(active.machine if origin == "machine" and active.machine is not None else active.builtin)
 
 
 def _forecast(name: str, dtype: str, device: str, cuda_ok: bool, klass: str = "", exact: bool = False,
