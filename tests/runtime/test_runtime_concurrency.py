@@ -303,3 +303,105 @@ def test_the_exit_hook_waits_for_the_calls_on_torch_and_then_refuses_new_ones(mo
     order.append("closed")
     thread.join()
     assert order == [("refused", False), "ended", "closed"]
+
+
+DURING_THE_IMPORT_OF_SCIPY_SPECIAL_SCRIPT = textwrap.dedent(
+    """
+    import faulthandler, os, signal, sys, threading
+    import numpy as np
+    import np2torch.runtime as np2t
+
+    faulthandler.dump_traceback_later(60, exit=True)  # a hang fails the run, with every thread's stack
+    program, where, name, moment = sys.argv[1:]
+    x = np.linspace(-3, 3, 7)
+    got = {}
+
+    def call():
+        if program == "fixed":
+            return getattr(np2t, name)(x)
+        import scipy.special  # the original program reaches scipy.special by importing it, wherever it runs
+        return getattr(scipy.special, name)(x)
+
+    def outcome(function):
+        try:
+            return np.asarray(function()).tobytes().hex()
+        except Exception as exc:
+            return f"{type(exc).__name__}: {exc}"
+
+    def handler(signum, frame):
+        got["handler"] = outcome(call)
+
+    waiting = threading.Event()
+
+    def watch(frame, event, arg):  # the other thread is about to wait for scipy.special's module lock
+        if event == "call" and frame.f_code.co_name == "acquire" and \\
+                getattr(frame.f_locals.get("self"), "name", None) == "scipy.special":
+            waiting.set()
+
+    def first_call():
+        sys.setprofile(watch)
+        got["other thread"] = outcome(call)
+
+    thread = threading.Thread(target=first_call)
+    INIT = os.path.join("scipy", "special", "__init__.py")
+
+    def line(frame, event, arg):
+        # "first line": scipy/special/__init__.py has bound nothing yet; "bound": the first line where `name` is
+        if event != "line" or (moment == "bound" and name not in frame.f_globals):
+            return line
+        sys.settrace(None)
+        frame.f_trace = None
+        if where == "other thread":
+            thread.start()
+            waiting.wait()
+        signal.raise_signal(signal.SIGUSR1)
+        return None
+
+    signal.signal(signal.SIGUSR1, handler)
+    sys.settrace(lambda frame, event, arg: line if frame.f_code.co_filename.endswith(INIT) else None)
+    if where == "other thread":
+        import scipy.special  # the program's own import, in the main thread; the other thread's call imports it too
+    else:
+        got["main"] = outcome(call)  # fixed: the runtime's first import of scipy.special; original: the program's
+    sys.settrace(None)
+    if thread.ident is not None:
+        thread.join()
+    import scipy.special
+    got["later"] = outcome(lambda: getattr(np2t, name)(x)) == outcome(lambda: getattr(scipy.special, name)(x))
+    print(sorted(got.items()))
+    """
+)
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGUSR1"), reason="POSIX signals")
+@pytest.mark.parametrize(("where", "name", "moment"), [
+    ("same thread", "erf", "first line"),
+    ("same thread", "erf", "bound"),
+    ("other thread", "erf", "first line"),
+    ("other thread", "erf", "bound"),
+    ("other thread", "logsumexp", "first line"),
+    ("other thread", "logsumexp", "bound"),
+])
+def test_a_signal_handler_calling_a_helper_while_scipy_special_is_imported_does_as_the_original(tmp_path, where, name,
+                                                                                                 moment):
+    # A handler runs inside an import of scipy.special in its thread: the runtime's first one (same thread), or the
+    # program's own while another thread's first call imports it for the runtime (other thread).  The original's
+    # handler gets the half-initialized module (its import in the importing thread returns it): SciPy's function once
+    # scipy/special/__init__.py has bound it, else AttributeError; the import then completes.  The helper's call must
+    # do the same.  With the other thread, it hung: the runtime held its loading lock over that thread's import,
+    # which waited for the main thread's import, and the handler waited for the lock.
+    script = tmp_path / "during_the_import_of_scipy_special.py"
+    script.write_text(DURING_THE_IMPORT_OF_SCIPY_SPECIAL_SCRIPT)
+    env = {**os.environ, "NP2TORCH_PROFILE": "builtin"}
+
+    def run(program: str) -> str:
+        proc = subprocess.run([sys.executable, str(script), program, where, name, moment], capture_output=True,
+                              text=True, timeout=300, cwd=ROOT, env=env)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    scipys = np.asarray(getattr(scipy.special, name)(np.linspace(-3, 3, 7))).tobytes().hex()
+    handlers = scipys if moment == "bound" else (f"AttributeError: partially initialized module 'scipy.special' has "
+                                                 f"no attribute '{name}' (most likely due to a circular import)")
+    expected = sorted({"handler": handlers, "later": True, where.replace("same thread", "main"): scipys}.items())
+    assert run("original") == run("fixed") == f"{expected}\n"

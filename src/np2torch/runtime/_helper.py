@@ -132,26 +132,33 @@ class Helper:
 
     def load(self) -> Callable[..., Any]:
         """The original, imported on first use (SciPy's only when a call needs it); never a patch in force then
-        (:mod:`._paths.original`: when none is found, what the module holds now, not kept)."""
-        if self.loaded is None:
-            with PROCESS.loading:
-                if self.loaded is None:
-                    module = self.row.module
-                    if any(module == name or module.startswith(name + ".") for name in PROCESS.half_imported):
-                        raise ImportError(
-                            f"np2torch.runtime: {self.row.qualname} cannot be imported in this process: it was forked "
-                            f"while another thread was importing {module} (import it before forking)"
-                        )
-                    imported = importlib.import_module(module)
-                    found = find_original(self.row, imported)
-                    if found is None:
-                        current: Callable[..., Any] = getattr(imported, self.name)
-                        return current
-                    self.loaded = self.original = found
-                    if self.front is not None:
-                        self.front.original = found
-        assert self.loaded is not None
-        return self.loaded
+        (:mod:`._paths.original`: when none is found, what the module holds now, not kept).
+
+        Python's module locks order the import, as they order the original program's own ``import``; no lock of
+        the runtime's is held over it.  A call made inside its own thread's import of the module (a signal
+        handler's, a ``__del__``'s, a trace function's) gets the half-initialized module, as an ``import`` there
+        does: the original once the module has bound it, else the original program's AttributeError.  (Held over
+        the import, :attr:`._state.Process.loading` hung such a call while another thread's first call imported
+        the module: that thread held the lock and waited for this thread's import.)
+        """
+        loaded = self.loaded
+        if loaded is not None:
+            return loaded
+        module = self.row.module
+        if any(module == name or module.startswith(name + ".") for name in PROCESS.half_imported):
+            raise ImportError(
+                f"np2torch.runtime: {self.row.qualname} cannot be imported in this process: it was forked "
+                f"while another thread was importing {module} (import it before forking)"
+            )
+        imported = importlib.import_module(module)
+        found = find_original(self.row, imported)
+        if found is None:
+            current: Callable[..., Any] = getattr(imported, self.name)
+            return current
+        self.loaded = self.original = found  # the same object whichever thread finds it first
+        if self.front is not None:
+            self.front.original = found
+        return found
 
     def publish(self, python: Callable[..., Any], loops: Dict[Any, Any] | None = None) -> Callable[..., Any]:
         """The public helper of the Python function ``python``: ``python`` itself, or its C front where the

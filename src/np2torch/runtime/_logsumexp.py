@@ -116,12 +116,13 @@ class Logsumexp(Helper):
         """Which slices the torch path serves for the installed SciPy (checked once per process)."""
         found = PROCESS.verdicts.get(NAME)
         if found is None:
+            original = self.load()  # never under the loading lock: Helper.load
             with PROCESS.loading:
                 found = PROCESS.verdicts.get(NAME)
                 if found is None:
                     from ._exact import logsumexp_check  # only when a call may take the torch path
 
-                    found = PROCESS.verdicts[NAME] = logsumexp_check.check(self.load(), _expected)
+                    found = PROCESS.verdicts[NAME] = logsumexp_check.check(original, _expected)
         return cast("LseVerdict", found)
 
     def loop_of(self, dtype: np.dtype) -> str | None:
@@ -195,6 +196,8 @@ def logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: Any = False, re
         scoped = SCOPED.get()
         settings = PROCESS.settings if scoped is None else scoped
         if b is None and settings.device != "numpy":
+            if HELPER.loaded is None:  # imported before the lean path's check holds the loading lock (Helper.load)
+                HELPER.load()
             if HELPER.admits(a.dtype, a.size, settings):
                 result = _try_torch(a, axis, keepdims, return_sign, settings)
                 if result is not None:

@@ -88,7 +88,8 @@ class Process:
         self.lock = threading.RLock()
         """Short critical sections: settings, the profile, decisions, the ski rental."""
         self.loading = threading.RLock()
-        """One-time slow loads: ``import torch``, the originals, the checks of the installed originals."""
+        """One-time slow loads: ``import torch``, the checks of the installed originals.  Never held over the import
+        of an original's module (:meth:`._helper.Helper.load`)."""
         self.cuda_lock = threading.Lock()
         """Held while a call uses the CUDA staging slots."""
         self.torch_tried = False
