@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+import threading
 import warnings
 from typing import List, Tuple
 
@@ -14,6 +16,7 @@ from runtime_checks import assert_same_result, assert_same_values
 
 import np2torch.runtime as np2t
 from np2torch.runtime._paths.cuda import CUDA_CHUNK_BYTES, plan_chunks, run_pipeline
+from np2torch.runtime._state import SlotsLock
 
 
 @settings(max_examples=200, deadline=None)
@@ -87,6 +90,59 @@ def test_pipeline_overlaps_two_slots():
     )
     # chunk k+1 is queued before chunk k is waited for
     assert events == [("launch", 0), ("launch", 1), ("finish", 0), ("launch", 2), ("finish", 1), ("launch", 3), ("finish", 2), ("finish", 3)]
+
+
+def test_the_slots_lock_says_whether_this_thread_is_inside_it():
+    # threading.Lock cannot say who holds it; a call made inside a call on the CUDA slots must know it is
+    lock = SlotsLock()
+    seen = []
+    other = threading.Thread(target=lambda: seen.append(lock.held_here()))
+    assert not lock.held_here()
+    with lock:
+        assert lock.held_here()
+        other.start()
+        other.join()
+    assert not lock.held_here() and seen == [False]
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGUSR1"), reason="POSIX signals")
+def test_a_signal_handlers_call_inside_a_call_on_the_cuda_slots_takes_the_original(monkeypatch):
+    # The CUDA path holds PROCESS.cuda_lock over its slots.  A signal handler's call on the same path, in the
+    # thread holding it, waited for it forever (a Lock is not re-entrant, and the slots are in use).  It takes the
+    # original.  The CUDA work is played on the CPU by a stand-in for cuda_unary that holds the lock as it does.
+    import torch
+
+    from np2torch.runtime import _ufunc
+    from np2torch.runtime._state import PROCESS
+
+    x = np.linspace(-3, 3, 4096)
+    inside, seen = [], {}
+
+    def cuda_unary(op_name, src, dst, device, compute_dtype=None, check=False, chunk_bytes=None):
+        if inside:
+            raise AssertionError("a call re-entered the CUDA path inside a call holding cuda_lock: it waits forever")
+        inside.append(True)
+        try:
+            with PROCESS.cuda_lock:
+                signal.raise_signal(signal.SIGUSR1)  # its handler runs before raise_signal returns
+                torch.from_numpy(dst).copy_(getattr(torch, op_name)(torch.from_numpy(src)))
+        finally:
+            inside.pop()
+        return False
+
+    def handler(signum, frame):
+        seen["handler"] = np2t.exp(x)
+
+    monkeypatch.setattr(_ufunc, "cuda_unary", cuda_unary)
+    monkeypatch.setattr(PROCESS, "cuda", True)  # torch "can use a CUDA device"
+    previous = signal.signal(signal.SIGUSR1, handler)
+    try:
+        with np2t.using(device="cuda", min_size=0):
+            got = np2t.exp(x)
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    assert seen["handler"].tobytes() == np.exp(x).tobytes()
+    assert got.tobytes() == torch.exp(torch.from_numpy(x)).numpy().tobytes()  # the outer call: the "CUDA" path's
 
 
 def _cuda_available() -> bool:

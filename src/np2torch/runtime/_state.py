@@ -59,6 +59,39 @@ class LoadWindow:
         self.cores = 0
 
 
+class SlotsLock:
+    """:attr:`Process.cuda_lock`: a lock that also knows whether *this* thread is inside it (:meth:`held_here`).
+
+    A call made inside a call that holds it, in the same thread (a signal handler's, a ``__del__``'s, a trace
+    function's), must keep off what it guards (the CUDA staging slots, in use by the interrupted call): waiting
+    for the lock would never return, as ``threading.Lock`` is not re-entrant.  The thread counts itself in before
+    it waits for the lock, so a call made while it waits keeps off too.
+    """
+
+    __slots__ = ("lock", "inside")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.inside = threading.local()
+
+    def __enter__(self) -> None:
+        inside = self.inside
+        inside.depth = getattr(inside, "depth", 0) + 1
+        try:
+            self.lock.acquire()
+        except BaseException:  # a signal handler's exception while waiting
+            inside.depth -= 1
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        self.lock.release()
+        self.inside.depth -= 1
+
+    def held_here(self) -> bool:
+        """Whether this thread holds the lock, or waits for it, in a call its current call interrupted."""
+        return getattr(self.inside, "depth", 0) > 0
+
+
 class Process:
     """The runtime's state in this process (one instance: :data:`PROCESS`).
 
@@ -90,8 +123,8 @@ class Process:
         self.loading = threading.RLock()
         """One-time slow loads: ``import torch``, the checks of the installed originals.  Never held over the import
         of an original's module (:meth:`._helper.Helper.load`)."""
-        self.cuda_lock = threading.Lock()
-        """Held while a call uses the CUDA staging slots."""
+        self.cuda_lock = SlotsLock()
+        """Held while a call uses the CUDA staging slots; a call made inside one in the same thread keeps off them."""
         self.torch_tried = False
         self.torch_found = False
         self.cuda: bool | None = None
@@ -187,7 +220,7 @@ class Process:
         ``half_imported``: the modules another thread was importing; torch among them is unusable."""
         self.lock = threading.RLock()
         self.loading = threading.RLock()
-        self.cuda_lock = threading.Lock()
+        self.cuda_lock = SlotsLock()
         self.cuda = None
         self.half_imported = half_imported
         if "torch" in half_imported:

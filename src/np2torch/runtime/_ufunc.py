@@ -384,6 +384,8 @@ def _try_torch(state: Ufunc, settings: RuntimeSettings, x: np.ndarray, args: Tup
     prepared = _prepare(state, settings, x, args, kwargs, dry_run=False)
     if type(prepared) is not Call:
         return _DECLINED
+    if prepared.route.device != "cpu" and PROCESS.cuda_lock.held_here():
+        return _DECLINED  # made inside this thread's call on the CUDA slots (a signal handler's): never a wait for them
     plan, out = prepared.plan, prepared.out
     result = out if out is not None else _allocate(x, plan, prepared.order)
     if prepared.route.path == "cores":
