@@ -867,7 +867,7 @@ def test_the_common_finish_gives_the_general_ones_bits_and_layout(shape: tuple[i
     st.integers(1, 200),
     st.sampled_from([np.float64, np.float32]),
     st.booleans(),
-    st.sampled_from(["C", "F", "3d"]),
+    st.sampled_from(["C", "F", "3d", "1d"]),
     st.data(),
 )
 def test_the_lean_path_gives_scipys_bits_and_layout(length: int, rows: int, dtype: Any, keepdims: bool, layout: str,
@@ -884,6 +884,8 @@ def test_the_lean_path_gives_scipys_bits_and_layout(length: int, rows: int, dtyp
         a, axis = np.ascontiguousarray(a).T, 0  # the reduced axis 0 is the contiguous one
     elif layout == "3d":
         a, axis = a.reshape(1, rows, length), -1
+    elif layout == "1d":  # one slice: a scalar result (or a (1,) array with keepdims)
+        a, axis = a[rows // 2].copy(), data.draw(st.sampled_from([None, 0, -1, (0,)]))
     found = lean.compute(a, axis, keepdims, False, lse.HELPER.load)
     want = scipy.special.logsumexp(a, axis=axis, keepdims=keepdims)
     if np.isfinite(np.max(a, axis=axis)).all():
@@ -901,6 +903,11 @@ def test_the_lean_path_serves_the_emcee_shape_where_torch_does_not() -> None:
         TAKEN.device = None
         got = np2t.logsumexp(a, axis=1)
         assert TAKEN.device == "lean"
+        TAKEN.device = None
+        logits = a[7].copy()  # the mixture's weights, normalized: one slice, a scalar
+        scalar = np2t.logsumexp(logits)
+        assert TAKEN.device == "lean" and type(scalar) is np.float64
+        assert scalar.tobytes() == scipy.special.logsumexp(logits).tobytes()
         path, why = np2t.which("logsumexp", a, axis=1)
         assert np2t.which("logsumexp", a.reshape(3, 5000), axis=0)[0] == "numpy"  # a strided axis: SciPy's
         assert "without its overhead" not in np2t.which("logsumexp", a.reshape(3, 5000), axis=0)[1]

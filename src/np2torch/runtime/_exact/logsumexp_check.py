@@ -123,6 +123,7 @@ def order_probes() -> Iterator[Probe]:
             a[5, :] = a[5, 0]  # every term the maximum: s == 0
             yield Probe(a, axis=1, keepdims=length % 2 == 0)
             yield Probe(a.T, axis=0, keepdims=length % 2 == 1)
+            yield Probe(a[1].copy())  # one slice: a scalar (:func:`.._paths.lean.one_slice`)
     yield Probe(rng.normal(0.0, 4.0, (3, 5, 4)), axis=-1)
 
 

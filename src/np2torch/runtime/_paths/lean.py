@@ -60,6 +60,11 @@ def compute(a: np.ndarray, axis: object, keepdims: object, return_sign: object,
     if call is None or np.geterr()["under"] != "ignore" or (original is not None and not _verdict(original)):
         return None
     rows, dims, keep = call
+    if rows.ndim == 1 and not keep:  # one slice, a scalar result (``logsumexp(logits)``)
+        scalar = one_slice(rows)
+        if scalar is not None:
+            TAKEN.device = "lean"
+            return scalar
     found = reduce_rows(rows)
     if found is None:
         return None
@@ -112,6 +117,29 @@ def reduce_rows(rows: np.ndarray) -> Parts | None:
     else:
         count = (length - others.sum(axis=0, dtype=rows.dtype)).reshape(shape)
     return top.reshape(shape), count, total.reshape(shape)
+
+
+def one_slice(row: np.ndarray) -> np.generic | None:
+    """SciPy's scalar result over the one contiguous slice ``row`` where its maximum is finite and reached once
+    (as :func:`reduce_rows` and :func:`finish` compute it, in NumPy scalars: a handful of calls, not thirty);
+    None otherwise (the general path then decides)."""
+    top = _MAXIMUM(row)
+    if not (-np.inf < top < OVERFLOW_FROM[row.dtype]):
+        return None
+    terms = row - top
+    others = terms != 0
+    if row.size - np.count_nonzero(others) != 1:
+        return None
+    np.exp(terms, out=terms)
+    np.multiply(terms, others, out=terms)
+    total = terms[0] + terms[1]  # NumPy scalars add as its loops do, one term after the other
+    for j in range(2, row.size):
+        total += terms[j]
+    scalar: np.generic = common_case(total, top)
+    return scalar
+
+
+_MAXIMUM = np.maximum.reduce
 
 
 def _verdict(original: Callable[[], Callable[..., Any]]) -> bool:
@@ -167,11 +195,8 @@ def finish(
     (a NumPy scalar or array, a pair with ``return_sign``).  ``finite``: every ``a_max`` is known finite."""
     a_max, m, total = (_laid_out(a, dims, flipped, values, work) for values in reduced)
     if finite and not return_sign and not keepdims and _no_unit_dims(a.shape, dims) and m.max() == 1:
-        # The common case, to the bit: s / m is s, log(m) is +0.0, and log1p(s) >= +0.0 is unchanged by adding it.
-        # (Where the result keeps a dimension of length 1, its stride is the one SciPy's final `where` gives: below.)
-        out = np.log1p(total)
-        out += a_max
-        return _squeezed(out, dims, keepdims)
+        # The common case (:func:`common_case`).  (Where the result keeps a dimension of length 1, its stride is the one SciPy's final `where` gives: below.)
+        return _squeezed(common_case(total, a_max), dims, keepdims)
     s = np.where(total == 0, total, total / m)
     out = np.log1p(s) + np.log(m) + a_max
     # Non-finite maximum (NaN slices never get here): SciPy falls back to
@@ -181,6 +206,14 @@ def finish(
         return out
     one, zero = work.type(1), work.type(0)
     return out, _squeezed(np.where(a_max == -np.inf, zero, one), dims, keepdims)
+
+
+def common_case(total: Any, a_max: Any) -> Any:
+    """SciPy's ``log1p(s) + log(m) + a_max`` where every ``m`` is 1 and every ``a_max`` finite, to the bit (arrays or
+    NumPy scalars): ``s / m`` is ``s``, ``log(m)`` is +0.0, and ``log1p(s) >= +0.0`` is unchanged by adding it."""
+    out = np.log1p(total)
+    out += a_max
+    return out
 
 
 def _no_unit_dims(shape: tuple[int, ...], dims: tuple[int, ...]) -> bool:
