@@ -108,7 +108,7 @@ class Binary(Helper):
         except Exception:  # NumPy's type resolution refuses the pair: the original raises it
             return None
         loop = loops[2]
-        if loops[0] != loop or loops[1] != loop or (loop.name not in self.row.loops and loop.kind not in cores.LOOP_KINDS):
+        if loops[0] != loop or loops[1] != loop or not cores.beyond_single_call(loop, self.row.loops):
             return None
         if any(isinstance(d, np.dtype) and not np.can_cast(d, loop, "safe") for d in (first, second)):
             return None

@@ -220,7 +220,7 @@ def _make_plan(row: Function, original: Callable[..., Any], x_dtype: np.dtype, o
             loop_in, loop_out = original.resolve_dtypes((x_dtype, out_dtype), signature=(None, dtype), casting=casting)
     except Exception:
         return None
-    if loop_in != loop_out or (loop_out.name not in row.loops and loop_out.kind not in cores.LOOP_KINDS):
+    if loop_in != loop_out or not cores.beyond_single_call(loop_out, row.loops):
         return None
     if out_dtype is not None and out_dtype != loop_out:
         return None

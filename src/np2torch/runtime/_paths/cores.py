@@ -31,7 +31,7 @@ and the flags' witnesses could not be found again).
 
 from __future__ import annotations
 
-from typing import Any, Callable, List, Sequence, Tuple
+from typing import Any, Callable, Container, List, Sequence, Tuple
 
 import numpy as np
 
@@ -41,6 +41,14 @@ from . import blocks
 LOOP_KINDS = frozenset("fc")
 """The loops this path serves: any floating or complex loop of the original, torch's or not (float64 ``erfc``,
 ``logaddexp`` and ``log1p``, float32 ``sin``), each block being the original's own loop."""
+
+
+def beyond_single_call(loop: np.dtype, torch_loops: Container[str]) -> bool:
+    """Whether a path other than the original's single call may serve the original's loop ``loop``: torch where it
+    computes that loop exactly (``torch_loops``: the row's), else this path (:data:`LOOP_KINDS`)."""
+    return loop.name in torch_loops or loop.kind in LOOP_KINDS
+
+
 PIECES = 16
 """A flagged span is cut into this many pieces to find the one raising a flag (:func:`_witnesses`)."""
 WITNESS = 256
