@@ -227,11 +227,15 @@ def test_the_wake_cost_is_that_of_the_profile_a_curve_came_from():
     active = _profile.active()
     builtin = float(_profile.load_builtin().notes[_model.WAKE_NOTE])
     assert 0 < builtin < 0.01
-    assert _route.wake_seconds(active, "builtin") == _route.wake_seconds(active, _route.PRIOR) == builtin
+    assert _wake(active, "builtin") == _wake(active, _route.PRIOR) == builtin
     tuned = _model.Active(Profile("m", {}, 1.0, 2, {}, {_model.WAKE_NOTE: 3e-5}), active.builtin, None, active.print_)
-    assert _route.wake_seconds(tuned, "machine") == 3e-5 and _route.wake_seconds(tuned, _route.PRIOR) == builtin
+    assert _wake(tuned, "machine") == 3e-5 and _wake(tuned, _route.PRIOR) == builtin
     older = _model.Active(Profile("m", {}, 1.0, 2, {}, {}), active.builtin, None, active.print_)
-    assert _route.wake_seconds(older, "machine") == 0.0  # measured before tune measured it: as it decided then
+    assert _wake(older, "machine") == 0.0  # measured before tune measured it: as it decided then
+
+
+def _wake(active, origin):
+    return _model.wake_of(_route.wake_profile(active, origin))
 
 
 def test_tune_measures_the_wake_of_an_idle_worker(monkeypatch):

@@ -35,10 +35,9 @@ from ._decision.model import (
     ProfileError,
     bands_of,
     curve_key,
-    wake_of,
-    woken,
 )
 from ._decision.profile import BUILTIN, PROFILE_ENV, default_path, fingerprint, locked, read_profile, write_profile
+from ._decision.route import as_decided
 from ._load import machine_busy, others_meter, usable_cores
 
 __all__ = [
@@ -46,14 +45,6 @@ __all__ = [
     "Profile", "ProfileError", "REDUCTION_CLASSES", "bands_of", "cuda_available", "curve_key", "default_path", "fingerprint", "locked",
     "WAKE_NOTE", "as_decided", "cores_only_loops", "machine_busy", "measure", "measure_wake", "others_meter", "profile_in_force", "serves_cores", "read_profile", "second_operand", "torch_available", "usable_cores", "write_profile",
 ]
-
-
-def as_decided(profile: Profile, curve: Curve) -> Curve:
-    """``curve`` of ``profile`` as the decision reads it: the paths on every core with the wake of an idle worker
-    added past one block (:func:`._decision.model.woken`)."""
-    from ._paths import blocks
-
-    return woken(curve, wake_of(profile), blocks.MIN_BLOCK)
 
 
 def measure_wake() -> float:

@@ -48,6 +48,7 @@ from .model import (
     Bands,
     Curve,
     Forecast,
+    Profile,
     bands_of,
     curve_key,
     scaled_prior,
@@ -118,7 +119,13 @@ def _curve_of(active: Active, key: str) -> Tuple[Curve | None, str]:
     curve, origin = _measured_curve(active, key)
     if curve is None:
         return None, origin
-    return woken(curve, wake_seconds(active, origin), blocks.MIN_BLOCK), origin
+    return as_decided(wake_profile(active, origin), curve), origin
+
+
+def as_decided(profile: Profile, curve: Curve) -> Curve:
+    """``curve`` as the decision reads it: the paths on every core with ``profile``'s wake of an idle worker added
+    past one block (:func:`.model.woken`; ``np2torch tune --show`` reads a curve so too)."""
+    return woken(curve, wake_of(profile), blocks.MIN_BLOCK)
 
 
 def _measured_curve(active: Active, key: str) -> Tuple[Curve | None, str]:
@@ -132,11 +139,10 @@ def _measured_curve(active: Active, key: str) -> Tuple[Curve | None, str]:
     return scaled_prior(builtin, active.builtin.threads, active.print_["cores"]), PRIOR
 
 
-def wake_seconds(active: Active, origin: str) -> float:
-    """What a call on more than one thread pays to wake an idle worker, by the profile a curve of ``origin`` came
-    from: this machine's note (none in a profile measured before ``tune`` measured it: nothing, as it decided
-    then), else the built-in profile's."""
-    return wake_of(active.machine if origin == "machine" and active.machine is not None else active.builtin)
+def wake_profile(active: Active, origin: str) -> Profile:
+    """The profile whose wake of an idle worker a curve of ``origin`` pays: this machine's (none in a profile
+    measured before ``tune`` measured it: nothing, as it decided then), else the built-in one."""
+    return active.machine if origin == "machine" and active.machine is not None else active.builtin
 
 
 def _forecast(name: str, dtype: str, device: str, cuda_ok: bool, klass: str = "", exact: bool = False,
