@@ -290,10 +290,12 @@ def test_a_site_whose_helper_computed_the_originals_arithmetic_itself_saves(path
     assert "the helper ran the original on every call" not in figures["notes"]
 
 
-def test_the_original_on_every_core_marks_its_calls_for_the_sites() -> None:
+def test_the_original_on_every_core_marks_its_calls_for_the_sites(monkeypatch: pytest.MonkeyPatch) -> None:
     import np2torch.runtime as np2t
     from np2torch.runtime import _state
+    from np2torch.runtime._paths import blocks
 
+    monkeypatch.setattr(blocks, "free_cores", lambda wanted: wanted)  # as on a quiet machine (else the single call)
     _state.TAKEN.device = None
     with np2t.using(exact="bits", min_size=0):
         np2t.exp(np.linspace(0, 1, 300_000))

@@ -254,6 +254,31 @@ def test_a_loop_torch_does_not_serve_takes_the_original_on_every_core_and_never_
             assert_same_bits(getattr(np2t, name)(*args), _api.HELPERS[name].load()(*args))
 
 
+@pytest.mark.parametrize(("name", "first", "loaded"), [("exp", None, None), ("logaddexp", 0.5, None),
+                                                      ("logaddexp", 1e5, "cores")])
+def test_a_call_other_processes_leave_one_core_takes_the_originals_single_call(monkeypatch, name, first, loaded):
+    # Its blocks would run on one thread: the same loop as the single call, plus cutting it and recording each
+    # block's flags.  So the single call serves, with its own warnings at the caller's line -- unless those could
+    # not be redirected there (a Python scalar past float16's range: NumPy might report a cast), where the blocks
+    # run on the one thread and report at the caller's line themselves.
+    from np2torch.runtime._state import TAKEN
+
+    x = np.linspace(-800.0, 800.0, N)  # overflows: a warning to report
+    args = (x,) if first is None else (first, x)
+    helper, original = getattr(np2t, name), _api.HELPERS[name].load()
+    for free, taken in ((lambda wanted: 1, loaded), (lambda wanted: wanted, "cores")):
+        monkeypatch.setattr(blocks, "free_cores", free)
+        with _forced(), warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            TAKEN.device = None
+            got = helper(*args)
+            line = sys._getframe().f_lineno - 1
+        assert TAKEN.device == taken
+        assert [(str(w.message), w.lineno) for w in seen] == ([("overflow encountered in exp", line)] if name == "exp" else [])
+        with np.errstate(all="ignore"):
+            assert_same_bits(got, original(*args))
+
+
 BINARY = [row for row in FUNCTIONS if row.kind == "binary"]
 BINARY_LOOPS = _loops(BINARY)
 

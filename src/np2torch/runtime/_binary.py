@@ -47,6 +47,7 @@ from ._exact.errstate import (
     REDIRECT_MISS,
     error_checks,
     extobj_getter,
+    may_warn_in_a_cast,
     names_its_warnings,
     numpy_call,
     records_flags,
@@ -164,6 +165,9 @@ class Binary(Helper):
             if not dry_run:
                 return "the original"  # why is spelled out for which() only
             return original_reason(self.name, name, n, settings.device, settings.min_size)
+        if (route.path == "cores" and not dry_run and blocks.load_leaves_one(n, route.threads)
+                and not may_warn_in_a_cast(2, (x1, x2), {})):  # (else its warnings could not name the caller's line)
+            return "other processes hold the cores: the original's single call, the same loop without the blocks' cost"
         return loop, route
 
     def try_torch(self, x1: Operand, x2: Operand, loop: np.dtype, route: Route) -> np.ndarray | np.generic | None:

@@ -51,7 +51,7 @@ from ._exact.errstate import (
     scipy_reports,
 )
 from ._helper import ABSENT, PUBLIC_MODULE, Helper, ufunc_signature
-from ._paths import BY_NAME, cores, torch_cpu
+from ._paths import BY_NAME, blocks, cores, torch_cpu
 from ._paths.cuda import cuda_unary
 from ._record import Record
 from ._state import PROCESS, SCOPED, TAKEN
@@ -428,6 +428,10 @@ def _prepare(state: Ufunc, settings: RuntimeSettings, x: np.ndarray, args: Tuple
             return _ORIGINAL  # the reason is spelled out only for which()
         return Declined(original_reason(state.name, plan.name, x.size, settings.device, settings.min_size))
     if route.path == "cores":
+        if not dry_run and not args and not kwargs and blocks.load_leaves_one(x.size, route.threads):
+            # The original's single call: the same loop, without the blocks' cost.  (A plain call: its warnings are
+            # redirected to the caller's line; one with keywords may not be: :func:`._exact.errstate.redirect_for`.)
+            return _ORIGINAL
         return _on_cores(route, plan, x, out, order, casting, dtype)
     if not dry_run and not load_torch():
         return Declined("torch is not installed")

@@ -126,13 +126,27 @@ def original_limit() -> int:
     return 1 if in_forked_child() else usable_cores()
 
 
-def _threads_for(count: int, threads: int, torch: bool = True) -> int:
-    """How many threads run ``count`` blocks asked to run on ``threads`` (0: as many as allowed); one when this
-    thread is already inside a call's blocks (a re-entrant call: :data:`_INSIDE`)."""
-    wanted = 1
+def load_leaves_one(n: int, threads: int) -> bool:
+    """Whether other processes alone leave one thread now to the original's own loop over ``n`` elements
+    (:func:`elementwise` with ``torch=False``), whose blocks would run on more: its single call then computes the
+    same bits in the same loop, without cutting it into blocks or recording each block's flags."""
+    asked = _asked(-(-n // block_elements(n)), threads, False)
+    return asked > 1 and free_cores(asked) <= 1
+
+
+def _asked(count: int, threads: int, torch: bool) -> int:
+    """How many threads ``count`` blocks asked to run on ``threads`` (0: as many as allowed) may run on, the load
+    aside; one when this thread is already inside a call's blocks (a re-entrant call: :data:`_INSIDE`)."""
     if count > 1 and threads != 1 and not getattr(_INSIDE, "depth", 0):
         limit = thread_limit() if torch else original_limit()
-        wanted = min(threads or limit, count, limit)
+        return min(threads or limit, count, limit)
+    return 1
+
+
+def _threads_for(count: int, threads: int, torch: bool = True) -> int:
+    """How many threads run ``count`` blocks asked to run on ``threads`` (:func:`_asked`), on the cores other
+    processes leave free."""
+    wanted = _asked(count, threads, torch)
     if wanted > 1:
         wanted = free_cores(wanted)
     if wanted > 1 and torch and not _pool_per_thread():
