@@ -85,10 +85,20 @@ def test_add_noqa_honours_the_selection_and_merges_later_codes(capsys: pytest.Ca
     assert path.read_text().endswith("y = np.exp(x) + np.log(x)  # noqa: NPT002, NPT001\n")
 
 
-def test_a_file_that_does_not_parse_is_named_by_add_noqa(capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_file_that_does_not_parse_is_left_as_ruffs_add_noqa_leaves_it(capsys: pytest.CaptureFixture[str]) -> None:
     Path("bad.py").write_text("import numpy as np\nnp.exp(\n")
+    code, out, err = run(capsys, "check", "--add-noqa", "bad.py")
+    assert (code, out, err) == (0, "", "No noqa directives to add.\n")  # ruff's exits 0 and names no file either
+    assert Path("bad.py").read_text() == "import numpy as np\nnp.exp(\n"
+
+
+def test_add_noqa_names_a_file_that_is_not_utf8_as_ruffs(capsys: pytest.CaptureFixture[str]) -> None:
+    Path("bad.py").write_bytes(b"import numpy as np\nx = '\xff'\n")
     code, _, err = run(capsys, "check", "--add-noqa", "bad.py")
-    assert code == 0 and err.startswith("bad.py:")  # ruff's --add-noqa exits 0 on a syntax error too
+    assert code == 0  # ruff's add-noqa reads the file apart from its check, and logs why it could not
+    assert err.splitlines()[0] == (f"error: Failed to extract source from {Path('bad.py').resolve()}: "
+                                   "stream did not contain valid UTF-8")
+    assert run(capsys, "check", "--add-noqa", "-q", "bad.py") == (0, "", "")
 
 
 def test_npt801_reports_the_codes_a_baseline_left_behind(capsys: pytest.CaptureFixture[str]) -> None:

@@ -13,7 +13,7 @@ import pytest
 from np2torch.cli import files
 from np2torch.cli.config import ConfigFinder
 from np2torch.cli.discovery import discover
-from np2torch.cli.files import FileError, Stamp, decode_source, read_bytes, write_atomic
+from np2torch.cli.files import FileError, Stamp, decode_notebook, decode_source, read_bytes, write_atomic
 
 # ---------------------------------------------------------------- decoding
 
@@ -45,35 +45,49 @@ def test_bom_survives_an_edit() -> None:
     assert source.encode(source.text + "x = 1\r\n") == b"\xef\xbb\xbfimport numpy as np\r\nx = 1\r\n"
 
 
+NOT_UTF8 = "f.py: error: stream did not contain valid UTF-8"  # ruff's E902 for it, at 1:1
+NUL = "SyntaxError: source code cannot contain null bytes"  # ruff's invalid-syntax, where the NUL is
+
+
 @pytest.mark.parametrize(
-    ("raw", "expected"),
+    ("raw", "expected", "code"),
     [
-        pytest.param(b"x = 1\ny = '\xff'\n", "f.py:2:6: error: cannot decode byte 0xff as utf-8: invalid start byte",
-                     id="undecodable on line 2"),
-        pytest.param(b"x = '\xff'\n", "f.py:1:6: error: cannot decode byte 0xff as utf-8", id="undecodable line 1"),
-        pytest.param(b"\xef\xbb\xbfx = 1\n\n  \xfe\n", "f.py:3:3: error: cannot decode byte 0xfe as utf-8-sig",
-                     id="undecodable after BOM"),
-        pytest.param(b"import os\n\x00\x01\x02", "f.py:2:1: error: binary file (contains a NUL byte)", id="NUL byte"),
-        pytest.param(b"# coding: klingon\nx = 1\n", "f.py: error: SyntaxError: unknown encoding: klingon",
-                     id="unknown codec"),
-        pytest.param(b"\xef\xbb\xbf# coding: latin-1\n", "f.py: error: SyntaxError: encoding problem: utf-8",
-                     id="BOM contradicts cookie"),
+        pytest.param(b"x = 1\ny = '\xff'\n", NOT_UTF8, "E902", id="undecodable on line 2"),
+        pytest.param(b"x = '\xff'\n", NOT_UTF8, "E902", id="undecodable line 1"),
+        pytest.param(b"\xef\xbb\xbfx = 1\n\n  \xfe\n", NOT_UTF8, "E902", id="undecodable after BOM"),
+        pytest.param(b"# coding: ascii\nx = '\xc3\xa9'\n", "f.py: error: stream did not contain valid ascii", "E902",
+                     id="undecodable in the declared coding"),
+        pytest.param(b"x = '\xff'\x00\n", NOT_UTF8, "E902", id="undecodable and a NUL: decoded first, as ruff"),
+        pytest.param(b"import os\n\x00\x01\x02", f"f.py:2:1: error: {NUL}", "invalid-syntax", id="NUL byte"),
+        pytest.param(b"x = '\xc3\xa9'\x00\n", f"f.py:1:8: error: {NUL}", "invalid-syntax",
+                     id="NUL after a character of two bytes: its column in characters"),
+        pytest.param(b"x = 1\r\n\ry\x00", f"f.py:3:2: error: {NUL}", "invalid-syntax", id="NUL after CRLF and CR"),
+        pytest.param(b"# coding: klingon\nx = 1\n", "f.py:1:1: error: SyntaxError: unknown encoding: klingon",
+                     "invalid-syntax", id="unknown codec"),
+        pytest.param(b"\xef\xbb\xbf# coding: latin-1\n", "f.py:1:1: error: SyntaxError: encoding problem: utf-8",
+                     "invalid-syntax", id="BOM contradicts cookie"),
     ],
 )
-def test_undecodable_input_is_one_line_with_position(raw: bytes, expected: str) -> None:
+def test_undecodable_input_is_one_line_with_ruffs_code(raw: bytes, expected: str, code: str) -> None:
     with pytest.raises(FileError) as info:
         decode_source(raw, "f.py")
-    assert str(info.value).startswith(expected)
-    assert "\n" not in str(info.value)
+    assert str(info.value) == expected and info.value.code == code
+
+
+def test_a_notebook_that_is_not_utf8_is_no_notebook() -> None:
+    with pytest.raises(FileError) as info:  # ruff: invalid-syntax, the file "isn't valid JSON"
+        decode_notebook(b'{"cells": ["\xff"]}', "n.ipynb")
+    assert (str(info.value), info.value.code) == (
+        "n.ipynb: error: not a notebook: invalid JSON: stream did not contain valid UTF-8", "invalid-syntax")
 
 
 def test_read_bytes_errors_name_the_file(tmp_path: Path) -> None:
     with pytest.raises(FileError, match=r"^gone.py: error: No such file or directory \(os error 2\)$") as gone:
         read_bytes(str(tmp_path / "gone.py"), "gone.py")  # ruff's words for it (E902)
-    assert gone.value.unreadable
+    assert gone.value.code == "E902"
     with pytest.raises(FileError, match=r"^d: error: is a directory$") as folder:
         read_bytes(str(tmp_path), "d")
-    assert not folder.value.unreadable
+    assert folder.value.code == "E902"  # a path np2torch will not read, as one ruff cannot
 
 
 @pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root reads everything")
@@ -88,8 +102,9 @@ def test_unreadable_file(tmp_path: Path) -> None:
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
 def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "f.py")  # opening it for reading would wait for ever
-    with pytest.raises(FileError, match=r"^f.py: error: not a regular file \(a FIFO\)$"):
+    with pytest.raises(FileError, match=r"^f.py: error: not a regular file \(a FIFO\)$") as fifo:
         read_bytes(str(tmp_path / "f.py"), "f.py")
+    assert fifo.value.code == "E902"
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="no /dev/zero here")
@@ -103,8 +118,9 @@ def test_a_file_above_the_size_limit_is_refused(tmp_path: Path, monkeypatch: pyt
     (tmp_path / "ok.py").write_bytes(b"x = 12345\n")
     (tmp_path / "big.py").write_bytes(b"x = 123456\n")
     assert read_bytes(str(tmp_path / "ok.py"), "ok.py")[0] == b"x = 12345\n"
-    with pytest.raises(FileError, match=r"^big.py: error: file larger than 10 bytes, not read$"):
+    with pytest.raises(FileError, match=r"^big.py: error: file larger than 10 bytes, not read$") as big:
         read_bytes(str(tmp_path / "big.py"), "big.py")
+    assert big.value.code == "E902"  # ruff has no limit: reported as a file it cannot read
     assert files._size(128 * 1024 * 1024) == "128 MiB"
 
 

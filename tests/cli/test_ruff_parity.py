@@ -298,8 +298,21 @@ def test_add_noqa_refuses_a_diff_as_ruffs(tree: Path, monkeypatch: pytest.Monkey
 
 
 BROKEN = "import numpy as np\ny = np.exp(\n"  # the prefilter lets it through to the parser
-UNANALYSED = {"bad.py": "invalid-syntax", "gone.py": "E902"}
-"""A file that does not parse and a path that does not exist, and the code ruff reports each under."""
+BAD_BYTES = {"bad.py": BROKEN.encode(), "binary.py": b"import numpy as np\ny = np.exp(1)\x00\n",
+             "latin.py": b"import numpy as np\ny = '\xe9'\n"}
+"""A file that does not parse, one with a NUL byte, and one that is not UTF-8 (Latin-1 with no coding declared)."""
+UNANALYSED = {"bad.py": "invalid-syntax", "gone.py": "E902", "binary.py": "invalid-syntax", "latin.py": "E902"}
+"""Those and a path that does not exist, and the code ruff reports each under."""
+
+
+def _write_bad(tree: Path) -> None:
+    for name, raw in BAD_BYTES.items():
+        (tree / name).write_bytes(raw)
+
+
+def _unique(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """``pairs`` without repeats: ruff's parser goes on past a NUL and reports each token it cannot take."""
+    return list(dict.fromkeys(pairs))
 E902 = 'extend-select = ["E902"]'  # ruff's default selection has it; _config's `select` does not
 
 
@@ -315,13 +328,13 @@ E902 = 'extend-select = ["E902"]'  # ruff's default selection has it; _config's 
     pytest.param(("--add-noqa",), id="--add-noqa"),
 ])
 @pytest.mark.parametrize("alone", [True, False], ids=["alone", "beside a file with a finding"])
-@pytest.mark.parametrize("name", UNANALYSED, ids=["syntax error", "missing path"])
-def test_a_syntax_error_or_a_missing_path_exits_as_ruffs(
+@pytest.mark.parametrize("name", UNANALYSED, ids=["syntax error", "missing path", "NUL byte", "not UTF-8"])
+def test_a_file_ruff_cannot_analyse_exits_as_ruffs(
     tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], flags: tuple[str, ...],
     alone: bool, name: str,
 ) -> None:
     _config(tree, E902, "")
-    (tree / "bad.py").write_text(BROKEN)
+    _write_bad(tree)
     files = (name,) if alone else (name, "a.py")
     theirs = _ruff(tree, "check", "--no-cache", *flags, *files)
     (tree / "a.py").write_text(SOURCE)  # as ruff found it (--fix, --add-noqa rewrote it)
@@ -333,9 +346,10 @@ def test_a_syntax_error_or_a_missing_path_exits_as_ruffs(
     assert (code_shown in out) is (code_shown in theirs.stdout), (out, theirs.stdout)  # reported where ruff does
     if code_shown in out:
         assert err == ""
-    else:  # where ruff says nothing (--fix-only, --diff, --add-noqa), np2torch names it on stderr
-        assert err.startswith(f"{name}:") and ": error: " in err.splitlines()[0]
-    assert (tree / "bad.py").read_text() == BROKEN and not (tree / "gone.py").exists()
+    else:  # --fix-only, --diff, --add-noqa: named on stderr only where ruff names it (add-noqa, a file not UTF-8)
+        assert [line for line in err.splitlines() if name in line] == [
+            line for line in theirs.stderr.splitlines() if name in line]
+    assert all((tree / bad).read_bytes() == raw for bad, raw in BAD_BYTES.items()) and not (tree / "gone.py").exists()
 
 
 def _codes_by_file(fmt: str, out: str) -> list[tuple[str, str]]:
@@ -376,13 +390,13 @@ def test_a_syntax_error_and_a_missing_path_carry_ruffs_codes_in_every_format(
     tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], fmt: str,
 ) -> None:
     _config(tree, E902, "")
-    (tree / "bad.py").write_text(BROKEN)
+    _write_bad(tree)
     theirs = _ruff(tree, "check", "--no-cache", "--output-format", fmt, "a.py", *UNANALYSED)
     code, out = _np2torch(tree, monkeypatch, capsys, "check", "--no-cache", "--output-format", fmt, "a.py", *UNANALYSED)
     assert code == theirs.returncode == 1
-    ruffs = [pair for pair in _codes_by_file(fmt, theirs.stdout) if pair[0] in UNANALYSED]
+    ruffs = _unique([pair for pair in _codes_by_file(fmt, theirs.stdout) if pair[0] in UNANALYSED])
     ours = [pair for pair in _codes_by_file(fmt, out) if pair[0] in UNANALYSED]
-    assert ours == ruffs and len(ours) == 2, (ours, theirs.stdout)
+    assert ours == ruffs and len(ours) == len(UNANALYSED), (ours, theirs.stdout)
 
 
 @pytest.mark.parametrize("fmt", ["concise", "json"])
@@ -390,8 +404,8 @@ def test_statistics_count_a_syntax_error_and_a_missing_path_as_ruffs(
     tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], fmt: str,
 ) -> None:
     _config(tree, E902, "")
-    (tree / "bad.py").write_text(BROKEN)
-    args = ("check", "--no-cache", "--statistics", "--output-format", fmt, *UNANALYSED)
+    _write_bad(tree)
+    args = ("check", "--no-cache", "--statistics", "--output-format", fmt, "bad.py", "gone.py")
     theirs = _ruff(tree, *args).stdout
     code, ours = _np2torch(tree, monkeypatch, capsys, *args)
     assert code == 1
@@ -406,14 +420,31 @@ def test_statistics_count_a_syntax_error_and_a_missing_path_as_ruffs(
         assert ours.splitlines()[-1] == theirs.splitlines()[-1] == "Found 2 errors."
 
 
-def test_a_missing_path_is_ruffs_e902_object_in_json(tree: Path, monkeypatch: pytest.MonkeyPatch,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("name", ["gone.py", "latin.py"], ids=["missing path", "not UTF-8"])
+def test_a_file_ruff_cannot_read_is_ruffs_e902_object_in_json(tree: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture[str], name: str) -> None:
     _config(tree, E902, "")
-    [theirs] = json.loads(_ruff(tree, "check", "--no-cache", "--output-format", "json", "gone.py").stdout)
-    code, out = _np2torch(tree, monkeypatch, capsys, "check", "--no-cache", "--output-format", "json", "gone.py")
+    _write_bad(tree)
+    [theirs] = json.loads(_ruff(tree, "check", "--no-cache", "--output-format", "json", name).stdout)
+    code, out = _np2torch(tree, monkeypatch, capsys, "check", "--no-cache", "--output-format", "json", name)
     [ours] = json.loads(out)
     assert code == 1 and theirs["url"] and ours["url"] is None  # ruff's page is ruff's; np2torch has none for it
     assert {key: ours[key] for key in theirs if key != "url"} == {key: theirs[key] for key in theirs if key != "url"}
+
+
+def test_a_nul_byte_is_ruffs_invalid_syntax_object_in_json(tree: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    _config(tree, E902, "")
+    _write_bad(tree)
+    theirs = json.loads(_ruff(tree, "check", "--no-cache", "--output-format", "json", "binary.py").stdout)
+    code, out = _np2torch(tree, monkeypatch, capsys, "check", "--no-cache", "--output-format", "json", "binary.py")
+    [ours] = json.loads(out)
+    # ruff's first diagnostic, where the NUL is; its message is its parser's ("Got unexpected token"), ours is
+    # Python's, which refuses a NUL anywhere (ruff's parser takes one in a string or a comment), and its parser
+    # goes on to report what follows
+    same = set(theirs[0]) - {"message", "end_location"}
+    assert code == 1 and {key: ours[key] for key in same} == {key: theirs[0][key] for key in same}
+    assert ours["message"] == "SyntaxError: source code cannot contain null bytes"
 
 
 GLOB_TREE = ("a.py", "sub/b.py", "sub/deep/c.py", "other/sub/e.py", "sub.py", "pkg/gen/h.py", "deep/m.py")

@@ -670,9 +670,10 @@ def _report(mode: str, results: list[runner.FileResult], *, fmt: str, quiet: boo
     ``lint_settings``: each file's, by displayed path, for the fixes the JSON formats show (``check`` only)."""
     out = out or _Output(None)
     failed = sum(1 for r in results if r.errors and r.code is None)  # exit 2
-    reported = mode in (runner.CHECK, runner.FIX) and not fix_only  # where findings are printed
     for result in results:
-        for message in () if reported and result.code else result.errors:  # else a finding, as ruff's
+        # one with a code is a finding: reported as ruff's, or where ruff reports none (--fix-only, --diff,
+        # --add-noqa) left unsaid as ruff leaves it
+        for message in () if result.code else result.errors:
             _error(message)
         for message in () if quiet else result.warnings:
             _error(message)

@@ -16,11 +16,14 @@ from __future__ import annotations
 import errno
 import io
 import os
+import re
 import stat
 import tempfile
 import tokenize
 from dataclasses import dataclass
 from typing import Callable
+
+from np2torch.lint.model import INVALID_SYNTAX, IO_ERROR
 
 SOURCE_SUFFIXES: frozenset[str] = frozenset({".py", ".ipynb"})
 """Suffixes that directory walks collect; files named explicitly are read whatever their suffix.
@@ -37,14 +40,16 @@ _BOM = b"\xef\xbb\xbf"
 
 
 class FileError(Exception):
-    """A file that cannot be read, decoded or written; ``str()`` is one line naming it.  ``unreadable``: the system
-    would not read it (:func:`read_error`)."""
+    """A file that cannot be read, decoded or written; ``str()`` is one line naming it.  ``code``: the code ruff
+    reports such a file under (a finding then, not a failure): ``E902`` for a file it cannot read (the system
+    would not, :func:`read_error`; np2torch will not, :func:`read_regular`; it is not UTF-8), ``invalid-syntax``
+    for bytes Python would not compile (a NUL, an unknown coding)."""
 
     def __init__(self, path: str, message: str, line: int | None = None, column: int | None = None,
-                 unreadable: bool = False) -> None:
+                 code: str | None = None) -> None:
         super().__init__(message)
         self.path, self.message, self.line, self.column = path, message, line, column
-        self.unreadable = unreadable
+        self.code = code
 
     def __str__(self) -> str:
         where = self.path
@@ -63,7 +68,7 @@ def read_error(path: str, exc: OSError) -> FileError:
     """A path the system would not read (it does not exist, or may not be read), worded as ruff words it
     (Rust's ``io::Error``): ``No such file or directory (os error 2)``."""
     message = f"{exc.strerror} (os error {exc.errno})" if exc.strerror and exc.errno else str(exc)
-    return FileError(path, message, unreadable=True)
+    return FileError(path, message, code=IO_ERROR)
 
 
 # ---------------------------------------------------------------- bytes <-> text
@@ -79,47 +84,53 @@ class Source:
         return text.encode(self.encoding)
 
 
-def _position(raw: bytes, offset: int) -> tuple[int, int]:
-    """1-based line and byte column of ``offset``."""
-    line = raw.count(b"\n", 0, offset) + 1
-    return line, offset - (raw.rfind(b"\n", 0, offset) + 1) + 1
+_NEWLINE = re.compile(r"\r\n|\r|\n")
 
 
-def _undecodable(path: str, raw: bytes, encoding: str, exc: UnicodeDecodeError, shift: int) -> FileError:
-    line, column = _position(raw, exc.start + shift)
-    byte = raw[exc.start + shift : exc.start + shift + 1].hex()
-    return FileError(path, f"cannot decode byte 0x{byte} as {encoding}: {exc.reason}", line, column)
+def _undecodable(path: str, encoding: str) -> FileError:
+    """Bytes the file's codec cannot decode: ruff's E902, in its words (Rust's ``io::Error`` for a file that
+    is not UTF-8; ruff reads nothing else), at 1:1 as ruff has it."""
+    name = "UTF-8" if encoding in ("utf-8", "utf-8-sig") else encoding
+    return FileError(path, f"stream did not contain valid {name}", code=IO_ERROR)
+
+
+def _not_compilable(path: str, message: str, text: str = "", offset: int = 0) -> FileError:
+    """Text Python refuses before parsing it (``SyntaxError: message``): ruff's ``invalid-syntax``, at the
+    character ``offset`` of ``text``."""
+    lines = _NEWLINE.split(text[:offset])
+    return FileError(path, f"SyntaxError: {message}", len(lines), len(lines[-1]) + 1, code=INVALID_SYNTAX)
 
 
 def decode_notebook(raw: bytes, path: str) -> Source:
-    """A notebook is JSON text: UTF-8 (a BOM is kept on writing)."""
+    """A notebook is JSON text: UTF-8 (a BOM is kept on writing); one that is not is no notebook, as ruff's
+    ``invalid-syntax`` has it."""
     encoding = "utf-8-sig" if raw.startswith(_BOM) else "utf-8"
     try:
         return Source(text=raw.decode(encoding), encoding=encoding)
-    except UnicodeDecodeError as exc:
-        raise _undecodable(path, raw, "utf-8", exc, len(_BOM) if encoding == "utf-8-sig" else 0) from None
+    except UnicodeDecodeError:
+        raise FileError(path, "not a notebook: invalid JSON: stream did not contain valid UTF-8",
+                        code=INVALID_SYNTAX) from None
 
 
 def decode_source(raw: bytes, path: str) -> Source:
-    """Decode ``raw`` as Python does, or raise :class:`FileError` with the position of the problem."""
-    nul = raw.find(b"\x00")
-    if nul >= 0:
-        line, column = _position(raw, nul)
-        raise FileError(path, "binary file (contains a NUL byte), not Python source", line, column)
+    """Decode ``raw`` as Python does, or raise :class:`FileError`: undecodable bytes are ruff's E902, a NUL
+    or an unknown coding its ``invalid-syntax`` (Python's own ``SyntaxError`` for them)."""
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
     except SyntaxError as exc:
-        try:  # the usual cause: undecodable UTF-8 in the first two lines; say where
+        try:  # the usual cause: undecodable UTF-8 in the first two lines
             raw.decode("utf-8")
-        except UnicodeDecodeError as inner:
-            raise _undecodable(path, raw, "utf-8", inner, 0) from None
-        raise FileError(path, f"SyntaxError: {exc.msg}") from None
-    # utf-8-sig reports error offsets after the BOM; decode the rest as utf-8 to keep offsets exact.
+        except UnicodeDecodeError:
+            raise _undecodable(path, "utf-8") from None
+        raise _not_compilable(path, exc.msg) from None
     shift = len(_BOM) if encoding == "utf-8-sig" else 0
     try:
         text = raw[shift:].decode("utf-8" if shift else encoding)
-    except UnicodeDecodeError as exc:
-        raise _undecodable(path, raw, encoding, exc, shift) from None
+    except UnicodeDecodeError:
+        raise _undecodable(path, encoding) from None
+    nul = text.find("\x00")
+    if nul >= 0:  # ruff decodes first (E902), then parses: the NUL is a syntax error where it stands
+        raise _not_compilable(path, "source code cannot contain null bytes", text, nul)
     return Source(text=text, encoding=encoding)
 
 
@@ -159,27 +170,29 @@ def read_regular(path: str, display: str, limit: int | None = None) -> tuple[byt
 
     A FIFO, a device (``/dev/zero``) or a socket would be read for ever or until memory runs out,
     so they are refused before reading, and so is a file larger than ``limit`` (:data:`MAX_FILE_BYTES`).
+    Each refusal is ruff's E902 (ruff has no size limit, and would read a FIFO or ``/dev/zero`` for ever: a file
+    np2torch will not read is reported as one ruff cannot).
     """
     limit = MAX_FILE_BYTES if limit is None else limit
     try:
         fd = os.open(path, _OPEN_FLAGS)
     except IsADirectoryError:
-        raise FileError(display, "is a directory") from None
+        raise FileError(display, "is a directory", code=IO_ERROR) from None
     except OSError as exc:
         raise read_error(display, exc) from None
     try:
         st = os.fstat(fd)
         if stat.S_ISDIR(st.st_mode):
-            raise FileError(display, "is a directory")
+            raise FileError(display, "is a directory", code=IO_ERROR)
         if not stat.S_ISREG(st.st_mode):
-            raise FileError(display, _not_regular(st.st_mode))
+            raise FileError(display, _not_regular(st.st_mode), code=IO_ERROR)
         data = b"" if st.st_size > limit else _read_at_most(fd, limit + 1)
     except OSError as exc:
         raise read_error(display, exc) from None
     finally:
         os.close(fd)
     if st.st_size > limit or len(data) > limit:
-        raise FileError(display, f"file larger than {_size(limit)}, not read")
+        raise FileError(display, f"file larger than {_size(limit)}, not read", code=IO_ERROR)
     return data, st
 
 

@@ -59,7 +59,8 @@ class FileResult:
     errors: list[str] = field(default_factory=list)
     code: str | None = None
     """The code ruff reports :attr:`errors` under (:data:`~np2torch.lint.model.NOT_ANALYSED`): ``invalid-syntax``
-    (the file does not parse, or needs a newer Python than ``target-version``), ``E902`` (it cannot be read).
+    (the file does not parse, has a NUL byte or an unknown coding, or needs a newer Python than ``target-version``),
+    ``E902`` (it cannot be read, is not a regular file, is over the size limit, or is not in its coding: UTF-8).
     They are findings then, in the report and for the exit status; ``None``: a failure (exit 2)."""
     fixed: int = 0
     changed: bool = False
@@ -138,8 +139,8 @@ def newer_syntax_result(display: str, needed: tuple[int, int], target: tuple[int
 
 
 def failed(display: str, exc: FileError) -> FileResult:
-    """A file that could not be read (ruff's E902: a finding), decoded or written."""
-    return FileResult(display, errors=[str(exc)], code=IO_ERROR if exc.unreadable else None)
+    """A file that could not be read or decoded (a finding of the code ruff gives it), or written (a failure)."""
+    return FileResult(display, errors=[str(exc)], code=exc.code)
 
 
 def run_job(job: Job) -> FileResult:
@@ -306,9 +307,12 @@ def prepare(target: Target, settings: RunSettings, mode: str,
     :meth:`np2torch.cli.index.ProjectIndex.settings`)."""
     try:
         raw, stamp = read_bytes(target.path, target.display)
-        source = (decode_notebook if is_notebook(target.path) else decode_source)(raw, target.display)
     except FileError as exc:
         return failed(target.display, exc)
+    try:
+        source = (decode_notebook if is_notebook(target.path) else decode_source)(raw, target.display)
+    except FileError as exc:
+        return _undecoded(target, exc, mode)
     if not settings.codes:
         return FileResult(target.display)
     if is_notebook(target.path):
@@ -321,6 +325,15 @@ def prepare(target: Target, settings: RunSettings, mode: str,
     if indexed is not None:
         settings = indexed(target.path, settings)
     return Job(target.display, target.path, source, stamp, settings, mode, digest(raw), only)
+
+
+def _undecoded(target: Target, exc: FileError, mode: str) -> FileResult:
+    """A file read but not decoded; ``--add-noqa`` names one that is not UTF-8 on stderr as ruff's does (its
+    add-noqa reads the file apart from the check, and logs the failure where the check reports none)."""
+    result = failed(target.display, exc)
+    if mode == NOQA and exc.code == IO_ERROR:
+        result.warnings.append(f"error: Failed to extract source from {os.path.abspath(target.path)}: {exc.message}")
+    return result
 
 
 def _from_cache(cache: Cache, job: Job) -> FileResult | None:
