@@ -58,7 +58,7 @@ from np2torch.cli.cache import cache_folder
 from np2torch.cli.config import CONFIG_NAMES, ConfigError, ConfigFinder, RunSettings, settings_for_file
 from np2torch.cli.show import settings_report
 from np2torch.lint import engine, notebook
-from np2torch.lint.model import CellFinding, Finding, SourceError
+from np2torch.lint.model import INVALID_SYNTAX, CellFinding, Finding, SourceError
 from np2torch.lint.pages import rule_url
 from np2torch.lint.rules import RULES_BY_CODE
 from np2torch.lint.suppress import add_noqa
@@ -756,14 +756,16 @@ def _error_diagnostic(message: str) -> types.Diagnostic:
 
 
 def _syntax_diagnostic(index: LineIndex, codec: Codec, error: SourceError) -> types.Diagnostic:
-    """Where the text stops parsing: the rest of the line from the error's column (an error, as ruff shows it)."""
+    """Where the text stops parsing: the rest of the line from the error's column; an error of code
+    ``invalid-syntax`` and no page, its message bare, as ruff's server shows a syntax error (a diagnostic of no
+    rule: its id where a rule's code goes)."""
     line = max((error.line or 1) - 1, 0)
     column = max((error.column or 1) - 1, 0)
     text = index.line(line)
     start = index.client_position(codec, line, min(column, len(text)))
     end = index.client_position(codec, line, len(text))
-    return types.Diagnostic(range=types.Range(start=start, end=end), message=f"{NAME}: {error}",
-                            severity=types.DiagnosticSeverity.Error, source=NAME)
+    return types.Diagnostic(range=types.Range(start=start, end=end), message=str(error),
+                            severity=types.DiagnosticSeverity.Error, code=INVALID_SYNTAX, source=NAME)
 
 
 def _text_edits(analysis: Analysis, uri: str, new: str) -> list[types.TextEdit]:
