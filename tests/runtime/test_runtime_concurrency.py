@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import os
 import signal
 import subprocess
@@ -405,3 +407,121 @@ def test_a_signal_handler_calling_a_helper_while_scipy_special_is_imported_does_
                                                  f"no attribute '{name}' (most likely due to a circular import)")
     expected = sorted({"handler": handlers, "later": True, where.replace("same thread", "main"): scipys}.items())
     assert run("original") == run("fixed") == f"{expected}\n"
+
+
+INSIDE_AN_IMPORT_TORCH_NEEDS_SCRIPT = textwrap.dedent(
+    """
+    import faulthandler, sys, threading
+    import numpy as np, scipy.special
+    import np2torch.runtime as np2t
+    from np2torch.runtime import _backend
+    from np2torch.runtime._state import PROCESS, TAKEN
+
+    faulthandler.dump_traceback_later(60, exit=True)  # a hang fails the run, with every thread's stack
+    NEEDED = "typing_extensions"  # torch's import imports it; nothing before that here does
+    assert NEEDED not in sys.modules and "torch" not in sys.modules
+    x = np.linspace(-3, 3, 1000)
+    got = {}
+
+    def same(result, want):
+        return type(result) is type(want) and result.dtype == want.dtype and result.tobytes() == want.tobytes()
+
+    def first_call():  # min_size 0: the runtime imports torch here, which waits for NEEDED's import to end
+        got["importing thread"] = np2t.erf(x)
+
+    def path_of(call):
+        TAKEN.device = None
+        result = call()
+        return TAKEN.device or "original", result
+
+    importer = threading.Thread(target=first_call)
+
+    def line(frame, event, arg):
+        # The first line of NEEDED: this thread holds its module lock, as a program thread importing it does.
+        sys.settrace(None)
+        frame.f_trace = None
+        importer.start()
+        while _backend._importer is None and importer.is_alive():
+            importer.join(0.001)  # until the runtime's import of torch is under way
+        # A call made here (a signal handler's, a trace function's, the top level of a module torch needs): the
+        # runtime's import waits for this thread, so the call must not wait for the runtime's import.
+        path, result = path_of(lambda: np2t.erf(x))
+        got["inside the import"] = [path, same(result, scipy.special.erf(x)), _backend.load_torch(),
+                                    _backend.cuda_available()]
+        return None
+
+    sys.settrace(lambda frame, event, arg: line if frame.f_code.co_filename.endswith(NEEDED + ".py") else None)
+    __import__(NEEDED)
+    sys.settrace(None)
+    importer.join()
+    path, result = path_of(lambda: np2t.erf(x))
+    got["importing thread"] = same(got["importing thread"], result)  # torch's bits, as a later call's
+    got["later"] = [path, _backend.load_torch(), len(PROCESS.one_time)]
+    print(sorted(got.items()))
+    """
+)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch")
+def test_a_call_inside_an_import_torch_needs_while_another_thread_imports_torch_takes_the_original(tmp_path):
+    # One thread's first call imports torch for the runtime; torch's import needs a module another thread is
+    # importing, and that thread calls a helper inside its import.  The runtime held its loading lock over
+    # `import torch`: the call waited for the lock, the import for the call's thread, and both hung.  The call
+    # takes the original instead of waiting (CUDA is not judged then), and the import is counted once.
+    script = tmp_path / "inside_an_import_torch_needs.py"
+    script.write_text(INSIDE_AN_IMPORT_TORCH_NEEDS_SCRIPT)
+    env = {**os.environ, "NP2TORCH_MIN_SIZE": "0", "NP2TORCH_PROFILE": "builtin"}
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
+    assert proc.returncode == 0, proc.stderr
+    expected = {"importing thread": True, "inside the import": ["original", True, False, False], "later": ["cpu", True, 1]}
+    assert proc.stdout == f"{sorted(expected.items())}\n", proc.stderr
+
+
+@pytest.mark.parametrize("check", ["check_lean", "check"])
+def test_a_check_of_the_installed_scipy_holds_no_lock_another_threads_call_waits_for(monkeypatch, check):
+    # logsumexp's checks call SciPy (and import): one that waits for another thread (that thread's import, say)
+    # while that thread's call needs the check too.  Under the runtime's loading lock the call waited for the
+    # check and the check for the call (here until the stand-in's hang guard); now each thread checks, and
+    # the first answer is kept.
+    from np2torch.runtime import _logsumexp
+    from np2torch.runtime._exact import logsumexp_check
+    from np2torch.runtime._paths import lean
+    from np2torch.runtime._state import PROCESS
+
+    if check == "check":
+        pytest.importorskip("torch")
+    key = lean.VERDICT if check == "check_lean" else "logsumexp"
+    monkeypatch.setattr(PROCESS, "verdicts", {k: v for k, v in PROCESS.verdicts.items() if k != key})
+    real = getattr(logsumexp_check, check)
+    checking, other_done, waited = threading.Event(), threading.Event(), []
+
+    def stand_in(*args):
+        if not checking.is_set():
+            checking.set()
+            waited.append(other_done.wait(60))  # a hang guard: the other thread's call ends first
+        return real(*args)
+
+    monkeypatch.setattr(logsumexp_check, check, stand_in)
+    rows = np.random.default_rng(5).standard_normal((4000, 3))
+    settings = {"device": "cpu", "min_size": 10**9 if check == "check_lean" else 0}
+    results = {}
+
+    def call(name):
+        with np2t.using(**settings):
+            results[name] = np2t.logsumexp(rows, axis=1)
+        if name == "other":
+            other_done.set()
+
+    first = threading.Thread(target=call, args=("first",))
+    first.start()
+    assert checking.wait(60)
+    other = threading.Thread(target=call, args=("other",))
+    other.start()
+    other.join(120)
+    first.join(120)
+    assert waited == [True]
+    stand_in_for = functools.partial(lean.compute, original=None) if check == "check_lean" else _logsumexp._expected
+    assert PROCESS.verdicts[key] == real(scipy.special.logsumexp, stand_in_for)  # kept once, the same answer
+    want = scipy.special.logsumexp(rows, axis=1)
+    for got in results.values():
+        np.testing.assert_array_max_ulp(got, want, maxulp=4)

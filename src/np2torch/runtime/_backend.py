@@ -19,14 +19,15 @@ Threads: a route's work is cut into blocks fixed by the shape and run by
 :mod:`._paths.blocks`, each block on one torch thread, so the thread count never
 changes a value.
 
-Re-entrant calls: a helper called in the thread that is importing torch (from a
-signal handler, a ``__del__``, a trace function, while the import runs there)
-would re-enter :data:`._state.Process.loading` (an ``RLock``) and get the
-half-initialized module (``AttributeError: partially initialized module
-'torch'``).  Such a call takes the original, as does any call while the
-program's own ``import torch`` is under way: :func:`load_torch` never hands out
-a torch that has not finished importing.  Other threads' calls during the
-runtime's own import wait for it, as before.
+While torch is imported: :func:`load_torch` never hands out a torch that has not
+finished importing, and never waits for an import.  A call made while the
+runtime's ``import torch`` runs, in the importing thread (a signal handler's, a
+``__del__``'s, a trace function's: it would get the half-initialized module,
+``AttributeError: partially initialized module 'torch'``) or in any other, takes
+the original, as does any call while the program's own ``import torch`` is under
+way.  No lock of the runtime's is held over the import: a thread inside its own
+import of a module torch's import needs (``typing_extensions``) that waited for
+one hung both threads.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ import sys
 import threading
 import time
 import warnings
-from typing import TYPE_CHECKING, Dict, Iterator, Mapping
+from typing import TYPE_CHECKING, Callable, Dict, Iterator, Mapping, TypeVar
 
 import numpy as np
 
@@ -47,6 +48,8 @@ from ._state import PROCESS
 
 if TYPE_CHECKING:
     import torch
+
+T = TypeVar("T")
 
 # NumPy dtype -> torch dtype attribute, for the dtypes where both sides use the
 # same IEEE format (so a from_numpy view reinterprets nothing).  longdouble,
@@ -66,22 +69,35 @@ TORCH_DTYPE_NAMES: Mapping[np.dtype, str] = {
 }
 
 
+_importing = threading.Lock()
+"""Held by the thread running the runtime's ``import torch`` (:func:`load_torch`) and only ever taken without waiting:
+a call that finds it held takes the original."""
 _importer: int | None = None
 """The thread running the runtime's ``import torch`` (:func:`load_torch`), while it runs."""
 
 
 def torch_ready() -> bool:
     """Whether torch costs nothing more to use: the runtime loaded it, or someone else imported it
-    (and the runtime has not found it unusable).  Not while its import is under way in this thread, or
-    the program's own import of it is under way (the runtime's own, in another thread, is waited for)."""
+    (and the runtime has not found it unusable).  Not while an import of it is under way: the runtime's,
+    in any thread, or the program's own."""
     if PROCESS.torch_tried:
         return PROCESS.torch_found
-    if "torch" not in sys.modules:
+    if "torch" not in sys.modules or _importer is not None:
         return False
-    importer = _importer
-    if importer is not None:
-        return importer != threading.get_ident()
     return not being_imported(sys.modules["torch"])
+
+
+def settled(check: Callable[[], T]) -> T | None:
+    """``check()``, or None where an import of torch was under way when it began or began since: the answer of a
+    check of the installed original is then not one about the original.
+
+    SciPy's logsumexp reads ``sys.modules["torch"].Tensor`` (``array_api_compat``'s ``is_torch_array``), which a
+    half-initialized torch lacks: it raises there, in every thread, and a check would find it wrong for good."""
+    before = sys.modules.get("torch")
+    if before is not None and being_imported(before):
+        return None
+    found = check()
+    return found if sys.modules.get("torch") is before else None
 
 
 def torch_unavailable() -> bool:
@@ -172,11 +188,14 @@ def _close() -> None:
 
 
 def _after_fork_in_child() -> None:
-    """A forked child: no call of the parent's threads is in flight here, and the lock starts free."""
-    global _WORK
+    """A forked child: no call of the parent's threads is in flight here, and the locks start free; an import of
+    torch a parent's thread had begun is not under way here (:mod:`._fork` says whether it left torch unusable)."""
+    global _WORK, _importing, _importer
     closing = _WORK.closing
     _WORK = _Work()
     _WORK.closing = closing
+    _importing = threading.Lock()
+    _importer = None
 
 
 if hasattr(os, "register_at_fork"):
@@ -185,7 +204,11 @@ if hasattr(os, "register_at_fork"):
 
 def load_torch() -> bool:
     """Import torch on first use, with the runtime's settings; whether it is usable now (else the original serves
-    the call: torch is not installed, or its import is under way in this thread or by the program)."""
+    the call: torch is not installed, or an import of it is under way, the runtime's or the program's).
+
+    The first call imports it; a call made while that import runs, in any thread, takes the original instead of
+    waiting for it (see the module's docstring), and the import is counted once in :attr:`._state.Process.one_time`.
+    """
     global _importer
     if PROCESS.torch_tried:
         return PROCESS.torch_found
@@ -197,21 +220,22 @@ def load_torch() -> bool:
             # the main one ended): importing torch now fails ("can't register atexit after shutdown", from
             # its concurrent.futures import), where the original would just run.  NumPy serves the call.
             return False
-    elif importing_here() or (_importer is None and being_imported(sys.modules["torch"])):
-        # A call made inside the import in this thread (a signal handler, a __del__, a trace function) would
-        # get the half-initialized module; so would one inside the program's own `import torch`.
-        return False
-    with PROCESS.loading:
-        if not PROCESS.torch_tried and _importer is None:
-            _importer = threading.get_ident()
-            try:
-                start = time.perf_counter()
-                PROCESS.torch_found = _import_torch()
-                PROCESS.torch_tried = True
-                PROCESS.one_time.append((start, time.perf_counter() - start))
-            finally:
-                _importer = None
-    return PROCESS.torch_tried and PROCESS.torch_found
+    elif _importer is None and being_imported(sys.modules["torch"]):
+        return False  # inside the program's own `import torch`: the half-initialized module
+    if not _importing.acquire(blocking=False):
+        return False  # the runtime's import is under way, in this thread (a signal handler's call) or another
+    try:
+        if PROCESS.torch_tried:  # loaded since this call looked
+            return PROCESS.torch_found
+        _importer = threading.get_ident()
+        start = time.perf_counter()
+        PROCESS.torch_found = _import_torch()
+        PROCESS.torch_tried = True
+        PROCESS.one_time.append((start, time.perf_counter() - start))
+        return PROCESS.torch_found
+    finally:
+        _importer = None
+        _importing.release()
 
 
 def _import_torch() -> bool:
@@ -246,13 +270,12 @@ def cuda_available() -> bool:
     """Whether torch (loading it if needed) can use a CUDA device in this process; cached."""
     cached = PROCESS.cuda
     if cached is None:
-        cached = False
-        if load_torch():
-            import torch
+        if not load_torch():
+            return False  # not kept: torch may load once an import of it under way ends
+        import torch
 
-            bad_fork = getattr(torch.cuda, "_is_in_bad_fork", lambda: False)
-            cached = bool(torch.cuda.is_available()) and not bad_fork()
-        PROCESS.cuda = cached
+        bad_fork = getattr(torch.cuda, "_is_in_bad_fork", lambda: False)
+        cached = PROCESS.cuda = bool(torch.cuda.is_available()) and not bad_fork()
     return cached
 
 

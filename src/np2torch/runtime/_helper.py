@@ -137,9 +137,9 @@ class Helper:
         Python's module locks order the import, as they order the original program's own ``import``; no lock of
         the runtime's is held over it.  A call made inside its own thread's import of the module (a signal
         handler's, a ``__del__``'s, a trace function's) gets the half-initialized module, as an ``import`` there
-        does: the original once the module has bound it, else the original program's AttributeError.  (Held over
-        the import, :attr:`._state.Process.loading` hung such a call while another thread's first call imported
-        the module: that thread held the lock and waited for this thread's import.)
+        does: the original once the module has bound it, else the original program's AttributeError.  (A lock held over
+        the import hung such a call while another thread's first call imported the module: that thread held the
+        lock and waited for this thread's import.)
         """
         loaded = self.loaded
         if loaded is not None:

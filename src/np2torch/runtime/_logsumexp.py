@@ -55,6 +55,7 @@ from ._backend import (
     end_torch_work,
     importing_here,
     load_torch,
+    settled,
     torch_out_of_sight,
 )
 from ._config import RuntimeSettings
@@ -116,13 +117,15 @@ class Logsumexp(Helper):
         """Which slices the torch path serves for the installed SciPy (checked once per process)."""
         found = PROCESS.verdicts.get(NAME)
         if found is None:
-            original = self.load()  # never under the loading lock: Helper.load
-            with PROCESS.loading:
-                found = PROCESS.verdicts.get(NAME)
-                if found is None:
-                    from ._exact import logsumexp_check  # only when a call may take the torch path
+            # No lock over the check's imports and SciPy's calls: threads that check at once find the same answer,
+            # the first one kept.  While torch is half imported SciPy raises: this call is SciPy's, a later one checks.
+            from ._exact import logsumexp_check  # only when a call may take the torch path
 
-                    found = PROCESS.verdicts[NAME] = logsumexp_check.check(original, _expected)
+            original = self.load()
+            checked = settled(lambda: logsumexp_check.check(original, _expected))
+            if checked is None:
+                return logsumexp_check.LseVerdict(False, False)
+            found = PROCESS.verdicts.setdefault(NAME, checked)
         return cast("LseVerdict", found)
 
     def loop_of(self, dtype: np.dtype) -> str | None:
@@ -196,8 +199,6 @@ def logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: Any = False, re
         scoped = SCOPED.get()
         settings = PROCESS.settings if scoped is None else scoped
         if b is None and settings.device != "numpy":
-            if HELPER.loaded is None:  # imported before the lean path's check holds the loading lock (Helper.load)
-                HELPER.load()
             if HELPER.admits(a.dtype, a.size, settings):
                 result = _try_torch(a, axis, keepdims, return_sign, settings)
                 if result is not None:

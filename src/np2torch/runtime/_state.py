@@ -102,7 +102,7 @@ class Process:
     """
 
     __slots__ = (
-        "settings", "lock", "loading", "cuda_lock",
+        "settings", "lock", "cuda_lock",
         "torch_tried", "torch_found", "cuda", "forked_child", "fork_hook", "half_imported",
         "load",
         "profile", "profile_warned", "generation", "forecasts", "bands", "floor_tables",
@@ -119,10 +119,11 @@ class Process:
     def __init__(self, settings: RuntimeSettings) -> None:
         self.settings = settings
         self.lock = threading.RLock()
-        """Short critical sections: settings, the profile, decisions, the ski rental."""
-        self.loading = threading.RLock()
-        """One-time slow loads: ``import torch``, the checks of the installed originals.  Never held over the import
-        of an original's module (:meth:`._helper.Helper.load`)."""
+        """Short critical sections: settings, the profile in force, decisions, the ski rental.  Never held over an
+        import or a call into the original's or the program's code (a warning's handler): a thread waiting for it
+        there could be one that work waits for.  The one-time loads hold no lock: ``import torch``
+        (:func:`._backend.load_torch`), the import of an original's module (:meth:`._helper.Helper.load`), reading
+        the profile and the checks of the installed originals (kept once, whichever thread finds them first)."""
         self.cuda_lock = SlotsLock()
         """Held while a call uses the CUDA staging slots; a call made inside one in the same thread keeps off them."""
         self.torch_tried = False
@@ -219,7 +220,6 @@ class Process:
         parent's CUDA slots stay referenced: freeing device memory is not allowed here either.
         ``half_imported``: the modules another thread was importing; torch among them is unusable."""
         self.lock = threading.RLock()
-        self.loading = threading.RLock()
         self.cuda_lock = SlotsLock()
         self.cuda = None
         self.half_imported = half_imported

@@ -246,13 +246,19 @@ def _merge(path: str, base: Profile, curves: Mapping[str, Curve], notes: Mapping
 
 
 def active() -> Active:
-    """The profile in force, loaded on first use (never imports torch)."""
+    """The profile in force, loaded on first use (never imports torch).
+
+    No lock is held while it is read (it imports ``json`` and may warn, which runs the program's warning
+    handlers): threads that read it at once read the same files, and the first one kept is in force.  One read
+    before :meth:`.._state.Process.reload_profile` is not kept after it."""
     found = PROCESS.profile
     if found is None:
+        generation = PROCESS.generation
+        read = _resolve(os.environ.get(PROFILE_ENV, "").strip())
         with PROCESS.lock:
-            if PROCESS.profile is None:
-                PROCESS.profile = _resolve(os.environ.get(PROFILE_ENV, "").strip())
-            found = PROCESS.profile
+            if PROCESS.profile is None and PROCESS.generation == generation:
+                PROCESS.profile = read
+            found = read if PROCESS.profile is None else PROCESS.profile
     return found
 
 
@@ -303,9 +309,10 @@ def _warn(message: str) -> None:
     warning is then shown (``warnings.showwarning``: stderr, or whatever
     records warnings there) instead of raised.
     """
-    if PROCESS.profile_warned:
-        return
-    PROCESS.profile_warned = True
+    with PROCESS.lock:
+        if PROCESS.profile_warned:
+            return
+        PROCESS.profile_warned = True
     level = user_stacklevel()
     try:
         warnings.warn(message, RuntimeWarning, stacklevel=level)

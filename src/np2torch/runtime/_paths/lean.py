@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable, Tuple
 
 import numpy as np
 
+from .._backend import settled
 from .._exact.slices import OVERFLOW_FROM, reduced_dims
 from .._state import PROCESS, TAKEN
 
@@ -145,12 +146,14 @@ _MAXIMUM = np.maximum.reduce
 def _verdict(original: Callable[[], Callable[..., Any]]) -> bool:
     found = PROCESS.verdicts.get(VERDICT)
     if found is None:
-        with PROCESS.loading:
-            found = PROCESS.verdicts.get(VERDICT)
-            if found is None:
-                from .._exact import logsumexp_check
+        # No lock over the check's imports and SciPy's calls: threads that check at once find the same answer, the
+        # first one kept.  While torch is half imported SciPy raises: this call is SciPy's, a later one checks.
+        from .._exact import logsumexp_check
 
-                found = PROCESS.verdicts[VERDICT] = logsumexp_check.check_lean(original(), functools.partial(compute, original=None))
+        checked = settled(lambda: logsumexp_check.check_lean(original(), functools.partial(compute, original=None)))
+        if checked is None:
+            return False
+        found = PROCESS.verdicts.setdefault(VERDICT, checked)
     return found is True
 
 
