@@ -441,6 +441,59 @@ def test_ski_rental_counts_predictions_never_measured_time(tmp_path):
     assert proc.stdout.split() == ["10"], proc.stderr
 
 
+LEDGER_PROGRAM = """
+    import sys, threading, numpy as np, np2torch.runtime as r
+    from np2torch.runtime._decision import ledger as _ledger, route as _route
+    from np2torch.runtime._state import PROCESS
+    _route.DEFER_ELEMENTS = 0  # the rental itself, from the first call
+    if "LEDGER" == "off":
+        _ledger.Ledger.count = lambda self, key, settings: False  # every call decided in full
+    decided = []
+    real = _route.route
+    def spy(*args, **kwargs):
+        decided.append(args[0])
+        return real(*args, **kwargs)
+    _route.route = spy
+    x32, x64 = np.full(100_000, 0.5, dtype=np.float32), np.linspace(-3, 3, 100_000)
+    seen, sums = [], []
+    for i in range(14):
+        r.exp(x32)
+        r.hypot(3.0, x64)  # an operand beside a scalar: the broadcast size is known
+        if i == 2:
+            with r.using(device="numpy"):  # other settings: neither decided from the ledger nor counted
+                r.exp(x32)
+            worker = threading.Thread(target=lambda: r.exp(x32))  # another thread's calls never count
+            worker.start()
+            worker.join()
+        seen.append("torch" in sys.modules)
+        sums.append(PROCESS.saved)
+    print(seen.index(True))
+    print(repr(sums))
+    print(len(decided))
+"""
+
+
+def test_the_ledger_counts_a_call_decided_before_and_changes_no_path(tmp_path):
+    # A plain call past the floor that takes the original while torch is not imported is decided once per
+    # (dtype, size); the next ones add the same saving from the ledger (cold, a decision cost 40-70 us).  The rental
+    # sees the very sums it saw deciding every call, and imports torch at the same call.
+    sizes = (10_000, 100_000, 1_000_000)
+    exp = Curve(sizes, {"numpy": (2e-4, 2e-3, 2e-2), "cpu1": (1e-4, 1.7e-3, 1e-2), "cpu": (1e-4, 1.7e-3, 1e-2)})
+    hypot = Curve(sizes, {"numpy": (3e-4, 3e-3, 3e-2), "cpu1": (2e-4, 2.5e-3, 2e-2), "cpu": (2e-4, 2.5e-3, 2e-2)})
+    path = write_profile(tmp_path / "ledger.json", {"exp/float32": exp, "hypot/float64": hypot}, 0.00045)
+    env = {"NP2TORCH_PROFILE": str(path), "NP2TORCH_CACHE_DIR": str(tmp_path)}
+    runs = {}
+    for ledger in ("on", "off"):
+        proc = run_python(LEDGER_PROGRAM.replace('"LEDGER"', repr(ledger)), env)
+        assert proc.returncode == 0, proc.stderr
+        runs[ledger] = proc.stdout.splitlines()
+    assert runs["on"][:2] == runs["off"][:2]  # the same call imports torch, after the same sums at every round
+    assert runs["on"][0] == "5"  # 0.3 + 0.5 ms saved by each round, 4.5 ms the threshold: the 6th round's hypot
+    # Not decided again: the main thread's calls of rounds 1-5 but for the hypot that imports torch (the thread's
+    # call, the one under other settings and every call once torch is imported are decided as before).
+    assert int(runs["off"][2]) - int(runs["on"][2]) == 9
+
+
 def test_torch_already_imported_is_used_at_once(tmp_path):
     path = _synthetic_profile_for_rental(tmp_path, saving=1e-3, import_seconds=100.0)
     proc = run_python(

@@ -40,6 +40,8 @@ import numpy as np
 
 from ._backend import begin_torch_work, can_view, end_torch_work, load_torch
 from ._config import RuntimeSettings
+from ._decision import ledger
+from ._decision.ledger import Ledger
 from ._decision.route import Route, original_reason
 from ._exact.errstate import (
     EXTOBJ_VAR,
@@ -78,6 +80,8 @@ class Binary(Helper):
         self.loops: dict[tuple[Any, Any], np.dtype | None] = {}
         """(dtype or Python type, dtype or Python type) -> :meth:`resolve`'s answer (NumPy's resolution costs µs)."""
         self.named: bool | None = None
+        self.ledger = Ledger()
+        """Plain calls known to take the original's single call (:mod:`._decision.ledger`): (loop, size) keys."""
         self.function = self.publish(_make_function(self), self.loops)
 
     def names_its_warnings(self) -> bool:
@@ -154,17 +158,23 @@ class Binary(Helper):
             return "below the size floor"
         if settings.device == "numpy":
             return "device='numpy'"
-        if self.scipy and scipy_reports():
-            return "scipy.special.errstate reports: SciPy"
         checks = error_checks()
-        if checks is not None and checks.under:
-            return "np.errstate(under=...) reports underflow: the original"
         name = dtype_name(loop)
+        if not dry_run:
+            ledger.begin()
         route = self.route(name, n, settings, name in self.row.cuda_loops, dry_run, exact_only=name not in self.row.loops)
         if route is None or route.device != "cpu":
             if not dry_run:
+                if route is None:  # decided from the settings, the profile, the loop and the size alone
+                    self.ledger.learn((loop, n), settings, PROCESS.counted)
                 return "the original"  # why is spelled out for which() only
             return original_reason(self.name, name, n, settings.device, settings.min_size)
+        # (After the route: the rental counts the call wherever the profile sends it, so that a call the ledger counts
+        # is the original's whatever either error state asks: ._decision.ledger.)
+        if self.scipy and scipy_reports():
+            return "scipy.special.errstate reports: SciPy"
+        if checks is not None and checks.under:
+            return "np.errstate(under=...) reports underflow: the original"
         if (route.path == "cores" and not dry_run and blocks.load_leaves_one(n, route.threads)
                 and not may_warn_in_a_cast(2, (x1, x2), {})):  # (else its warnings could not name the caller's line)
             return "other processes hold the cores: the original's single call, the same loop without the blocks' cost"
@@ -224,8 +234,8 @@ class Binary(Helper):
         if isinstance(prepared, str):
             return "numpy", f"{self.name}: {prepared}"
         loop, route = prepared
-        if route.path == "cores":
-            return "cores", f"{self.name} of {loop}: {route.why}"
+        if route.path in ("numpy", "cores"):  # (the original's single call: while the rental waits for torch)
+            return route.path, f"{self.name} of {loop}: {route.why}"
         return "cpu", f"{self.name} of {loop}: {route.why} (non-finite results are recomputed by the original)"
 
 
@@ -246,10 +256,10 @@ def _make_function(helper: Binary) -> Callable[..., object]:
     process = PROCESS
     get_scoped = SCOPED.get
     get_extobj = extobj_getter()
-    set_extobj = EXTOBJ_VAR.set
-    reset_extobj = EXTOBJ_VAR.reset
+    set_extobj, reset_extobj = EXTOBJ_VAR.set, EXTOBJ_VAR.reset
     redirects = process.redirects.setdefault(helper.name, {None: None})  # NumPy error state -> how to call the original
     miss = REDIRECT_MISS
+    count = helper.ledger.count
 
     def function(x1: Any = ABSENT, x2: Any = ABSENT, /, *args: Any, **kwargs: Any) -> Any:
         # The hot path: two arrays (or an array and a small Python scalar) whose loop and size floor are known,
@@ -276,13 +286,15 @@ def _make_function(helper: Binary) -> Callable[..., object]:
                 elif loop is miss:
                     original_only = False  # prepare() resolves it
                 else:
-                    scoped = get_scoped()
-                    gate = (process.settings if scoped is None else scoped).gate
+                    settings = get_scoped() or process.settings
+                    gate = settings.gate
                     if gate is None:
                         gate = floors.get(loop, -1)  # -1: not learned yet (prepare() learns it)
-                    # Broadcasting makes at most n1 * n2 elements; exactly n1 for equal shapes.
+                    # At most n1 * n2 elements: that beside a scalar, n1 for equal shapes.  Past the floor, a call of a
+                    # known size decided before to take the original takes it (counted: ._decision.ledger).
                     same = n1 == n2 and (t1 is not ndarray or t2 is not ndarray or x1.shape == x2.shape)
-                    original_only = (n1 if same else n1 * n2) < gate
+                    n = n1 if same else n1 * n2
+                    original_only = n < gate or ((same or n1 == 1 or n2 == 1) and gate >= 0 and count((loop, n), settings))
                 original = helper.loaded
                 if original_only and original is not None:
                     redirect = redirects.get(get_extobj(), miss)

@@ -106,7 +106,7 @@ class Process:
         "torch_tried", "torch_found", "cuda", "forked_child", "fork_hook", "half_imported",
         "load",
         "profile", "profile_warned", "generation", "forecasts", "bands", "floor_tables",
-        "saved", "deferred", "provisional", "rented",
+        "saved", "counted", "deferred", "provisional", "rented",
         "cuda_slots", "verdicts", "error_checks", "redirects", "underflow_unwarned", "one_time", "workers", "per_thread_torch",
         "openmp",
     )
@@ -144,11 +144,14 @@ class Process:
         """(function, loop dtype, device, CUDA verified, shape class, exact paths only) -> what the profile says."""
         self.bands: Dict[Tuple[str, Tuple[str, ...], str, bool], Bands] = {}
         """(curve key, allowed paths, where the curve came from, one-thread guard) -> the fastest path per size."""
-        self.floor_tables: List[Dict[np.dtype, int]] = []
-        """Each helper's input dtype -> the size below which its calls take the original."""
+        self.floor_tables: List[Dict[Any, Any]] = []
+        """Each helper's decisions kept between calls: its floors (input dtype -> the size below which its calls take
+        the original), its ledger (:mod:`._decision.ledger`)."""
         self.saved = 0.0
         """Seconds the profile predicts the torch path would have saved so far, while torch was not imported
         (the ski rental: predictions only, so the same on every run)."""
+        self.counted = 0.0
+        """What the rental counted for the main thread's call being decided now (:mod:`._decision.ledger` keeps it)."""
         self.rented = False
         """The runtime's rental imported torch (the main thread's calls paid for it), not the program: other threads'
         calls keep the exact paths (:func:`._decision.route.route`)."""
@@ -182,6 +185,13 @@ class Process:
     def floor_table(self) -> Dict[np.dtype, int]:
         """A new helper's size floors, emptied with every other decision by :meth:`forget_decisions`."""
         table: Dict[np.dtype, int] = {}
+        self.floor_tables.append(table)
+        return table
+
+    def decision_table(self) -> Dict[Any, Any]:
+        """A new table of a helper's decisions (:mod:`._decision.ledger`), emptied with every other decision by
+        :meth:`forget_decisions`."""
+        table: Dict[Any, Any] = {}
         self.floor_tables.append(table)
         return table
 

@@ -38,6 +38,8 @@ import numpy as np
 from ._backend import begin_torch_work, can_view, cuda_available, end_torch_work, load_torch
 from ._dask import DASK_ARRAY, is_dask_array
 from ._dask import elementwise as dask_elementwise
+from ._decision import ledger
+from ._decision.ledger import Ledger
 from ._decision.route import Route, original_reason
 from ._exact.errstate import (
     EXTOBJ_VAR,
@@ -135,6 +137,8 @@ class Ufunc(Helper):
     def __init__(self, row: Function) -> None:
         super().__init__(row)
         self.plans: Dict[Tuple[np.dtype, np.dtype | None, np.dtype | None, Casting], Plan | None] = {}
+        self.ledger = Ledger()
+        """Plain calls known to take the original's single call (:mod:`._decision.ledger`): (dtype, size) keys."""
         self.function = self.publish(make_function(self))
 
     def plan(self, x_dtype: np.dtype, out_dtype: np.dtype | None, dtype: np.dtype | None,
@@ -262,6 +266,7 @@ def make_function(state: Ufunc) -> Callable[..., Any]:
     low, high = state.row.quiet or (math.nan, math.nan)
     float64 = np.float64
     underflow_unwarned = process.underflow_unwarned
+    count = state.ledger.count
 
     def helper(x: Any = ABSENT, /, *args: Any, **kwargs: Any) -> Any:
         # The hot path: everything below the size test is for large arrays only;
@@ -279,11 +284,14 @@ def make_function(state: Ufunc) -> Callable[..., Any]:
             if x.size >= gate:
                 if args or kwargs or dtype.hasobject or sys.is_finalizing():
                     return _dispatch(state, settings, x, args, kwargs)
-                result = _try_torch(state, settings, x, args, kwargs)
-                if result is not _DECLINED:
-                    return result
-                # declined (the profile keeps the original, the ski rental, an error state torch cannot
-                # serve): the original through the redirect below, as a call under the floor
+                # a plain call decided before to take the original takes it without being decided again (counted
+                # towards the rental: ._decision.ledger)
+                if not count((dtype, x.size), settings):
+                    result = _try_torch(state, settings, x, args, kwargs)
+                    if result is not _DECLINED:
+                        return result
+                # the original through the redirect below, as a call under the floor (the profile keeps it, the ski
+                # rental, an error state torch cannot serve)
             elif args or kwargs or dtype.hasobject:
                 return numpy_call(state.original, state.name, x, *args, **kwargs)
         elif (kind is float or kind is float64 or kind is int) and low < x < high and not args and not kwargs:
@@ -381,8 +389,13 @@ def _try_torch(state: Ufunc, settings: RuntimeSettings, x: np.ndarray, args: Tup
     if (settings.gate is None and (PROCESS.provisional or x.dtype not in state.floors)
             and not state.past_floor(x.dtype, x.size)):
         return _DECLINED
+    plain = not args and not kwargs
+    if plain:
+        ledger.begin()
     prepared = _prepare(state, settings, x, args, kwargs, dry_run=False)
     if type(prepared) is not Call:
+        if plain and prepared is _ORIGINAL:  # decided from the settings, the profile, the loop and the size alone
+            state.ledger.learn((x.dtype, x.size), settings, PROCESS.counted)
         return _DECLINED
     if prepared.route.device != "cpu" and PROCESS.cuda_lock.held_here():
         return _DECLINED  # made inside this thread's call on the CUDA slots (a signal handler's): never a wait for them
@@ -418,8 +431,6 @@ def _prepare(state: Ufunc, settings: RuntimeSettings, x: np.ndarray, args: Tuple
     if plan is None:
         return Declined(f"no loop for {x.dtype} input that torch or the original on every core serves (the original's "
                         "type resolution picks another)")
-    if state.row.module == "scipy.special" and scipy_reports():
-        return Declined("scipy.special.errstate asks for reports, which only SciPy gives")
     if settings.device == "numpy":
         return Declined(original_reason(state.name, plan.name, x.size, "numpy", None))
     route = state.route_call(settings, plan, x.size, dry_run)
@@ -427,11 +438,15 @@ def _prepare(state: Ufunc, settings: RuntimeSettings, x: np.ndarray, args: Tuple
         if not dry_run:
             return _ORIGINAL  # the reason is spelled out only for which()
         return Declined(original_reason(state.name, plan.name, x.size, settings.device, settings.min_size))
+    # (After the route, as NumPy's error state below: the rental counts the call wherever the profile sends it, so
+    # that a call the ledger counts is the original's whatever either error state asks: ._decision.ledger.)
+    if state.row.module == "scipy.special" and scipy_reports():
+        return Declined("scipy.special.errstate asks for reports, which only SciPy gives")
     if route.path == "cores":
         if not dry_run and not args and not kwargs and blocks.load_leaves_one(x.size, route.threads):
             # The original's single call: the same loop, without the blocks' cost.  (A plain call: its warnings are
             # redirected to the caller's line; one with keywords may not be: :func:`._exact.errstate.redirect_for`.)
-            return _ORIGINAL
+            return _LOADED
         return _on_cores(route, plan, x, out, order, casting, dtype)
     if not dry_run and not load_torch():
         return Declined("torch is not installed")
@@ -488,6 +503,8 @@ def _dense_loop(x: np.ndarray, out: np.ndarray | None, order: Order) -> bool:
 
 
 _ORIGINAL = Declined("the original")
+_LOADED = Declined("other processes hold the cores: the original's single call")
+"""(Not :data:`_ORIGINAL`: a path that depends on the moment is not written in the ledger.)"""
 
 
 def _out_relation(x: np.ndarray, out: np.ndarray, plan: Plan) -> bool | None:

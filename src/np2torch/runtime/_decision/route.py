@@ -383,11 +383,13 @@ def _rent(forecast: Forecast, path: str, fallback: str, n: int) -> bool:
         saving = max(0.0, now - chosen)
         if len(forecast.savings) < _SAVINGS_KEPT:
             forecast.savings[(path, n)] = saving
+    threshold = rental_threshold()  # not under the lock: it reads the profile where none is in force
     with PROCESS.lock:
         if torch_ready():
             return True
         PROCESS.saved += saving
-        if PROCESS.saved < rental_threshold():
+        PROCESS.counted = saving  # (what the ledger writes for this call: ._decision.ledger)
+        if PROCESS.saved < threshold:
             return False
     PROCESS.rented = True
     return load_torch()

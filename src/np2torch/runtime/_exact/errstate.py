@@ -329,5 +329,7 @@ def scipy_reports() -> bool:
     through their own error state, not NumPy's; torch cannot reproduce it, so
     such calls go to SciPy (the elementwise and two-argument helpers ask it).
     """
-    geterr = sys.modules["scipy.special"].geterr  # imported with the row's original already
-    return any(mode != "ignore" for kind, mode in geterr().items() if kind != "memory")
+    special = sys.modules.get("scipy.special")
+    if special is None:  # not imported yet: nothing asked of it
+        return False
+    return any(mode != "ignore" for kind, mode in special.geterr().items() if kind != "memory")
