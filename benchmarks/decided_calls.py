@@ -52,6 +52,11 @@ def main(argv: List[str] | None = None) -> int:
     import np2torch.runtime as np2t
     from np2torch.runtime._api import HELPERS
 
+    if args.ledger == "off":
+        for helper in HELPERS.values():
+            if helper.front is not None:
+                helper.front.ledger = None  # the C front's reading of it too
+
     np2t.exp(np.zeros(1 << 21))  # the helpers' first 2M elements read no profile (a short script's deferral)
     junk = np.zeros(2_000_000)
     print(f"float64, default settings, torch not imported; ledger {args.ledger}; helper/original, medians of "

@@ -446,8 +446,12 @@ LEDGER_PROGRAM = """
     from np2torch.runtime._decision import ledger as _ledger, route as _route
     from np2torch.runtime._state import PROCESS
     _route.DEFER_ELEMENTS = 0  # the rental itself, from the first call
-    if "LEDGER" == "off":
-        _ledger.Ledger.count = lambda self, key, settings: False  # every call decided in full
+    if "LEDGER" == "off":  # every call decided in full, by the Python function and the C front
+        _ledger.Ledger.count = lambda self, key, settings: False
+        from np2torch.runtime._api import HELPERS
+        for helper in HELPERS.values():
+            if helper.front is not None:
+                helper.front.ledger = None
     decided = []
     real = _route.route
     def spy(*args, **kwargs):

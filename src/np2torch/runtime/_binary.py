@@ -83,6 +83,8 @@ class Binary(Helper):
         self.ledger = Ledger()
         """Plain calls known to take the original's single call (:mod:`._decision.ledger`): (loop, size) keys."""
         self.function = self.publish(_make_function(self), self.loops)
+        if self.front is not None:
+            self.front.ledger = self.ledger  # its calls past the floor the ledger holds are passed from C too
 
     def names_its_warnings(self) -> bool:
         """Whether the loaded original's warnings name it (:func:`._exact.errstate.names_its_warnings`), asked once."""

@@ -21,7 +21,12 @@
  * A C function runs no Python frame of its own, so the original sees exactly the caller's call:
  * its warnings name the caller's line, ``np.errstate`` (the caller's context) applies, an exception's
  * traceback shows no helper.  That is what the Python function's redirect reproduces; here it is the
- * call itself.  Nothing is decided here that the Python function does not decide the same way:
+ * call itself.
+ *
+ * Past the floor, a plain call of a known size that the helper's ledger (``._decision.ledger``) holds is
+ * passed too, its saving added to the rental's sum: the call the Python function would count and give the
+ * original, under the ledger's own conditions (the main thread, torch not imported, the same settings, the
+ * sum staying under the rental's threshold), read here from the ledger and ``PROCESS``.  Nothing is decided here that the Python function does not decide the same way:
  * tests/runtime/test_runtime_front.py runs both on the same calls.
  */
 #define PY_SSIZE_T_CLEAN
@@ -45,6 +50,7 @@ typedef struct {
     PyObject *process;   /* ._state.PROCESS: its .settings when no block is in force */
     PyObject *ndarray;   /* numpy.ndarray */
     PyObject *scalars;   /* frozenset of the types passed through as a first argument */
+    PyObject *ledger;    /* the helper's ._decision.ledger.Ledger, or NULL: no call past the floor is passed */
     PyObject *dict;      /* __name__, __doc__, __signature__, ... */
     int nin;             /* 1 or 2 */
     int floats;          /* whether float is one of the scalars */
@@ -62,6 +68,7 @@ Py_NewRef(PyObject *o)
 #define HALF_MAX 65504.0  /* the largest finite float16 (._exact.errstate.HALF_MAX) */
 
 static PyObject *str_settings, *str_gate, *str_dtype, *str_size, *str_shape;
+static PyObject *str_entries, *str_threshold, *str_main, *str_saved, *str_torch_tried, *str_torch_found, *str_torch;
 
 /* The size of array ``x`` and, when ``dtype`` is not NULL, its dtype (a new reference): -1 on an error. */
 static Py_ssize_t
@@ -85,9 +92,9 @@ array_size(PyObject *x, PyObject **dtype)
     return n;
 }
 
-/* The gate of the settings in force (a new reference: None, or the fixed size gate), NULL on an error. */
+/* The settings in force (a new reference), NULL on an error. */
 static PyObject *
-settings_gate(Front *self)
+settings_now(Front *self)
 {
     PyObject *settings;
     if (PyContextVar_Get(self->scoped, NULL, &settings) < 0) {
@@ -96,9 +103,17 @@ settings_gate(Front *self)
     if (settings == Py_None) {
         Py_DECREF(settings);
         settings = PyObject_GetAttr(self->process, str_settings);
-        if (settings == NULL) {
-            return NULL;
-        }
+    }
+    return settings;
+}
+
+/* The gate of the settings in force (a new reference: None, or the fixed size gate), NULL on an error. */
+static PyObject *
+settings_gate(Front *self)
+{
+    PyObject *settings = settings_now(self);
+    if (settings == NULL) {
+        return NULL;
     }
     PyObject *gate = PyObject_GetAttr(settings, str_gate);
     Py_DECREF(settings);
@@ -130,8 +145,126 @@ below(Front *self, Py_ssize_t n, PyObject *key)
     return n < value;
 }
 
+/* A float attribute of ``owner`` as a C double: 0 on success, -1 on an error. */
+static int
+double_attr(PyObject *owner, PyObject *name, double *value)
+{
+    PyObject *found = PyObject_GetAttr(owner, name);
+    if (found == NULL) {
+        return -1;
+    }
+    *value = PyFloat_AsDouble(found);
+    Py_DECREF(found);
+    return *value == -1.0 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* Whether the ledger's conditions hold in this thread now: 1 yes, 0 no, -1 on an error. */
+static int
+ledger_open(Front *self)
+{
+    PyObject *main = PyObject_GetAttr(self->ledger, str_main);
+    if (main == NULL) {
+        return -1;
+    }
+    unsigned long ident = main == Py_None ? 0 : PyLong_AsUnsignedLong(main);
+    Py_DECREF(main);
+    if (ident == (unsigned long)-1 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (ident == 0 || ident != PyThread_get_thread_ident()) {
+        return 0;  /* another thread than the one the entries were written in, the main one */
+    }
+    PyObject *tried = PyObject_GetAttr(self->process, str_torch_tried);
+    if (tried == NULL) {
+        return -1;
+    }
+    int was_tried = PyObject_IsTrue(tried);
+    Py_DECREF(tried);
+    if (was_tried < 0) {
+        return -1;
+    }
+    if (was_tried) {  /* open only if torch was found missing for good */
+        PyObject *found = PyObject_GetAttr(self->process, str_torch_found);
+        if (found == NULL) {
+            return -1;
+        }
+        int is_found = PyObject_IsTrue(found);
+        Py_DECREF(found);
+        return is_found < 0 ? -1 : !is_found;
+    }
+    PyObject *torch = PyDict_GetItemWithError(PyImport_GetModuleDict(), str_torch);  /* borrowed */
+    if (torch != NULL) {
+        return 0;  /* imported by the program, or being imported */
+    }
+    return PyErr_Occurred() ? -1 : 1;
+}
+
+/* Whether the helper's ledger holds the plain call over ``n`` elements keyed ``key`` (input dtype, or the
+   operands' loop) under the settings in force: then its saving is added to the rental's sum, as
+   ``Ledger.count`` adds it, and 1 is returned; 0 when the Python function decides; -1 on an error. */
+static int
+counted(Front *self, PyObject *key, Py_ssize_t n)
+{
+    if (self->ledger == NULL) {
+        return 0;
+    }
+    int open = ledger_open(self);
+    if (open != 1) {
+        return open;
+    }
+    int result = -1;
+    PyObject *settings = NULL, *owner = NULL, *entries = NULL, *entry = NULL;
+    settings = settings_now(self);
+    owner = settings == NULL ? NULL : PyObject_GetAttr(self->ledger, str_settings);
+    if (owner == NULL) {
+        goto done;
+    }
+    if (owner != settings) {
+        result = 0;
+        goto done;
+    }
+    entries = PyObject_GetAttr(self->ledger, str_entries);
+    entry = entries == NULL ? NULL : Py_BuildValue("(On)", key, n);
+    if (entry == NULL) {
+        goto done;
+    }
+    PyObject *saving = PyDict_GetItemWithError(entries, entry);  /* borrowed */
+    if (saving == NULL) {
+        result = PyErr_Occurred() ? -1 : 0;
+        goto done;
+    }
+    double value = PyFloat_AsDouble(saving), threshold, saved;
+    if (value == -1.0 && PyErr_Occurred()) {
+        goto done;
+    }
+    if (value != 0.0) {
+        if (double_attr(self->ledger, str_threshold, &threshold) < 0 || double_attr(self->process, str_saved, &saved) < 0) {
+            goto done;
+        }
+        double total = saved + value;
+        if (!(total < threshold)) {
+            result = 0;  /* this call imports torch: the Python function decides it */
+            goto done;
+        }
+        PyObject *sum = PyFloat_FromDouble(total);
+        if (sum == NULL || PyObject_SetAttr(self->process, str_saved, sum) < 0) {
+            Py_XDECREF(sum);
+            goto done;
+        }
+        Py_DECREF(sum);
+    }
+    result = 1;
+done:
+    Py_XDECREF(settings);
+    Py_XDECREF(owner);
+    Py_XDECREF(entries);
+    Py_XDECREF(entry);
+    return result;
+}
+
 /* One argument: 1 when the original serves the call whatever the profile says, or because the array lies
-   below its floor; 0 when the Python function decides; -1 on an error (the Python function then decides). */
+   below its floor (or the ledger holds it); 0 when the Python function decides; -1 on an error (the Python
+   function then decides). */
 static int
 passes_one(Front *self, PyObject *x)
 {
@@ -146,6 +279,9 @@ passes_one(Front *self, PyObject *x)
         return -1;
     }
     int result = below(self, n, dtype);
+    if (result == 0) {
+        result = counted(self, dtype, n);
+    }
     Py_DECREF(dtype);
     return result;
 }
@@ -239,6 +375,9 @@ passes_two(Front *self, PyObject *x1, PyObject *x2)
         n = n1 * n2;
     }
     result = below(self, n, loop);
+    if (result == 0 && (same || n1 == 1 || n2 == 1)) {  /* a known size: n */
+        result = counted(self, loop, n);
+    }
 done:
     Py_XDECREF(k1);
     Py_XDECREF(k2);
@@ -298,6 +437,7 @@ front_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     self->process = Py_NewRef(process);
     self->ndarray = Py_NewRef(ndarray);
     self->scalars = Py_NewRef(scalars);
+    self->ledger = NULL;
     self->dict = NULL;
     self->nin = loops == Py_None ? 1 : 2;
     self->floats = PySet_Contains(scalars, (PyObject *)&PyFloat_Type);
@@ -319,6 +459,7 @@ front_traverse(Front *self, visitproc visit, void *arg)
     Py_VISIT(self->process);
     Py_VISIT(self->ndarray);
     Py_VISIT(self->scalars);
+    Py_VISIT(self->ledger);
     Py_VISIT(self->dict);
     return 0;
 }
@@ -334,6 +475,7 @@ front_clear(Front *self)
     Py_CLEAR(self->process);
     Py_CLEAR(self->ndarray);
     Py_CLEAR(self->scalars);
+    Py_CLEAR(self->ledger);
     Py_CLEAR(self->dict);
     return 0;
 }
@@ -374,6 +516,23 @@ set_original(Front *self, PyObject *value, void *closure)
 }
 
 static PyObject *
+get_ledger(Front *self, void *closure)
+{
+    return Py_NewRef(self->ledger != NULL ? self->ledger : Py_None);
+}
+
+static int
+set_ledger(Front *self, PyObject *value, void *closure)
+{
+    if (value == NULL || value == Py_None) {
+        Py_CLEAR(self->ledger);
+        return 0;
+    }
+    Py_XSETREF(self->ledger, Py_NewRef(value));
+    return 0;
+}
+
+static PyObject *
 get_python(Front *self, void *closure)
 {
     return Py_NewRef(self->python);
@@ -383,6 +542,8 @@ static PyGetSetDef front_getset[] = {
     {"original", (getter)get_original, (setter)set_original,
      "The original the front passes calls to (None: every call goes to the Python function).", NULL},
     {"python", (getter)get_python, NULL, "The helper's Python function, which decides every other call.", NULL},
+    {"ledger", (getter)get_ledger, (setter)set_ledger,
+     "The helper's ledger of plain calls past the floor that take the original (None: none is passed).", NULL},
     {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
     {NULL}
 };
@@ -433,6 +594,13 @@ PyInit__front(void)
         || (str_dtype = PyUnicode_InternFromString("dtype")) == NULL
         || (str_size = PyUnicode_InternFromString("size")) == NULL
         || (str_shape = PyUnicode_InternFromString("shape")) == NULL
+        || (str_entries = PyUnicode_InternFromString("entries")) == NULL
+        || (str_threshold = PyUnicode_InternFromString("threshold")) == NULL
+        || (str_main = PyUnicode_InternFromString("main")) == NULL
+        || (str_saved = PyUnicode_InternFromString("saved")) == NULL
+        || (str_torch_tried = PyUnicode_InternFromString("torch_tried")) == NULL
+        || (str_torch_found = PyUnicode_InternFromString("torch_found")) == NULL
+        || (str_torch = PyUnicode_InternFromString("torch")) == NULL
         || PyType_Ready(&FrontType) < 0) {
         return NULL;
     }

@@ -6,6 +6,9 @@ from typing import Any, Callable, Dict, FrozenSet, Optional
 class Front:
     original: Optional[Callable[..., Any]]
     """The original the front passes calls to (None: every call goes to the Python function)."""
+    ledger: Optional[Any]
+    """The helper's ledger (._decision.ledger.Ledger) of plain calls past the floor that take the original (None: none
+    is passed)."""
     __signature__: inspect.Signature
     @property
     def python(self) -> Callable[..., Any]:

@@ -140,6 +140,8 @@ class Ufunc(Helper):
         self.ledger = Ledger()
         """Plain calls known to take the original's single call (:mod:`._decision.ledger`): (dtype, size) keys."""
         self.function = self.publish(make_function(self))
+        if self.front is not None:
+            self.front.ledger = self.ledger  # its calls past the floor the ledger holds are passed from C too
 
     def plan(self, x_dtype: np.dtype, out_dtype: np.dtype | None, dtype: np.dtype | None,
              casting: Casting) -> Plan | None:

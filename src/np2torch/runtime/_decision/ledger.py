@@ -16,8 +16,9 @@ paths' checks of NumPy's and SciPy's error states).  So the first call of each
 (loop, size) that takes the original's single call is written here with the
 saving it counted (0.0 where the profile keeps the original anyway), and the
 next ones are counted from here: :meth:`Ledger.count` adds the saving and the
-call goes to the original, as the full decision would have sent it (1.23x for
-that ``erf``, 1.04x back to back).  Never for a call that would import torch
+call goes to the original, as the full decision would have sent it -- from the
+helper's C front where it is built (``_front.c``, which reads the entries and
+the same conditions): 1.12x for that ``erf``, 1.02x back to back.  Never for a call that would import torch
 (the full decision imports it, at the same call as without the ledger), nor
 once torch is imported, in another thread (whose calls never count), under
 other settings (``configure``, ``using``) or after the profile changed
@@ -27,9 +28,10 @@ load sends to the original is not written: its path depends on the moment.
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
-from typing import Dict, Hashable
+from typing import Dict, Hashable, List
 
 from .._config import RuntimeSettings
 from .._state import PROCESS
@@ -38,7 +40,7 @@ from .._state import PROCESS
 class Ledger:
     """One helper's plain calls that take the original's single call: (input dtype, size) -> the saving counted."""
 
-    __slots__ = ("entries", "settings", "threshold")
+    __slots__ = ("entries", "settings", "threshold", "main")
 
     def __init__(self) -> None:
         self.entries: Dict[Hashable, float] = PROCESS.decision_table()
@@ -47,12 +49,16 @@ class Ledger:
         """The settings the entries were decided under (another object: decided afresh)."""
         self.threshold = 0.0
         """The rental's threshold when the entries were written (:func:`.route.rental_threshold`)."""
+        self.main: int | None = None
+        """The main thread's ident when the entries were written (None: in a forked child, not yet): only its calls
+        are counted from here."""
+        _LEDGERS.append(self)
 
     def count(self, key: Hashable, settings: RuntimeSettings) -> bool:
         """Whether the plain call ``key`` takes the original's single call as decided before: its saving is then
         counted towards the rental.  False: decide it in full (:meth:`learn` then)."""
         saving = self.entries.get(key)
-        if saving is None or settings is not self.settings or not _counting_here():
+        if saving is None or settings is not self.settings or threading.get_ident() != self.main or not _torch_closed():
             return False
         if saving:
             total = PROCESS.saved + saving
@@ -64,7 +70,7 @@ class Ledger:
     def learn(self, key: Hashable, settings: RuntimeSettings, saving: float) -> None:
         """The plain call ``key``, decided in full under ``settings``, took the original's single call and counted
         ``saving`` towards the rental (0.0: nothing)."""
-        if not _counting_here():
+        if threading.get_ident() != threading.main_thread().ident or not _torch_closed():
             return
         from .route import rental_threshold
 
@@ -77,15 +83,18 @@ class Ledger:
                 self.entries.clear()
                 self.settings = settings
             self.threshold = threshold
+            self.main = threading.get_ident()
             self.entries[key] = saving
 
 
-def _counting_here() -> bool:
-    """Whether a call here decides as the ledger's entries were decided: the main thread's (the only one whose calls
-    count towards the rental), torch neither imported by anyone nor being imported (then torch's paths are
-    open, or about to be) unless it was found missing for good."""
-    if threading.get_ident() != threading.main_thread().ident:
-        return False
+_LEDGERS: List[Ledger] = []
+"""Every helper's ledger (helpers live as long as the process)."""
+
+
+def _torch_closed() -> bool:
+    """Whether torch's paths are closed, as when the entries were written: torch neither imported by anyone nor being
+    imported (then they are open, or about to be), unless it was found missing for good.  (The C front reads the
+    same, and the thread, from the ledger and ``PROCESS``: ``_front.c``'s ``ledger_open``.)"""
     if PROCESS.torch_tried:
         return not PROCESS.torch_found
     return "torch" not in sys.modules
@@ -95,3 +104,12 @@ def begin() -> None:
     """A call is about to be decided in full: what the rental counts for it is read from ``PROCESS.counted`` after
     (:func:`.route.route` writes it; main thread only)."""
     PROCESS.counted = 0.0
+
+
+def _forked() -> None:
+    for ledger in _LEDGERS:
+        ledger.main = None  # the child's main thread is the one that forked: its calls write the entries again
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked)
