@@ -12,6 +12,7 @@ import textwrap
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -136,6 +137,16 @@ def test_a_child_forked_while_a_thread_holds_the_runtime_lock_does_not_hang(tmp_
     assert proc.returncode == 0 and out.split() == ["0"], err
 
 
+def run_forced(tmp_path: Path, program: str, *argv: str) -> subprocess.CompletedProcess:
+    """``program`` run as a script of its own in a fresh interpreter, with torch forced from any size (``min_size`` 0)
+    on the built-in profile."""
+    script = tmp_path / "program.py"
+    script.write_text(program)
+    env = {**os.environ, "NP2TORCH_MIN_SIZE": "0", "NP2TORCH_PROFILE": "builtin"}
+    return subprocess.run([sys.executable, str(script), *argv], capture_output=True, text=True, timeout=300, cwd=ROOT,
+                          env=env)
+
+
 AT_EXIT_SCRIPT = textwrap.dedent(
     """
     import atexit, sys, threading
@@ -173,10 +184,7 @@ AT_EXIT_SCRIPT = textwrap.dedent(
 def test_a_call_at_exit_returns_the_originals_result(tmp_path, when):
     # Importing torch once the interpreter shuts down raises ("can't register atexit after
     # shutdown"), and while it finalizes NumPy's Python parts cannot be imported: np.exp still runs.
-    script = tmp_path / "at_exit.py"
-    script.write_text(AT_EXIT_SCRIPT)
-    env = {**os.environ, "NP2TORCH_MIN_SIZE": "0", "NP2TORCH_PROFILE": "builtin"}
-    proc = subprocess.run([sys.executable, str(script), when], capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
+    proc = run_forced(tmp_path, AT_EXIT_SCRIPT, when)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split("\n") == ["exp True", "erf True", "hypot True", ""], proc.stderr
 
@@ -228,10 +236,7 @@ def test_a_signal_handler_calling_helpers_while_the_runtime_imports_torch_gets_t
     # `import torch`.  Its helper calls re-entered the import through the runtime's re-entrant lock, got the
     # half-initialized module and the program died (AttributeError: partially initialized module 'torch');
     # SciPy's own logsumexp, reading sys.modules["torch"].Tensor, failed there too.  They take the original.
-    script = tmp_path / "during_the_import.py"
-    script.write_text(DURING_THE_IMPORT_SCRIPT)
-    env = {**os.environ, "NP2TORCH_MIN_SIZE": "0", "NP2TORCH_PROFILE": "builtin"}
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
+    proc = run_forced(tmp_path, DURING_THE_IMPORT_SCRIPT)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split("\n") == [
         "True True cpu", "[('erf', True), ('exp', True), ('logsumexp', True), ('softmax', True)]", "True", ""
@@ -269,11 +274,7 @@ def test_a_daemon_thread_inside_a_helper_at_exit_leaves_the_exit_status_0(tmp_pa
     # torch's C++ and aborted the process ("terminate called without an active exception", status 134).  The
     # runtime's atexit hook lets the calls on torch finish and sends later ones to the original, as NumPy ran; no
     # tensor outlives a call (freeing one takes the GIL back inside torch too: logsumexp's parts were torch's).
-    script = tmp_path / "daemon_at_exit.py"
-    script.write_text(DAEMON_AT_EXIT_SCRIPT)
-    env = {**os.environ, "NP2TORCH_MIN_SIZE": "0", "NP2TORCH_PROFILE": "builtin"}
-    proc = subprocess.run([sys.executable, str(script), name], capture_output=True, text=True, timeout=300, cwd=ROOT,
-                          env=env)
+    proc = run_forced(tmp_path, DAEMON_AT_EXIT_SCRIPT, name)
     assert (proc.returncode, proc.stderr) == (0, "")
 
 
@@ -468,10 +469,7 @@ def test_a_call_inside_an_import_torch_needs_while_another_thread_imports_torch_
     # importing, and that thread calls a helper inside its import.  The runtime held its loading lock over
     # `import torch`: the call waited for the lock, the import for the call's thread, and both hung.  The call
     # takes the original instead of waiting (CUDA is not judged then), and the import is counted once.
-    script = tmp_path / "inside_an_import_torch_needs.py"
-    script.write_text(INSIDE_AN_IMPORT_TORCH_NEEDS_SCRIPT)
-    env = {**os.environ, "NP2TORCH_MIN_SIZE": "0", "NP2TORCH_PROFILE": "builtin"}
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
+    proc = run_forced(tmp_path, INSIDE_AN_IMPORT_TORCH_NEEDS_SCRIPT)
     assert proc.returncode == 0, proc.stderr
     expected = {"importing thread": True, "inside the import": ["original", True, False, False], "later": ["cpu", True, 1]}
     assert proc.stdout == f"{sorted(expected.items())}\n", proc.stderr
