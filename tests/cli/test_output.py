@@ -98,6 +98,13 @@ def test_fix_summary() -> None:
     assert output.fix_summary(0, 0, 0, 0, 1) == ["1 file could not be checked or fixed."]
 
 
+def test_diff_summary_in_ruffs_words() -> None:
+    assert output.diff_summary(0, 0) == []  # ruff's says nothing
+    assert output.diff_summary(1, 0) == ["Would fix 1 error."]
+    assert output.diff_summary(3, 2) == ["Would fix 3 errors (2 additional fixes available with `--unsafe-fixes`)."]
+    assert output.diff_summary(0, 1) == ["No errors would be fixed (1 fix available with `--unsafe-fixes`)."]
+
+
 # ---------------------------------------------------------------- diffs
 
 

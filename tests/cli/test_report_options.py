@@ -88,4 +88,5 @@ def test_show_fixes_with_diff_keeps_stdout_a_patch(capsys: pytest.CaptureFixture
     assert code == 1
     assert out.startswith("--- a/a.py\n") and "Would fix" not in out
     assert "Would fix 3 errors:" in err and "    2 \u00d7 NPT001 (exp)" in err
+    assert err.splitlines()[-1] == "Would fix 3 errors."  # ruff's summary line, after the list
     assert Path("a.py").read_text() == SOURCE

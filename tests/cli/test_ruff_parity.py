@@ -288,6 +288,98 @@ def test_diff_wins_over_fix_as_ruffs(
     assert (tree / "a.py").read_text() == SOURCE  # a diff writes nothing
 
 
+UNSAFE_ONLY = "import numpy as np\n\ng = np.exp\nh = g == None\n"
+"""A fix only ``--unsafe-fixes`` makes: ruff's E711 (``== None``), np2torch's NPT001 on a reference (``g = np.exp``)."""
+UNFIXABLE = "import numpy as np\n\nl = f is np.log\n"
+"""A finding with no fix: ruff's E741 (the name ``l``), np2torch's NPT002 compared by identity."""
+SUMMARY_RULES = ('extend-select = ["E711", "E741"]', 'extend-select = ["NPT002"]')
+
+
+def _summary_lines(out: str) -> list[str]:
+    """What a ``--diff`` prints on a stream besides its patches (whose lines start with ``-``, ``+``, ``@@``, a
+    blank or a backslash) and the empty lines between."""
+    return [line for line in out.splitlines() if line and not line.startswith(("-", "+", "@@", " ", "\\"))]
+
+
+@pytest.mark.parametrize(("files", "flags", "summary", "code"), [
+    pytest.param({"c.py": "x = 1\n"}, (), [], 0, id="no finding"),
+    pytest.param({"l.py": UNFIXABLE}, (), [], 0, id="no finding has a fix"),
+    pytest.param({"a.py": SOURCE}, (), ["Would fix 1 error."], 1, id="one fix"),
+    pytest.param({"a.py": SOURCE, "b.py": SOURCE}, (), ["Would fix 2 errors."], 1, id="fixes in two files"),
+    pytest.param({"a.py": SOURCE, "l.py": UNFIXABLE}, (), ["Would fix 1 error."], 1, id="beside a finding with no fix"),
+    pytest.param({"u.py": UNSAFE_ONLY}, (), ["No errors would be fixed (1 fix available with `--unsafe-fixes`)."], 0,
+                 id="only an unsafe fix"),
+    pytest.param({"u.py": UNSAFE_ONLY, "v.py": UNSAFE_ONLY}, (),
+                 ["No errors would be fixed (2 fixes available with `--unsafe-fixes`)."], 0, id="two unsafe fixes"),
+    pytest.param({"a.py": SOURCE, "u.py": UNSAFE_ONLY}, (),
+                 ["Would fix 1 error (1 additional fix available with `--unsafe-fixes`)."], 1,
+                 id="a safe fix and an unsafe one"),
+    pytest.param({"a.py": SOURCE, "u.py": UNSAFE_ONLY}, ("--unsafe-fixes",), ["Would fix 2 errors."], 1,
+                 id="--unsafe-fixes"),
+    pytest.param({"a.py": SOURCE}, ("--fix",), ["Would fix 1 error."], 1, id="--fix --diff"),
+    pytest.param({"a.py": SOURCE}, ("--exit-zero",), ["Would fix 1 error."], 0, id="--exit-zero"),
+    pytest.param({"a.py": SOURCE}, ("-q",), [], 1, id="-q"),
+    pytest.param({"u.py": UNSAFE_ONLY}, ("--quiet",), [], 0, id="--quiet, only an unsafe fix"),
+    pytest.param({"a.py": SOURCE}, ("--output-format", "full"), ["Would fix 1 error."], 1, id="full"),
+    pytest.param({"a.py": SOURCE}, ("--output-format", "grouped"), ["Would fix 1 error."], 1, id="grouped"),
+    pytest.param({"a.py": SOURCE}, ("--output-format", "pylint"), [], 1, id="pylint"),
+    pytest.param({"a.py": SOURCE, "u.py": UNSAFE_ONLY}, ("--output-format", "json"), [], 1, id="json"),
+])
+def test_diff_summary_as_ruffs(
+    tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], files: dict[str, str],
+    flags: tuple[str, ...], summary: list[str], code: int,
+) -> None:
+    # ruff's line follows its patches on stdout, a blank line between; nothing at all when no fix would be made
+    _config(tree, *SUMMARY_RULES)
+    (tree / "a.py").unlink()
+    _write_all(tree, files)
+    theirs = _ruff(tree, "check", "--no-cache", "--diff", *flags, *files)
+    monkeypatch.chdir(tree)
+    ours_code = main(["check", "--no-cache", "--diff", *flags, *files])
+    out, err = capsys.readouterr()
+    assert theirs.returncode == ours_code == code
+    assert _summary_lines(theirs.stdout) == _summary_lines(out) == summary, (theirs.stdout, out)
+    assert theirs.stderr == err == ""
+    if summary and code == 1 and "--exit-zero" not in flags:  # a patch above it
+        assert theirs.stdout.splitlines()[-2:] == out.splitlines()[-2:] == ["", *summary]
+    assert all((tree / name).read_text() == text for name, text in files.items())
+
+
+def test_diff_summary_goes_to_the_output_file_as_ruffs(
+    tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    _config(tree, *SUMMARY_RULES)
+    theirs = _ruff(tree, "check", "--no-cache", "--diff", "-o", "ruff.txt", "a.py")
+    monkeypatch.chdir(tree)
+    code = main(["check", "--no-cache", "--diff", "-o", "ours.txt", "a.py"])
+    out, err = capsys.readouterr()
+    assert theirs.returncode == code == 1
+    assert "-import os" in theirs.stdout and "+    return np2t.exp(x)" in out  # the patch stays on stdout
+    assert _summary_lines(theirs.stdout) == _summary_lines(out) == [] and theirs.stderr == err == ""
+    assert (tree / "ruff.txt").read_text() == (tree / "ours.txt").read_text() == "Would fix 1 error.\n"
+
+
+@pytest.mark.parametrize(("source", "summary"), [
+    pytest.param(SOURCE, "Would fix 1 error.\n", id="one fix"),
+    pytest.param(UNSAFE_ONLY, "No errors would be fixed (1 fix available with `--unsafe-fixes`).\n", id="unsafe"),
+    pytest.param("x = 1\n", "", id="nothing to fix"),
+])
+def test_diff_summary_of_stdin_goes_to_stderr_as_ruffs(tree: Path, source: str, summary: str) -> None:
+    _config(tree, *SUMMARY_RULES)
+    runs = [subprocess.run([*command, "check", "--no-cache", "--diff", "--stdin-filename", "a.py", "-"],
+                           cwd=tree, input=source, capture_output=True, text=True, check=False)
+            for command in ([sys.executable, "-m", "ruff"], [sys.executable, "-m", "np2torch"])]
+    theirs, ours = runs
+    assert theirs.returncode == ours.returncode == (1 if source == SOURCE else 0)
+    assert theirs.stderr == ours.stderr == summary
+    assert _summary_lines(theirs.stdout) == _summary_lines(ours.stdout) == []
+
+
+def _write_all(tree: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (tree / name).write_text(text)
+
+
 def test_add_noqa_refuses_a_diff_as_ruffs(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _config(tree, "", "")
     monkeypatch.chdir(tree)

@@ -50,6 +50,7 @@ from np2torch.cli.fix_edits import FixEdits
 from np2torch.cli.from_run import Margin, RunReport, decide, parse_margin, plan_file, within
 from np2torch.cli.index import ProjectIndex
 from np2torch.cli.output import (
+    DIFF_SUMMARY_FORMATS,
     FORMATS,
     TEXT_FORMATS,
     UNSAFE_HINT,
@@ -69,7 +70,7 @@ from np2torch.cli.output import (
 )
 from np2torch.cli.projects import project_root
 from np2torch.cli.show import SourceLines, settings_report
-from np2torch.lint.model import NOT_ANALYSED, Settings, check_alias, check_module
+from np2torch.lint.model import NOT_ANALYSED, Finding, Settings, check_alias, check_module
 from np2torch.lint.pages import rules_table
 from np2torch.lint.rules import RULES
 
@@ -680,13 +681,7 @@ def _report(mode: str, results: list[runner.FileResult], *, fmt: str, quiet: boo
     changed = [r for r in results if r.changed]
     fixed = [(r.display, r.fixed_codes) for r in changed]
     if mode == runner.DIFF:
-        for result in changed:
-            click.echo(result.diff, nl=False)
-        if show_fixes:  # stdout stays a patch that `git apply` accepts
-            for line in fixed_report(fixed, _RULE_NAMES, would=True):
-                _error(line)
-        if not quiet:
-            _error(diff_summary(sum(r.fixed for r in changed), len(changed)))
+        _report_diff(results, fmt=fmt, quiet=quiet, show_fixes=show_fixes, out=out, stdin=stdin is not None)
         return 2 if failed else (1 if changed and not exit_zero else 0)
     if mode == runner.NOQA:
         return _report_noqa(results, quiet=quiet, failed=failed)
@@ -696,7 +691,7 @@ def _report(mode: str, results: list[runner.FileResult], *, fmt: str, quiet: boo
                       key=sort_key)
     problems = [p for p in problems if p.code is None]
     if fix_only:  # ruff's `--fix-only`: what was fixed, never what is left (nor an exit 1 for it)
-        hidden = sum(1 for f in findings if not f.fixable and f.reason and UNSAFE_HINT in f.reason)
+        hidden = _hidden(findings)
         if show_fixes:
             for line in fixed_report(fixed, _RULE_NAMES, would=False):
                 out.echo(line, err=err)
@@ -718,7 +713,7 @@ def _report(mode: str, results: list[runner.FileResult], *, fmt: str, quiet: boo
             out.echo(line, err=err)
     fixable = sum(1 for f in findings if f.fixable)
     if not quiet and (fmt in TEXT_FORMATS or (stats and fmt != "json")):
-        hidden = sum(1 for f in findings if not f.fixable and f.reason and UNSAFE_HINT in f.reason)
+        hidden = _hidden(findings)
         if mode == runner.CHECK:
             summary = check_summary(len(findings), fixable, failed, hidden)
         else:
@@ -729,6 +724,32 @@ def _report(mode: str, results: list[runner.FileResult], *, fmt: str, quiet: boo
     if failed:
         return 2
     return 1 if findings and not exit_zero else 0
+
+
+def _hidden(findings: Iterable[Finding]) -> int:
+    """How many of ``findings`` have a fix that only ``--unsafe-fixes`` applies (ruff's hidden fixes)."""
+    return sum(1 for f in findings if not f.fixable and f.reason and UNSAFE_HINT in f.reason)
+
+
+def _report_diff(results: list[runner.FileResult], *, fmt: str, quiet: bool, show_fixes: bool, out: _Output,
+                 stdin: bool) -> None:
+    """``--diff``: each changed file's patch on stdout, then ruff's summary line where ruff's goes (after the
+    patch, a blank line between; to ``--output-file``; to stderr for stdin's source), none with ``--quiet``,
+    in a machine format or when nothing would be fixed. ``--show-fixes`` puts its list and the line on stderr,
+    so stdout stays a bare patch."""
+    changed = [r for r in results if r.changed]
+    for result in changed:
+        click.echo(result.diff, nl=False)
+    summary = [] if quiet or fmt not in DIFF_SUMMARY_FORMATS else diff_summary(
+        sum(r.fixed for r in changed), _hidden(f for r in results for f in r.findings))
+    if show_fixes:
+        for line in [*fixed_report([(r.display, r.fixed_codes) for r in changed], _RULE_NAMES, would=True), *summary]:
+            _error(line)
+        return
+    if summary and changed and out.path is None and not stdin:  # ruff's blank line after its patch
+        summary.insert(0, "")
+    for line in summary:
+        out.echo(line, err=stdin)
 
 
 def _report_noqa(results: list[runner.FileResult], *, quiet: bool, failed: int) -> int:

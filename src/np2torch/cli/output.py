@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 FORMATS = OUTPUT_FORMATS
 TEXT_FORMATS = ("concise", "full", "grouped", "pylint")
 """Formats read by people: the summary follows them, and the errors go to stderr."""
+DIFF_SUMMARY_FORMATS = ("concise", "full", "grouped")
+"""The formats after whose ``--diff`` ruff prints its summary line (not pylint's: ruff's has none)."""
 
 JSON_KEYS = ("code", "message", "path", "line", "column", "end_line", "end_column", "fixable")
 """np2torch's own keys of each JSON finding, in this order; :data:`RUFF_KEYS` follow."""
@@ -581,20 +583,26 @@ def longer_lines_note(display: str, before: str, after: str, limit: int) -> str 
             "file exceeded before (ruff's E501 reports them)")
 
 
-def fix_only_summary(fixed: int, hidden: int) -> str:
-    """``check --fix-only``'s one line, as ruff words it: ``Fixed 2 errors.`` / ``No errors fixed.``, and the
-    fixes ``--unsafe-fixes`` would add."""
-    head = f"Fixed {plural(fixed, 'error')}" if fixed else "No errors fixed"
+def _with_hidden(head: str, fixed: int, hidden: int) -> str:
     if not hidden:
         return head + "."
     more = "additional fix" if fixed else "fix"
     return f"{head} ({plural(hidden, more)} available with `--unsafe-fixes`)."
 
 
-def diff_summary(fixable: int, files: int) -> str:
-    if not fixable:
-        return "Nothing to fix."
-    return f"Would fix {plural(fixable, 'error')} in {plural(files, 'file')}."
+def fix_only_summary(fixed: int, hidden: int) -> str:
+    """``check --fix-only``'s one line, as ruff words it: ``Fixed 2 errors.`` / ``No errors fixed.``, and the
+    fixes ``--unsafe-fixes`` would add."""
+    return _with_hidden(f"Fixed {plural(fixed, 'error')}" if fixed else "No errors fixed", fixed, hidden)
+
+
+def diff_summary(fixed: int, hidden: int) -> list[str]:
+    """``--diff``'s line, as ruff words it: ``Would fix 2 errors.``, and the fixes ``--unsafe-fixes`` would add
+    (``No errors would be fixed (1 fix available with `--unsafe-fixes`).``); none when neither is (ruff's
+    says nothing then)."""
+    if not fixed and not hidden:
+        return []
+    return [_with_hidden(f"Would fix {plural(fixed, 'error')}" if fixed else "No errors would be fixed", fixed, hidden)]
 
 
 # ---------------------------------------------------------------- diffs
