@@ -375,6 +375,34 @@ def test_diff_summary_of_stdin_goes_to_stderr_as_ruffs(tree: Path, source: str, 
     assert _summary_lines(theirs.stdout) == _summary_lines(ours.stdout) == []
 
 
+@pytest.mark.parametrize(("files", "flags", "said"), [
+    pytest.param({"c.py": "x = 1\n"}, (), "", id="nothing to add"),
+    pytest.param({"a.py": SOURCE}, (), "Added 1 noqa directive.\n", id="one"),
+    pytest.param({"a.py": SOURCE, "b.py": SOURCE}, (), "Added 2 noqa directives.\n", id="two"),
+    pytest.param({"a.py": SOURCE}, ("-q",), "", id="-q"),
+    pytest.param({"a.py": SOURCE}, ("--output-format", "json"), "Added 1 noqa directive.\n", id="json"),
+])
+def test_add_noqa_summary_as_ruffs(
+    tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], files: dict[str, str],
+    flags: tuple[str, ...], said: str,
+) -> None:
+    _config(tree, "", "")
+    monkeypatch.chdir(tree)
+    theirs_files = ours_files = files
+    for expected in (said, ""):  # the second run has nothing to add
+        _write_all(tree, theirs_files)
+        theirs = _ruff(tree, "check", "--no-cache", "--add-noqa", *flags, *files)
+        theirs_files = {name: (tree / name).read_text() for name in files}
+        _write_all(tree, ours_files)
+        code = main(["check", "--no-cache", "--add-noqa", *flags, *files])
+        ours_files = {name: (tree / name).read_text() for name in files}
+        out, err = capsys.readouterr()
+        assert theirs.returncode == code == 0
+        assert (theirs.stdout, theirs.stderr) == (out, err) == ("", expected)
+    if "a.py" in files:
+        assert "# noqa: F401" in theirs_files["a.py"] and "# noqa: NPT001" in ours_files["a.py"]
+
+
 def _write_all(tree: Path, files: dict[str, str]) -> None:
     for name, text in files.items():
         (tree / name).write_text(text)

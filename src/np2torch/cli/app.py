@@ -753,14 +753,15 @@ def _report_diff(results: list[runner.FileResult], *, fmt: str, quiet: bool, sho
 
 
 def _report_noqa(results: list[runner.FileResult], *, quiet: bool, failed: int) -> int:
-    """``check --add-noqa``: how many directives were added (ruff's wording); exit 0 unless a file failed."""
+    """``check --add-noqa``: how many directives were added, on stderr as ruff's (nothing when none was, as
+    ruff's); exit 0 unless a file failed."""
     for result in results:
         for finding in result.findings:  # left: no comment could go on that line
             _error(f"{result.display}:{finding.line}:{finding.column}: warning: no noqa comment can go on this "
                    f"line (it ends inside a string or a line continuation): {finding.code}")
-    if not quiet:
-        added = sum(r.fixed for r in results)
-        _error(f"Added {plural(added, 'noqa directive')}." if added else "No noqa directives to add.")
+    added = sum(r.fixed for r in results)
+    if added and not quiet:
+        _error(f"Added {plural(added, 'noqa directive')}.")
     return 2 if failed else 0
 
 
