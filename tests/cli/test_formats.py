@@ -215,7 +215,7 @@ def test_a_syntax_error_and_a_missing_path_are_findings_in_the_text_formats(caps
     Path("bad.py").write_text(BROKEN)
     code, out, err = check(capsys, "--output-format", fmt, "bad.py", "gone.py")
     assert (code, err) == (1, "")  # as ruff prints invalid-syntax and E902: on stdout, counted, exit 1
-    assert out.splitlines() == [*TEXT_REPORTS[fmt], "Found 2 errors."]
+    assert out.splitlines() == [*TEXT_REPORTS[fmt], *([] if fmt == "pylint" else ["Found 2 errors."])]  # (as ruff's)
 
 
 def test_output_file_takes_the_report(capsys: pytest.CaptureFixture[str]) -> None:

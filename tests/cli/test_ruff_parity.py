@@ -651,3 +651,24 @@ def test_an_extended_files_globs_stay_relative_to_its_folder(
         _code, ours = _np2torch(glob_tree, monkeypatch, capsys, "check", "--show-files", ".")
         assert _relative(glob_tree, ours) == theirs, key
         assert ("pkg/sub/deep/l.py" in theirs) is (key == "extend-exclude")
+
+
+@pytest.mark.parametrize("fmt", ["concise", "full", "grouped", "pylint", "json", "github", "junit"])
+@pytest.mark.parametrize("flag", ["", "--fix-only"])
+def test_the_summary_follows_the_formats_ruff_follows_with_it(
+    tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], fmt: str, flag: str,
+) -> None:
+    # `Found 1 error.` / `Fixed 1 error.` after the people's formats; none after pylint's or a machine's
+    _config(tree, *SUMMARY_RULES)
+    args = ["check", "--no-cache", "--output-format", fmt, *([flag] if flag else []), "a.py"]
+    theirs = _ruff(tree, *args)
+    (tree / "a.py").write_text(SOURCE)  # the same finding (and fix) for np2torch
+    monkeypatch.chdir(tree)
+    ours_code = main(args)
+    out, err = capsys.readouterr()
+    assert ours_code == theirs.returncode
+
+    def summary(text: str) -> list[str]:
+        return [line for line in text.splitlines() if line.startswith(("Found ", "Fixed ", "No errors", "[*] "))]
+
+    assert bool(summary(out + err)) == bool(summary(theirs.stdout + theirs.stderr)) == (fmt in ("concise", "full", "grouped"))

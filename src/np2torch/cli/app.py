@@ -50,8 +50,8 @@ from np2torch.cli.fix_edits import FixEdits
 from np2torch.cli.from_run import Margin, RunReport, decide, parse_margin, plan_file, within
 from np2torch.cli.index import ProjectIndex
 from np2torch.cli.output import (
-    DIFF_SUMMARY_FORMATS,
     FORMATS,
+    SUMMARY_FORMATS,
     TEXT_FORMATS,
     UNSAFE_HINT,
     Progress,
@@ -695,7 +695,7 @@ def _report(mode: str, results: list[runner.FileResult], *, fmt: str, quiet: boo
         if show_fixes:
             for line in fixed_report(fixed, _RULE_NAMES, would=False):
                 out.echo(line, err=err)
-        if not quiet:
+        if not quiet and fmt in SUMMARY_FORMATS:
             out.echo(fix_only_summary(sum(r.fixed for r in results), hidden), err=err)
         return 2 if failed else 0
     if stats:
@@ -712,7 +712,7 @@ def _report(mode: str, results: list[runner.FileResult], *, fmt: str, quiet: boo
         for line in fixed_report(fixed, _RULE_NAMES, would=False):
             out.echo(line, err=err)
     fixable = sum(1 for f in findings if f.fixable)
-    if not quiet and (fmt in TEXT_FORMATS or (stats and fmt != "json")):
+    if not quiet and (fmt in SUMMARY_FORMATS or (stats and fmt != "json")):
         hidden = _hidden(findings)
         if mode == runner.CHECK:
             summary = check_summary(len(findings), fixable, failed, hidden)
@@ -740,7 +740,7 @@ def _report_diff(results: list[runner.FileResult], *, fmt: str, quiet: bool, sho
     changed = [r for r in results if r.changed]
     for result in changed:
         click.echo(result.diff, nl=False)
-    summary = [] if quiet or fmt not in DIFF_SUMMARY_FORMATS else diff_summary(
+    summary = [] if quiet or fmt not in SUMMARY_FORMATS else diff_summary(
         sum(r.fixed for r in changed), _hidden(f for r in results for f in r.findings))
     if show_fixes:
         for line in [*fixed_report([(r.display, r.fixed_codes) for r in changed], _RULE_NAMES, would=True), *summary]:

@@ -33,8 +33,9 @@ if TYPE_CHECKING:
 FORMATS = OUTPUT_FORMATS
 TEXT_FORMATS = ("concise", "full", "grouped", "pylint")
 """Formats read by people: the summary follows them, and the errors go to stderr."""
-DIFF_SUMMARY_FORMATS = ("concise", "full", "grouped")
-"""The formats after whose ``--diff`` ruff prints its summary line (not pylint's: ruff's has none)."""
+SUMMARY_FORMATS = ("concise", "full", "grouped")
+"""The formats ruff follows with its summary line (``Found 2 errors.``, ``Fixed 1 error.``, ``Would fix 1 error.``):
+not pylint's, nor the machines' formats."""
 
 JSON_KEYS = ("code", "message", "path", "line", "column", "end_line", "end_column", "fixable")
 """np2torch's own keys of each JSON finding, in this order; :data:`RUFF_KEYS` follow."""
