@@ -208,21 +208,9 @@ counted(Front *self, PyObject *key, Py_ssize_t n)
     if (self->ledger == NULL) {
         return 0;
     }
-    int open = ledger_open(self);
-    if (open != 1) {
-        return open;
-    }
     int result = -1;
     PyObject *settings = NULL, *owner = NULL, *entries = NULL, *entry = NULL;
-    settings = settings_now(self);
-    owner = settings == NULL ? NULL : PyObject_GetAttr(self->ledger, str_settings);
-    if (owner == NULL) {
-        goto done;
-    }
-    if (owner != settings) {
-        result = 0;
-        goto done;
-    }
+    /* The entry first: a call the ledger does not hold (one torch or the cores take) pays one lookup. */
     entries = PyObject_GetAttr(self->ledger, str_entries);
     entry = entries == NULL ? NULL : Py_BuildValue("(On)", key, n);
     if (entry == NULL) {
@@ -233,7 +221,17 @@ counted(Front *self, PyObject *key, Py_ssize_t n)
         result = PyErr_Occurred() ? -1 : 0;
         goto done;
     }
+    Py_INCREF(saving);  /* (the conditions below run Python-level lookups: keep it alive) */
+    int open = ledger_open(self);
+    settings = open == 1 ? settings_now(self) : NULL;
+    owner = settings == NULL ? NULL : PyObject_GetAttr(self->ledger, str_settings);
+    if (owner == NULL || owner != settings) {
+        Py_DECREF(saving);
+        result = open == 0 || (owner != NULL && owner != settings) ? 0 : -1;
+        goto done;
+    }
     double value = PyFloat_AsDouble(saving), threshold, saved;
+    Py_DECREF(saving);
     if (value == -1.0 && PyErr_Occurred()) {
         goto done;
     }
