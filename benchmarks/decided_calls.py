@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/decided_calls.py                 # ~1 minute on 2 cores; a quiet machine
     .venv/bin/python benchmarks/decided_calls.py --ledger off    # every call decided in full (as before the ledger)
     .venv/bin/python benchmarks/decided_calls.py --cases erf:5000,sin:20000 --rounds 3001
+    .venv/bin/python benchmarks/decided_calls.py --cases erf:120000,hypot:120000 --busy 1   # the load's calls
 
 A call at or past its helper's floor (the smallest size any path of the profile beats the original at) is
 decided in Python; where the decision is the original's single call -- torch's path is faster but torch is not
@@ -16,7 +17,10 @@ default settings and no torch, each call of the helper and of the original in ra
 
 ``--ledger off`` decides every call in full (:mod:`np2torch.runtime._decision.ledger` turned off): the helper's cost
 before the ledger.  The path each case takes is printed (``which``); a case that does not take the original here
-measures something else and says so.
+measures something else and says so.  ``--busy N`` keeps N cores busy with other processes meanwhile: a call the
+profile sends to the original on every core then takes the original's single call, the load deciding it
+(:func:`np2torch.runtime._paths.blocks.load_leaves_one`), and is timed against it -- the cost of what is checked
+after its route (``which`` does not weigh the load: it names ``cores``).
 """
 
 from __future__ import annotations
@@ -26,9 +30,13 @@ import random
 import statistics
 import sys
 import time
+from pathlib import Path
 from typing import Callable, Dict, List, Tuple
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from real_programs import busy_loops
 
 CASES = "erf:5000,erf:20000,expit:20000,sin:20000,hypot:20000,arctan2:20000"
 """Past their floors on the built-in profile, before the original on every core pays: the rental's calls."""
@@ -47,11 +55,22 @@ def main(argv: List[str] | None = None) -> int:
     parser.add_argument("--cases", default=CASES, help="function:size,...")
     parser.add_argument("--rounds", type=int, default=2001)
     parser.add_argument("--ledger", choices=("on", "off"), default="on")
+    parser.add_argument("--busy", type=int, default=0, help="cores to keep busy with other processes (niced loops)")
     args = parser.parse_args(argv)
+    loops = busy_loops(args.busy)
+    try:
+        return measure(args)
+    finally:
+        for loop in loops:
+            loop.kill()
+
+
+def measure(args: argparse.Namespace) -> int:
     if args.ledger == "off":
         from np2torch.runtime._decision import ledger
 
         ledger.Ledger.count = lambda self, key, settings: False  # type: ignore[method-assign]
+        ledger.Ledger.route = lambda self, key, settings: None  # type: ignore[method-assign]
     import np2torch.runtime as np2t
     from np2torch.runtime._api import HELPERS
 

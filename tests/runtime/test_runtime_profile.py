@@ -444,10 +444,12 @@ def test_ski_rental_counts_predictions_never_measured_time(tmp_path):
 LEDGER_PROGRAM = """
     import sys, threading, numpy as np, np2torch.runtime as r
     from np2torch.runtime._decision import ledger as _ledger, route as _route
-    from np2torch.runtime._state import PROCESS
+    from np2torch.runtime._paths import blocks
+    from np2torch.runtime._state import PROCESS, TAKEN
     _route.DEFER_ELEMENTS = 0  # the rental itself, from the first call
     if "LEDGER" == "off":  # every call decided in full, by the Python function and the C front
         _ledger.Ledger.count = lambda self, key, settings: False
+        _ledger.Ledger.route = lambda self, key, settings: None
         from np2torch.runtime._api import HELPERS
         for helper in HELPERS.values():
             if helper.front is not None:
@@ -459,10 +461,15 @@ LEDGER_PROGRAM = """
         return real(*args, **kwargs)
     _route.route = spy
     x32, x64 = np.full(100_000, 0.5, dtype=np.float32), np.linspace(-3, 3, 100_000)
-    seen, sums = [], []
+    seen, sums, taken = [], [], []
     for i in range(14):
-        r.exp(x32)
-        r.hypot(3.0, x64)  # an operand beside a scalar: the broadcast size is known
+        # Every third round other processes leave one core (where the profile sends a call to the original on every
+        # core, it takes the original's single call then), the others all of them.
+        blocks.free_cores = (lambda wanted: 1) if i % 3 == 1 else (lambda wanted: wanted)
+        for call in (lambda: r.exp(x32), lambda: r.hypot(3.0, x64)):  # (beside a scalar: the broadcast size is known)
+            TAKEN.device = None
+            call()
+            taken.append(TAKEN.device)
         if i == 2:
             with r.using(device="numpy"):  # other settings: neither decided from the ledger nor counted
                 r.exp(x32)
@@ -473,29 +480,49 @@ LEDGER_PROGRAM = """
         sums.append(PROCESS.saved)
     print(seen.index(True))
     print(repr(sums))
+    print(repr(taken))
     print(len(decided))
 """
 
+_LEDGER_SIZES = (10_000, 100_000, 1_000_000)
+LEDGER_CURVES = {
+    # The original's single call until torch is imported: the profile has no other exact path.
+    "original": {"exp/float32": Curve(_LEDGER_SIZES, {"numpy": (2e-4, 2e-3, 2e-2), "cpu1": (1e-4, 1.7e-3, 1e-2),
+                                                      "cpu": (1e-4, 1.7e-3, 1e-2)}),
+                 "hypot/float64": Curve(_LEDGER_SIZES, {"numpy": (3e-4, 3e-3, 3e-2), "cpu1": (2e-4, 2.5e-3, 2e-2),
+                                                        "cpu": (2e-4, 2.5e-3, 2e-2)})},
+    # The original on every core until then (its own loop, faster than its single call, slower than torch).
+    "cores": {"exp/float32": Curve(_LEDGER_SIZES, {"numpy": (4e-4, 4e-3, 4e-2), "cores": (2e-4, 2e-3, 2e-2),
+                                                   "cpu1": (1e-4, 1.7e-3, 1e-2), "cpu": (1e-4, 1.7e-3, 1e-2)}),
+              "hypot/float64": Curve(_LEDGER_SIZES, {"numpy": (6e-4, 6e-3, 6e-2), "cores": (3e-4, 3e-3, 3e-2),
+                                                     "cpu1": (2e-4, 2.5e-3, 2e-2), "cpu": (2e-4, 2.5e-3, 2e-2)})},
+}
 
-def test_the_ledger_counts_a_call_decided_before_and_changes_no_path(tmp_path):
-    # A plain call past the floor that takes the original while torch is not imported is decided once per
-    # (dtype, size); the next ones add the same saving from the ledger (cold, a decision cost 40-70 us).  The rental
-    # sees the very sums it saw deciding every call, and imports torch at the same call.
-    sizes = (10_000, 100_000, 1_000_000)
-    exp = Curve(sizes, {"numpy": (2e-4, 2e-3, 2e-2), "cpu1": (1e-4, 1.7e-3, 1e-2), "cpu": (1e-4, 1.7e-3, 1e-2)})
-    hypot = Curve(sizes, {"numpy": (3e-4, 3e-3, 3e-2), "cpu1": (2e-4, 2.5e-3, 2e-2), "cpu": (2e-4, 2.5e-3, 2e-2)})
-    path = write_profile(tmp_path / "ledger.json", {"exp/float32": exp, "hypot/float64": hypot}, 0.00045)
+
+@pytest.mark.parametrize("exact_path", sorted(LEDGER_CURVES))
+def test_the_ledger_counts_a_call_decided_before_and_changes_no_path(tmp_path, exact_path):
+    # A plain call past the floor that takes an exact path (the original, or its own loop on every core) while torch
+    # is not imported is decided once per (dtype, size); the next ones add the same saving from the ledger (cold, a
+    # decision cost 40-70 us).  The rental sees the very sums it saw deciding every call, and imports torch at the same
+    # call; every call takes the same path, the load deciding between the cores and the original's single call.
+    path = write_profile(tmp_path / "ledger.json", LEDGER_CURVES[exact_path], 0.00045)
     env = {"NP2TORCH_PROFILE": str(path), "NP2TORCH_CACHE_DIR": str(tmp_path)}
     runs = {}
     for ledger in ("on", "off"):
         proc = run_python(LEDGER_PROGRAM.replace('"LEDGER"', repr(ledger)), env)
         assert proc.returncode == 0, proc.stderr
         runs[ledger] = proc.stdout.splitlines()
-    assert runs["on"][:2] == runs["off"][:2]  # the same call imports torch, after the same sums at every round
+    assert runs["on"][:3] == runs["off"][:3]  # the same call imports torch, after the same sums, the same paths
     assert runs["on"][0] == "5"  # 0.3 + 0.5 ms saved by each round, 4.5 ms the threshold: the 6th round's hypot
+    taken = eval(runs["on"][2])
+    assert taken[12:] == ["cpu"] * 16  # torch's from the hypot that imports it
+    if exact_path == "cores" and _load.usable_cores() > 1:  # (on one core its blocks run on one thread: cores)
+        assert taken[:11] == (["cores", "cores", None, None, "cores", "cores"] * 2)[:11]  # the 2nd and 5th: loaded
+    else:
+        assert set(taken[:11]) == {"cores" if exact_path == "cores" else None}
     # Not decided again: the main thread's calls of rounds 1-5 but for the hypot that imports torch (the thread's
     # call, the one under other settings and every call once torch is imported are decided as before).
-    assert int(runs["off"][2]) - int(runs["on"][2]) == 9
+    assert int(runs["off"][3]) - int(runs["on"][3]) == 9
 
 
 def test_torch_already_imported_is_used_at_once(tmp_path):

@@ -143,8 +143,10 @@ class Binary(Helper):
             raise ValueError("the torch path declined the calibration input")
         return result
 
-    def prepare(self, x1: Any, x2: Any, settings: RuntimeSettings, dry_run: bool = False) -> tuple[np.dtype, Route] | str:
-        """The loop and route of a plain call, or why the original serves it."""
+    def prepare(self, x1: Any, x2: Any, settings: RuntimeSettings, dry_run: bool = False,
+                decided: Route | None = None) -> tuple[np.dtype, Route] | str:
+        """The loop and route of a plain call, or why the original serves it.  ``decided``: its route as the ledger
+        holds it, already counted (:mod:`._decision.ledger`), else the ledger is asked here."""
         kinds = [_kind(x) for x in (x1, x2)]
         # (not `None in kinds`: np.dtype("float64") == None is True, None meaning the default dtype)
         if any(kind is None for kind in kinds) or (type(x1) is not np.ndarray and type(x2) is not np.ndarray):
@@ -162,13 +164,17 @@ class Binary(Helper):
             return "device='numpy'"
         checks = error_checks()
         name = dtype_name(loop)
-        if not dry_run:
-            ledger.begin()
-        route = self.route(name, n, settings, name in self.row.cuda_loops, dry_run, exact_only=name not in self.row.loops)
+        route = decided if decided is not None or dry_run else self.ledger.route((loop, n), settings)
+        if route is None:
+            if not dry_run:
+                ledger.begin()
+            route = self.route(name, n, settings, name in self.row.cuda_loops, dry_run,
+                               exact_only=name not in self.row.loops)
+            if not dry_run and (route is None or route.path == "cores"):
+                # decided from the settings, the profile, the loop and the size alone (counted: PROCESS.counted)
+                self.ledger.learn((loop, n), settings, PROCESS.counted, route)
         if route is None or route.device != "cpu":
             if not dry_run:
-                if route is None:  # decided from the settings, the profile, the loop and the size alone
-                    self.ledger.learn((loop, n), settings, PROCESS.counted)
                 return "the original"  # why is spelled out for which() only
             return original_reason(self.name, name, n, settings.device, settings.min_size)
         # (After the route: the rental counts the call wherever the profile sends it, so that a call the ledger counts
@@ -261,13 +267,15 @@ def _make_function(helper: Binary) -> Callable[..., object]:
     set_extobj, reset_extobj = EXTOBJ_VAR.set, EXTOBJ_VAR.reset
     redirects = process.redirects.setdefault(helper.name, {None: None})  # NumPy error state -> how to call the original
     miss = REDIRECT_MISS
-    count = helper.ledger.count
+    count, route_of = helper.ledger.count, helper.ledger.route
+    load_leaves_one = blocks.load_leaves_one
 
     def function(x1: Any = ABSENT, x2: Any = ABSENT, /, *args: Any, **kwargs: Any) -> Any:
         # The hot path: two arrays (or an array and a small Python scalar) whose loop and size floor are known,
         # below that floor: the original, its warnings at the caller's line, as numpy_call would give them
         # (exact non-object arrays and scalars no cast can overflow: the redirect's conditions hold).
         t1, t2 = type(x1), type(x2)
+        decided = None  # a route the ledger holds, counted (._decision.ledger)
         if not args and not kwargs and (t1 is ndarray or t2 is ndarray):
             if t1 is ndarray:
                 n1, k1 = x1.size, x1.dtype
@@ -296,7 +304,12 @@ def _make_function(helper: Binary) -> Callable[..., object]:
                     # known size decided before to take the original takes it (counted: ._decision.ledger).
                     same = n1 == n2 and (t1 is not ndarray or t2 is not ndarray or x1.shape == x2.shape)
                     n = n1 if same else n1 * n2
-                    original_only = n < gate or ((same or n1 == 1 or n2 == 1) and gate >= 0 and count((loop, n), settings))
+                    original_only = n < gate
+                    if not original_only and gate >= 0 and (same or n1 == 1 or n2 == 1):
+                        original_only = count((loop, n), settings)
+                        if not original_only:  # one the ledger sends to the cores, which the load may leave one
+                            decided = route_of((loop, n), settings)
+                            original_only = decided is not None and load_leaves_one(n, decided.threads)
                 original = helper.loaded
                 if original_only and original is not None:
                     redirect = redirects.get(get_extobj(), miss)
@@ -310,27 +323,34 @@ def _make_function(helper: Binary) -> Callable[..., object]:
                             reset_extobj(token)
                 if original_only:  # a state not seen yet (numpy_call learns it), or the original not found yet
                     return numpy_call(helper.original, helper.name, x1, x2)
-        if x2 is ABSENT:
-            return helper.original(*(() if x1 is ABSENT else (x1,)), **kwargs)
-        if not args and not kwargs and not sys.is_finalizing():  # at exit only the original runs (Helper.admits)
-            scoped = SCOPED.get()
-            settings = PROCESS.settings if scoped is None else scoped
-            prepared = helper.prepare(x1, x2, settings)
-            if not isinstance(prepared, str):
-                loop, route = prepared
-                if route.path == "cores":
-                    result = helper.on_cores(x1, x2, loop)
-                else:
-                    result = helper.try_torch(x1, x2, loop, route)
-                if result is not None:
-                    return result
-        return numpy_call(helper.original, helper.name, x1, x2, *args, **kwargs)
+        return _decided(helper, x1, x2, args, kwargs, decided)
 
     function.__name__ = function.__qualname__ = helper.name
     function.__module__ = PUBLIC_MODULE
     function.__signature__ = ufunc_signature(2)  # type: ignore[attr-defined]
     function.__doc__ = f"``{helper.row.qualname}(x1, x2, ...)``: same result, computed with torch where exact and faster."
     return function
+
+
+def _decided(helper: Binary, x1: Any, x2: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+             decided: Route | None) -> Any:
+    """A call past the hot path: decided (``decided``: its route from the ledger, counted) and computed, or the
+    original's."""
+    if x2 is ABSENT:
+        return helper.original(*(() if x1 is ABSENT else (x1,)), **kwargs)
+    if not args and not kwargs and not sys.is_finalizing():  # at exit only the original runs (Helper.admits)
+        scoped = SCOPED.get()
+        settings = PROCESS.settings if scoped is None else scoped
+        prepared = helper.prepare(x1, x2, settings, decided=decided)
+        if not isinstance(prepared, str):
+            loop, route = prepared
+            if route.path == "cores":
+                result = helper.on_cores(x1, x2, loop)
+            else:
+                result = helper.try_torch(x1, x2, loop, route)
+            if result is not None:
+                return result
+    return numpy_call(helper.original, helper.name, x1, x2, *args, **kwargs)
 
 
 def _allocate(x1: Operand, x2: Operand, a1: np.ndarray, a2: np.ndarray, loop: np.dtype) -> np.ndarray:

@@ -391,13 +391,15 @@ def _try_torch(state: Ufunc, settings: RuntimeSettings, x: np.ndarray, args: Tup
     if (settings.gate is None and (PROCESS.provisional or x.dtype not in state.floors)
             and not state.past_floor(x.dtype, x.size)):
         return _DECLINED
-    plain = not args and not kwargs
-    if plain:
-        ledger.begin()
-    prepared = _prepare(state, settings, x, args, kwargs, dry_run=False)
+    decided = None
+    if not args and not kwargs:  # a plain call: its route may be the ledger's (._decision.ledger)
+        decided = state.ledger.route((x.dtype, x.size), settings)
+        if decided is None:
+            ledger.begin()
+        elif blocks.load_leaves_one(x.size, decided.threads):
+            return _DECLINED  # the original's single call, as _prepare finds after checks that all lead to it too
+    prepared = _prepare(state, settings, x, args, kwargs, dry_run=False, decided=decided)
     if type(prepared) is not Call:
-        if plain and prepared is _ORIGINAL:  # decided from the settings, the profile, the loop and the size alone
-            state.ledger.learn((x.dtype, x.size), settings, PROCESS.counted)
         return _DECLINED
     if prepared.route.device != "cpu" and PROCESS.cuda_lock.held_here():
         return _DECLINED  # made inside this thread's call on the CUDA slots (a signal handler's): never a wait for them
@@ -422,8 +424,10 @@ def _try_torch(state: Ufunc, settings: RuntimeSettings, x: np.ndarray, args: Tup
 
 
 def _prepare(state: Ufunc, settings: RuntimeSettings, x: np.ndarray, args: Tuple[Any, ...],
-             kwargs: Dict[str, Any], dry_run: bool) -> Call | Declined:
-    """How torch serves the call, or why the original does."""
+             kwargs: Dict[str, Any], dry_run: bool, decided: Route | None = None) -> Call | Declined:
+    """How torch or the original on every core serves the call, or why the original does.  ``decided``: the route
+    of a plain call the ledger holds (:mod:`._decision.ledger`), else it is decided here (and the ledger learns a
+    plain call's route to an exact path)."""
     parsed = _parse_call(args, kwargs)
     if parsed is None:
         return Declined("an argument or keyword the runtime does not reproduce exactly (where=, a tuple of outputs, "
@@ -435,7 +439,12 @@ def _prepare(state: Ufunc, settings: RuntimeSettings, x: np.ndarray, args: Tuple
                         "type resolution picks another)")
     if settings.device == "numpy":
         return Declined(original_reason(state.name, plan.name, x.size, "numpy", None))
-    route = state.route_call(settings, plan, x.size, dry_run)
+    route = decided
+    if route is None:
+        route = state.route_call(settings, plan, x.size, dry_run)
+        if not dry_run and not args and not kwargs and (route is None or route.path == "cores"):
+            # decided from the settings, the profile, the loop and the size alone (and counted: PROCESS.counted)
+            state.ledger.learn((x.dtype, x.size), settings, PROCESS.counted, route)
     if route is None:
         if not dry_run:
             return _ORIGINAL  # the reason is spelled out only for which()
@@ -506,7 +515,6 @@ def _dense_loop(x: np.ndarray, out: np.ndarray | None, order: Order) -> bool:
 
 _ORIGINAL = Declined("the original")
 _LOADED = Declined("other processes hold the cores: the original's single call")
-"""(Not :data:`_ORIGINAL`: a path that depends on the moment is not written in the ledger.)"""
 
 
 def _out_relation(x: np.ndarray, out: np.ndarray, plan: Plan) -> bool | None:
