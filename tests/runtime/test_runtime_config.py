@@ -288,6 +288,30 @@ def test_without_torch_everything_goes_to_numpy():
     assert proc.stdout.strip() == "ok", proc.stderr
 
 
+def test_without_torch_which_says_so_before_any_call_tries_it():
+    # which() imports nothing; it asks whether torch can be found, so that it names the path the call takes without
+    # promising torch later (the call itself finds torch missing when the rental tries it, and says the same after).
+    code = (
+        "import sys\n"
+        "class HideTorch:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'torch' or name.startswith('torch.'):\n"
+        "            raise ImportError('torch hidden for this test')\n"
+        "sys.meta_path.insert(0, HideTorch())\n"
+        "import numpy as np, np2torch.runtime as r\n"
+        "x = np.linspace(-3, 3, 4_000_000)\n"
+        "print(r.which('exp', x)[1])\n"
+        "with r.using(min_size=0):\n"
+        "    print(r.which('exp', x)[1])\n"
+        "assert 'torch' not in sys.modules\n"
+    )
+    proc = run_python(code)
+    default, forced = proc.stdout.splitlines()
+    assert "torch" not in default, default
+    assert forced.endswith("torch cannot be used in this process (not installed, or forked while another thread "
+                           "imported it)"), forced
+
+
 def test_without_scipy_the_runtime_imports_and_erf_needs_scipy():
     code = (
         "import sys\n"

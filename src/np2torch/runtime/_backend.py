@@ -100,10 +100,29 @@ def settled(check: Callable[[], T]) -> T | None:
     return found if sys.modules.get("torch") is before else None
 
 
-def torch_unavailable() -> bool:
+def torch_unavailable(asking: bool = False) -> bool:
     """Whether torch is known not to be usable here: not installed, or this process was forked while
-    another thread was importing it (:mod:`._fork`)."""
-    return PROCESS.torch_tried and not PROCESS.torch_found
+    another thread was importing it (:mod:`._fork`).  ``asking`` (:func:`which`, which imports nothing): also where
+    it was not tried yet and is not installed (:func:`torch_installed`), as the call that tries it will find."""
+    if PROCESS.torch_tried:
+        return not PROCESS.torch_found
+    return asking and not torch_installed()
+
+
+_INSTALLED: list[bool] = []
+""":func:`torch_installed`'s answer, once asked."""
+
+
+def torch_installed() -> bool:
+    """Whether ``import torch`` can find torch (``importlib.util.find_spec``: nothing is imported), asked once."""
+    if not _INSTALLED:
+        import importlib.util
+
+        try:
+            _INSTALLED.append("torch" in sys.modules or importlib.util.find_spec("torch") is not None)
+        except (ImportError, ValueError):
+            _INSTALLED.append(False)
+    return _INSTALLED[0]
 
 
 def importing_here() -> bool:

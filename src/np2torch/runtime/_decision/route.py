@@ -254,8 +254,8 @@ def route(
             return Route("cores", "cpu", f"min_size={min_size} set explicitly, and only a path that gives the original's "
                          "bits may serve the call (exact='bits', or a loop torch does not compute exactly): the "
                          "original's own loop on every core from that size on") if cores and n >= min_size else None
-        return None if torch_unavailable() else _explicit(device, n, min_size, cuda_ok, dry_run)
-    exact = exact or torch_unavailable()
+        return None if torch_unavailable(dry_run) else _explicit(device, n, min_size, cuda_ok, dry_run)
+    exact = exact or torch_unavailable(dry_run)
     if device.startswith("cuda") and not exact:
         forced = explicit_cuda_unmeasured(device, n, cuda_ok, name, dtype, klass)
         if forced is not None:
@@ -448,7 +448,7 @@ def original_reason(name: str, dtype: str, n: int, device: str, min_size: int | 
     """Why a call stays with the original (for :func:`which`)."""
     if device == "numpy":
         return "device='numpy': every call goes to the original"
-    if torch_unavailable():
+    if torch_unavailable(asking=True):
         return "torch cannot be used in this process (not installed, or forked while another thread imported it)"
     if min_size is not None:
         return f"below min_size={min_size} set explicitly"
