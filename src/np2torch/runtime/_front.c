@@ -32,6 +32,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stddef.h>
+#include <structmember.h>
 
 #ifdef Py_GIL_DISABLED
 /* The floors and the settings are read without a lock, as the GIL allows; a free-threaded build keeps
@@ -205,7 +206,7 @@ ledger_open(Front *self)
 static int
 counted(Front *self, PyObject *key, Py_ssize_t n)
 {
-    if (self->ledger == NULL) {
+    if (self->ledger == NULL || self->ledger == Py_None) {
         return 0;
     }
     int result = -1;
@@ -514,23 +515,6 @@ set_original(Front *self, PyObject *value, void *closure)
 }
 
 static PyObject *
-get_ledger(Front *self, void *closure)
-{
-    return Py_NewRef(self->ledger != NULL ? self->ledger : Py_None);
-}
-
-static int
-set_ledger(Front *self, PyObject *value, void *closure)
-{
-    if (value == NULL || value == Py_None) {
-        Py_CLEAR(self->ledger);
-        return 0;
-    }
-    Py_XSETREF(self->ledger, Py_NewRef(value));
-    return 0;
-}
-
-static PyObject *
 get_python(Front *self, void *closure)
 {
     return Py_NewRef(self->python);
@@ -540,9 +524,13 @@ static PyGetSetDef front_getset[] = {
     {"original", (getter)get_original, (setter)set_original,
      "The original the front passes calls to (None: every call goes to the Python function).", NULL},
     {"python", (getter)get_python, NULL, "The helper's Python function, which decides every other call.", NULL},
-    {"ledger", (getter)get_ledger, (setter)set_ledger,
-     "The helper's ledger of plain calls past the floor that take the original (None: none is passed).", NULL},
     {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
+    {NULL}
+};
+
+static PyMemberDef front_members[] = {
+    {"ledger", T_OBJECT, offsetof(Front, ledger), 0,
+     "The helper's ledger of plain calls past the floor that take the original (None: none is passed)."},
     {NULL}
 };
 
@@ -574,6 +562,7 @@ static PyTypeObject FrontType = {
     .tp_vectorcall_offset = offsetof(Front, vectorcall),
     .tp_dictoffset = offsetof(Front, dict),
     .tp_getset = front_getset,
+    .tp_members = front_members,
     .tp_methods = front_methods,
 };
 
