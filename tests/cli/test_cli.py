@@ -252,7 +252,7 @@ def test_fix_diff_writes_nothing_and_exits_1(capsys: pytest.CaptureFixture[str])
     code, out, err = run(capsys, "fix", "--diff", "pkg/a.py")
     assert code == 1
     name = "pkg/a.py" if os.sep == "/" else "pkg\\a.py"
-    assert out.startswith(f"--- a/{name}\n+++ b/{name}\n@@ ")
+    assert out.startswith(f"--- {name}\n+++ {name}\n@@ ")  # ruff's header: no a/, b/
     assert "-y = np.exp(x)\n" in out and f"+{EXP_FIXED_LINE}\n" in out
     assert out.endswith("\n\nWould fix 1 error.\n") and err == ""  # ruff's line, after the patch
     assert path.read_text() == EXP
@@ -279,7 +279,7 @@ def test_fix_diff_applies_to_the_files_own_bytes(in_tmp: Path, raw: bytes, tool:
                           capture_output=True, stdin=subprocess.DEVNULL, timeout=300)
     assert done.returncode == 1, done.stderr
     assert Path("pkg/a.py").read_bytes() == raw  # --diff writes nothing
-    command = ["patch", "-p1", "--quiet"] if tool == "patch" else ["git", "apply", "--whitespace=nowarn", "-"]
+    command = ["patch", "-p0", "--quiet"] if tool == "patch" else ["git", "apply", "-p0", "--whitespace=nowarn", "-"]
     if tool == "git":
         subprocess.run(["git", "init", "-q", "."], check=True)
     subprocess.run(command, input=done.stdout, check=True, timeout=300)  # ruff's summary line after it too
@@ -708,8 +708,8 @@ def test_fix_diff_of_a_file_name_that_is_not_utf8_applies(in_tmp: Path,
     write(name, EXP)
     assert main(["fix", "--no-cache", "--diff", name]) == 1
     patch = capsysbinary.readouterr().out
-    assert patch.startswith(b"--- a/bad\xff.py\n+++ b/bad\xff.py\n")
-    subprocess.run(["patch", "-p1", "--quiet"], input=patch, check=True, timeout=300)
+    assert patch.startswith(b"--- bad\xff.py\n+++ bad\xff.py\n")
+    subprocess.run(["patch", "-p0", "--quiet"], input=patch, check=True, timeout=300)
     assert EXP_FIXED_LINE in Path(name).read_text()
 
 

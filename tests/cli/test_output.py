@@ -108,14 +108,16 @@ def test_diff_summary_in_ruffs_words() -> None:
 # ---------------------------------------------------------------- diffs
 
 
-def test_diff_has_git_style_paths() -> None:
+def test_diff_has_ruffs_header_and_trailing_empty_line() -> None:
     diff = output.unified_diff("src/a.py", "x = np.exp(y)\n", "x = np2t.exp(y)\n")
-    assert diff.splitlines() == [
-        "--- a/src/a.py",
-        "+++ b/src/a.py",
+    assert diff.split("\n") == [
+        "--- src/a.py",
+        "+++ src/a.py",
         "@@ -1 +1 @@",
         "-x = np.exp(y)",
         "+x = np2t.exp(y)",
+        "",
+        "",
     ]
 
 
@@ -125,7 +127,7 @@ def test_no_diff_for_equal_text() -> None:
 
 def test_diff_marks_missing_final_newline() -> None:
     diff = output.unified_diff("a.py", "a\nb", "a\nc")
-    assert diff.endswith("-b\n\\ No newline at end of file\n+c\n\\ No newline at end of file\n")
+    assert diff.endswith("-b\n\\ No newline at end of file\n+c\n\\ No newline at end of file\n\n")
 
 
 def test_diff_splits_on_newline_only() -> None:
@@ -153,7 +155,7 @@ def test_git_apply_accepts_the_diff(tmp_path: Path, before: str, after: str) -> 
     path.parent.mkdir()
     path.write_bytes(before.encode())
     patch = output.unified_diff("pkg/a.py", before, after)
-    subprocess.run(["git", "apply", "--whitespace=nowarn", "-"], cwd=tmp_path, input=patch.encode(), check=True)
+    subprocess.run(["git", "apply", "-p0", "--whitespace=nowarn", "-"], cwd=tmp_path, input=patch.encode(), check=True)
     assert path.read_bytes() == after.encode()
 
 

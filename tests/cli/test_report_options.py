@@ -83,10 +83,10 @@ def test_show_fixes_on_fix_enumerates_the_fixes(capsys: pytest.CaptureFixture[st
     assert "np2t.exp(x)" in Path("a.py").read_text()
 
 
-def test_show_fixes_with_diff_keeps_stdout_a_patch(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(capsys, "fix", "--diff", "--show-fixes", "a.py")
-    assert code == 1
-    assert out.startswith("--- a/a.py\n") and "Would fix" not in out
-    assert "Would fix 3 errors:" in err and "    2 \u00d7 NPT001 (exp)" in err
-    assert err.splitlines()[-1] == "Would fix 3 errors."  # ruff's summary line, after the list
+@pytest.mark.parametrize("flag", ["--show-fixes", "--statistics"])
+def test_fix_refuses_diff_with_show_fixes_or_statistics(capsys: pytest.CaptureFixture[str], flag: str) -> None:
+    # as `ruff check --fix --diff` does (tests/cli/test_ruff_parity.py compares `check` with ruff's)
+    code, out, err = run(capsys, "fix", "--diff", flag, "a.py")
+    assert code == 2 and out == ""
+    assert f"the argument '--diff' cannot be used with '{flag}'" in err
     assert Path("a.py").read_text() == SOURCE

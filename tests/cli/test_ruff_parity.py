@@ -672,3 +672,169 @@ def test_the_summary_follows_the_formats_ruff_follows_with_it(
         return [line for line in text.splitlines() if line.startswith(("Found ", "Fixed ", "No errors", "[*] "))]
 
     assert bool(summary(out + err)) == bool(summary(theirs.stdout + theirs.stderr)) == (fmt in ("concise", "full", "grouped"))
+
+
+def _patch_shape(out: str) -> list[str]:
+    """A ``--diff`` output with each hunk's lines left out (the rules differ, so do the hunks): the headers, a
+    ``@@`` per hunk, the empty lines between the patches, the summary."""
+    shape = []
+    for line in out.split("\n"):
+        if line.startswith("@@"):
+            shape.append("@@")
+        elif line.startswith(("--- ", "+++ ")) or line[:1] not in (" ", "+", "-", "\\"):
+            shape.append(line)
+    return shape
+
+
+@pytest.mark.parametrize(("args", "cwd"), [
+    pytest.param(("a.py", "sub/b.py"), ".", id="two files"),
+    pytest.param(("sub",), ".", id="a folder"),
+    pytest.param(("{tree}/a.py", "./sub/../sub/b.py"), ".", id="absolute and dotted paths: relative to here"),
+    pytest.param(("../a.py", "b.py"), "sub", id="a file above here: absolute"),
+])
+def test_diff_patches_have_ruffs_headers_and_separators(
+    tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], args: tuple[str, ...], cwd: str,
+) -> None:
+    _config(tree, "", "")
+    (tree / "sub").mkdir()
+    (tree / "sub" / "b.py").write_text(SOURCE)
+    paths = [arg.format(tree=tree) for arg in args]
+    theirs = _ruff(tree / cwd, "check", "--no-cache", "--diff", *paths)
+    code, ours = _np2torch(tree / cwd, monkeypatch, capsys, "check", "--no-cache", "--diff", *paths)
+    assert theirs.returncode == code == 1
+    assert _patch_shape(ours) == _patch_shape(theirs.stdout), (ours, theirs.stdout)
+    assert ours.endswith("\n\nWould fix 2 errors.\n" if len(args) == 2 else "\n\nWould fix 1 error.\n")
+
+
+def test_diff_of_stdin_without_a_name_has_no_header_as_ruffs(tree: Path) -> None:
+    _config(tree, "", "")
+    runs = [subprocess.run([*command, "check", "--no-cache", "--diff", "-"], cwd=tree, input=SOURCE,
+                           capture_output=True, text=True, check=False)
+            for command in ([sys.executable, "-m", "ruff"], [sys.executable, "-m", "np2torch"])]
+    theirs, ours = runs
+    assert theirs.returncode == ours.returncode == 1
+    assert _patch_shape(theirs.stdout) == _patch_shape(ours.stdout) == ["@@", "", ""]
+    assert theirs.stderr == ours.stderr == "Would fix 1 error.\n"
+
+
+@pytest.mark.parametrize("flags", [
+    pytest.param(("--diff", "--show-fixes"), id="--diff --show-fixes"),
+    pytest.param(("--show-fixes", "--diff"), id="--show-fixes --diff"),
+    pytest.param(("--diff", "--statistics"), id="--diff --statistics"),
+    pytest.param(("--statistics", "--diff"), id="--statistics --diff"),
+    pytest.param(("--fix", "--diff", "--show-fixes"), id="--fix --diff --show-fixes"),
+    pytest.param(("--diff", "--statistics", "--show-fixes"), id="two conflicts of the first"),
+    pytest.param(("--statistics", "--show-fixes", "--diff"), id="the first flag that conflicts"),
+    pytest.param(("--silent", "--quiet"), id="--silent --quiet"),
+    pytest.param(("-q", "-s"), id="-q -s"),
+    pytest.param(("--add-noqa", "--fix"), id="--add-noqa --fix"),
+    pytest.param(("--diff", "--add-noqa"), id="--diff --add-noqa"),
+    pytest.param(("--add-noqa", "--statistics"), id="--add-noqa --statistics"),
+])
+def test_flags_ruff_refuses_together_are_refused_in_its_words(
+    tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], flags: tuple[str, ...],
+) -> None:
+    _config(tree, "", "")
+    theirs = _ruff(tree, "check", "--no-cache", *flags, "a.py")
+    monkeypatch.chdir(tree)
+    code = main(["check", "--no-cache", *flags, "a.py"])
+    out, err = capsys.readouterr()
+    assert theirs.returncode == code == 2 and theirs.stdout == out == ""
+    said = theirs.stderr.split("\n\nUsage:")[0].removeprefix("error: ").replace("[=<REASON>]", "")
+    assert f"Error: {said}\n" in err, (theirs.stderr, err)
+    assert (tree / "a.py").read_text() == SOURCE
+
+
+def test_add_noqa_with_fix_only_warns_and_adds_as_ruffs(
+    tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    _config(tree, "", "")
+    theirs = _ruff(tree, "check", "--no-cache", "--add-noqa", "--fix-only", "a.py")
+    assert "# noqa: F401" in (tree / "a.py").read_text()
+    (tree / "a.py").write_text(SOURCE)
+    monkeypatch.chdir(tree)
+    code = main(["check", "--no-cache", "--add-noqa", "--fix-only", "a.py"])
+    out, err = capsys.readouterr()
+    assert theirs.returncode == code == 0 and (theirs.stdout, theirs.stderr) == (out, err)
+    assert err == "warning: --fix is incompatible with --add-noqa.\nAdded 1 noqa directive.\n"
+    assert "# noqa: NPT001" in (tree / "a.py").read_text()
+
+
+SILENT_FILES = {"a.py": SOURCE, "l.py": UNFIXABLE}
+"""A fixable finding and one with no fix (and a path that does not exist: E902)."""
+
+
+def _silent_shape(out: str) -> object:
+    """What ``--silent`` leaves of an output: ``--statistics``' counts (text or JSON), ``--diff``'s patch; else
+    nothing."""
+    if out.startswith("["):
+        return sorted(row["count"] for row in json.loads(out))
+    if out.startswith("--- "):
+        return _patch_shape(out)
+    return [line.split("\t")[0] for line in out.splitlines()]
+
+
+@pytest.mark.parametrize("flags", [
+    pytest.param((), id="check"),
+    pytest.param(("--exit-zero",), id="--exit-zero"),
+    pytest.param(("--output-format", "json"), id="json"),
+    pytest.param(("--show-fixes",), id="--show-fixes"),
+    pytest.param(("--statistics",), id="--statistics"),
+    pytest.param(("--statistics", "--exit-zero"), id="--statistics --exit-zero"),
+    pytest.param(("--statistics", "--output-format", "json"), id="--statistics json"),
+    pytest.param(("--fix",), id="--fix"),
+    pytest.param(("--fix", "--show-fixes"), id="--fix --show-fixes"),
+    pytest.param(("--fix", "--statistics"), id="--fix --statistics"),
+    pytest.param(("--fix", "--exit-zero"), id="--fix --exit-zero"),
+    pytest.param(("--fix-only",), id="--fix-only"),
+    pytest.param(("--fix-only", "--exit-non-zero-on-fix"), id="--fix-only --exit-non-zero-on-fix"),
+    pytest.param(("--diff",), id="--diff"),
+    pytest.param(("--diff", "--exit-zero"), id="--diff --exit-zero"),
+    pytest.param(("--add-noqa",), id="--add-noqa"),
+    pytest.param(("--add-noqa", "--fix-only"), id="--add-noqa --fix-only"),
+    pytest.param(("-o", "report.txt"), id="--output-file"),
+])
+def test_silent_prints_only_what_ruffs_prints(
+    tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], flags: tuple[str, ...],
+) -> None:
+    # ruff's --silent: no finding, summary, fix list or warning; --statistics' table and --diff's patch still;
+    # the exit code as without it
+    _config(tree, 'extend-select = ["E741", "E902"]', 'extend-select = ["NPT002"]')
+    _write_all(tree, SILENT_FILES)
+    theirs = _ruff(tree, "check", "--no-cache", "--silent", *flags, *SILENT_FILES, "gone.py")
+    their_report = (tree / "report.txt").read_text() if "-o" in flags else None
+    _write_all(tree, SILENT_FILES)
+    monkeypatch.chdir(tree)
+    code = main(["check", "--no-cache", "-s", *flags, *SILENT_FILES, "gone.py"])
+    out, err = capsys.readouterr()
+    assert theirs.returncode == code
+    assert theirs.stderr == err == ""
+    assert _silent_shape(theirs.stdout) == _silent_shape(out), (theirs.stdout, out)
+    assert bool(out) is ("--statistics" in flags or "--diff" in flags)
+    if "-o" in flags:
+        assert their_report == (tree / "report.txt").read_text() == ""
+
+
+@pytest.mark.parametrize("flags", [(), ("--fix",), ("--diff",)], ids=["check", "--fix", "--diff"])
+def test_silent_on_stdin_as_ruffs(tree: Path, flags: tuple[str, ...]) -> None:
+    # --fix still echoes the source (an editor replaces its buffer with it), --diff still prints the patch
+    _config(tree, "", "")
+    runs = [subprocess.run([*command, "check", "--no-cache", "--silent", *flags, "--stdin-filename", "a.py", "-"],
+                           cwd=tree, input=SOURCE, capture_output=True, text=True, check=False)
+            for command in ([sys.executable, "-m", "ruff"], [sys.executable, "-m", "np2torch"])]
+    theirs, ours = runs
+    assert theirs.returncode == ours.returncode == (0 if flags == ("--fix",) else 1)
+    assert theirs.stderr == ours.stderr == ""
+    if flags == ("--fix",):
+        assert "import os" not in theirs.stdout and "np2t.exp(x)" in ours.stdout
+    else:
+        assert _patch_shape(theirs.stdout) == _patch_shape(ours.stdout)
+
+
+def test_fix_refuses_silent_with_quiet(tree: Path, monkeypatch: pytest.MonkeyPatch,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tree)
+    assert _ruff(tree, "check", "--no-cache", "--fix", "-s", "-q", "a.py").returncode == 2
+    assert main(["fix", "--no-cache", "-s", "-q", "a.py"]) == 2
+    assert "the argument '--silent' cannot be used with '--quiet'" in capsys.readouterr().err
+    assert (tree / "a.py").read_text() == SOURCE

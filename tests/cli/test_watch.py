@@ -47,3 +47,22 @@ def test_caches_and_virtual_environments_are_not_watched(tmp_path: Path) -> None
 def test_watch_refuses_stdin(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check", "--watch", "-"]) == 2
     assert "--watch checks files, not stdin" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flag", ["-q", "-s"])
+def test_quiet_and_silent_leave_out_ruffs_two_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str], flag: str) -> None:
+    # `ruff check --watch -q` prints neither `Starting linter in watch mode...` nor `File change detected...`
+    (tmp_path / "a.py").write_text("import numpy as np\ny = np.exp(x)\n")
+    monkeypatch.chdir(tmp_path)
+    looks = []
+
+    def pause(_seconds: float) -> None:
+        looks.append(None)
+        (tmp_path / "a.py").write_text(f"import numpy as np\ny = np.exp(x)\n# {len(looks)}\n")
+
+    assert watch.watch(lambda: main(["check", "--no-cache", flag, "."]), ["."], sleep=pause,
+                       running=lambda: len(looks) < 2, quiet=True) == 0
+    out = capsys.readouterr().out
+    assert "watch mode" not in out and "File change" not in out
+    assert out.count("a.py:2:5: NPT001") == (3 if flag == "-q" else 0)

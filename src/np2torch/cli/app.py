@@ -17,6 +17,7 @@ import sys
 from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
 import click
+from click.core import ParameterSource
 
 from np2torch import __version__
 from np2torch.cli import runner
@@ -206,6 +207,9 @@ _SHARED_OPTIONS = [
     click.option("--exit-zero", is_flag=True,
                  help="Exit 0 even when there are findings or syntax errors (other errors still exit 2)."),
     click.option("-q", "--quiet", is_flag=True, help="Print findings and errors only, no summary."),
+    click.option("-s", "--silent", is_flag=True,
+                 help="Print no finding, summary or warning (--statistics' counts and --diff's patch still), exit "
+                      "codes unchanged: 1 on findings (as ruff's)."),
     click.option("--config", "config_options", multiple=True, metavar="PATH | KEY=VALUE",
                  help="A configuration file for every path instead of the nearest one (pyproject.toml's "
                       "[tool.np2torch], or an np2torch.toml), or one setting as TOML, e.g. "
@@ -254,6 +258,33 @@ def _shared_options(function: _Command) -> _Command:
     return function
 
 
+_CONFLICTS = frozenset(map(frozenset, [
+    ("diff", "show_fixes"), ("diff", "statistics"), ("silent", "quiet"),
+    ("add_noqa", "apply_fixes"), ("add_noqa", "diff"), ("add_noqa", "statistics"), ("add_noqa", "watch"),
+]))
+"""The flags ruff's ``check`` refuses together (its argument parser's conflicts), by parameter name."""
+
+
+def _refuse_conflicts(ctx: click.Context) -> None:
+    """A usage error (exit 2) for flags ruff refuses together, in its words: the first flag given that conflicts
+    with another given, and those (``the argument '--diff' cannot be used with '--show-fixes'``)."""
+    given = [name for name, value in ctx.params.items()  # in the order given: click handles them so
+             if value is True and ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE]
+    for name in given:
+        others = [_flag(ctx, other) for other in given if frozenset((name, other)) in _CONFLICTS]
+        if len(others) == 1:
+            raise click.UsageError(f"the argument '{_flag(ctx, name)}' cannot be used with '{others[0]}'", ctx=ctx)
+        if others:
+            listed = "".join(f"\n  {other}" for other in others)
+            raise click.UsageError(f"the argument '{_flag(ctx, name)}' cannot be used with:{listed}", ctx=ctx)
+
+
+def _flag(ctx: click.Context, name: str) -> str:
+    """The parameter ``name``'s long option (``apply_fixes``: ``--fix``)."""
+    option = next(param for param in ctx.command.params if param.name == name)
+    return max(option.opts, key=len)
+
+
 # ---------------------------------------------------------------- commands
 
 
@@ -273,10 +304,12 @@ def _shared_options(function: _Command) -> _Command:
 def check(ctx: click.Context, /, apply_fixes: bool, diff: bool, add_noqa: bool, exit_non_zero_on_fix: bool,
           fix_only: bool, watch: bool, **options: Any) -> None:
     """Report NumPy/SciPy calls that np2torch can rewrite (exit 1 when there are any)."""
-    if add_noqa and (apply_fixes or fix_only or diff):
-        raise click.UsageError("--add-noqa goes with neither --fix (--fix-only) nor --diff", ctx=ctx)
+    _refuse_conflicts(ctx)
+    options["quiet"] |= options["silent"]  # ruff's --silent is --quiet with no finding either (_report)
+    if add_noqa and fix_only and not options["quiet"]:
+        _error("warning: --fix is incompatible with --add-noqa.")  # ruff's words; it adds the comments
     # ruff's `--fix --diff` and `--fix-only --diff`: the diff wins (shown, nothing written)
-    mode = (runner.DIFF if diff else runner.FIX if apply_fixes or fix_only else runner.NOQA if add_noqa
+    mode = (runner.DIFF if diff else runner.NOQA if add_noqa else runner.FIX if apply_fixes or fix_only
             else runner.CHECK)
     if watch:
         if options.get("paths") == (STDIN,) or options.get("stdin_filename") is not None:
@@ -284,7 +317,7 @@ def check(ctx: click.Context, /, apply_fixes: bool, diff: bool, add_noqa: bool, 
         from np2torch.cli.watch import watch as watching
 
         ctx.exit(watching(lambda: _run(mode, exit_non_zero_on_fix=exit_non_zero_on_fix, fix_only=fix_only, **options),
-                          options.get("paths") or (os.curdir,)))
+                          options.get("paths") or (os.curdir,), quiet=options["quiet"]))
     ctx.exit(_run(mode, exit_non_zero_on_fix=exit_non_zero_on_fix, fix_only=fix_only, **options))
 
 
@@ -301,6 +334,8 @@ def check(ctx: click.Context, /, apply_fixes: bool, diff: bool, add_noqa: bool, 
 def fix(ctx: click.Context, /, diff: bool, exit_non_zero_on_fix: bool, from_run: str | None,
         min_saving: Margin | None, **options: Any) -> None:
     """Rewrite NumPy/SciPy calls to np2torch.runtime helpers, in place."""
+    _refuse_conflicts(ctx)
+    options["quiet"] |= options["silent"]  # ruff's --silent is --quiet with no finding either (_report)
     if min_saving is not None and from_run is None:
         raise click.UsageError("--min-saving goes with --from-run")
     ctx.exit(_run(runner.DIFF if diff else runner.FIX, exit_non_zero_on_fix=exit_non_zero_on_fix,
@@ -378,11 +413,11 @@ def _run(mode: str, *, paths: tuple[str, ...], select: tuple[str, ...] | None, i
          fixable: tuple[str, ...] | None = None, unfixable: tuple[str, ...] | None = None,
          extend_fixable: tuple[str, ...] | None = None, ignore_noqa: bool = False, fix_only: bool = False,
          per_file_ignores: PerFileIgnores | None = None, extend_per_file_ignores: PerFileIgnores | None = None,
-         watch: bool = False) -> int:
+         watch: bool = False, silent: bool = False) -> int:
     overrides = Overrides(select=select, ignore=ignore or (), runtime_module=runtime_module, alias=alias,
-                          unsafe_fixes=unsafe_fixes, target_version=target_version,
-                          fixable=fixable, unfixable=unfixable or (), extend_fixable=extend_fixable or (),
-                          ignore_noqa=ignore_noqa, extend_select=extend_select or ())
+                          unsafe_fixes=unsafe_fixes, target_version=target_version, fixable=fixable,
+                          unfixable=unfixable or (), extend_fixable=extend_fixable or (), ignore_noqa=ignore_noqa,
+                          extend_select=extend_select or ())
     report = None
     outside: list[runner.FileResult] = []
     if from_run is not None:
@@ -404,7 +439,7 @@ def _run(mode: str, *, paths: tuple[str, ...], select: tuple[str, ...] | None, i
                 return 2
             return _run_stdin(mode, stdin_filename, overrides, finder, force_exclude=force_exclude, fmt=fmt,
                               quiet=quiet, exit_zero=exit_zero, statistics=statistics, show_fixes=show_fixes,
-                              exit_non_zero_on_fix=exit_non_zero_on_fix, out=out, fix_only=fix_only)
+                              exit_non_zero_on_fix=exit_non_zero_on_fix, out=out, fix_only=fix_only, silent=silent)
         try:
             targets, missing = discover(list(paths) or [os.curdir], finder, force_exclude=force_exclude)
             if show_settings or show_files:
@@ -439,8 +474,8 @@ def _run(mode: str, *, paths: tuple[str, ...], select: tuple[str, ...] | None, i
         if not results and not missing and not quiet:
             _error("warning: no Python files found under the given paths")
         code = _report(mode, results, fmt=fmt, quiet=quiet, exit_zero=exit_zero, stats=statistics,
-                       show_fixes=show_fixes, out=out, left_out=left_out,
-                       lint_settings={t.display: settings[t.path].lint for t in targets}, fix_only=fix_only)
+                       show_fixes=show_fixes, out=out, left_out=left_out, fix_only=fix_only, silent=silent,
+                       lint_settings={t.display: settings[t.path].lint for t in targets})
         if mode == runner.FIX and not quiet and fmt in TEXT_FORMATS:  # a hint, as the `--unsafe-fixes` one
             _echo_all([notice] if (notice := dependency_notice(results)) else [], out)
         if code == 0 and exit_non_zero_on_fix and any(r.changed for r in results):
@@ -612,7 +647,7 @@ STDIN = "-"
 
 def _run_stdin(mode: str, stdin_filename: str | None, overrides: Overrides, finder: ConfigFinder, *,
                force_exclude: bool, fmt: str, quiet: bool, exit_zero: bool, statistics: bool, show_fixes: bool,
-               exit_non_zero_on_fix: bool, out: _Output, fix_only: bool = False) -> int:
+               exit_non_zero_on_fix: bool, out: _Output, fix_only: bool = False, silent: bool = False) -> int:
     """``check``/``fix`` of the source on stdin, as an editor calls ruff: ``fix`` echoes the (fixed) source to
     stdout whatever happens, so an editor replacing its buffer with it never loses text; the report goes
     to stderr then."""
@@ -648,7 +683,8 @@ def _run_stdin(mode: str, stdin_filename: str | None, overrides: Overrides, find
     if source is not None:
         text = source.text if result is None or result.new_bytes is None else result.new_bytes.decode(source.encoding)
     code = _report(mode, results, fmt=fmt, quiet=quiet, exit_zero=exit_zero, stats=statistics,
-                   show_fixes=show_fixes, err=to_stderr, out=out, stdin=(display, text), fix_only=fix_only)
+                   show_fixes=show_fixes, err=to_stderr, out=out, stdin=(display, text), fix_only=fix_only,
+                   silent=silent)
     if code == 0 and exit_non_zero_on_fix and any(r.changed for r in results):
         return 1
     return code
@@ -665,10 +701,12 @@ _RULE_NAMES = {**{rule.code: rule.name for rule in RULES}, **NOT_ANALYSED}
 def _report(mode: str, results: list[runner.FileResult], *, fmt: str, quiet: bool, exit_zero: bool,
             stats: bool = False, show_fixes: bool = False, err: bool = False, out: _Output | None = None,
             stdin: tuple[str, str | None] | None = None, left_out: int = 0,
-            lint_settings: Mapping[str, Settings] | None = None, fix_only: bool = False) -> int:
+            lint_settings: Mapping[str, Settings] | None = None, fix_only: bool = False, silent: bool = False) -> int:
     """Print the results (to stderr with ``err``: stdout carries the fixed source) and return the exit code
     (``left_out``: the sites ``fix --from-run`` left as they are, counted in the summary, not in the code).
-    ``lint_settings``: each file's, by displayed path, for the fixes the JSON formats show (``check`` only)."""
+    ``lint_settings``: each file's, by displayed path, for the fixes the JSON formats show (``check`` only).
+    ``silent`` (ruff's ``--silent``, which implies ``quiet``): no finding, nor fix list; ``--statistics``' counts
+    and ``--diff``'s patch are still printed, as ruff's are, and errors that make the exit code 2."""
     out = out or _Output(None)
     failed = sum(1 for r in results if r.errors and r.code is None)  # exit 2
     for result in results:
@@ -681,10 +719,10 @@ def _report(mode: str, results: list[runner.FileResult], *, fmt: str, quiet: boo
     changed = [r for r in results if r.changed]
     fixed = [(r.display, r.fixed_codes) for r in changed]
     if mode == runner.DIFF:
-        _report_diff(results, fmt=fmt, quiet=quiet, show_fixes=show_fixes, out=out, stdin=stdin is not None)
+        _report_diff(results, fmt=fmt, quiet=quiet, out=out, stdin=stdin is not None)
         return 2 if failed else (1 if changed and not exit_zero else 0)
     if mode == runner.NOQA:
-        return _report_noqa(results, quiet=quiet, failed=failed)
+        return _report_noqa(results, quiet=quiet, silent=silent, failed=failed)
 
     problems = [problem(r.display, m, r.code) for r in results for m in r.errors]
     findings = sorted([*(f for r in results for f in r.findings), *(as_finding(p) for p in problems if p.code)],
@@ -692,14 +730,16 @@ def _report(mode: str, results: list[runner.FileResult], *, fmt: str, quiet: boo
     problems = [p for p in problems if p.code is None]
     if fix_only:  # ruff's `--fix-only`: what was fixed, never what is left (nor an exit 1 for it)
         hidden = _hidden(findings)
-        if show_fixes:
-            for line in fixed_report(fixed, _RULE_NAMES, would=False):
+        if show_fixes and not silent:
+            for line in fixed_report(fixed, _RULE_NAMES):
                 out.echo(line, err=err)
         if not quiet and fmt in SUMMARY_FORMATS:
             out.echo(fix_only_summary(sum(r.fixed for r in results), hidden), err=err)
         return 2 if failed else 0
     if stats:
         lines = statistics(findings, fmt, _RULE_NAMES)
+    elif silent:
+        lines = []
     elif show_fixes and fmt == "concise":  # `full` shows the fix itself; the others keep their shape
         lines = [line for f in findings for line in (*render([f], fmt, source_line=SourceLines(stdin)),
                                                       *show_fixes_check(f))]
@@ -708,8 +748,8 @@ def _report(mode: str, results: list[runner.FileResult], *, fmt: str, quiet: boo
         lines = render(findings, fmt, problems, source_line=SourceLines(stdin), fixes=fixes)
     for line in lines:
         out.echo(line, err=err)
-    if show_fixes and mode == runner.FIX:
-        for line in fixed_report(fixed, _RULE_NAMES, would=False):
+    if show_fixes and mode == runner.FIX and not silent:
+        for line in fixed_report(fixed, _RULE_NAMES):
             out.echo(line, err=err)
     fixable = sum(1 for f in findings if f.fixable)
     if not quiet and (fmt in SUMMARY_FORMATS or (stats and fmt != "json")):
@@ -731,31 +771,23 @@ def _hidden(findings: Iterable[Finding]) -> int:
     return sum(1 for f in findings if not f.fixable and f.reason and UNSAFE_HINT in f.reason)
 
 
-def _report_diff(results: list[runner.FileResult], *, fmt: str, quiet: bool, show_fixes: bool, out: _Output,
-                 stdin: bool) -> None:
-    """``--diff``: each changed file's patch on stdout, then ruff's summary line where ruff's goes (after the
-    patch, a blank line between; to ``--output-file``; to stderr for stdin's source), none with ``--quiet``,
-    in a machine format or when nothing would be fixed. ``--show-fixes`` puts its list and the line on stderr,
-    so stdout stays a bare patch."""
+def _report_diff(results: list[runner.FileResult], *, fmt: str, quiet: bool, out: _Output, stdin: bool) -> None:
+    """``--diff``: each changed file's patch on stdout (each ends with an empty line, as ruff's), then ruff's summary
+    line where ruff's goes (to stdout, to ``--output-file``, to stderr for stdin's source), none with ``--quiet``,
+    in a machine format or when nothing would be fixed."""
     changed = [r for r in results if r.changed]
     for result in changed:
         click.echo(result.diff, nl=False)
     summary = [] if quiet or fmt not in SUMMARY_FORMATS else diff_summary(
         sum(r.fixed for r in changed), _hidden(f for r in results for f in r.findings))
-    if show_fixes:
-        for line in [*fixed_report([(r.display, r.fixed_codes) for r in changed], _RULE_NAMES, would=True), *summary]:
-            _error(line)
-        return
-    if summary and changed and out.path is None and not stdin:  # ruff's blank line after its patch
-        summary.insert(0, "")
     for line in summary:
         out.echo(line, err=stdin)
 
 
-def _report_noqa(results: list[runner.FileResult], *, quiet: bool, failed: int) -> int:
+def _report_noqa(results: list[runner.FileResult], *, quiet: bool, silent: bool, failed: int) -> int:
     """``check --add-noqa``: how many directives were added, on stderr as ruff's (nothing when none was, as
     ruff's); exit 0 unless a file failed."""
-    for result in results:
+    for result in () if silent else results:
         for finding in result.findings:  # left: no comment could go on that line
             _error(f"{result.display}:{finding.line}:{finding.column}: warning: no noqa comment can go on this "
                    f"line (it ends inside a string or a line continuation): {finding.code}")

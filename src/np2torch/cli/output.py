@@ -496,13 +496,13 @@ def show_fixes_check(finding: Finding) -> list[str]:
     return [f"  help: {finding.fix_title}"] if finding.fixable and finding.fix_title else []
 
 
-def fixed_report(fixed: Sequence[tuple[str, dict[str, int]]], names: dict[str, str], *, would: bool) -> list[str]:
+def fixed_report(fixed: Sequence[tuple[str, dict[str, int]]], names: dict[str, str]) -> list[str]:
     """``fix --show-fixes``: the fixes per file and code, as ruff enumerates them."""
     files = [(path, codes) for path, codes in fixed if codes]
     if not files:
         return []
     total = sum(n for _, codes in files for n in codes.values())
-    lines = [f"{'Would fix' if would else 'Fixed'} {plural(total, 'error')}:"]
+    lines = [f"Fixed {plural(total, 'error')}:"]
     for path, codes in files:
         lines.append(f"- {path}:")
         width = max(len(str(n)) for n in codes.values())
@@ -618,17 +618,21 @@ def _lines(data: bytes) -> list[bytes]:
     return lines
 
 
-def diff_bytes(path: str, before: bytes, after: bytes) -> bytes:
-    """A ``git diff``-style patch (``a/``, ``b/`` prefixes) of a file's bytes that ``patch -p1``/``git apply`` accept.
+def diff_bytes(path: str | None, before: bytes, after: bytes) -> bytes:
+    """A file's patch as ruff's ``--diff`` prints it: ``--- path`` and ``+++ path`` (no ``a/``, ``b/``: ``patch -p0``
+    and ``git apply -p0`` take it; no such lines without a ``path``, as ruff's for stdin without a name), the
+    hunks, then an empty line; nothing when the bytes are the same.
 
     Its lines are the file's own bytes (a latin-1 file's patch is latin-1, a BOM stays in the first
     line) and the name is the file system's bytes, so the patch applies whatever the encodings.
     """
-    name = os.fsencode(path.replace(os.sep, "/"))
+    name = os.fsencode((path or "").replace(os.sep, "/"))
     out = []
-    for line in difflib.diff_bytes(difflib.unified_diff, _lines(before), _lines(after), b"a/" + name, b"b/" + name):
+    for line in difflib.diff_bytes(difflib.unified_diff, _lines(before), _lines(after), name, name):
         out.append(line if line.endswith(b"\n") else line + b"\n\\ No newline at end of file\n")
-    return b"".join(out)
+    if path is None:
+        out = out[2:]
+    return b"".join(out) + b"\n" if out else b""
 
 
 def unified_diff(path: str, before: str, after: str) -> str:

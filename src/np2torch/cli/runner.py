@@ -256,11 +256,21 @@ def _fixed(job: Job, outcome: FixResult) -> FileResult:
     except UnicodeEncodeError as exc:
         raise FileError(job.display, f"fix not applied: the fixed text cannot be encoded as {exc.encoding}") from None
     if job.mode == DIFF:
-        result.diff = diff_bytes(job.display, job.source.encode(text), new_bytes)
+        result.diff = diff_bytes(diff_name(job.display), job.source.encode(text), new_bytes)
         result.findings = sorted(outcome.findings, key=sort_key)
         return result
     result.new_bytes = new_bytes
     return result
+
+
+def diff_name(display: str) -> str | None:
+    """The name ruff's ``--diff`` heads a file's patch with (its ``relativize_path``): the path relative to the
+    working directory when the file is below it, else absolute; none for stdin without ``--stdin-filename``."""
+    if display == "-":
+        return None
+    absolute = os.path.abspath(display)
+    relative = os.path.relpath(absolute)
+    return absolute if relative == os.pardir or relative.startswith(os.pardir + os.sep) else relative
 
 
 def _notice_forks(result: FileResult, text: str) -> None:

@@ -31,10 +31,12 @@ Snapshot = dict[str, tuple[int, int]]
 
 
 def watch(run: Callable[[], int], paths: Sequence[str], *, sleep: Callable[[float], None] = time.sleep,
-          running: Callable[[], bool] = lambda: True) -> int:
-    """Call ``run`` now and after every change under ``paths`` while ``running()``; 0 when it stops."""
+          running: Callable[[], bool] = lambda: True, quiet: bool = False) -> int:
+    """Call ``run`` now and after every change under ``paths`` while ``running()``; 0 when it stops.  ``quiet``
+    (``--quiet``, ``--silent``): without ruff's two lines, as ruff's."""
     _clear()
-    click.echo("Starting linter in watch mode...")
+    if not quiet:
+        click.echo("Starting linter in watch mode...")
     run()
     seen = snapshot(paths)
     while running():
@@ -43,7 +45,8 @@ def watch(run: Callable[[], int], paths: Sequence[str], *, sleep: Callable[[floa
         if now != seen:
             seen = now
             _clear()
-            click.echo("File change detected...")
+            if not quiet:
+                click.echo("File change detected...")
             run()
     return 0
 
