@@ -351,8 +351,8 @@ def test_fix_with_a_syntax_error_elsewhere_still_fixes_the_rest(capsys: pytest.C
 @pytest.mark.parametrize(
     ("raw", "line"),
     [
-        pytest.param(b"\x7fELF\x02\x01\x01\x00\x00\x00",
-                     "bin.py:1:8: invalid-syntax: SyntaxError: source code cannot contain null bytes", id="binary"),
+        pytest.param(b"\x7fELF\x02\x01\x01\x00\x00\x00",  # at 1:1, as ruff's first
+                     "bin.py:1:1: invalid-syntax: SyntaxError: invalid non-printable character U+007F", id="binary"),
         pytest.param(b"x = 1\ny = '\xff\xfe'\n", "bin.py:1:1: E902 stream did not contain valid UTF-8", id="bad utf-8"),
     ],
 )

@@ -559,9 +559,8 @@ def test_a_nul_byte_is_ruffs_invalid_syntax_object_in_json(tree: Path, monkeypat
     theirs = json.loads(_ruff(tree, "check", "--no-cache", "--output-format", "json", "binary.py").stdout)
     code, out = _np2torch(tree, monkeypatch, capsys, "check", "--no-cache", "--output-format", "json", "binary.py")
     [ours] = json.loads(out)
-    # ruff's first diagnostic, where the NUL is; its message is its parser's ("Got unexpected token"), ours is
-    # Python's, which refuses a NUL anywhere (ruff's parser takes one in a string or a comment), and its parser
-    # goes on to report what follows
+    # ruff's first diagnostic, where the NUL is (in code); its message is its parser's ("Got unexpected token"),
+    # ours is Python's, and its parser goes on to report what follows
     same = set(theirs[0]) - {"message", "end_location"}
     assert code == 1 and {key: ours[key] for key in same} == {key: theirs[0][key] for key in same}
     assert ours["message"] == "SyntaxError: source code cannot contain null bytes"
@@ -686,6 +685,25 @@ def _patch_shape(out: str) -> list[str]:
     return shape
 
 
+def _patch_shapes(out: str) -> tuple[list[tuple[str, ...]], list[str]]:
+    """:func:`_patch_shape` of each file's patch (to its empty line), in name order: ruff prints them as its
+    threads finish (np2torch in name order), and what follows them."""
+    files: list[tuple[str, ...]] = []
+    rest: list[str] = []
+    current: list[str] | None = None
+    for item in _patch_shape(out):
+        if item.startswith("--- "):
+            current = [item]
+        elif current is not None:
+            current.append(item)
+            if not item:
+                files.append(tuple(current))
+                current = None
+        else:
+            rest.append(item)
+    return sorted(files), rest
+
+
 @pytest.mark.parametrize(("args", "cwd"), [
     pytest.param(("a.py", "sub/b.py"), ".", id="two files"),
     pytest.param(("sub",), ".", id="a folder"),
@@ -702,7 +720,8 @@ def test_diff_patches_have_ruffs_headers_and_separators(
     theirs = _ruff(tree / cwd, "check", "--no-cache", "--diff", *paths)
     code, ours = _np2torch(tree / cwd, monkeypatch, capsys, "check", "--no-cache", "--diff", *paths)
     assert theirs.returncode == code == 1
-    assert _patch_shape(ours) == _patch_shape(theirs.stdout), (ours, theirs.stdout)
+    assert _patch_shapes(ours) == _patch_shapes(theirs.stdout), (ours, theirs.stdout)
+    assert _patch_shape(ours) == [line for patch in _patch_shapes(ours)[0] for line in patch] + _patch_shapes(ours)[1]
     assert ours.endswith("\n\nWould fix 2 errors.\n" if len(args) == 2 else "\n\nWould fix 1 error.\n")
 
 
@@ -838,3 +857,58 @@ def test_fix_refuses_silent_with_quiet(tree: Path, monkeypatch: pytest.MonkeyPat
     assert main(["fix", "--no-cache", "-s", "-q", "a.py"]) == 2
     assert "the argument '--silent' cannot be used with '--quiet'" in capsys.readouterr().err
     assert (tree / "a.py").read_text() == SOURCE
+
+
+NUL_SOURCES = {
+    "string": 'import os\nimport numpy as np\ns = "a\0b"; y = np.exp(x)\n',
+    "bytes": "import os\nimport numpy as np\ns = b'a\0b'; y = np.exp(x)\n",
+    "f-string": 'import os\nimport numpy as np\ns = f"a\0{x}"; y = np.exp(x)\n',
+    "triple-quoted": 'import os\nimport numpy as np\ns = """a\n\0b"""; y = np.exp(x)\n',
+    "comment": "import os\nimport numpy as np\n# a\0b\ny = np.exp(x)  # \0\n",
+    "after code": "import os\nimport numpy as np\ny = np.exp(x)\0\n",
+    "starting a line": "import os\nimport numpy as np\n\0y = np.exp(x)\n",
+    "in an f-string's expression": 'import os\nimport numpy as np\ns = f"{x\0}"; y = np.exp(x)\n',
+    "in code after one in a string": 'import os\nimport numpy as np\ns = "\0"; y = np.exp(x) \0\n',
+    "in a file that calls nothing": "import os\nx = 1\0\n",
+}
+"""A NUL byte where ruff takes it (a string literal of any kind, a comment) and where it does not (code)."""
+
+
+@pytest.mark.parametrize("name", NUL_SOURCES)
+def test_a_nul_byte_is_taken_where_ruff_takes_it(
+    tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], name: str,
+) -> None:
+    _config(tree, E902, "")
+    source = NUL_SOURCES[name]
+    (tree / "n.py").write_bytes(source.encode())
+    theirs = json.loads(_ruff(tree, "check", "--no-cache", "--output-format", "json", "n.py").stdout)
+    code, out = _np2torch(tree, monkeypatch, capsys, "check", "--no-cache", "--output-format", "json", "n.py")
+    ours = json.loads(out)
+    assert code == 1
+
+    def syntax(report: list[dict[str, object]]) -> list[object]:
+        return [d["location"] for d in report if d["code"] == "invalid-syntax"]
+
+    assert syntax(ours) == syntax(theirs)[:1], (ours, theirs)  # ruff's parser goes on past it
+    if not syntax(theirs):  # as if the NUL were any other character: the finding where it is without one
+        (tree / "n.py").write_text(source.replace("\0", "_"))
+        _code, plain = _np2torch(tree, monkeypatch, capsys, "check", "--no-cache", "--output-format", "json", "n.py")
+        assert [d["code"] for d in theirs] == ["F401"]
+        assert [(d["code"], d["location"]) for d in ours] == [(d["code"], d["location"]) for d in json.loads(plain)]
+
+
+@pytest.mark.parametrize("name", ["string", "bytes", "f-string", "triple-quoted", "comment"])
+def test_fix_keeps_each_nul_byte_where_it_was_as_ruffs(
+    tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], name: str,
+) -> None:
+    _config(tree, "", "")
+    source = NUL_SOURCES[name]
+    (tree / "n.py").write_bytes(source.encode())
+    assert _ruff(tree, "check", "--no-cache", "--fix", "n.py").returncode == 0
+    assert (tree / "n.py").read_bytes() == source.replace("import os\n", "").encode()
+    (tree / "n.py").write_text(source.replace("\0", "_"))
+    assert _np2torch(tree, monkeypatch, capsys, "fix", "--no-cache", "n.py")[0] == 0
+    expected = (tree / "n.py").read_text().replace("_", "\0")
+    (tree / "n.py").write_bytes(source.encode())
+    assert _np2torch(tree, monkeypatch, capsys, "fix", "--no-cache", "n.py")[0] == 0
+    assert (tree / "n.py").read_bytes() == expected.encode() != source.encode()

@@ -144,10 +144,71 @@ def test_syntax_error_is_a_source_error(call) -> None:  # type: ignore[no-untype
     assert "\n" not in str(info.value) and str(info.value).startswith("SyntaxError: ")
 
 
-def test_null_bytes_are_a_source_error() -> None:
+NUL_MESSAGE = "SyntaxError: source code cannot contain null bytes"  # Python's words; ruff's invalid-syntax there
+
+
+@pytest.mark.parametrize(("text", "where"), [
+    pytest.param("import numpy as np\nnp.exp(x)\x00\n", (2, 10), id="after code"),
+    pytest.param("import os\n\x00\x01\x02", (2, 1), id="beside other control characters"),
+    pytest.param("x = '\u00e9'\x00\n", (1, 8), id="after a character of two bytes: its column in characters"),
+    pytest.param("x = 1\r\n\ry\x00", (3, 2), id="after CRLF and CR"),
+    pytest.param("x = 1 \\\n\x00\n", (2, 1), id="after a line continuation"),
+    pytest.param("s = f'{x\x00}'\n", (1, 9), id="in an f-string's expression"),
+    pytest.param("s = '\x00'\nx = 1\x00\n", (2, 6), id="in code after one in a string"),
+])
+def test_a_nul_in_code_is_a_source_error_where_it_stands(text: str, where: tuple[int, int]) -> None:
+    # whatever the text calls: ruff reports it in every file
+    for call in (check_source, fix_source):
+        with pytest.raises(SourceError) as info:
+            call(text)
+        assert (str(info.value), info.value.line, info.value.column) == (NUL_MESSAGE, *where)
+
+
+@pytest.mark.parametrize("literal", [
+    pytest.param("'a\x00b'", id="string"),
+    pytest.param("b'a\x00b'", id="bytes"),
+    pytest.param("f'a\x00{np.log(x)}'", id="f-string"),
+    pytest.param('"""a\n\x00b"""', id="triple-quoted over two lines"),
+    pytest.param("'a\\\n\x00b'", id="after a backslash-newline in a string"),
+])
+def test_a_nul_in_a_string_or_a_comment_is_taken_as_ruff_takes_it(literal: str) -> None:
+    # the findings and the fix are those of the text with any other character in place of each NUL
+    text = f"import numpy as np\n# a comment\x00\ns = {literal}; y = np.exp(x)\nz = np.log(x)  # \x00\n"
+    plain = text.replace("\x00", "_")
+    findings = check_source(text)
+    assert findings == check_source(plain) and len(findings) == 2 + ("np.log" in literal)
+    fixed = fix_source(text)
+    assert fixed == fix_source(plain).replace("_", "\x00") != text  # each NUL where it was, nothing else one
+
+
+def test_a_nul_in_a_string_of_a_file_that_calls_nothing_is_no_finding() -> None:
+    assert check_source("s = '\x00'\n") == [] and fix_source("s = '\x00'\n") == "s = '\x00'\n"
+    assert may_contain("s = '\x00'\n", RULES)  # the prefilter lets it through: a NUL may stand in code
+
+
+def test_a_text_holding_every_stand_in_refuses_its_first_nul() -> None:
+    from np2torch.lint import nul
+
+    stand_ins = nul.STAND_INS
     with pytest.raises(SourceError) as info:
-        check_source("import numpy as np\nnp.exp(x)\x00\n")
-    assert "\n" not in str(info.value)
+        check_source(f"import numpy as np\ns = '{stand_ins}\x00'\ny = np.exp(x)\n")
+    assert (info.value.line, info.value.column) == (2, 6 + len(stand_ins))
+
+
+def test_a_fix_that_would_add_a_nul_is_refused() -> None:
+    from np2torch.lint import nul
+
+    masked = nul.mask("s = '\x00'\n")
+    assert "\x00" not in masked.text and masked.restore(masked.text) == "s = '\x00'\n"
+    with pytest.raises(FixError):
+        masked.restore(masked.text * 2)
+
+
+def test_a_nul_is_refused_for_a_text_to_run() -> None:
+    # `np2torch run` executes the tree: Python runs no text with a NUL, and the stand-in would be the string's value
+    with pytest.raises(SourceError) as info:
+        engine.plan_source("import numpy as np\ns = '\x00'\ny = np.exp(x)\n")
+    assert (str(info.value), info.value.line, info.value.column) == (NUL_MESSAGE, 2, 6)
 
 
 def test_indentation_error_is_a_source_error() -> None:

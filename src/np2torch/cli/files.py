@@ -16,7 +16,6 @@ from __future__ import annotations
 import errno
 import io
 import os
-import re
 import stat
 import tempfile
 import tokenize
@@ -43,7 +42,7 @@ class FileError(Exception):
     """A file that cannot be read, decoded or written; ``str()`` is one line naming it.  ``code``: the code ruff
     reports such a file under (a finding then, not a failure): ``E902`` for a file it cannot read (the system
     would not, :func:`read_error`; np2torch will not, :func:`read_regular`; it is not UTF-8), ``invalid-syntax``
-    for bytes Python would not compile (a NUL, an unknown coding)."""
+    for bytes Python would not compile (an unknown coding)."""
 
     def __init__(self, path: str, message: str, line: int | None = None, column: int | None = None,
                  code: str | None = None) -> None:
@@ -84,9 +83,6 @@ class Source:
         return text.encode(self.encoding)
 
 
-_NEWLINE = re.compile(r"\r\n|\r|\n")
-
-
 def _undecodable(path: str, encoding: str) -> FileError:
     """Bytes the file's codec cannot decode: ruff's E902, in its words (Rust's ``io::Error`` for a file that
     is not UTF-8; ruff reads nothing else), at 1:1 as ruff has it."""
@@ -94,11 +90,9 @@ def _undecodable(path: str, encoding: str) -> FileError:
     return FileError(path, f"stream did not contain valid {name}", code=IO_ERROR)
 
 
-def _not_compilable(path: str, message: str, text: str = "", offset: int = 0) -> FileError:
-    """Text Python refuses before parsing it (``SyntaxError: message``): ruff's ``invalid-syntax``, at the
-    character ``offset`` of ``text``."""
-    lines = _NEWLINE.split(text[:offset])
-    return FileError(path, f"SyntaxError: {message}", len(lines), len(lines[-1]) + 1, code=INVALID_SYNTAX)
+def _not_compilable(path: str, message: str) -> FileError:
+    """Bytes Python refuses before parsing them (``SyntaxError: message``): ruff's ``invalid-syntax``, at 1:1."""
+    return FileError(path, f"SyntaxError: {message}", 1, 1, code=INVALID_SYNTAX)
 
 
 def decode_notebook(raw: bytes, path: str) -> Source:
@@ -113,8 +107,8 @@ def decode_notebook(raw: bytes, path: str) -> Source:
 
 
 def decode_source(raw: bytes, path: str) -> Source:
-    """Decode ``raw`` as Python does, or raise :class:`FileError`: undecodable bytes are ruff's E902, a NUL
-    or an unknown coding its ``invalid-syntax`` (Python's own ``SyntaxError`` for them)."""
+    """Decode ``raw`` as Python does, or raise :class:`FileError`: undecodable bytes are ruff's E902, an unknown
+    coding its ``invalid-syntax`` (Python's own ``SyntaxError`` for it)."""
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
     except SyntaxError as exc:
@@ -128,10 +122,7 @@ def decode_source(raw: bytes, path: str) -> Source:
         text = raw[shift:].decode("utf-8" if shift else encoding)
     except UnicodeDecodeError:
         raise _undecodable(path, encoding) from None
-    nul = text.find("\x00")
-    if nul >= 0:  # ruff decodes first (E902), then parses: the NUL is a syntax error where it stands
-        raise _not_compilable(path, "source code cannot contain null bytes", text, nul)
-    return Source(text=text, encoding=encoding)
+    return Source(text=text, encoding=encoding)  # a NUL is the engine's (np2torch.lint.nul): ruff takes some
 
 
 @dataclass(frozen=True)

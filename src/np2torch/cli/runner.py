@@ -59,7 +59,8 @@ class FileResult:
     errors: list[str] = field(default_factory=list)
     code: str | None = None
     """The code ruff reports :attr:`errors` under (:data:`~np2torch.lint.model.NOT_ANALYSED`): ``invalid-syntax``
-    (the file does not parse, has a NUL byte or an unknown coding, or needs a newer Python than ``target-version``),
+    (the file does not parse, has a NUL byte in code or an unknown coding, or needs a newer Python than
+    ``target-version``),
     ``E902`` (it cannot be read, is not a regular file, is over the size limit, or is not in its coding: UTF-8).
     They are findings then, in the report and for the exit status; ``None``: a failure (exit 2)."""
     fixed: int = 0

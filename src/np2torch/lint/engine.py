@@ -72,7 +72,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Collection, Iterable, Iterator, Sequence
 
-from np2torch.lint import compiled, placement, skim, walk
+from np2torch.lint import compiled, nul, placement, skim, walk
 from np2torch.lint.model import DEFAULT_SETTINGS, Finding, FixError, FixResult, Lines, Planned, Settings, SourceError
 from np2torch.lint.namespace import LISTING_WORDS, lists_namespace
 from np2torch.lint.resolve import WRITE_WORDS, NamespaceWrites, Ref, Resolution, bound_names, namespace_writes, resolve
@@ -182,9 +182,10 @@ def may_contain(text: str, rules: Sequence[Rule]) -> bool:
     (:func:`_owner_may_hold`).  A line that starts with ``>>>`` (a doctest's, inside a
     string) or with ``...`` then a name (a doctest's continuation) is never code.
     The parser NFKC-normalises non-ASCII identifiers (``ｅｘｐ`` is ``exp``), so
-    non-ASCII text is normalised before looking.
+    non-ASCII text is normalised before looking.  A text with a NUL may: a NUL in code is a finding
+    (:mod:`np2torch.lint.nul`).
     """
-    return _may_contain(text, rules, _may_match(text, rules))
+    return "\0" in text or _may_contain(text, rules, _may_match(text, rules))
 
 
 def _may_contain(text: str, rules: Sequence[Rule], matching: Iterable[Rule]) -> bool:
@@ -466,7 +467,10 @@ def _becomes_class_attribute(node: ast.expr, parent: ast.AST | None, grand: ast.
 @dataclass
 class _Analysis:
     text: str
+    """The text analysed: the source without its BOM, its NULs replaced (:mod:`np2torch.lint.nul`)."""
     bom: str
+    masked: nul.Masked = nul.Masked("")
+    """What puts the NULs back into a text made from :attr:`text`."""
     tree: ast.Module | None = None
     skimmed: bool = False
     """The tree is the parse of the skimmed text (:func:`_skimmed_parse`), not of the whole."""
@@ -490,10 +494,14 @@ class NewerSyntaxError(SourceError):
         self.needed = needed
 
 
-def _parse(text: str) -> ast.Module:
+def _parse(text: str, masked: nul.Masked = nul.Masked("")) -> ast.Module:
+    """The parse of ``text`` (``masked``'s text, when it had a NUL: :mod:`np2torch.lint.nul`)."""
     try:
         return ast.parse(text)
     except SyntaxError as exc:
+        in_code = masked.error(exc)
+        if in_code is not None:
+            raise in_code from None
         from np2torch.lint.syntax import newer_syntax  # LibCST's parser reads every version's grammar
 
         needed = newer_syntax(text)
@@ -609,8 +617,11 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
     (:func:`_skimmed_parse`): the findings are the same, the tree is not the whole module's (for what only
     reports findings or rewrites text, never for ``np2torch run``, which executes the tree)."""
     bom = "\ufeff" if source.startswith("\ufeff") else ""
-    text = source[len(bom) :]
-    analysis = _Analysis(text=text, bom=bom)
+    masked = nul.mask(source[len(bom) :])
+    if masked.stand_in is not None:  # a NUL in code is ruff's finding whatever the file calls: parsed whole
+        prefilter = skimmed = False
+    text = masked.text
+    analysis = _Analysis(text=text, bom=bom, masked=masked)
     # the rules that may match: all of them where the skim needs them, else as far as the prefilter asks
     matching: Iterable[Rule] = ()
     if settings.rules:
@@ -622,7 +633,7 @@ def _analyze(source: str, path: str, settings: Settings, *, prefilter: bool = Tr
         return analysis
     parsed = _skimmed_parse(text, settings, tuple(matching)) if skimmed else None
     analysis.skimmed = parsed is not None
-    tree = analysis.tree = parsed[0] if parsed is not None else _parse(text)
+    tree = analysis.tree = parsed[0] if parsed is not None else _parse(text, masked)
     # the resolver reads the lines that spell a candidate: the skimmed text's (the same lines, the replaced
     # bodies blank) where the tree is its parse
     res = analysis.resolution = resolve(tree, _KNOWN, parsed[1] if parsed is not None else text, focus=_FOCUS)
@@ -1089,8 +1100,10 @@ class Plan:
 def plan_source(source: str, path: str = "<string>", *, settings: Settings | None = None) -> Plan:
     """What :func:`fix_source` would rewrite in ``source``, as nodes of its ``ast`` tree instead of text.
 
-    Raises :class:`SourceError` as :func:`check_source` does.
+    Raises :class:`SourceError` as :func:`check_source` does, and for a NUL anywhere: the tree runs, and Python
+    runs no text with one (a NUL in a string would be the stand-in's value in it, :mod:`np2torch.lint.nul`).
     """
+    nul.refuse(source)
     analysis = _analyze(source, path, settings or DEFAULT_SETTINGS, import_line=False)
     return Plan(analysis.tree, tuple(analysis.findings), tuple(analysis.fixes))
 
@@ -1130,8 +1143,9 @@ class EachFix:
             from np2torch.lint.rewrite import apply_fixes
 
             assert analysis.tree is not None and analysis.resolution is not None and analysis.alias is not None
-            self.imported = analysis.bom + apply_fixes(analysis.text, analysis.tree, [], analysis.resolution.import_froms,
-                                                       analysis.alias, settings, path, analysis.place)
+            self.imported = analysis.bom + analysis.masked.restore(apply_fixes(
+                analysis.text, analysis.tree, [], analysis.resolution.import_froms, analysis.alias, settings, path,
+                analysis.place))
 
     def alone(self, position: tuple[str, int, int, int, int]) -> str | None:
         """The text the fix of the finding at ``position`` makes alone; None when it has none.  Raises
@@ -1160,7 +1174,7 @@ def _fixed_text(analysis: _Analysis, source: str, path: str, settings: Settings)
         text = remove_noqa_codes(text, codes, analysis.comments)
         if not analysis.fixes:
             _verify(analysis.text, text, path)
-            return analysis.bom + text
+            return analysis.bom + analysis.masked.restore(text)
     from np2torch.lint.rewrite import apply_fixes  # LibCST loads only when there is something to fix
 
     assert analysis.tree is not None and analysis.resolution is not None and analysis.alias is not None
@@ -1176,7 +1190,7 @@ def _fixed_text(analysis: _Analysis, source: str, path: str, settings: Settings)
         analysis.place,
     )
     _verify(analysis.text, fixed, path)
-    return analysis.bom + fixed
+    return analysis.bom + analysis.masked.restore(fixed)
 
 
 def _verify(original: str, fixed: str, path: str) -> None:
