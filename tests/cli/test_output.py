@@ -138,6 +138,29 @@ def test_diff_splits_on_newline_only() -> None:
     assert " x = 1\x0c y\u2028z\n" in diff
 
 
+def test_a_notebooks_diff_heads_every_code_cell_as_ruffs() -> None:
+    # ruff's: each code cell changed or not, numbered among all cells; a last line without its newline is
+    # given one and no "\ No newline" line; one empty line after the last cell
+    patch = output.notebook_diff("nb/n.ipynb", [(1, "import numpy as np\ny = np.exp(x)", "import numpy as np\n"
+                                                 "y = np2t.exp(x)"), (3, "x = 1\n", "x = 1\n")])
+    assert patch.decode().split("\n") == [
+        "--- nb/n.ipynb:cell 1",
+        "+++ nb/n.ipynb:cell 1",
+        "@@ -1,2 +1,2 @@",
+        " import numpy as np",
+        "-y = np.exp(x)",
+        "+y = np2t.exp(x)",
+        "--- nb/n.ipynb:cell 3",
+        "+++ nb/n.ipynb:cell 3",
+        "",
+        "",
+    ]
+
+
+def test_a_nameless_notebooks_diff_names_the_cell_only() -> None:
+    assert output.notebook_diff(None, [(2, "a\n", "b\n")]) == b"--- cell 2\n+++ cell 2\n@@ -1 +1 @@\n-a\n+b\n\n"
+
+
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 @pytest.mark.parametrize(
     ("before", "after"),

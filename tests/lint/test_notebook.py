@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -272,7 +273,23 @@ def test_cli_fix_rewrites_only_the_sources(in_tmp: Path, capsys: pytest.CaptureF
     path = Path("n.ipynb")
     path.write_bytes(before.encode("utf-8"))
     code_, out, err = run(capsys, "fix", "--diff", "n.ipynb")
-    assert code_ == 1 and out.startswith("--- n.ipynb\n")  # ruff diffs each cell (n.ipynb:cell 3); np2torch the JSON
+    assert code_ == 1  # as ruff's: each code cell, changed or not, numbered among all cells; no "\ No newline" line
+    assert out == textwrap.dedent("""\
+        --- n.ipynb:cell 1
+        +++ n.ipynb:cell 1
+        @@ -1,2 +1,3 @@
+         %matplotlib inline
+        +import np2torch.runtime as np2t
+         import numpy as np
+        --- n.ipynb:cell 3
+        +++ n.ipynb:cell 3
+        @@ -1,2 +1,2 @@
+        -y = np.exp(x)
+        +y = np2t.exp(x)
+         same = np.log is f
+
+        Would fix 1 error.
+        """)
     assert path.read_bytes() == before.encode("utf-8")
     code_, out, _ = run(capsys, "fix", "n.ipynb")
     assert code_ == 1  # the `is` comparison cannot be fixed

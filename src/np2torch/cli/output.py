@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -618,6 +619,14 @@ def _lines(data: bytes) -> list[bytes]:
     return lines
 
 
+def _hunks(before: bytes, after: bytes, *, hint: bool = True) -> list[bytes]:
+    """The hunks of the unified diff of two texts' lines (three lines of context); a last line without its newline
+    gets one, then ``\\ No newline at end of file`` where ``hint`` asks for it."""
+    ending = b"\n\\ No newline at end of file\n" if hint else b"\n"
+    lines = difflib.diff_bytes(difflib.unified_diff, _lines(before), _lines(after), b"", b"")
+    return [line if line.endswith(b"\n") else line + ending for line in itertools.islice(lines, 2, None)]
+
+
 def diff_bytes(path: str | None, before: bytes, after: bytes) -> bytes:
     """A file's patch as ruff's ``--diff`` prints it: ``--- path`` and ``+++ path`` (no ``a/``, ``b/``: ``patch -p0``
     and ``git apply -p0`` take it; no such lines without a ``path``, as ruff's for stdin without a name), the
@@ -626,13 +635,27 @@ def diff_bytes(path: str | None, before: bytes, after: bytes) -> bytes:
     Its lines are the file's own bytes (a latin-1 file's patch is latin-1, a BOM stays in the first
     line) and the name is the file system's bytes, so the patch applies whatever the encodings.
     """
+    hunks = _hunks(before, after)
+    if not hunks:
+        return b""
+    name = os.fsencode((path or "").replace(os.sep, "/"))
+    header = [] if path is None else [b"--- " + name + b"\n", b"+++ " + name + b"\n"]
+    return b"".join(header + hunks) + b"\n"
+
+
+def notebook_diff(path: str | None, cells: Iterable[tuple[int, str, str]]) -> bytes:
+    """A notebook's patch as ruff's ``--diff`` prints it: for each code cell ``(number, before, after)``, changed or
+    not, ``--- path:cell N`` and ``+++ path:cell N`` (``N`` counts every cell from 1, markdown too; ``cell N``
+    without a ``path``) and the cell's hunks, a cell's last line without its newline given one and no ``\\ No
+    newline`` line (a cell's last line usually has none); one empty line after the last cell.  The text is UTF-8,
+    as a notebook's; the headers name cells, so no ``patch`` applies it (nor ruff's)."""
     name = os.fsencode((path or "").replace(os.sep, "/"))
     out = []
-    for line in difflib.diff_bytes(difflib.unified_diff, _lines(before), _lines(after), name, name):
-        out.append(line if line.endswith(b"\n") else line + b"\n\\ No newline at end of file\n")
-    if path is None:
-        out = out[2:]
-    return b"".join(out) + b"\n" if out else b""
+    for number, before, after in cells:
+        label = (name + b":" if path is not None else b"") + b"cell %d" % number
+        out += [b"--- " + label + b"\n", b"+++ " + label + b"\n"]
+        out += _hunks(before.encode("utf-8", "surrogatepass"), after.encode("utf-8", "surrogatepass"), hint=False)
+    return b"".join(out) + b"\n"
 
 
 def unified_diff(path: str, before: str, after: str) -> str:

@@ -38,7 +38,7 @@ from np2torch.cli.files import (
     read_bytes,
     write_atomic,
 )
-from np2torch.cli.output import Progress, diff_bytes, longer_lines_note, sort_key
+from np2torch.cli.output import Progress, diff_bytes, longer_lines_note, notebook_diff, sort_key
 from np2torch.lint.model import INVALID_SYNTAX, IO_ERROR, Finding, FixResult, SourceError
 from np2torch.lint.rules import RULES_BY_CODE
 
@@ -257,11 +257,22 @@ def _fixed(job: Job, outcome: FixResult) -> FileResult:
     except UnicodeEncodeError as exc:
         raise FileError(job.display, f"fix not applied: the fixed text cannot be encoded as {exc.encoding}") from None
     if job.mode == DIFF:
-        result.diff = diff_bytes(diff_name(job.display), job.source.encode(text), new_bytes)
+        result.diff = _diff(job, fixed, new_bytes)
         result.findings = sorted(outcome.findings, key=sort_key)
         return result
     result.new_bytes = new_bytes
     return result
+
+
+def _diff(job: Job, fixed: str, new_bytes: bytes) -> bytes:
+    """``--diff``'s patch of the file: a notebook's is one per code cell, from the cells' sources, as ruff's."""
+    name = diff_name(job.display)
+    if not is_notebook(job.path):
+        return diff_bytes(name, job.source.encode(job.source.text), new_bytes)
+    from np2torch.lint.notebook import cell_sources
+
+    before, after = cell_sources(job.source.text), cell_sources(fixed)
+    return notebook_diff(name, [(number, source, after[number]) for number, source in before.items()])
 
 
 def diff_name(display: str) -> str | None:
