@@ -295,6 +295,22 @@ UNFIXABLE = "import numpy as np\n\nl = f is np.log\n"
 SUMMARY_RULES = ('extend-select = ["E711", "E741"]', 'extend-select = ["NPT002"]')
 
 
+def _notebook(*sources: str | None) -> str:
+    """A Python notebook of these code cells (``None``: a markdown cell), as nbformat writes it."""
+    cells = [{"cell_type": "markdown", "metadata": {}, "source": "# notes"} if source is None else
+             {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+              "source": source.splitlines(keepends=True)} for source in sources]
+    metadata = {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+                "language_info": {"name": "python"}}
+    return json.dumps({"cells": cells, "metadata": metadata, "nbformat": 4, "nbformat_minor": 5}, indent=1,
+                      sort_keys=True) + "\n"
+
+
+NOTEBOOK = _notebook("import os\nimport numpy as np\na = np.exp(q)", None, "x = 1\n", "import json\ny = np.exp(x)\n")
+"""Both rules' fixes in cells 1 and 4 (ruff's F401, np2torch's NPT001), a markdown cell and a code cell neither
+changes between them; cell 1's last line has no newline."""
+
+
 def _summary_lines(out: str) -> list[str]:
     """What a ``--diff`` prints on a stream besides its patches (whose lines start with ``-``, ``+``, ``@@``, a
     blank or a backslash) and the empty lines between."""
@@ -323,6 +339,13 @@ def _summary_lines(out: str) -> list[str]:
     pytest.param({"a.py": SOURCE}, ("--output-format", "full"), ["Would fix 1 error."], 1, id="full"),
     pytest.param({"a.py": SOURCE}, ("--output-format", "grouped"), ["Would fix 1 error."], 1, id="grouped"),
     pytest.param({"a.py": SOURCE}, ("--output-format", "pylint"), [], 1, id="pylint"),
+    pytest.param({"n.ipynb": NOTEBOOK}, (), ["Would fix 2 errors."], 1, id="a notebook"),
+    pytest.param({"n.ipynb": NOTEBOOK, "a.py": SOURCE}, (), ["Would fix 3 errors."], 1, id="a notebook and a file"),
+    pytest.param({"u.ipynb": _notebook(UNSAFE_ONLY)}, (),
+                 ["No errors would be fixed (1 fix available with `--unsafe-fixes`)."], 0, id="a notebook's unsafe fix"),
+    pytest.param({"n.ipynb": NOTEBOOK, "u.ipynb": _notebook(UNSAFE_ONLY)}, (),
+                 ["Would fix 2 errors (1 additional fix available with `--unsafe-fixes`)."], 1,
+                 id="two notebooks, a safe fix and an unsafe one"),
     pytest.param({"a.py": SOURCE, "u.py": UNSAFE_ONLY}, ("--output-format", "json"), [], 1, id="json"),
 ])
 def test_diff_summary_as_ruffs(
@@ -692,7 +715,7 @@ def _patch_shapes(out: str) -> tuple[list[tuple[str, ...]], list[str]]:
     rest: list[str] = []
     current: list[str] | None = None
     for item in _patch_shape(out):
-        if item.startswith("--- "):
+        if current is None and item.startswith("--- "):  # a notebook's patch has a `--- ` per cell
             current = [item]
         elif current is not None:
             current.append(item)
@@ -734,6 +757,47 @@ def test_diff_of_stdin_without_a_name_has_no_header_as_ruffs(tree: Path) -> None
     assert theirs.returncode == ours.returncode == 1
     assert _patch_shape(theirs.stdout) == _patch_shape(ours.stdout) == ["@@", "", ""]
     assert theirs.stderr == ours.stderr == "Would fix 1 error.\n"
+
+
+@pytest.mark.parametrize(("args", "cwd", "summary"), [
+    pytest.param(("n.ipynb",), ".", "Would fix 2 errors.", id="a notebook"),
+    pytest.param(("n.ipynb", "a.py"), ".", "Would fix 3 errors.", id="beside a file"),
+    pytest.param(("..",), "sub", "Would fix 3 errors.", id="above here: absolute"),
+])
+def test_a_notebooks_diff_heads_each_code_cell_as_ruffs(
+    tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], args: tuple[str, ...], cwd: str,
+    summary: str,
+) -> None:
+    # ruff's: a `--- n.ipynb:cell N` / `+++` pair for every code cell, changed or not (N counts the markdown cell
+    # too), its hunks, no empty line between cells, one after the notebook
+    _config(tree, "", "")
+    (tree / "n.ipynb").write_text(NOTEBOOK)
+    (tree / "sub").mkdir()
+    theirs = _ruff(tree / cwd, "check", "--no-cache", "--diff", *args)
+    code, ours = _np2torch(tree / cwd, monkeypatch, capsys, "check", "--no-cache", "--diff", *args)
+    assert theirs.returncode == code == 1
+    assert _patch_shapes(ours) == _patch_shapes(theirs.stdout), (ours, theirs.stdout)
+    patches, rest = _patch_shapes(ours)
+    cells = next(patch for patch in patches if ":cell " in patch[0])
+    assert [line[:4] + line.rsplit(":", 1)[1] if ":cell " in line else line for line in cells] == [
+        "--- cell 1", "+++ cell 1", "@@", "--- cell 3", "+++ cell 3", "--- cell 4", "+++ cell 4", "@@", ""]
+    assert cells[0] == "--- " + ("n.ipynb" if cwd == "." else str(tree / "n.ipynb")) + ":cell 1"
+    assert rest == [summary, ""]
+    assert "No newline" not in ours + theirs.stdout  # cell 1's last line has none: no hint, in either
+    assert (tree / "n.ipynb").read_text() == NOTEBOOK
+
+
+def test_a_notebooks_diff_from_stdin_as_ruffs(tree: Path) -> None:
+    _config(tree, "", "")
+    runs = [subprocess.run([*command, "check", "--no-cache", "--diff", "--stdin-filename", "n.ipynb", "-"], cwd=tree,
+                           input=NOTEBOOK, capture_output=True, text=True, check=False)
+            for command in ([sys.executable, "-m", "ruff"], [sys.executable, "-m", "np2torch"])]
+    theirs, ours = runs
+    assert theirs.returncode == ours.returncode == 1
+    assert _patch_shape(theirs.stdout) == _patch_shape(ours.stdout) == [
+        "--- n.ipynb:cell 1", "+++ n.ipynb:cell 1", "@@", "--- n.ipynb:cell 3", "+++ n.ipynb:cell 3",
+        "--- n.ipynb:cell 4", "+++ n.ipynb:cell 4", "@@", "", ""]
+    assert theirs.stderr == ours.stderr == "Would fix 2 errors.\n"
 
 
 @pytest.mark.parametrize("flags", [
