@@ -266,14 +266,19 @@ def test_read_only_inputs_do_not_warn():
     assert proc.stdout.strip() == "ok", proc.stderr
 
 
+HIDE_TORCH = (
+    "import sys\n"
+    "class HideTorch:\n"
+    "    def find_spec(self, name, path=None, target=None):\n"
+    "        if name == 'torch' or name.startswith('torch.'):\n"
+    "            raise ImportError('torch hidden for this test')\n"
+    "sys.meta_path.insert(0, HideTorch())\n"
+)
+"""A program's first lines that make ``import torch`` fail, as where torch is not installed."""
+
+
 def test_without_torch_everything_goes_to_numpy():
-    code = (
-        "import sys\n"
-        "class HideTorch:\n"
-        "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name == 'torch' or name.startswith('torch.'):\n"
-        "            raise ImportError('torch hidden for this test')\n"
-        "sys.meta_path.insert(0, HideTorch())\n"
+    code = HIDE_TORCH + (
         "import numpy as np, scipy.special, np2torch.runtime as r\n"
         "x = np.linspace(-3, 3, 100_000)\n"
         "with r.using(min_size=0):\n"
@@ -291,13 +296,7 @@ def test_without_torch_everything_goes_to_numpy():
 def test_without_torch_which_says_so_before_any_call_tries_it():
     # which() imports nothing; it asks whether torch can be found, so that it names the path the call takes without
     # promising torch later (the call itself finds torch missing when the rental tries it, and says the same after).
-    code = (
-        "import sys\n"
-        "class HideTorch:\n"
-        "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name == 'torch' or name.startswith('torch.'):\n"
-        "            raise ImportError('torch hidden for this test')\n"
-        "sys.meta_path.insert(0, HideTorch())\n"
+    code = HIDE_TORCH + (
         "import numpy as np, np2torch.runtime as r\n"
         "x = np.linspace(-3, 3, 4_000_000)\n"
         "print(r.which('exp', x)[1])\n"
