@@ -525,6 +525,56 @@ def test_the_ledger_counts_a_call_decided_before_and_changes_no_path(tmp_path, e
     assert int(runs["off"][3]) - int(runs["on"][3]) == 9
 
 
+INTERRUPTED_PROGRAM = """
+    import sys, numpy as np, np2torch.runtime as r
+    from np2torch.runtime._decision import ledger as _ledger, route as _route
+    from np2torch.runtime._state import PROCESS
+    _route.DEFER_ELEMENTS = 0
+    if "LEDGER" == "off":
+        _ledger.Ledger.count = lambda self, key, settings: False
+        _ledger.Ledger.route = lambda self, key, settings: None
+        from np2torch.runtime._api import HELPERS
+        for helper in HELPERS.values():
+            if helper.front is not None:
+                helper.front.ledger = None
+    x32, x64 = np.full(100_000, 0.5, dtype=np.float32), np.linspace(-3, 3, 100_000)
+    # A signal handler's call, made once between each helper's first decision and its end (after its route, before
+    # the rest of the call): the other helper, over another size.
+    handlers = {"exp": lambda: r.hypot(3.0, x64[:50_000]), "hypot": lambda: r.exp(x32[:50_000])}
+    real = _route.route
+    def interrupted(*args, **kwargs):
+        found = real(*args, **kwargs)
+        handler = handlers.pop(args[0], None) if args[2] == 100_000 else None
+        if handler is not None:
+            handler()
+        return found
+    _route.route = interrupted
+    seen, sums = [], []
+    for i in range(14):
+        r.exp(x32)
+        r.hypot(3.0, x64)
+        seen.append("torch" in sys.modules)
+        sums.append(PROCESS.saved)
+    print(seen.index(True))
+    print(repr(sums))
+"""
+
+
+@pytest.mark.parametrize("exact_path", sorted(LEDGER_CURVES))
+def test_a_call_made_inside_a_decision_leaves_the_ledger_its_own_saving(tmp_path, exact_path):
+    # A helper called from a signal handler in the middle of another call's decision counts its own saving; the
+    # interrupted call's entry in the ledger keeps the interrupted call's (it had the handler's), so the rental sees
+    # the sums it sees deciding every call in full and imports torch at the same call.
+    path = write_profile(tmp_path / "interrupted.json", LEDGER_CURVES[exact_path], 0.00045)
+    env = {"NP2TORCH_PROFILE": str(path), "NP2TORCH_CACHE_DIR": str(tmp_path)}
+    runs = {}
+    for ledger in ("on", "off"):
+        proc = run_python(INTERRUPTED_PROGRAM.replace('"LEDGER"', repr(ledger)), env)
+        assert proc.returncode == 0, proc.stderr
+        runs[ledger] = proc.stdout.splitlines()
+    assert runs["on"] == runs["off"]
+
+
 def test_torch_already_imported_is_used_at_once(tmp_path):
     path = _synthetic_profile_for_rental(tmp_path, saving=1e-3, import_seconds=100.0)
     proc = run_python(

@@ -166,13 +166,12 @@ class Binary(Helper):
         name = dtype_name(loop)
         route = decided if decided is not None or dry_run else self.ledger.route((loop, n), settings)
         if route is None:
-            if not dry_run:
-                ledger.begin()
+            begun = 0 if dry_run else ledger.begin()
             route = self.route(name, n, settings, name in self.row.cuda_loops, dry_run,
                                exact_only=name not in self.row.loops)
             if not dry_run and (route is None or route.path == "cores"):
                 # decided from the settings, the profile, the loop and the size alone (counted: PROCESS.counted)
-                self.ledger.learn((loop, n), settings, PROCESS.counted, route)
+                self.ledger.learn((loop, n), settings, begun, route)
         if route is None or route.device != "cpu":
             if not dry_run:
                 return "the original"  # why is spelled out for which() only

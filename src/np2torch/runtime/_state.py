@@ -106,7 +106,7 @@ class Process:
         "torch_tried", "torch_found", "cuda", "forked_child", "fork_hook", "half_imported",
         "load",
         "profile", "profile_warned", "generation", "forecasts", "bands", "floor_tables",
-        "saved", "counted", "deferred", "provisional", "rented",
+        "saved", "counted", "routed", "deferred", "provisional", "rented",
         "cuda_slots", "verdicts", "error_checks", "redirects", "underflow_unwarned", "one_time", "workers", "per_thread_torch",
         "openmp",
     )
@@ -152,6 +152,9 @@ class Process:
         (the ski rental: predictions only, so the same on every run)."""
         self.counted = 0.0
         """What the rental counted for the main thread's call being decided now (:mod:`._decision.ledger` keeps it)."""
+        self.routed = 0
+        """How many calls were decided (:func:`._decision.route.route`): a decision the ledger keeps must be the only
+        one between its start and its end (not a signal handler's call made inside it, which counted its own)."""
         self.rented = False
         """The runtime's rental imported torch (the main thread's calls paid for it), not the program: other threads'
         calls keep the exact paths (:func:`._decision.route.route`)."""

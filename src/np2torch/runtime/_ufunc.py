@@ -394,9 +394,7 @@ def _try_torch(state: Ufunc, settings: RuntimeSettings, x: np.ndarray, args: Tup
     decided = None
     if not args and not kwargs:  # a plain call: its route may be the ledger's (._decision.ledger)
         decided = state.ledger.route((x.dtype, x.size), settings)
-        if decided is None:
-            ledger.begin()
-        elif blocks.load_leaves_one(x.size, decided.threads):
+        if decided is not None and blocks.load_leaves_one(x.size, decided.threads):
             return _DECLINED  # the original's single call, as _prepare finds after checks that all lead to it too
     prepared = _prepare(state, settings, x, args, kwargs, dry_run=False, decided=decided)
     if type(prepared) is not Call:
@@ -441,10 +439,12 @@ def _prepare(state: Ufunc, settings: RuntimeSettings, x: np.ndarray, args: Tuple
         return Declined(original_reason(state.name, plan.name, x.size, "numpy", None))
     route = decided
     if route is None:
+        plain = not dry_run and not args and not kwargs
+        begun = ledger.begin() if plain else 0
         route = state.route_call(settings, plan, x.size, dry_run)
-        if not dry_run and not args and not kwargs and (route is None or route.path == "cores"):
+        if plain and (route is None or route.path == "cores"):
             # decided from the settings, the profile, the loop and the size alone (and counted: PROCESS.counted)
-            state.ledger.learn((x.dtype, x.size), settings, PROCESS.counted, route)
+            state.ledger.learn((x.dtype, x.size), settings, begun, route)
     if route is None:
         if not dry_run:
             return _ORIGINAL  # the reason is spelled out only for which()

@@ -92,9 +92,14 @@ class Ledger:
             PROCESS.saved = total
         return True
 
-    def learn(self, key: Hashable, settings: RuntimeSettings, saving: float, route: Route | None = None) -> None:
-        """The plain call ``key``, decided in full under ``settings``, took ``route`` (None: the original's single
-        call; else the original on every core) and counted ``saving`` towards the rental (0.0: nothing)."""
+    def learn(self, key: Hashable, settings: RuntimeSettings, begun: int, route: Route | None = None) -> None:
+        """The plain call ``key``, decided in full under ``settings`` since :func:`begin` returned ``begun``, took
+        ``route`` (None: the original's single call; else the original on every core) and counted what
+        ``PROCESS.counted`` holds towards the rental (0.0: nothing).  Not written where another call was decided
+        meanwhile (a signal handler's, made inside this one's decision): ``PROCESS.counted`` may be that call's."""
+        saving = PROCESS.counted
+        if PROCESS.routed != begun + 1:
+            return
         if threading.get_ident() != threading.main_thread().ident or not _torch_closed():
             return
         from .route import rental_threshold
@@ -129,10 +134,11 @@ def _torch_closed() -> bool:
     return "torch" not in sys.modules
 
 
-def begin() -> None:
+def begin() -> int:
     """A call is about to be decided in full: what the rental counts for it is read from ``PROCESS.counted`` after
-    (:func:`.route.route` writes it; main thread only)."""
+    (:func:`.route.route` writes it; main thread only).  Returns the decisions made so far, for :meth:`Ledger.learn`."""
     PROCESS.counted = 0.0
+    return PROCESS.routed
 
 
 def _forked() -> None:

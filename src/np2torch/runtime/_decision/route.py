@@ -249,6 +249,7 @@ def route(
     ``cores``: the helper has the path ``cores`` (the original's own loop on every core).
     ``dry_run`` (for :func:`which`) neither counts ski-rental savings nor loads torch.
     """
+    PROCESS.routed += 1  # (a call decided inside another's, a signal handler's: ._decision.ledger.learn)
     if min_size is not None:
         if exact:  # from min_size on, the exact path that uses the cores
             return Route("cores", "cpu", f"min_size={min_size} set explicitly, and only a path that gives the original's "
