@@ -311,6 +311,26 @@ def test_without_torch_which_says_so_before_any_call_tries_it():
                            "imported it)"), forced
 
 
+def test_without_torch_which_raises_as_the_call_does_for_an_explicit_cuda_device():
+    # A CUDA device set explicitly and no torch: every call raises (no usable CUDA device), and so does which(), before
+    # a call tried torch and after; a loop no CUDA path serves takes the original, and which() says so.
+    code = HIDE_TORCH + (
+        "import numpy as np, np2torch.runtime as r\n"
+        "x = np.linspace(-3, 3, 100_000)\n"
+        "for name, args in (('which', ('exp', x)), ('exp', (x,)), ('exp', (x,)), ('which', ('exp', x))):\n"
+        "    try:\n"
+        "        with r.using(device='cuda', min_size=0):\n"
+        "            getattr(r, name)(*args)\n"
+        "    except RuntimeError as error:\n"
+        "        print(name, 'raises', 'no usable CUDA device' in str(error))\n"
+        "with r.using(device='cuda', min_size=0):\n"
+        "    print(r.which('expit', x)[0], r.which('hypot', x, x)[0])\n"
+    )
+    proc = run_python(code)
+    assert proc.stdout.splitlines() == ["which raises True", "exp raises True", "exp raises True", "which raises True",
+                                        "numpy numpy"], proc.stderr
+
+
 def test_without_scipy_the_runtime_imports_and_erf_needs_scipy():
     code = (
         "import sys\n"

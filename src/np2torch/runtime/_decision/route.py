@@ -250,13 +250,18 @@ def route(
     ``dry_run`` (for :func:`which`) neither counts ski-rental savings nor loads torch.
     """
     PROCESS.routed += 1  # (a call decided inside another's, a signal handler's: ._decision.ledger.learn)
+    # Without torch (not installed, or known unusable: which() asks whether it is installed, as the call that tries it
+    # will find) only the exact paths serve -- but for a loop verified on a CUDA device set explicitly, whose calls
+    # raise (no usable CUDA device: the caller's route_call), every one of them and which() alike.
+    explicit_cuda = device.startswith("cuda") and cuda_ok
+    unavailable = not explicit_cuda and torch_unavailable(asking=dry_run)
     if min_size is not None:
         if exact:  # from min_size on, the exact path that uses the cores
             return Route("cores", "cpu", f"min_size={min_size} set explicitly, and only a path that gives the original's "
                          "bits may serve the call (exact='bits', or a loop torch does not compute exactly): the "
                          "original's own loop on every core from that size on") if cores and n >= min_size else None
-        return None if torch_unavailable(dry_run) else _explicit(device, n, min_size, cuda_ok, dry_run)
-    exact = exact or torch_unavailable(dry_run)
+        return None if unavailable else _explicit(device, n, min_size, cuda_ok, dry_run)
+    exact = exact or unavailable
     if device.startswith("cuda") and not exact:
         forced = explicit_cuda_unmeasured(device, n, cuda_ok, name, dtype, klass)
         if forced is not None:
