@@ -441,11 +441,10 @@ def test_ski_rental_counts_predictions_never_measured_time(tmp_path):
     assert proc.stdout.split() == ["10"], proc.stderr
 
 
-LEDGER_PROGRAM = """
-    import sys, threading, numpy as np, np2torch.runtime as r
+LEDGER_PRELUDE = """
+    import sys, numpy as np, np2torch.runtime as r
     from np2torch.runtime._decision import ledger as _ledger, route as _route
-    from np2torch.runtime._paths import blocks
-    from np2torch.runtime._state import PROCESS, TAKEN
+    from np2torch.runtime._state import PROCESS
     _route.DEFER_ELEMENTS = 0  # the rental itself, from the first call
     if "LEDGER" == "off":  # every call decided in full, by the Python function and the C front
         _ledger.Ledger.count = lambda self, key, settings: False
@@ -454,6 +453,13 @@ LEDGER_PROGRAM = """
         for helper in HELPERS.values():
             if helper.front is not None:
                 helper.front.ledger = None
+"""
+"""What a program run with the ledger on and off (:func:`_with_and_without_ledger`) begins with."""
+
+LEDGER_PROGRAM = LEDGER_PRELUDE + """
+    import threading
+    from np2torch.runtime._paths import blocks
+    from np2torch.runtime._state import TAKEN
     decided = []
     real = _route.route
     def spy(*args, **kwargs):
@@ -499,19 +505,26 @@ LEDGER_CURVES = {
 }
 
 
+def _with_and_without_ledger(program: str, tmp_path: Path, curves: Dict[str, Curve]) -> Dict[str, list]:
+    """The lines ``program`` (:data:`LEDGER_PRELUDE` first) printed with the ledger on and off, by ``on``/``off``,
+    under a profile of ``curves`` whose rental imports torch once 4.5 ms are saved."""
+    path = write_profile(tmp_path / "ledger.json", curves, 0.00045)
+    env = {"NP2TORCH_PROFILE": str(path), "NP2TORCH_CACHE_DIR": str(tmp_path)}
+    runs = {}
+    for ledger in ("on", "off"):
+        proc = run_python(program.replace('"LEDGER"', repr(ledger)), env)
+        assert proc.returncode == 0, proc.stderr
+        runs[ledger] = proc.stdout.splitlines()
+    return runs
+
+
 @pytest.mark.parametrize("exact_path", sorted(LEDGER_CURVES))
 def test_the_ledger_counts_a_call_decided_before_and_changes_no_path(tmp_path, exact_path):
     # A plain call past the floor that takes an exact path (the original, or its own loop on every core) while torch
     # is not imported is decided once per (dtype, size); the next ones add the same saving from the ledger (cold, a
     # decision cost 40-70 us).  The rental sees the very sums it saw deciding every call, and imports torch at the same
     # call; every call takes the same path, the load deciding between the cores and the original's single call.
-    path = write_profile(tmp_path / "ledger.json", LEDGER_CURVES[exact_path], 0.00045)
-    env = {"NP2TORCH_PROFILE": str(path), "NP2TORCH_CACHE_DIR": str(tmp_path)}
-    runs = {}
-    for ledger in ("on", "off"):
-        proc = run_python(LEDGER_PROGRAM.replace('"LEDGER"', repr(ledger)), env)
-        assert proc.returncode == 0, proc.stderr
-        runs[ledger] = proc.stdout.splitlines()
+    runs = _with_and_without_ledger(LEDGER_PROGRAM, tmp_path, LEDGER_CURVES[exact_path])
     assert runs["on"][:3] == runs["off"][:3]  # the same call imports torch, after the same sums, the same paths
     assert runs["on"][0] == "5"  # 0.3 + 0.5 ms saved by each round, 4.5 ms the threshold: the 6th round's hypot
     taken = eval(runs["on"][2])
@@ -525,18 +538,7 @@ def test_the_ledger_counts_a_call_decided_before_and_changes_no_path(tmp_path, e
     assert int(runs["off"][3]) - int(runs["on"][3]) == 9
 
 
-INTERRUPTED_PROGRAM = """
-    import sys, numpy as np, np2torch.runtime as r
-    from np2torch.runtime._decision import ledger as _ledger, route as _route
-    from np2torch.runtime._state import PROCESS
-    _route.DEFER_ELEMENTS = 0
-    if "LEDGER" == "off":
-        _ledger.Ledger.count = lambda self, key, settings: False
-        _ledger.Ledger.route = lambda self, key, settings: None
-        from np2torch.runtime._api import HELPERS
-        for helper in HELPERS.values():
-            if helper.front is not None:
-                helper.front.ledger = None
+INTERRUPTED_PROGRAM = LEDGER_PRELUDE + """
     x32, x64 = np.full(100_000, 0.5, dtype=np.float32), np.linspace(-3, 3, 100_000)
     # A signal handler's call, made once between each helper's first decision and its end (after its route, before
     # the rest of the call): the other helper, over another size.
@@ -565,13 +567,7 @@ def test_a_call_made_inside_a_decision_leaves_the_ledger_its_own_saving(tmp_path
     # A helper called from a signal handler in the middle of another call's decision counts its own saving; the
     # interrupted call's entry in the ledger keeps the interrupted call's (it had the handler's), so the rental sees
     # the sums it sees deciding every call in full and imports torch at the same call.
-    path = write_profile(tmp_path / "interrupted.json", LEDGER_CURVES[exact_path], 0.00045)
-    env = {"NP2TORCH_PROFILE": str(path), "NP2TORCH_CACHE_DIR": str(tmp_path)}
-    runs = {}
-    for ledger in ("on", "off"):
-        proc = run_python(INTERRUPTED_PROGRAM.replace('"LEDGER"', repr(ledger)), env)
-        assert proc.returncode == 0, proc.stderr
-        runs[ledger] = proc.stdout.splitlines()
+    runs = _with_and_without_ledger(INTERRUPTED_PROGRAM, tmp_path, LEDGER_CURVES[exact_path])
     assert runs["on"] == runs["off"]
 
 
@@ -894,6 +890,46 @@ def test_calibration_measures_the_far_size_after_the_original_grew_too_slow(monk
     assert curve.sizes == (1024, 4096)
     curve = _calibrate.measure(run, "exp", np.dtype(np.float64), ("numpy", "cpu1"), sizes, max_call=None)
     assert curve.sizes == sizes
+
+
+def test_paths_tied_at_the_far_size_are_timed_again_and_those_times_decide(monkeypatch):
+    # The far size decides every larger call: where its few runs put two paths within the noise margin, those two
+    # (and no other) are timed again with more runs, and the model's choice past it follows the second timing.
+    asked = []
+    answers = iter([
+        {"numpy": 0.004, "cpu1": 0.001, "cpu": 0.0005},  # the first size
+        {"numpy": 0.08, "cpu1": 0.02, "cpu": 0.01},  # the original now slower than max_call: the far size next
+        {"cpu1": 0.047, "cpu": 0.0475},  # a tie, as one fresh tune measured erf on the VM (the original: one call)
+        {"cpu1": 0.07, "cpu": 0.04},  # timed again
+    ])
+
+    def time_paths(calls, repeat):
+        asked.append((sorted(calls), repeat))
+        return next(answers)
+
+    class Clock:  # the original's one call at the far size takes 0.3 s
+        now = 0.0
+
+        def perf_counter(self) -> float:
+            return self.now
+
+    clock = Clock()
+
+    def run(path: str, x: np.ndarray) -> None:
+        clock.now += 0.3
+
+    monkeypatch.setattr(_calibrate, "time_paths", time_paths)
+    monkeypatch.setattr(_calibrate, "time", clock)
+    paths = ("numpy", "cpu1", "cpu")
+    curve = _calibrate.measure(run, "erf", np.dtype(np.float64), paths, (1024, 4096, 16384, 65536), 0.05)
+    assert asked[2:] == [(["cpu", "cpu1"], _calibrate.FAR_RUNS), (["cpu", "cpu1"], _calibrate.CLOSE_RUNS)]
+    assert {path: times[-1] for path, times in curve.seconds.items()} == {"numpy": 0.3, "cpu1": 0.07, "cpu": 0.04}
+    assert _model.best_path(curve, paths, 10**8, one_thread_guard=False) == "cpu"
+    answers = iter([{"numpy": 0.004, "cpu1": 0.001, "cpu": 0.0005}, {"numpy": 0.08, "cpu1": 0.02, "cpu": 0.01},
+                    {"cpu1": 0.07, "cpu": 0.04}])
+    asked.clear()
+    _calibrate.measure(run, "erf", np.dtype(np.float64), paths, (1024, 4096, 16384, 65536), 0.05)
+    assert len(asked) == 3  # no tie, nothing timed again
 
 
 def test_calibration_interleaves_the_paths_and_keeps_only_the_timed_paths_last_result(monkeypatch):

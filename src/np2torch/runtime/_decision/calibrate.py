@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 import numpy as np
 
 from ..table import FUNCTIONS_BY_NAME
-from .model import CLASS_LENGTHS, Curve
+from .model import CLASS_LENGTHS, MARGIN, Curve
 
 if TYPE_CHECKING:
     Runner = Callable[[str, np.ndarray], object]
@@ -32,6 +32,9 @@ RUNS = 5
 """Timed runs per path and size, of which the median counts (:func:`time_paths`)."""
 FAR_RUNS = 3
 """Timed runs at the far size (:func:`measure`), whose calls are the longest ``np2torch tune`` makes."""
+CLOSE_RUNS = RUNS
+"""Timed runs, again, of the paths whose far-size times came out within :data:`.model.MARGIN` of the fastest's
+(:func:`measure`): the size decides every larger call, and three single calls cannot tell a tie from noise."""
 FAR_LIMIT = 2.0
 """The far size is measured where the original's call there is predicted to take at most this many seconds."""
 
@@ -121,8 +124,8 @@ def measure(
     With ``max_call``, sizes stop growing after the first at which the
     original's call took longer than that (at least two sizes are kept), and
     the largest of ``sizes``, the *far size*, is measured then too, with
-    :data:`FAR_RUNS` runs (unless the original's call there is predicted over
-    :data:`FAR_LIMIT`; a path that was already slower than ``max_call``, by one call).  Above the largest measured size the model keeps that
+    :data:`FAR_RUNS` runs, the paths tied there again with :data:`CLOSE_RUNS` (:func:`_time_far`; not
+    where the original's call there is predicted over :data:`FAR_LIMIT`).  Above the largest measured size the model keeps that
     size's ratios (:meth:`Curve.predict`), and the ratios move with the size
     while results outgrow the caches and first-touching a fresh result takes a
     growing share: on the reference VM the torch pool's lead over one torch
@@ -151,22 +154,40 @@ def measure(
             break
     far = max(sizes)
     if measured[-1] < far and seconds["numpy"][-1] * far / measured[-1] <= FAR_LIMIT:
-        x = input_of(far)
-        # A path whose call already took longer than max_call is timed by one call: its time per element is
-        # steady by then (the arithmetic's, not a fresh result's first touch), and its calls are tune's longest.
-        slow = [path for path in paths if max_call is not None and seconds[path][-1] > max_call]
-        rest = {path: functools.partial(run, path, x) for path in paths if path not in slow}
-        timed = time_paths(rest, min(repeat, FAR_RUNS)) if rest else {}
-        for path in slow:
-            start = time.perf_counter()
-            run(path, x)
-            timed[path] = time.perf_counter() - start
+        timed = _time_far(run, paths, input_of(far), [seconds[path][-1] for path in paths], max_call, repeat)
         for path in paths:
             seconds[path].append(timed[path])
         measured.append(far)
         if progress is not None:
             progress()
     return Curve(tuple(measured), {path: tuple(times) for path, times in seconds.items()})
+
+
+def _time_far(run: Runner, paths: Sequence[str], x: np.ndarray, last: Sequence[float], max_call: float | None,
+              repeat: int) -> dict[str, float]:
+    """Seconds per call of each of ``paths`` at the far size, of input ``x`` (``last``: their times at the largest
+    size measured before).
+
+    :data:`FAR_RUNS` runs each; the paths that came out within :data:`.model.MARGIN` of the fastest are timed
+    again, with :data:`CLOSE_RUNS`, and those times count.  On the 2-core reference VM a fresh ``tune`` timed
+    float64 ``erf`` over 16.7M elements at 47.2 ms on one torch thread and 47.5 ms on the pool, and sent every
+    call past 3.2M elements to one thread, at half the pool's speed at 1e8; timed by hand in the same hour the
+    pool led 1.8x there.  A path whose call already took longer than ``max_call`` is timed by one call: its time
+    per element is steady by then (the arithmetic's, not a fresh result's first touch), and its calls are
+    ``tune``'s longest.
+    """
+    slow = [path for path, t in zip(paths, last) if max_call is not None and t > max_call]
+    rest = {path: functools.partial(run, path, x) for path in paths if path not in slow}
+    timed = time_paths(rest, min(repeat, FAR_RUNS)) if rest else {}
+    fastest = min(timed.values(), default=0.0)
+    close = [path for path in rest if timed[path] <= fastest * MARGIN]
+    if len(close) > 1 and repeat > FAR_RUNS:
+        timed.update(time_paths({path: rest[path] for path in close}, CLOSE_RUNS))
+    for path in slow:
+        start = time.perf_counter()
+        run(path, x)
+        timed[path] = time.perf_counter() - start
+    return timed
 
 
 WAKE_IDLE = 0.01
