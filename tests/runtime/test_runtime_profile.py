@@ -892,6 +892,30 @@ def test_calibration_measures_the_far_size_after_the_original_grew_too_slow(monk
     assert curve.sizes == sizes
 
 
+def test_calibration_reads_each_result_once_after_its_call(monkeypatch):
+    # What the program's next operation on a result costs differs by path (the pool's result lies in its workers'
+    # caches): every timed call's result is read by the timing thread, and the read is part of the path's time.
+    made, seen = [], []
+
+    def run(path: str, x: np.ndarray) -> np.ndarray:
+        made.append(np.array([len(made)], dtype=np.float64))
+        return made[-1]
+
+    monkeypatch.setattr(_calibrate, "read", lambda result: seen.append(result) or 8)
+    _calibrate.measure(run, "exp", np.dtype(np.float64), ("numpy", "cpu1"), (1024, 4096), None, repeat=2)
+    assert len(made) > 4 and all(a is b for a, b in zip(made, seen)) and len(seen) == len(made)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.complex64, np.complex128])
+def test_reading_a_result_reads_every_byte_under_any_error_state(dtype):
+    values = np.array([[np.inf, -np.inf, np.nan], [1.0, -0.0, 5e-324]]).astype(dtype)
+    with np.errstate(all="raise"):
+        for result in (values, values.T, values[:, ::2], np.asfortranarray(values), values[::-1]):
+            assert _calibrate.read(result) == result.nbytes
+        assert _calibrate.read((values, values[0])) == values.nbytes * 3 // 2
+        assert _calibrate.read(values[0, 0]) == _calibrate.read(values[:0]) == _calibrate.read(None) == 0
+
+
 def test_paths_tied_at_the_far_size_are_timed_again_and_those_times_decide(monkeypatch):
     # The far size decides every larger call: where its few runs put two paths within the noise margin, those two
     # (and no other) are timed again with more runs, and the model's choice past it follows the second timing.

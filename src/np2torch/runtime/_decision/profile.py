@@ -46,7 +46,7 @@ _BUILTIN_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__f
 
 # ---------------------------------------------------------------- the fingerprint
 
-MEASURED_AS = 5
+MEASURED_AS = 6
 """What a profile's timings mean, as part of its fingerprint: raised when a path's code changes what
 ``tune`` measures for it, so that profiles measured before are measured again, not read as this
 code's.  2: the pool runs a call's blocks on several threads (1 ran them one after the other), and
@@ -55,7 +55,8 @@ logsumexp's original path along a short contiguous axis is SciPy's arithmetic wi
 path, which favoured the pool where its margin was thin).  4: the original on every core is measured,
 and the import cost is the rental's charge (the cold import after NumPy and SciPy, at least twice the
 warm one).  5: every curve reaches the far size (:func:`.calibrate.measure`), where 4's stopped
-once the original took 50 ms, and the model kept that size's ratios for every larger call."""
+once the original took 50 ms, and the model kept that size's ratios for every larger call.  6: each call's
+result is read once after it (:func:`.calibrate.used`): a result the pool's workers wrote costs its reader more."""
 
 
 def fingerprint() -> dict[str, Any]:
