@@ -904,6 +904,11 @@ def test_calibration_reads_each_result_once_after_its_call(monkeypatch):
     monkeypatch.setattr(_calibrate, "read", lambda result: seen.append(result) or 8)
     _calibrate.measure(run, "exp", np.dtype(np.float64), ("numpy", "cpu1"), (1024, 4096), None, repeat=2)
     assert len(made) > 4 and all(a is b for a, b in zip(made, seen)) and len(seen) == len(made)
+    # The far size too, where a path already slower than max_call is timed by one call.
+    made.clear()
+    seen.clear()
+    curve = _calibrate.measure(run, "exp", np.dtype(np.float64), ("numpy", "cpu1"), (1024, 4096, 16384), 0.0, repeat=2)
+    assert curve.sizes == (1024, 4096, 16384) and len(seen) == len(made) and all(a is b for a, b in zip(made, seen))
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.complex64, np.complex128])
