@@ -32,6 +32,7 @@ from np2torch.runtime._decision import route as _route
 from np2torch.runtime._decision.model import Curve, Profile
 from np2torch.runtime._exact.slices import shape_class
 from np2torch.runtime._state import PROCESS
+from np2torch.runtime.table import FUNCTIONS_BY_NAME
 
 ROOT = Path(__file__).resolve().parents[2]
 SIZES = (1_000, 10_000, 100_000, 1_000_000, 10_000_000)
@@ -919,6 +920,32 @@ def test_reading_a_result_reads_every_byte_under_any_error_state(dtype):
             assert _calibrate.read(result) == result.nbytes
         assert _calibrate.read((values, values[0])) == values.nbytes * 3 // 2
         assert _calibrate.read(values[0, 0]) == _calibrate.read(values[:0]) == _calibrate.read(None) == 0
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex128])
+def test_tune_times_each_size_over_a_ramp_of_the_whole_domain(dtype):
+    # A loop with branches (SciPy's erf) costs least over sorted values: the input on which another path saves
+    # least, so a path chosen there wins on any input.  Every size gets its own ramp over the whole domain, not
+    # the first n values of the largest size's (which would cover only the domain's low end at small sizes).
+    ramps = []
+
+    def run(path: str, x: np.ndarray) -> np.ndarray:
+        ramps.append(x)
+        return x
+
+    _calibrate.measure(run, "erf", np.dtype(dtype), ("numpy", "cpu1"), (1024, 4096), None, repeat=1)
+    low, high = FUNCTIONS_BY_NAME["erf"].domain
+    assert {x.size for x in ramps} == {1024, 4096}
+    for x in ramps:
+        real = x.real.astype(np.float64)
+        assert x.dtype == dtype and np.all(np.diff(real) > 0)
+        assert real[0] == pytest.approx(low, rel=1e-6) and real[-1] == pytest.approx(high, rel=1e-6)
+    for name, row in FUNCTIONS_BY_NAME.items():
+        x = _calibrate.make_input(name, np.dtype(np.float64), 4096)
+        assert x.size == 4096 and np.all(np.diff(x.reshape(-1)) >= 0), name
+        if row.kind != "reduction":
+            with np.errstate(all="raise"):  # still the flag-free domain: the common case
+                HELPERS[name].run_path("numpy", x)
 
 
 def test_paths_tied_at_the_far_size_are_timed_again_and_those_times_decide(monkeypatch):

@@ -46,7 +46,7 @@ _BUILTIN_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__f
 
 # ---------------------------------------------------------------- the fingerprint
 
-MEASURED_AS = 6
+MEASURED_AS = 7
 """What a profile's timings mean, as part of its fingerprint: raised when a path's code changes what
 ``tune`` measures for it, so that profiles measured before are measured again, not read as this
 code's.  2: the pool runs a call's blocks on several threads (1 ran them one after the other), and
@@ -56,7 +56,9 @@ path, which favoured the pool where its margin was thin).  4: the original on ev
 and the import cost is the rental's charge (the cold import after NumPy and SciPy, at least twice the
 warm one).  5: every curve reaches the far size (:func:`.calibrate.measure`), where 4's stopped
 once the original took 50 ms, and the model kept that size's ratios for every larger call.  6: each call's
-result is read once after it (:func:`.calibrate.used`): a result the pool's workers wrote costs its reader more."""
+result is read once after it (:func:`.calibrate.used`): a result the pool's workers wrote costs its reader more.
+7: the input is a ramp over the domain (:func:`.calibrate.make_input`), where 6's were drawn at random: a loop
+with branches costs less over a grid than over random values, and so does what another path saves."""
 
 
 def fingerprint() -> dict[str, Any]:
