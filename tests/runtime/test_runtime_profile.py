@@ -893,19 +893,40 @@ def test_calibration_measures_the_far_size_after_the_original_grew_too_slow(monk
     assert curve.sizes == sizes
 
 
+class FakeClock:
+    """``time`` for :mod:`_calibrate`: ``perf_counter`` reads :attr:`now`, which the fake calls advance."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+
 def test_calibration_reads_each_result_once_after_its_call(monkeypatch):
     # What the program's next operation on a result costs differs by path (the pool's result lies in its workers'
     # caches): every timed call's result is read by the timing thread, and the read is part of the path's time.
     made, seen = [], []
+    clock = FakeClock()
+    cost = {"numpy": 1.0, "cpu1": 0.25, "read": 0.5}  # seconds: each path's call, and a read of its result
 
     def run(path: str, x: np.ndarray) -> np.ndarray:
+        clock.now += cost[path]
         made.append(np.array([len(made)], dtype=np.float64))
         return made[-1]
 
-    monkeypatch.setattr(_calibrate, "read", lambda result: seen.append(result) or 8)
-    _calibrate.measure(run, "exp", np.dtype(np.float64), ("numpy", "cpu1"), (1024, 4096), None, repeat=2)
+    def read(result: object) -> int:
+        clock.now += cost["read"]
+        seen.append(result)
+        return 8
+
+    monkeypatch.setattr(_calibrate, "time", clock)
+    monkeypatch.setattr(_calibrate, "read", read)
+    curve = _calibrate.measure(run, "exp", np.dtype(np.float64), ("numpy", "cpu1"), (1024, 4096), None, repeat=2)
     assert len(made) > 4 and all(a is b for a, b in zip(made, seen)) and len(seen) == len(made)
+    assert curve.seconds == {"numpy": (1.5, 1.5), "cpu1": (0.75, 0.75)}
     # The far size too, where a path already slower than max_call is timed by one call.
+    cost.update(numpy=1e-4, cpu1=1e-4, read=1e-5)  # the far size predicted well under FAR_LIMIT
     made.clear()
     seen.clear()
     curve = _calibrate.measure(run, "exp", np.dtype(np.float64), ("numpy", "cpu1"), (1024, 4096, 16384), 0.0, repeat=2)
@@ -963,15 +984,9 @@ def test_paths_tied_at_the_far_size_are_timed_again_and_those_times_decide(monke
         asked.append((sorted(calls), repeat))
         return next(answers)
 
-    class Clock:  # the original's one call at the far size takes 0.3 s
-        now = 0.0
+    clock = FakeClock()
 
-        def perf_counter(self) -> float:
-            return self.now
-
-    clock = Clock()
-
-    def run(path: str, x: np.ndarray) -> None:
+    def run(path: str, x: np.ndarray) -> None:  # the original's one call at the far size takes 0.3 s
         clock.now += 0.3
 
     monkeypatch.setattr(_calibrate, "time_paths", time_paths)
@@ -994,13 +1009,7 @@ def test_calibration_interleaves_the_paths_and_keeps_only_the_timed_paths_last_r
     # result alive is its own last one.
     import weakref
 
-    class Clock:
-        now = 0.0
-
-        def perf_counter(self) -> float:
-            return self.now
-
-    clock = Clock()
+    clock = FakeClock()
     monkeypatch.setattr(_calibrate, "time", clock)
     durations = {"a": [2.0, 5.0, 1.0, 9.0, 3.0, 7.0], "b": [4.0] * 6, "c": [6.0, 8.0, 8.0, 1.0, 8.0, 2.0]}
     alive: "weakref.WeakSet[Result]" = weakref.WeakSet()
