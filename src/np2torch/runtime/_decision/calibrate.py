@@ -87,7 +87,8 @@ def used(run: Runner, path: str, x: np.ndarray) -> object:
     there: on the 2-core reference VM (an Intel host, 2026-11-29) a sum over ``exp`` of 120,000 float64
     elements took ~6 us after the original's call and ~150 us after the original on every core; the two
     paths' calls alone timed 1.07x apart, call and read 0.66x.  Inside an lmfit fit the program's other work
-    took 8.7 % longer with ``erf`` on every core, which erased most of what the calls saved (:func:`read`).
+    took up to 14 % longer with ``erf`` on every core (and in some runs no longer: docs/benchmarks.md, sessions
+    34-35), which a read alone does not show (:func:`read`).
     """
     result = run(path, x)
     read(result)
@@ -174,13 +175,10 @@ def measure(
     measured one thread faster) sent calls of 1e8 elements to one thread at
     half the pool's speed.
     """
-    def input_of(n: int) -> np.ndarray:
-        return make_input(name, dtype, n, klass=klass)
-
     measured: list[int] = []
     seconds: dict[str, list[float]] = {path: [] for path in paths}
     for n in sizes:
-        x = input_of(n)
+        x = make_input(name, dtype, n, klass=klass)
         timed = time_paths({path: functools.partial(used, run, path, x) for path in paths}, repeat)
         for path in paths:
             seconds[path].append(timed[path])
@@ -191,7 +189,8 @@ def measure(
             break
     far = max(sizes)
     if measured[-1] < far and seconds["numpy"][-1] * far / measured[-1] <= FAR_LIMIT:
-        timed = _time_far(run, paths, input_of(far), [seconds[path][-1] for path in paths], max_call, repeat)
+        last = [seconds[path][-1] for path in paths]
+        timed = _time_far(run, paths, make_input(name, dtype, far, klass=klass), last, max_call, repeat)
         for path in paths:
             seconds[path].append(timed[path])
         measured.append(far)
