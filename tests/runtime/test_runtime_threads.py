@@ -211,3 +211,34 @@ def test_a_helper_called_while_its_thread_hands_blocks_to_the_workers_runs_them_
                           timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["1", "True", "True"]
+
+
+def test_a_worker_that_comes_late_holds_nothing_of_the_call():
+    # Freeing a tensor that views a NumPy array takes the GIL back inside torch's C++: a worker doing so while the
+    # interpreter finalized was ended there, and the process aborted after the program's last line ("terminate
+    # called without an active exception").  So what a call's blocks hold dies with the caller's references, also
+    # while the worker that was given the call is still busy elsewhere and will find the job later.
+    import functools
+    import weakref
+
+    class Data:
+        pass
+
+    release = threading.Event()
+    busy = blocks._Job([release.wait], torch=False)
+    blocks._pool(1)[0].give(busy)  # the worker waits in another job; the call's blocks are the caller's
+    try:
+        data = Data()
+        alive = weakref.ref(data)
+        tasks = [functools.partial(lambda held: held, data) for _ in range(2)]
+        assert blocks._on_threads(tasks, 2, torch=False) == [data, data]
+        del tasks, data
+        assert alive() is None
+    finally:
+        release.set()
+        busy.done.acquire()
+    failing = blocks._Job([lambda: 1 / 0], torch=False)
+    failing.work()
+    failing.done.acquire()
+    results, error = failing.finish()
+    assert isinstance(error, ZeroDivisionError) and (failing.tasks, failing.results, failing.error) == ((), [], None)

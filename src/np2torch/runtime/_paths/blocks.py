@@ -173,9 +173,10 @@ def _on_threads(tasks: Sequence[Callable[[], T]], wanted: int, torch: bool) -> L
         job.done.acquire()
     finally:
         _INSIDE.depth -= 1
-    if job.error is not None:
-        raise job.error
-    return job.results  # type: ignore[return-value]
+    results, error = job.finish()
+    if error is not None:
+        raise error
+    return results  # type: ignore[return-value]
 
 
 def _serially(tasks: Sequence[Callable[[], T]]) -> List[T]:
@@ -247,7 +248,17 @@ def _find_openmp() -> Any:
 
 
 class _Job:
-    """One call's blocks: handed out one at a time (a thread that got a core late takes fewer)."""
+    """One call's blocks: handed out one at a time (a thread that got a core late takes fewer).
+
+    A worker never holds the last reference to what a call's blocks hold (its arrays, torch's views of them, their
+    results): it drops its block and that block's result before counting it finished, and the caller empties the
+    job once every block has finished (:meth:`finish`), while a worker that comes late may still hold the job.
+    Freeing a tensor that views a NumPy array takes the GIL back inside torch's C++ (``tensor_from_numpy``'s
+    deleter); a worker doing so while the interpreter finalizes is ended there by Python, and the unwinding
+    through that ``noexcept`` destructor aborted the process after the program's last line had run ("terminate
+    called without an active exception", status 134: 4 runs in 210 of a script that called ``erf`` on the pool and
+    ended, on the 2-core reference VM).
+    """
 
     def __init__(self, tasks: Sequence[Callable[[], object]], torch: bool) -> None:
         self.tasks = tasks
@@ -264,26 +275,33 @@ class _Job:
         self.error: BaseException | None = None
 
     def work(self) -> None:
-        tasks = self.tasks
         while True:
             with self.lock:
-                if self.next >= len(tasks) or self.error is not None:
+                if self.next >= len(self.tasks) or self.error is not None:
                     return
                 index = self.next
                 self.next += 1
-            result: object = None
+                task = self.tasks[index]
             try:
-                result = tasks[index]()
+                self.results[index] = task()  # (each block its own index)
             except BaseException as exc:
                 with self.lock:
                     if self.error is None:
                         self.error = exc
+            del task  # before the caller may go on: the caller's references are the last (the class's docstring)
             with self.lock:
-                self.results[index] = result
                 self.finished += 1
                 # Every block taken has finished, and no more will be taken: the caller may go on.
-                if self.finished == self.next and (self.next == len(tasks) or self.error is not None):
+                if self.finished == self.next and (self.next == len(self.tasks) or self.error is not None):
                     self.done.release()
+
+    def finish(self) -> tuple[List[object], BaseException | None]:
+        """The blocks' results and the first exception, taken by the caller once every block has finished; the job
+        keeps nothing of them (a worker that comes late finds no block left)."""
+        with self.lock:
+            results, error = self.results, self.error
+            self.tasks, self.results, self.error = (), [], None
+        return results, error
 
 
 class _Worker:
