@@ -789,12 +789,12 @@ def test_an_elementwise_op_on_one_thread_is_one_block():
     assert _backend.load_torch()
     spans: list[tuple[int, int]] = []
     n = 5 * blocks.MIN_BLOCK + 3
-    assert blocks.elementwise(n, lambda a, b: spans.append((a, b)) or b - a, 1) == [n]
+    assert blocks.elementwise(n, lambda a, b: spans.append((a, b)) or b - a, 1, "spans") == [n]
     assert spans == [(0, n)]
-    assert blocks.elementwise(0, lambda a, b: b - a, 1) == []
+    assert blocks.elementwise(0, lambda a, b: b - a, 1, "spans") == []
     # On more threads, the blocks of the size (each aligned), in order.
     with np2t.using(min_size=0):
-        found = blocks.elementwise(n, lambda a, b: (a, b), 2)
+        found = blocks.elementwise(n, lambda a, b: (a, b), 2, "spans")
     assert found in ([(0, n)], blocks.bounds(n, blocks.block_elements(n)))  # (one core free: one block)
 
 
@@ -813,8 +813,8 @@ def test_a_failing_block_raises_in_the_caller_once_every_block_stopped():
 
     tasks = [functools.partial(ok, i) for i in range(3)] + [bad] + [functools.partial(ok, i) for i in range(4, 9)]
     with pytest.raises(ValueError, match="block 3"):
-        blocks.run(tasks, 3)
-    assert blocks.run([functools.partial(ok, i) for i in range(9)], 3) == list(range(9))
+        blocks.run(tasks, 3, "blocks")
+    assert blocks.run([functools.partial(ok, i) for i in range(9)], 3, "blocks") == list(range(9))
 
 
 @pytest.mark.parametrize("threads", [0, 2])
@@ -841,11 +841,46 @@ def test_the_pool_runs_blocks_on_several_threads(monkeypatch, threads):
             barrier.wait()
             return threading.get_ident()
 
-        idents = blocks.run([functools.partial(meet, i) for i in range(2)], threads)
+        blocks.run([lambda: 0], 1, "meet")  # (the first block of a kind runs alone: test_the_first_block_of_a_kind...)
+        idents = blocks.run([functools.partial(meet, i) for i in range(2)], threads, "meet")
     finally:
         torch.set_num_threads(before)
     assert len(set(idents)) == 2
 
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_first_block_of_a_kind_of_torch_work_runs_alone(monkeypatch, threads):
+    # Intel MKL sets up torch's erf on its first call: a second thread's first call made meanwhile computed its block
+    # ~12,500 ULP off.  The first block of a kind runs under the re-entrant lock every first block of a kind waits
+    # for, before any worker is given the call; later calls of the kind run as before.
+    from np2torch.runtime._paths import blocks
+
+    assert _backend.load_torch()
+    monkeypatch.setattr(blocks, "free_cores", lambda wanted: wanted)
+    monkeypatch.setattr(blocks, "thread_limit", lambda: 2)
+    given: list[object] = []
+    real_give = blocks._Worker.give
+    monkeypatch.setattr(blocks._Worker, "give", lambda self, job: (given.append(job), real_give(self, job)))
+    seen: list[tuple[bool, int]] = []
+
+    def block(i: int) -> int:
+        seen.append((blocks._FIRST._is_owned(), len(given)))
+        return i
+
+    kind = ("a kind no call computed", threads)
+    assert kind not in blocks.PROCESS.first_blocks
+    assert blocks.run([functools.partial(block, i) for i in range(4)], threads, kind) == [0, 1, 2, 3]
+    assert kind in blocks.PROCESS.first_blocks
+    assert seen[0] == (True, 0)
+    if threads == 1:
+        assert seen == [(True, 0)] * 4  # one thread: the whole call is its first block's
+    else:
+        assert all(not owned and count == 1 for owned, count in seen[1:])
+    seen.clear()
+    given.clear()
+    blocks.run([functools.partial(block, i) for i in range(4)], threads, kind)
+    assert all(not owned for owned, _ in seen) and len(given) == (threads > 1)
 
 def test_tune_times_a_reduction_per_shape_class():
     _backend.load_torch()

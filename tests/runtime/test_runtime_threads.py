@@ -231,7 +231,7 @@ def test_a_worker_that_comes_late_holds_nothing_of_the_call():
         data = Data()
         alive = weakref.ref(data)
         tasks = [functools.partial(lambda held: held, data) for _ in range(2)]
-        assert blocks._on_threads(tasks, 2, torch=False) == [data, data]
+        assert blocks._on_threads(tasks, 2, None) == [data, data]
         del tasks, data
         assert alive() is None
     finally:

@@ -397,7 +397,7 @@ def _blocked(op: Callable[..., torch.Tensor], compute: torch.dtype, t1: torch.Te
 
     flat_out = _flat_view(out) if out.dim() else None
     if flat_out is None or not all(t.dim() == 0 or (t.shape == out.shape and t.stride() == out.stride()) for t in (t1, t2)):
-        blocks.run([functools.partial(whole, t1, t2, out)], 1)
+        blocks.run([functools.partial(whole, t1, t2, out)], 1, (op, compute))
         return
     def flat(t: torch.Tensor) -> torch.Tensor:
         found = t if t.dim() == 0 else _flat_view(t)  # laid out as the dense result: never None
@@ -409,7 +409,8 @@ def _blocked(op: Callable[..., torch.Tensor], compute: torch.dtype, t1: torch.Te
 
     f1, f2 = flat(t1), flat(t2)
 
-    blocks.elementwise(flat_out.numel(), lambda a, b: whole(part(f1, a, b), part(f2, a, b), flat_out[a:b]), threads)
+    blocks.elementwise(flat_out.numel(), lambda a, b: whole(part(f1, a, b), part(f2, a, b), flat_out[a:b]), threads,
+                      (op, compute))
 
 
 _CHECK_BLOCK = 1 << 18

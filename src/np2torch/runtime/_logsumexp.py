@@ -417,7 +417,7 @@ def _short_rows(view: np.ndarray, work: np.dtype, threads: int) -> Parts:
 
     per_block = max(1, _CPU_BLOCK // max(length, 1))
     spans = blocks.bounds(rows, per_block)
-    blocks.run([functools.partial(block, a, b) for a, b in spans], threads)
+    blocks.run([functools.partial(block, a, b) for a, b in spans], threads, (NAME, dtype))
     shape = view.shape[:-1] + (1,)
     return parts[0].reshape(shape), parts[2].reshape(shape), parts[1].reshape(shape)
 
@@ -468,7 +468,7 @@ def _blockwise(t: torch.Tensor, dims: Tuple[int, ...], work: torch.dtype, device
             _give_back(buffers, work, device)
 
     def run(tasks: List[Callable[[], T]]) -> List[T]:
-        return blocks.run(tasks, threads) if device.type == "cpu" else [task() for task in tasks]
+        return blocks.run(tasks, threads, (NAME, work)) if device.type == "cpu" else [task() for task in tasks]
 
     if axis in dims:
         # Slices span blocks: the maximum first, then partial sums over blocks, added up in block order.

@@ -147,7 +147,8 @@ class Softmax(Helper):
         if not begin_torch_work():  # the interpreter is closing (:mod:`._backend`)
             return None
         try:
-            result = blocks.run([lambda: _compute(self.name, x, view, flipped, dims, work, modes["over"] == "ignore")], 1)[0]
+            result = blocks.run([lambda: _compute(self.name, x, view, flipped, dims, work, modes["over"] == "ignore")], 1,
+                                (self.name, work))[0]
         finally:
             end_torch_work()
         if result is not None:

@@ -28,7 +28,7 @@ import contextlib
 import os
 import threading
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Set, Tuple, TypeVar
+from typing import TYPE_CHECKING, Any, Dict, Hashable, Iterator, List, Set, Tuple, TypeVar
 
 from ._config import KEEP, RuntimeSettings, parse_device, parse_exact, parse_min_size, settings_from_env
 
@@ -108,7 +108,7 @@ class Process:
         "profile", "profile_warned", "generation", "forecasts", "bands", "floor_tables",
         "saved", "counted", "routed", "deferred", "provisional", "rented",
         "cuda_slots", "verdicts", "error_checks", "redirects", "underflow_unwarned", "one_time", "workers", "per_thread_torch",
-        "openmp",
+        "openmp", "first_blocks",
     )
 
     settings: RuntimeSettings
@@ -180,10 +180,13 @@ class Process:
         self.workers: Tuple[int, List[Any]] | None = None
         """(pid, the block workers started in that process) (:mod:`._paths.blocks`); a forked child starts its own."""
         self.per_thread_torch: bool | None = None
+        """Whether torch's thread setting is per thread here (:mod:`._paths.blocks`; None: not checked yet)."""
         self.openmp: Any = None
         """The OpenMP runtime torch loaded, whose per-thread setting gives a block one torch thread (:mod:`._paths.blocks`;
         None: not looked for yet, False: none found)."""
-        """Whether torch's thread setting is per thread here (:mod:`._paths.blocks`; None: not checked yet)."""
+        self.first_blocks: Set[Hashable] = set()
+        """The kinds of torch work (an op and its dtype) whose first block this process has computed, alone
+        (:mod:`._paths.blocks`)."""
 
     def floor_table(self) -> Dict[np.dtype, int]:
         """A new helper's size floors, emptied with every other decision by :meth:`forget_decisions`."""

@@ -41,7 +41,7 @@ import collections
 import functools
 import os
 import threading
-from typing import TYPE_CHECKING, Any, Callable, List, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Hashable, List, Sequence, TypeVar
 
 from .._fork import in_forked_child
 from .._load import free_cores, usable_cores
@@ -84,9 +84,10 @@ def thread_limit() -> int:
     return max(1, min(torch.get_num_threads(), usable_cores()))
 
 
-def run(tasks: Sequence[Callable[[], T]], threads: int) -> List[T]:
+def run(tasks: Sequence[Callable[[], T]], threads: int, kind: Hashable) -> List[T]:
     """Run ``tasks`` (each computes one block with torch) on up to ``threads`` threads (0: as many as
-    :func:`thread_limit` allows); their results in order.
+    :func:`thread_limit` allows); their results in order.  ``kind``: what the blocks compute (the torch ops and
+    their dtype), whose first block in this process runs alone (:func:`_first_alone`).
 
     The caller's thread takes part; the others are this module's workers, each
     on one torch thread.  ``threads`` is capped by :func:`thread_limit` and by
@@ -96,11 +97,11 @@ def run(tasks: Sequence[Callable[[], T]], threads: int) -> List[T]:
     """
     wanted = _threads_for(len(tasks), threads)
     if wanted <= 1:
-        return _serially(tasks)
-    return _on_threads(tasks, wanted, True)
+        return _serially(tasks, kind)
+    return _on_threads(tasks, wanted, kind)
 
 
-def elementwise(n: int, work: Callable[[int, int], T], threads: int, torch: bool = True) -> List[T]:
+def elementwise(n: int, work: Callable[[int, int], T], threads: int, kind: Hashable | None) -> List[T]:
     """``[work(start, stop), ...]`` over spans covering ``range(n)`` of an elementwise op, on up to ``threads``
     threads as :func:`run` runs tasks.
 
@@ -109,15 +110,17 @@ def elementwise(n: int, work: Callable[[int, int], T], threads: int, torch: bool
     whole number of vectors; the last one's tail is the array's own).  So where the spans of
     :func:`block_elements` would run on one thread, one span covers the array: the same bits, without an op
     and a finiteness check per block (~20 us each on a 65,536-element block).
-    ``torch=False``: ``work`` runs no torch (the original's own loop): torch is neither imported nor set.
+    ``kind``: what ``work`` computes with torch, as :func:`run` takes it; None: ``work`` runs no torch (the
+    original's own loop): torch is neither imported nor set.
     """
     size = block_elements(n)
     spans = bounds(n, size)
+    torch = kind is not None
     wanted = _threads_for(len(spans), threads, torch)
     if wanted <= 1:
         whole: List[Callable[[], T]] = [functools.partial(work, 0, n)] if n else []
-        return _serially(whole) if torch else [task() for task in whole]
-    return _on_threads([functools.partial(work, start, stop) for start, stop in spans], wanted, torch)
+        return _serially(whole, kind) if torch else [task() for task in whole]
+    return _on_threads([functools.partial(work, start, stop) for start, stop in spans], wanted, kind)
 
 
 def original_limit() -> int:
@@ -158,10 +161,13 @@ _INSIDE = threading.local()
 """``depth``: how many calls of this thread are handing out or computing blocks on the workers now."""
 
 
-def _on_threads(tasks: Sequence[Callable[[], T]], wanted: int, torch: bool) -> List[T]:
+def _on_threads(tasks: Sequence[Callable[[], T]], wanted: int, kind: Hashable | None) -> List[T]:
+    torch = kind is not None
     job = _Job(tasks, torch)
     _INSIDE.depth = getattr(_INSIDE, "depth", 0) + 1
     try:
+        if torch and kind not in PROCESS.first_blocks:
+            _first_alone(kind, functools.partial(_one_block, job))
         pool = _pool(wanted - 1)
         for worker in pool[: wanted - 1]:
             worker.give(job)
@@ -179,9 +185,37 @@ def _on_threads(tasks: Sequence[Callable[[], T]], wanted: int, torch: bool) -> L
     return results  # type: ignore[return-value]
 
 
-def _serially(tasks: Sequence[Callable[[], T]]) -> List[T]:
+def _serially(tasks: Sequence[Callable[[], T]], kind: Hashable) -> List[T]:
+    def compute() -> List[T]:
+        with _one_torch_thread():
+            return [task() for task in tasks]
+
+    return compute() if kind in PROCESS.first_blocks else _first_alone(kind, compute)
+
+
+def _one_block(job: _Job) -> None:
     with _one_torch_thread():
-        return [task() for task in tasks]
+        job.work(1)
+
+
+_FIRST = threading.RLock()
+"""Held while the first block of a kind of torch work runs (:func:`_first_alone`)."""
+
+
+def _first_alone(kind: Hashable, first: Callable[[], T]) -> T:
+    """``first()``, the first block of torch work of ``kind`` in this process, computed while no other thread computes
+    one of its kind -- then no other block does either, since every block of a kind not yet computed waits here.
+
+    Intel MKL, under torch's ``erf`` (VML) on x86, sets up the op on its first call: a second thread's first call
+    made meanwhile computed its block with an ``erf`` ~12,500 ULP off (1 run in 180 of two threads' first float64
+    ``erf`` at once, the 2-core reference VM, torch 2.13; every call after the first gave the same bits).  Held
+    once per kind and process, for one block; a call made inside it in the same thread (a signal handler's) runs
+    on, the lock being re-entrant, and a forked child inherits what its parent computed."""
+    with _FIRST:
+        try:
+            return first()
+        finally:
+            PROCESS.first_blocks.add(kind)
 
 
 class _one_torch_thread:
@@ -274,8 +308,10 @@ class _Job:
         self.done.acquire()
         self.error: BaseException | None = None
 
-    def work(self) -> None:
-        while True:
+    def work(self, most: int = -1) -> None:
+        """Compute blocks in this thread until none is left (or ``most`` of them)."""
+        while most:
+            most -= 1
             with self.lock:
                 if self.next >= len(self.tasks) or self.error is not None:
                     return

@@ -101,7 +101,7 @@ def compute(original: Callable[..., Any], name: str, x: Any, result: np.ndarray,
             return start, stop, 0
         return start, stop, _flags_of(original, operands, dst, start, stop, bufsize, kwargs)
 
-    spans = blocks.elementwise(dst.size, block, threads, torch=False)
+    spans = blocks.elementwise(dst.size, block, threads, None)
     if checks is not None and any(status for _, _, status in spans):
         _report(original, name, operands, dst, spans, bufsize, kwargs)
 

@@ -63,7 +63,7 @@ def _in_blocks(op_name: str, wide_name: str | None, src: np.ndarray, dst: np.nda
             part.copy_(tmp)
         return not check or all_finite(part)
 
-    return all(blocks.elementwise(flat_dst.numel(), block, threads))
+    return all(blocks.elementwise(flat_dst.numel(), block, threads, (op_name, wide or flat_src.dtype)))
 
 
 def torch_op(name: str) -> TorchOp:
