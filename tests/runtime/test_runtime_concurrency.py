@@ -97,14 +97,18 @@ def test_spawned_children_are_untouched(tmp_path):
 
 LOCK_HELD_AT_FORK = textwrap.dedent(
     """
-    import os, threading
+    import os, sys, threading
     import np2torch.runtime as np2t
+    from np2torch.runtime._paths import blocks
     from np2torch.runtime._state import PROCESS
 
     held, release = threading.Event(), threading.Event()
+    which = sys.argv[1]
+    if which == "first block":
+        import torch  # (what a child's torch work needs, loaded before the fork)
 
     def hold():
-        with PROCESS.lock:
+        with PROCESS.lock if which == "runtime" else blocks._FIRST:
             held.set()
             release.wait(120)
 
@@ -113,7 +117,10 @@ LOCK_HELD_AT_FORK = textwrap.dedent(
     held.wait(120)
     pid = os.fork()
     if pid == 0:
-        np2t.configure(device="numpy")  # takes the runtime's lock, which a parent's thread held at the fork
+        if which == "runtime":
+            np2t.configure(device="numpy")  # takes the runtime's lock, which a parent's thread held at the fork
+        else:  # the first block of a kind: the lock a parent's thread held while computing one (blocks._first_alone)
+            blocks.run([lambda: 1], 1, "a kind first computed in the child")
         os._exit(0)
     release.set()
     thread.join()
@@ -123,10 +130,11 @@ LOCK_HELD_AT_FORK = textwrap.dedent(
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
-def test_a_child_forked_while_a_thread_holds_the_runtime_lock_does_not_hang(tmp_path):
+@pytest.mark.parametrize("which", ["runtime", "first block"])
+def test_a_child_forked_while_a_thread_holds_the_runtime_lock_does_not_hang(tmp_path, which):
     script = tmp_path / "lock_at_fork.py"
     script.write_text(LOCK_HELD_AT_FORK)
-    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    proc = subprocess.Popen([sys.executable, str(script), which], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             cwd=ROOT, start_new_session=True)
     try:
         out, err = proc.communicate(timeout=60)

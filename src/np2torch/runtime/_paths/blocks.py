@@ -199,7 +199,16 @@ def _one_block(job: _Job) -> None:
 
 
 _FIRST = threading.RLock()
-"""Held while the first block of a kind of torch work runs (:func:`_first_alone`)."""
+"""Held while the first block of a kind of torch work runs (:func:`_first_alone`); a forked child's is its own."""
+
+
+def _after_fork_in_child() -> None:
+    global _FIRST
+    _FIRST = threading.RLock()  # a parent's thread holding it at the fork is not here to release it
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _first_alone(kind: Hashable, first: Callable[[], T]) -> T:
