@@ -417,7 +417,7 @@ def _short_rows(view: np.ndarray, work: np.dtype, threads: int) -> Parts:
 
     per_block = max(1, _CPU_BLOCK // max(length, 1))
     spans = blocks.bounds(rows, per_block)
-    blocks.run([functools.partial(block, a, b) for a, b in spans], threads, (NAME, dtype))
+    blocks.run([functools.partial(block, a, b) for a, b in spans], threads, (NAME, "short rows", dtype))
     shape = view.shape[:-1] + (1,)
     return parts[0].reshape(shape), parts[2].reshape(shape), parts[1].reshape(shape)
 
@@ -467,14 +467,15 @@ def _blockwise(t: torch.Tensor, dims: Tuple[int, ...], work: torch.dtype, device
         finally:
             _give_back(buffers, work, device)
 
-    def run(tasks: List[Callable[[], T]]) -> List[T]:
-        return blocks.run(tasks, threads, (NAME, work)) if device.type == "cpu" else [task() for task in tasks]
+    def run(tasks: List[Callable[[], T]], stage: str) -> List[T]:
+        # (Each stage runs other ops: its own kind, whose first block runs alone: blocks._first_alone.)
+        return blocks.run(tasks, threads, (NAME, stage, work)) if device.type == "cpu" else [task() for task in tasks]
 
     if axis in dims:
         # Slices span blocks: the maximum first, then partial sums over blocks, added up in block order.
         # Each block's own maximum is kept (when small next to the input) to tell which slices have
         # their maxima in it: only those need the mask.
-        parts = run([functools.partial(torch.amax, piece(start), dims, keepdim=True) for start in starts])
+        parts = run([functools.partial(torch.amax, piece(start), dims, keepdim=True) for start in starts], "maxima")
         raw_max = parts[0].clone()
         for part in parts[1:]:
             torch.maximum(raw_max, part, out=raw_max)
@@ -486,7 +487,7 @@ def _blockwise(t: torch.Tensor, dims: Tuple[int, ...], work: torch.dtype, device
             count = torch.zeros(a_max.shape, dtype=torch.float64, device=device)
             return sums(piece(start), a_max, holds, count), count
 
-        found = run([functools.partial(partial_sums, i, start) for i, start in enumerate(starts)])
+        found = run([functools.partial(partial_sums, i, start) for i, start in enumerate(starts)], "sums")
         totals = _Pairwise()
         count = found[0][1]
         for i, (total, part_count) in enumerate(found):
@@ -507,7 +508,7 @@ def _blockwise(t: torch.Tensor, dims: Tuple[int, ...], work: torch.dtype, device
         block_max.copy_(torch.amax(chunk, dims, keepdim=True))
         total.narrow(axis, start, width).copy_(sums(chunk, block_max, None, count.narrow(axis, start, width)))
 
-    run([functools.partial(whole_slices, start) for start in starts])
+    run([functools.partial(whole_slices, start) for start in starts], "whole slices")
     return a_max, count.to(torch.int64), total
 
 

@@ -213,13 +213,14 @@ if hasattr(os, "register_at_fork"):
 
 def _first_alone(kind: Hashable, first: Callable[[], T]) -> T:
     """``first()``, the first block of torch work of ``kind`` in this process, computed while no other thread computes
-    one of its kind -- then no other block does either, since every block of a kind not yet computed waits here.
+    a first block of any kind; the kind's other blocks follow it, and a kind is one set of ops (logsumexp's passes
+    are a kind each), so no op's first call meets another thread's.
 
     torch's float unary ops on x86 call Intel MKL's VML, which picks each function's kernel on its first call in the
     process; a thread whose first call ran meanwhile could get a low-accuracy kernel for its whole block of that
     call (pytorch/pytorch#188792, open; oneMKL 2024.2).  Here a float64 ``erf`` block came out ~12,500 ULP off (1
     run in 180 of two threads' first ``erf`` at once, the 2-core reference VM, torch 2.13; every later call gave
-    the same bits).  The first block of a kind runs every op its blocks run, so they are all picked by then.  Held
+    the same bits).  Held
     once per kind and process, for one block; a call made inside it in the same thread (a signal handler's) runs
     on, the lock being re-entrant, and a forked child inherits what its parent computed."""
     with _FIRST:
