@@ -273,7 +273,6 @@ def _blockwise(a: np.ndarray, dims: tuple) -> tuple:
     return tuple(x.numpy() for x in lse._blockwise(t, dims, t.dtype, t.device, lse._CPU_BLOCK))
 
 
-
 def test_each_pass_over_the_blocks_is_its_own_kind(monkeypatch: pytest.MonkeyPatch) -> None:
     # The first block of a kind of torch work runs alone (MKL picks a function's kernel on its first call:
     # blocks._first_alone): a kind is one set of ops, so the maxima pass (no exp) and the sums pass are two kinds.
@@ -287,6 +286,7 @@ def test_each_pass_over_the_blocks_is_its_own_kind(monkeypatch: pytest.MonkeyPat
     _blockwise(a, (1,))
     assert [kind[1] for kind in kinds] == ["maxima", "sums", "whole slices"]
     assert len(set(kinds)) == 3
+
 
 BLOCK_INPUTS = {
     "normal": lambda rng: rng.standard_normal((1000, 200)),
