@@ -70,3 +70,15 @@ def test_show_reads_each_curve_as_the_decision_does_with_the_wake_of_an_idle_wor
         return next(band["from"] for band in row["bands"] if band["path"] == "cores")
 
     assert first_on_cores({}) < 262144 <= first_on_cores({tuning.WAKE_NOTE: 2e-4}) <= 1048576
+
+
+def test_tune_measures_the_smallest_call_the_every_core_paths_cut_in_two() -> None:
+    # Below SPLIT a call is one block on the calling thread; at SPLIT two, one a thread. The powers of 4 either side
+    # are one block and four: interpolating between them put a two-block call's time on a one-thread line.
+    from np2torch.runtime._paths import blocks
+
+    def count(n: int) -> int:
+        return len(blocks.bounds(n, blocks.block_elements(n)))
+
+    assert tune.SPLIT in tune.SIZES and count(tune.SPLIT) == 2
+    assert count(max(n for n in tune.SIZES if n < tune.SPLIT)) == 1

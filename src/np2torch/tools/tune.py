@@ -24,13 +24,19 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import click
 import numpy as np
 
+from np2torch.runtime._paths.blocks import MIN_BLOCK
 from np2torch.tools.originals import importable
 
 if TYPE_CHECKING:
     from np2torch.runtime.tuning import Profile
 
-SIZES = tuple(4**k for k in range(5, 13))
-"""1,024 to 16,777,216 elements, a factor 4 apart."""
+SPLIT = 2 * MIN_BLOCK
+"""The smallest call the every-core paths cut in two whole blocks (:data:`.blocks.MIN_BLOCK` each), one a thread: below it
+they are one block on the calling thread, the original's or one torch thread's time.  Measured, not interpolated: the
+powers of 4 either side are one block and four, and a line between them missed that two blocks already run at two
+threads' speed."""
+SIZES = tuple(sorted({4**k for k in range(5, 13)} | {SPLIT}))
+"""1,024 to 16,777,216 elements, a factor 4 apart, and :data:`SPLIT`."""
 QUICK_SIZES = (1 << 12, 1 << 15, 1 << 18, 1 << 21)
 REDUCTION_SIZES = tuple(4**k for k in range(5, 12, 2)) + (4**12,)
 """A reduction's shape classes, each a curve: 1,024 to 16,777,216 elements, a factor 16 apart (six classes
