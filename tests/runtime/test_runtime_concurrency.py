@@ -529,5 +529,8 @@ def test_a_check_of_the_installed_scipy_holds_no_lock_another_threads_call_waits
     stand_in_for = functools.partial(lean.compute, original=None) if check == "check_lean" else _logsumexp._expected
     assert PROCESS.verdicts[key] == real(scipy.special.logsumexp, stand_in_for)  # kept once, the same answer
     want = scipy.special.logsumexp(rows, axis=1)
+    # Within 4 ULP of the slice's scale, as the torch path promises (test_runtime_logsumexp.py's assert_close): a
+    # result near 0 after cancellation was 1,024 of its own ULP from SciPy's on an AMD EPYC (torch's log, 1 ULP off).
+    scale = np.spacing(np.maximum(np.abs(want), np.abs(rows.max(axis=1))))
     for got in results.values():
-        np.testing.assert_array_max_ulp(got, want, maxulp=4)
+        assert (np.abs(got - want) <= 4 * scale).all()
