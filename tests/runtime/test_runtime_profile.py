@@ -224,6 +224,21 @@ def test_a_call_on_every_core_pays_the_wake_of_an_idle_worker_past_one_block():
     assert _model.exact_path(woken, _model.EXACT_PATHS, 1048576) == "cores"
 
 
+def test_the_original_on_every_core_pays_the_wake_after_a_loops_idle():
+    # It runs on its workers only after short idles (blocks.LOOP_IDLE): what waking one costs then is its charge;
+    # torch's pool pays the wake after a program's longer pauses.  A profile without that note: its wake for both.
+    sizes = (1024, 65536, 262144)
+    curve = Curve(sizes, {"numpy": (1e-6, 1e-4, 4e-4), "cores": (1e-6, 1e-4, 3e-4), "cpu": (1e-5, 1e-4, 2e-4)})
+    woken = _model.woken(curve, 2e-4, 65536, 3e-5)
+    assert woken.seconds["cores"] == pytest.approx((1e-6, 1e-4, 3.3e-4))
+    assert woken.seconds["cpu"] == pytest.approx((1e-5, 1e-4, 4e-4))
+    assert _model.woken(curve, 2e-4, 65536).seconds["cores"] == pytest.approx((1e-6, 1e-4, 5e-4))
+    tuned = Profile("m", {}, 1.0, 2, {}, {_model.WAKE_NOTE: 2e-4, _model.LOOP_WAKE_NOTE: 3e-5})
+    older = Profile("m", {}, 1.0, 2, {}, {_model.WAKE_NOTE: 2e-4})
+    assert _model.loop_wake_of(tuned) == 3e-5 and _model.loop_wake_of(older) == _model.wake_of(older) == 2e-4
+    assert _route.as_decided(tuned, curve).seconds["cores"] == pytest.approx((1e-6, 1e-4, 3.3e-4))
+
+
 def test_the_wake_cost_is_that_of_the_profile_a_curve_came_from():
     active = _profile.active()
     builtin = float(_profile.load_builtin().notes[_model.WAKE_NOTE])
@@ -445,8 +460,10 @@ def test_ski_rental_counts_predictions_never_measured_time(tmp_path):
 LEDGER_PRELUDE = """
     import sys, numpy as np, np2torch.runtime as r
     from np2torch.runtime._decision import ledger as _ledger, route as _route
+    from np2torch.runtime._paths import blocks as _blocks
     from np2torch.runtime._state import PROCESS
     _route.DEFER_ELEMENTS = 0  # the rental itself, from the first call
+    _blocks.LOOP_IDLE = float("inf")  # every call on every core in a loop of them, however long the test pauses
     if "LEDGER" == "off":  # every call decided in full, by the Python function and the C front
         _ledger.Ledger.count = lambda self, key, settings: False
         _ledger.Ledger.route = lambda self, key, settings: None

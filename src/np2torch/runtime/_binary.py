@@ -182,9 +182,9 @@ class Binary(Helper):
             return "scipy.special.errstate reports: SciPy"
         if checks is not None and checks.under:
             return "np.errstate(under=...) reports underflow: the original"
-        if (route.path == "cores" and not dry_run and blocks.load_leaves_one(n, route.threads)
+        if (route.path == "cores" and not dry_run and blocks.single_call_serves(n, route.threads)
                 and not may_warn_in_a_cast(2, (x1, x2), {})):  # (else its warnings could not name the caller's line)
-            return "other processes hold the cores: the original's single call, the same loop without the blocks' cost"
+            return "the original's single call, the same loop without the blocks' cost: other processes hold the cores, or its workers slept"
         return loop, route
 
     def try_torch(self, x1: Operand, x2: Operand, loop: np.dtype, route: Route) -> np.ndarray | np.generic | None:
@@ -267,7 +267,7 @@ def _make_function(helper: Binary) -> Callable[..., object]:
     redirects = process.redirects.setdefault(helper.name, {None: None})  # NumPy error state -> how to call the original
     miss = REDIRECT_MISS
     count, route_of = helper.ledger.count, helper.ledger.route
-    load_leaves_one = blocks.load_leaves_one
+    single_call_serves = blocks.single_call_serves
 
     def function(x1: Any = ABSENT, x2: Any = ABSENT, /, *args: Any, **kwargs: Any) -> Any:
         # The hot path: two arrays (or an array and a small Python scalar) whose loop and size floor are known,
@@ -308,7 +308,7 @@ def _make_function(helper: Binary) -> Callable[..., object]:
                         original_only = count((loop, n), settings)
                         if not original_only:  # one the ledger sends to the cores, which the load may leave one
                             decided = route_of((loop, n), settings)
-                            original_only = decided is not None and load_leaves_one(n, decided.threads)
+                            original_only = decided is not None and single_call_serves(n, decided.threads)
                 original = helper.loaded
                 if original_only and original is not None:
                     redirect = redirects.get(get_extobj(), miss)

@@ -25,6 +25,7 @@ Standard library only: ``import np2torch.runtime`` imports this module.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import threading
 from contextvars import ContextVar
@@ -104,7 +105,7 @@ class Process:
     __slots__ = (
         "settings", "lock", "cuda_lock",
         "torch_tried", "torch_found", "cuda", "forked_child", "fork_hook", "half_imported",
-        "load",
+        "load", "every_core_call",
         "profile", "profile_warned", "generation", "forecasts", "bands", "floor_tables",
         "saved", "counted", "routed", "deferred", "provisional", "rented",
         "cuda_slots", "verdicts", "error_checks", "redirects", "underflow_unwarned", "one_time", "workers", "per_thread_torch",
@@ -137,6 +138,9 @@ class Process:
         """Modules the runtime uses that another thread was importing when this process was forked
         from its parent: their import can never finish here (:mod:`._fork`)."""
         self.load = LoadWindow()
+        self.every_core_call = -math.inf
+        """``time.monotonic()`` when the last call the profile sent to the original on every core ended (ran on its
+        workers) or began (the original's single call served it): :func:`._paths.blocks.single_call_serves`."""
         self.profile = None
         self.profile_warned = False
         self.generation = 0

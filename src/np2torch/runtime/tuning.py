@@ -25,6 +25,7 @@ from ._decision.model import (
     ALL_PATHS,
     CONTENDED_LIMIT,
     CPU_PATHS,
+    LOOP_WAKE_NOTE,
     MARGIN,
     REDUCTION_CLASSES,
     WAKE_NOTE,
@@ -43,13 +44,13 @@ from ._load import machine_busy, others_meter, usable_cores
 __all__ = [
     "ALL_PATHS", "BUILTIN", "CONTENDED_LIMIT", "CPU_PATHS", "MARGIN", "PROFILE_ENV", "Active", "Bands", "Curve",
     "Profile", "ProfileError", "REDUCTION_CLASSES", "bands_of", "cuda_available", "curve_key", "default_path", "fingerprint", "locked",
-    "WAKE_NOTE", "as_decided", "cores_only_loops", "machine_busy", "measure", "measure_wake", "others_meter", "profile_in_force", "serves_cores", "read_profile", "second_operand", "torch_available", "usable_cores", "write_profile",
+    "LOOP_WAKE_NOTE", "WAKE_NOTE", "as_decided", "cores_only_loops", "machine_busy", "measure", "measure_wake", "others_meter", "profile_in_force", "serves_cores", "read_profile", "second_operand", "torch_available", "usable_cores", "write_profile",
 ]
 
 
-def measure_wake() -> float:
-    """What a call on two threads pays to wake a worker that idled (:func:`._decision.calibrate.measure_wake`)."""
-    return _calibrate.measure_wake()
+def measure_wake(idle: float = _calibrate.WAKE_IDLE) -> float:
+    """What a call on two threads pays to wake a worker that idled ``idle`` seconds (:func:`._decision.calibrate.measure_wake`)."""
+    return _calibrate.measure_wake(idle=idle)
 
 
 def measure(

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import click
 import numpy as np
 
-from np2torch.runtime._paths.blocks import MIN_BLOCK
+from np2torch.runtime._paths.blocks import LOOP_IDLE, MIN_BLOCK
 from np2torch.tools.originals import importable
 
 if TYPE_CHECKING:
@@ -161,10 +161,11 @@ def run_tune(names: Sequence[str] | None, quick: bool, cuda: bool, progress: Any
     finally:
         torch.set_num_threads(threads_before)
     wake = tuning.measure_wake()
+    loop_wake = tuning.measure_wake(LOOP_IDLE)
     imports = measure_import_seconds(1 if quick else 3)
     if progress is not None:
         progress.update(1)
-    notes = {"import_torch": imports, "busy": busy, tuning.WAKE_NOTE: wake}
+    notes = {"import_torch": imports, "busy": busy, tuning.WAKE_NOTE: wake, tuning.LOOP_WAKE_NOTE: loop_wake}
     return tuning.Profile("", tuning.fingerprint(), import_charge(imports), threads, curves, notes)
 
 
@@ -339,6 +340,10 @@ def command(quick: bool, function_text: str | None, everything: bool, output: st
     if wake is not None:
         click.echo(f"waking an idle worker: {wake * 1e3:.2f} ms a call on more than one thread (added to those paths' "
                    "times where a call runs more than one block)")
+    loop_wake = profile.notes.get(tuning.LOOP_WAKE_NOTE)
+    if loop_wake is not None:
+        click.echo(f"... after at most {LOOP_IDLE * 1e3:g} ms: {loop_wake * 1e3:.2f} ms (the original on every core's "
+                   "charge: after a longer idle its calls are the original's single call)")
     busy = profile.notes.get("busy") or {}
     if busy:
         click.echo(f"warning: other programs kept this machine busy while {len(busy)} curve(s) were measured, twice "

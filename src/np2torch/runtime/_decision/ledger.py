@@ -26,7 +26,7 @@ other settings (``configure``, ``using``) or after the profile changed
 
 A call the profile sends to the original on every core (:mod:`.._paths.cores`) is written too, with its route
 (:meth:`Ledger.route`): what follows the route -- SciPy's error state, the load
-(:func:`.._paths.blocks.load_leaves_one`), the layout, NumPy's error state -- is checked on every call as before,
+(:func:`.._paths.blocks.single_call_serves`), the layout, NumPy's error state -- is checked on every call as before,
 and only the route is not computed again.  With one core busy, ``erf`` over 120,000 elements, which the load sends
 to the original's single call, cost 1.03-1.06x the original's time decided in full on every call, 1.00-1.01x from
 the ledger.

@@ -26,7 +26,7 @@ import math
 from typing import Any, Dict, Mapping, Sequence, Tuple
 
 from .._paths import ALL_PATHS as ALL_PATHS
-from .._paths import BY_NAME, ONE_THREAD, ORIGINAL, SCALED_PATHS
+from .._paths import BY_NAME, EVERY_CORE, ONE_THREAD, ORIGINAL, SCALED_PATHS
 from .._paths import CPU_PATHS as CPU_PATHS
 from .._paths import EXACT_PATHS as EXACT_PATHS
 from .._record import Record
@@ -323,6 +323,9 @@ def scaled_prior(curve: Curve, built_threads: int, threads_here: int) -> Curve:
 WAKE_NOTE = "wake_seconds"
 """The profile's note of what a call running on more than one thread pays to wake a worker that idled since the
 program's previous call (``np2torch tune`` measures it: :func:`.calibrate.measure_wake`)."""
+LOOP_WAKE_NOTE = "loop_wake_seconds"
+"""... and what a call on the original on every core pays to wake one that idled :data:`.._paths.blocks.LOOP_IDLE`
+at most, the longest it runs after (:func:`.._paths.blocks.single_call_serves`)."""
 
 
 def wake_of(profile: Profile) -> float:
@@ -330,20 +333,31 @@ def wake_of(profile: Profile) -> float:
     return float(profile.notes.get(WAKE_NOTE, 0.0))
 
 
-def woken(curve: Curve, seconds: float, single: int) -> Curve:
+def loop_wake_of(profile: Profile) -> float:
+    """The profile's :data:`LOOP_WAKE_NOTE` (none in a profile measured before ``tune`` measured it: its
+    :data:`WAKE_NOTE`, as it decided then)."""
+    return float(profile.notes.get(LOOP_WAKE_NOTE, wake_of(profile)))
+
+
+def woken(curve: Curve, seconds: float, single: int, every_core: float | None = None) -> Curve:
     """``curve`` with ``seconds`` added to the time of each path that runs on every core, at every measured size past
-    ``single`` elements (up to which a call is one block, computed by the calling thread alone).
+    ``single`` elements (up to which a call is one block, computed by the calling thread alone); ``every_core``
+    (default ``seconds``) to the original on every core's.
 
     ``tune`` times a path's calls back to back, so its workers never sleep; a program's calls come between other
     work, and each wakes a worker that did (on the 2-core reference VM ~0.2-0.45 ms after 10-50 ms of idling,
-    where its calls of a few hundred microseconds gain less than that)."""
-    if seconds <= 0 or not any(path in curve.seconds for path in SCALED_PATHS):
+    where its calls of a few hundred microseconds gain less than that).  The original on every core runs on its
+    workers only after short idles (:data:`.._paths.blocks.LOOP_IDLE`; else the original's single call, the same
+    bits), and pays what waking one costs after those: ``every_core``."""
+    every_core = seconds if every_core is None else every_core
+    if max(seconds, every_core) <= 0 or not any(path in curve.seconds for path in SCALED_PATHS):
         return curve
     seconds_of = dict(curve.seconds)
     for path in SCALED_PATHS:
         times = seconds_of.get(path)
-        if times is not None:
-            seconds_of[path] = tuple(t + seconds if n > single else t for n, t in zip(curve.sizes, times))
+        added = every_core if path == EVERY_CORE else seconds
+        if times is not None and added > 0:
+            seconds_of[path] = tuple(t + added if n > single else t for n, t in zip(curve.sizes, times))
     return Curve(curve.sizes, seconds_of, curve.thread_invariant)
 
 

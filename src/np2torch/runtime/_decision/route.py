@@ -51,6 +51,7 @@ from .model import (
     Profile,
     bands_of,
     curve_key,
+    loop_wake_of,
     scaled_prior,
     wake_of,
     woken,
@@ -125,7 +126,7 @@ def _curve_of(active: Active, key: str) -> Tuple[Curve | None, str]:
 def as_decided(profile: Profile, curve: Curve) -> Curve:
     """``curve`` as the decision reads it: the paths on every core with ``profile``'s wake of an idle worker added
     past one block (:func:`.model.woken`; ``np2torch tune --show`` reads a curve so too)."""
-    return woken(curve, wake_of(profile), blocks.MIN_BLOCK)
+    return woken(curve, wake_of(profile), blocks.MIN_BLOCK, loop_wake_of(profile))
 
 
 def _measured_curve(active: Active, key: str) -> Tuple[Curve | None, str]:

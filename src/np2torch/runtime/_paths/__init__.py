@@ -99,5 +99,8 @@ SCALED_PATHS = tuple(path.name for path in PATHS if path.scaled)
 """The paths that run on every core: their per-element time scales with the cores."""
 ORIGINAL = PATHS[0].name
 """The original's single call: where a call goes when nothing else is known to be faster."""
+EVERY_CORE = next(path.name for path in PATHS if path.scaled and not path.torch)
+"""The original on every core: the one path that a call may leave for the original's single call at any moment, its
+bits the same (:func:`.blocks.single_call_serves`)."""
 ONE_THREAD = next(path.name for path in PATHS if path.torch and path.threads == 1)
 """torch on one thread: what the one-thread guard compares with the original (:data:`.._decision.model.CONTENDED_LIMIT`)."""

@@ -41,6 +41,7 @@ import collections
 import functools
 import os
 import threading
+import time
 from typing import TYPE_CHECKING, Any, Callable, Hashable, List, Sequence, TypeVar
 
 from .._fork import in_forked_child
@@ -129,12 +130,29 @@ def original_limit() -> int:
     return 1 if in_forked_child() else usable_cores()
 
 
-def load_leaves_one(n: int, threads: int) -> bool:
-    """Whether other processes alone leave one thread now to the original's own loop over ``n`` elements
-    (:func:`elementwise` with ``torch=False``), whose blocks would run on more: its single call then computes the
-    same bits in the same loop, without cutting it into blocks or recording each block's flags."""
+LOOP_IDLE = 0.002
+"""Seconds: the original on every core runs a call on its workers only where the previous call it was asked for ended
+at most this long ago -- the program calls it in a loop (:func:`single_call_serves`).  After a longer pause the
+workers sleep, and waking one (its core; on a virtual machine its virtual CPU) costs more than ``tune`` charged:
+on the 2-core reference VM (2026-11-30) 0-60 us after 1-2 ms, 120-160 us after 5-10 ms, 250-320 us after 50 ms,
+where a 120,000-element ``erf`` on two threads saves ~250 us.  ``tune`` measures the wake after this long
+(:func:`.._decision.calibrate.measure_wake`), the cost the decision charges this path."""
+
+
+def single_call_serves(n: int, threads: int) -> bool:
+    """Whether the original's single call serves, now, a call over ``n`` elements that the profile sends to the
+    original on every core (:func:`elementwise` with ``kind=None``), whose blocks would run on more than one thread:
+    other processes leave it one thread, or its workers have slept for longer than :data:`LOOP_IDLE`.  The same
+    bits in the same loop either way, without cutting the call into blocks or recording each block's flags; which
+    one runs may depend on the moment (nothing else here does: torch's paths never change with it)."""
     asked = _asked(-(-n // block_elements(n)), threads, False)
-    return asked > 1 and free_cores(asked) <= 1
+    if asked <= 1:
+        return False
+    now = time.monotonic()
+    if now - PROCESS.every_core_call > LOOP_IDLE or free_cores(asked) <= 1:
+        PROCESS.every_core_call = now  # (its start: a loop's next call finds it later than its end, never sooner)
+        return True
+    return False
 
 
 def _asked(count: int, threads: int, torch: bool) -> int:
@@ -180,6 +198,8 @@ def _on_threads(tasks: Sequence[Callable[[], T]], wanted: int, kind: Hashable | 
     finally:
         _INSIDE.depth -= 1
     results, error = job.finish()
+    if not torch:
+        PROCESS.every_core_call = time.monotonic()
     if error is not None:
         raise error
     return results  # type: ignore[return-value]
