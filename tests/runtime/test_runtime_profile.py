@@ -254,6 +254,27 @@ def _wake(active, origin):
     return _model.wake_of(_route.wake_profile(active, origin))
 
 
+def test_tune_times_each_path_on_every_thread_it_asks_for_whatever_the_load(monkeypatch):
+    # A moment's load once left the original on every core timed on one thread over a whole curve (the original's
+    # own speed): tune tells a busy machine by its meter over each curve, and the paths run as on a quiet one.
+    from np2torch.runtime._paths import blocks
+
+    asked = []
+    monkeypatch.setattr(blocks, "free_cores", lambda wanted: asked.append(wanted) or 1)
+    assert blocks._threads_for(4, 0, torch=False) == 1 and asked == [min(4, blocks.original_limit())]
+    with blocks.whole_pool():
+        assert blocks._threads_for(4, 0, torch=False) == min(4, blocks.original_limit())
+    assert blocks._threads_for(4, 0, torch=False) == 1
+    asked.clear()
+    ran_on = []
+    real = blocks._on_threads
+    monkeypatch.setattr(blocks, "_on_threads", lambda tasks, wanted, kind: ran_on.append(wanted) or real(tasks, wanted, kind))
+    _calibrate.measure(HELPERS["exp"].run_path, "exp", np.dtype(np.float64), ("numpy", "cores"), (4 * blocks.MIN_BLOCK,),
+                       None, repeat=1)
+    limit = min(4, blocks.original_limit())
+    assert asked == [] and set(ran_on) == ({limit} if limit > 1 else set())
+
+
 def test_tune_measures_the_wake_of_an_idle_worker(monkeypatch):
     found = _calibrate.measure_wake(runs=3, idle=0.002)
     assert 0.0 <= found < 1.0

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 import numpy as np
 
+from .._paths import blocks
 from ..table import FUNCTIONS_BY_NAME
 from .model import CLASS_LENGTHS, MARGIN, Curve
 
@@ -175,27 +176,28 @@ def measure(
     measured one thread faster) sent calls of 1e8 elements to one thread at
     half the pool's speed.
     """
-    measured: list[int] = []
-    seconds: dict[str, list[float]] = {path: [] for path in paths}
-    for n in sizes:
-        x = make_input(name, dtype, n, klass=klass)
-        timed = time_paths({path: functools.partial(used, run, path, x) for path in paths}, repeat)
-        for path in paths:
-            seconds[path].append(timed[path])
-        measured.append(n)
-        if progress is not None:
-            progress()
-        if max_call is not None and len(measured) >= 2 and seconds["numpy"][-1] > max_call:
-            break
-    far = max(sizes)
-    if measured[-1] < far and seconds["numpy"][-1] * far / measured[-1] <= FAR_LIMIT:
-        last = [seconds[path][-1] for path in paths]
-        timed = _time_far(run, paths, make_input(name, dtype, far, klass=klass), last, max_call, repeat)
-        for path in paths:
-            seconds[path].append(timed[path])
-        measured.append(far)
-        if progress is not None:
-            progress()
+    with blocks.whole_pool():  # each path as the quiet machine runs it; tune tells a busy one apart
+        measured: list[int] = []
+        seconds: dict[str, list[float]] = {path: [] for path in paths}
+        for n in sizes:
+            x = make_input(name, dtype, n, klass=klass)
+            timed = time_paths({path: functools.partial(used, run, path, x) for path in paths}, repeat)
+            for path in paths:
+                seconds[path].append(timed[path])
+            measured.append(n)
+            if progress is not None:
+                progress()
+            if max_call is not None and len(measured) >= 2 and seconds["numpy"][-1] > max_call:
+                break
+        far = max(sizes)
+        if measured[-1] < far and seconds["numpy"][-1] * far / measured[-1] <= FAR_LIMIT:
+            last = [seconds[path][-1] for path in paths]
+            timed = _time_far(run, paths, make_input(name, dtype, far, klass=klass), last, max_call, repeat)
+            for path in paths:
+                seconds[path].append(timed[path])
+            measured.append(far)
+            if progress is not None:
+                progress()
     return Curve(tuple(measured), {path: tuple(times) for path, times in seconds.items()})
 
 
@@ -241,7 +243,7 @@ def measure_wake(runs: int = WAKE_RUNS, idle: float = WAKE_IDLE) -> float:
     0.17, 0.29 and 0.35 ms.  The original slows after idling too (frequency, caches); the difference of the
     differences is the wake's."""
     from .._load import usable_cores
-    from .._paths import blocks, cores
+    from .._paths import cores
 
     if usable_cores() < 2:
         return 0.0
@@ -264,8 +266,9 @@ def measure_wake(runs: int = WAKE_RUNS, idle: float = WAKE_IDLE) -> float:
             times.append(time.perf_counter() - start)
         return statistics.median(times)
 
-    for _ in range(20):  # the pool started, the pages touched
-        two_threads()
-    woken = median(two_threads, idle) - median(two_threads, 0.0)
-    cold = median(original, idle) - median(original, 0.0)
+    with blocks.whole_pool():
+        for _ in range(20):  # the pool started, the pages touched
+            two_threads()
+        woken = median(two_threads, idle) - median(two_threads, 0.0)
+        cold = median(original, idle) - median(original, 0.0)
     return max(0.0, woken - cold)

@@ -38,11 +38,12 @@ from __future__ import annotations
 
 import _thread
 import collections
+import contextlib
 import functools
 import os
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable, Hashable, List, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterator, List, Sequence, TypeVar
 
 from .._fork import in_forked_child
 from .._load import free_cores, usable_cores
@@ -166,13 +167,32 @@ def _asked(count: int, threads: int, torch: bool) -> int:
 
 def _threads_for(count: int, threads: int, torch: bool = True) -> int:
     """How many threads run ``count`` blocks asked to run on ``threads`` (:func:`_asked`), on the cores other
-    processes leave free."""
+    processes leave free (all of them while this thread times the paths: :func:`whole_pool`)."""
     wanted = _asked(count, threads, torch)
-    if wanted > 1:
+    if wanted > 1 and not getattr(_TIMING, "on", False):
         wanted = free_cores(wanted)
     if wanted > 1 and torch and not _pool_per_thread():
         return 1
     return wanted
+
+
+_TIMING = threading.local()
+"""``on``: this thread times the paths (:func:`whole_pool`)."""
+
+
+@contextlib.contextmanager
+def whole_pool() -> Iterator[None]:
+    """Within it, this thread's calls run their blocks on every thread they ask for, whatever the load: what ``tune``
+    times is each path as the machine runs it when quiet.  A moment's load (a kernel thread, a subprocess that just
+    ended) once left the original on every core timed on one thread, at the original's own speed, over a whole
+    curve of ``erf`` on the 2-core reference VM (2026-11-30), in 2 of 7 runs of ``tune --functions erf``; ``tune``
+    tells a busy machine by its own meter over each curve and measures that curve again."""
+    before = getattr(_TIMING, "on", False)
+    _TIMING.on = True
+    try:
+        yield
+    finally:
+        _TIMING.on = before
 
 
 _INSIDE = threading.local()
