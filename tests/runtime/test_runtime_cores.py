@@ -258,36 +258,6 @@ def test_a_loop_torch_does_not_serve_takes_the_original_on_every_core_and_never_
             assert_same_bits(getattr(np2t, name)(*args), _api.HELPERS[name].load()(*args))
 
 
-@pytest.mark.parametrize(("name", "first"), [("exp", None), ("logaddexp", 0.5)])
-def test_a_call_after_the_workers_slept_takes_the_originals_single_call(monkeypatch, name, first):
-    # A program's loop of calls on every core wakes workers that idled a little (what tune charges the path); a call
-    # after a longer pause would wake one that slept, which costs more: the original's single call serves it, the
-    # same bits and warnings at the caller's line.  The next call of a loop runs on the workers again.
-    from np2torch.runtime._state import PROCESS, TAKEN
-
-    monkeypatch.setattr(blocks, "LOOP_IDLE", 0.002)  # (tests/conftest.py makes it endless)
-    monkeypatch.setattr(blocks, "free_cores", lambda wanted: wanted)
-    monkeypatch.setattr(PROCESS, "every_core_call", -np.inf)  # no call yet: the workers never ran
-    now = [100.0]
-    monkeypatch.setattr(blocks.time, "monotonic", lambda: now[0])
-    x = np.linspace(-800.0, 800.0, N)  # overflows: a warning to report
-    args = (x,) if first is None else (first, x)
-    helper, original = getattr(np2t, name), _api.HELPERS[name].load()
-    taken = []
-    for pause in (0.0, 0.001, 0.0019, 0.5, 0.0015, 0.003, 0.001):
-        now[0] += pause
-        with _forced(), warnings.catch_warnings(record=True) as seen:
-            warnings.simplefilter("always")
-            TAKEN.device = None
-            got = helper(*args)
-            line = sys._getframe().f_lineno - 1
-        taken.append(TAKEN.device)
-        assert [(str(w.message), w.lineno) for w in seen] == ([("overflow encountered in exp", line)] if name == "exp" else [])
-        with np.errstate(all="ignore"):
-            assert_same_bits(got, original(*args))
-    assert taken == [None, "cores", "cores", None, "cores", None, "cores"]
-
-
 @pytest.mark.parametrize(("name", "first", "loaded"), [("exp", None, None), ("logaddexp", 0.5, None),
                                                       ("logaddexp", 1e5, "cores")])
 def test_a_call_other_processes_leave_one_core_takes_the_originals_single_call(monkeypatch, name, first, loaded):

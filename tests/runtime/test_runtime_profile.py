@@ -224,6 +224,16 @@ def test_a_call_on_every_core_pays_the_wake_of_an_idle_worker_past_one_block():
     assert _model.exact_path(woken, _model.EXACT_PATHS, 1048576) == "cores"
 
 
+def test_past_the_largest_size_measured_a_pool_tied_with_one_thread_serves():
+    # tune timed the pool and one torch thread alike at its far size; the pool's lead only grows past it.
+    sizes = (1024, 1 << 20, 1 << 24)
+    curve = Curve(sizes, {"numpy": (1e-6, 2e-2, 3.2e-1), "cpu1": (2e-5, 5e-3, 3.30e-2), "cpu": (3e-5, 4e-3, 3.31e-2)})
+    assert _model.best_path(curve, _model.ALL_PATHS, 1 << 24) == "cpu1"  # measured there: the faster by a hair
+    assert _model.best_path(curve, _model.ALL_PATHS, 10**8) == "cpu"
+    apart = Curve(sizes, {**curve.seconds, "cpu": (3e-5, 4e-3, 3.30e-2 * _model.MARGIN * 1.01)})
+    assert _model.best_path(apart, _model.ALL_PATHS, 10**8) == "cpu1"  # slower beyond the noise: as measured
+
+
 def test_the_original_on_every_core_pays_the_wake_after_a_loops_idle():
     # It runs on its workers only after short idles (blocks.LOOP_IDLE): what waking one costs then is its charge;
     # torch's pool pays the wake after a program's longer pauses.  A profile without that note: its wake for both.
@@ -237,6 +247,51 @@ def test_the_original_on_every_core_pays_the_wake_after_a_loops_idle():
     older = Profile("m", {}, 1.0, 2, {}, {_model.WAKE_NOTE: 2e-4})
     assert _model.loop_wake_of(tuned) == 3e-5 and _model.loop_wake_of(older) == _model.wake_of(older) == 2e-4
     assert _route.as_decided(tuned, curve).seconds["cores"] == pytest.approx((1e-6, 1e-4, 3.3e-4))
+
+
+@pytest.mark.parametrize(("name", "first"), [("exp", None), ("logaddexp", 0.5)])
+def test_a_call_after_the_workers_slept_takes_the_originals_single_call(tmp_path, profile_env, monkeypatch, name, first):
+    # The original on every core 1.6x the original's single call back to back, a worker's wake 0.1 ms after a
+    # program's pause and nothing in a loop: at 131,072 elements it runs on the workers in a loop of its calls only
+    # (after a pause the original's single call, the same bits and warnings at the caller's line); at 4M, where it
+    # pays after a pause too, always.
+    from np2torch.runtime._paths import blocks
+    from np2torch.runtime._state import TAKEN
+
+    sizes = (1024, 65536, 131072, 262144, 4194304)
+    original = tuple(1e-9 * n for n in sizes)
+    curve = Curve(sizes, {"numpy": original, "cores": tuple(t if n <= 65536 else t / 1.6 for n, t in zip(sizes, original))})
+    notes = {_model.WAKE_NOTE: 1e-4, _model.LOOP_WAKE_NOTE: 0.0}
+    path = tmp_path / "p.json"
+    _profile.write_profile(path, Profile(str(path), _profile.fingerprint(), 2.0, 2, {f"{name}/float64": curve}, notes))
+    profile_env(path)
+    monkeypatch.setattr(_route, "DEFER_ELEMENTS", 0)
+    monkeypatch.setattr(blocks, "LOOP_IDLE", 0.002)  # (tests/conftest.py makes it endless)
+    monkeypatch.setattr(blocks, "free_cores", lambda wanted: wanted)
+    monkeypatch.setattr(PROCESS, "every_core_call", -np.inf)  # no call yet: the workers never ran
+    now = [100.0]
+    monkeypatch.setattr(blocks.time, "monotonic", lambda: now[0])
+    helper, real = getattr(np2t, name), HELPERS[name].load()
+    for n, pauses, expected in ((131072, (0.0, 0.001, 0.0019, 0.5, 0.0015, 0.003, 0.001),
+                                 [None, "cores", "cores", None, "cores", None, "cores"]),
+                                (4194304, (0.5, 0.5), ["cores", "cores"])):
+        if blocks.original_limit() < 2:
+            expected = [None] * len(pauses)  # one core: nothing to run on every core
+        x = np.linspace(-800.0, 800.0, n)  # overflows: a warning to report
+        args = (x,) if first is None else (first, x)
+        taken = []
+        for pause in pauses:
+            now[0] += pause
+            with np2t.using(exact="bits"), warnings.catch_warnings(record=True) as seen:
+                warnings.simplefilter("always")
+                TAKEN.device = None
+                got = helper(*args)
+                line = sys._getframe().f_lineno - 1
+            taken.append(TAKEN.device)
+            assert [(str(w.message), w.lineno) for w in seen] == ([("overflow encountered in exp", line)] if name == "exp" else [])
+            with np.errstate(all="ignore"):
+                assert_same_values(got, real(*args), max_ulp=0)
+        assert taken == expected, n
 
 
 def test_the_wake_cost_is_that_of_the_profile_a_curve_came_from():

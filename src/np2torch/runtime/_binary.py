@@ -182,7 +182,7 @@ class Binary(Helper):
             return "scipy.special.errstate reports: SciPy"
         if checks is not None and checks.under:
             return "np.errstate(under=...) reports underflow: the original"
-        if (route.path == "cores" and not dry_run and blocks.single_call_serves(n, route.threads)
+        if (route.path == "cores" and not dry_run and blocks.single_call_serves(n, route.threads, route.after_sleep)
                 and not may_warn_in_a_cast(2, (x1, x2), {})):  # (else its warnings could not name the caller's line)
             return "the original's single call, the same loop without the blocks' cost: other processes hold the cores, or its workers slept"
         return loop, route
@@ -308,7 +308,7 @@ def _make_function(helper: Binary) -> Callable[..., object]:
                         original_only = count((loop, n), settings)
                         if not original_only:  # one the ledger sends to the cores, which the load may leave one
                             decided = route_of((loop, n), settings)
-                            original_only = decided is not None and single_call_serves(n, decided.threads)
+                            original_only = decided is not None and single_call_serves(n, decided.threads, decided.after_sleep)
                 original = helper.loaded
                 if original_only and original is not None:
                     redirect = redirects.get(get_extobj(), miss)

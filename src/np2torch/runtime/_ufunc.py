@@ -394,7 +394,7 @@ def _try_torch(state: Ufunc, settings: RuntimeSettings, x: np.ndarray, args: Tup
     decided = None
     if not args and not kwargs:  # a plain call: its route may be the ledger's (._decision.ledger)
         decided = state.ledger.route((x.dtype, x.size), settings)
-        if decided is not None and blocks.single_call_serves(x.size, decided.threads):
+        if decided is not None and blocks.single_call_serves(x.size, decided.threads, decided.after_sleep):
             return _DECLINED  # the original's single call, as _prepare finds after checks that all lead to it too
     prepared = _prepare(state, settings, x, args, kwargs, dry_run=False, decided=decided)
     if type(prepared) is not Call:
@@ -454,7 +454,7 @@ def _prepare(state: Ufunc, settings: RuntimeSettings, x: np.ndarray, args: Tuple
     if state.row.module == "scipy.special" and scipy_reports():
         return Declined("scipy.special.errstate asks for reports, which only SciPy gives")
     if route.path == "cores":
-        if not dry_run and not args and not kwargs and blocks.single_call_serves(x.size, route.threads):
+        if not dry_run and not args and not kwargs and blocks.single_call_serves(x.size, route.threads, route.after_sleep):
             # The original's single call: the same loop, without the blocks' cost.  (A plain call: its warnings are
             # redirected to the caller's line; one with keywords may not be: :func:`._exact.errstate.redirect_for`.)
             return _LOADED

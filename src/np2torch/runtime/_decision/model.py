@@ -278,6 +278,24 @@ def best_path(curve: Curve, allowed: Sequence[str], n: int, one_thread_guard: bo
         predicted = path.cost(curve, n)
         if predicted is not None and predicted < best_time:
             best, best_time = name, predicted
+    if n > curve.sizes[-1] and not BY_NAME[best].exact and not BY_NAME[best].scaled:
+        best = _pool_past_the_largest(curve, allowed, n, best, best_time)
+    return best
+
+
+def _pool_past_the_largest(curve: Curve, allowed: Sequence[str], n: int, best: str, best_time: float) -> str:
+    """Past the largest size measured, a torch pool on the same device that was predicted within :data:`MARGIN` of
+    the one thread chosen: the model keeps each path's ratios from that size on, but a pool's lead over one thread
+    only grows with the size (its fixed costs amortize).  On the 2-core reference VM (2026-11-30) float64 ``erf``
+    on the pool and on one torch thread timed alike at 16.7M elements in ``tune``, 1.17x apart timed again at
+    16.7M, 1.8x at 5e7, and bench's 1e8 ran at half the pool's speed on one thread."""
+    device = BY_NAME[best].device
+    for name in allowed:
+        path = BY_NAME[name]
+        if path.torch and path.scaled and path.device == device:
+            predicted = path.cost(curve, n)
+            if predicted is not None and predicted <= best_time * MARGIN:
+                return name
     return best
 
 

@@ -81,13 +81,18 @@ class Route(Record):
     or the CUDA device, ``cuda:1``) and why: ``reason``, or the profile's prediction (``basis``),
     put in words only when asked (:attr:`why`)."""
 
-    __slots__ = ("path", "device", "reason", "basis")
+    __slots__ = ("path", "device", "reason", "basis", "after_sleep")
 
-    def __init__(self, path: str, device: str, reason: str = "", basis: Basis | None = None) -> None:
+    def __init__(self, path: str, device: str, reason: str = "", basis: Basis | None = None,
+                 after_sleep: bool = True) -> None:
         self.path = path
         self.device = device
         self.reason = reason
         self.basis = basis
+        self.after_sleep = after_sleep
+        """The path pays even when its call wakes a worker that slept (the profile's wake after a program's pause);
+        else the original on every core runs on its workers only in a loop of its calls, and the original's single
+        call serves one after a longer idle (:func:`.._paths.blocks.single_call_serves`)."""
 
     @property
     def why(self) -> str:
@@ -296,7 +301,20 @@ def _exact_route(path: str, forecast: Forecast, n: int, klass: str) -> Route | N
     if path == ORIGINAL:
         return None
     assert forecast.curve is not None
-    return Route(path, "cpu", basis=Basis(forecast.curve, n, forecast.origin, klass))
+    return Route(path, "cpu", basis=Basis(forecast.curve, n, forecast.origin, klass),
+                 after_sleep=_pays_after_sleep(path, forecast, n))
+
+
+def _pays_after_sleep(path: str, forecast: Forecast, n: int) -> bool:
+    """Whether ``path`` is still predicted :data:`.model.MARGIN` faster than the original's single call at ``n``
+    elements when its call wakes a worker that slept: charged the profile's wake after a program's pause
+    (:data:`.model.WAKE_NOTE`) rather than after a loop's idle (:data:`.model.LOOP_WAKE_NOTE`, in the curve)."""
+    curve = forecast.curve
+    assert curve is not None
+    wakes = wake_profile(profile.active(), forecast.origin)
+    extra = wake_of(wakes) - loop_wake_of(wakes)
+    original, cost = curve.predict(ORIGINAL, n), BY_NAME[path].cost(curve, n)
+    return extra <= 0 or original is None or cost is None or (cost + extra) * MARGIN < original
 
 
 def _rental_route(fallback: str, path: str, forecast: Forecast, n: int, klass: str, main: bool) -> Route:

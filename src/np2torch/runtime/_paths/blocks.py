@@ -140,17 +140,18 @@ where a 120,000-element ``erf`` on two threads saves ~250 us.  ``tune`` measures
 (:func:`.._decision.calibrate.measure_wake`), the cost the decision charges this path."""
 
 
-def single_call_serves(n: int, threads: int) -> bool:
+def single_call_serves(n: int, threads: int, after_sleep: bool) -> bool:
     """Whether the original's single call serves, now, a call over ``n`` elements that the profile sends to the
     original on every core (:func:`elementwise` with ``kind=None``), whose blocks would run on more than one thread:
-    other processes leave it one thread, or its workers have slept for longer than :data:`LOOP_IDLE`.  The same
-    bits in the same loop either way, without cutting the call into blocks or recording each block's flags; which
-    one runs may depend on the moment (nothing else here does: torch's paths never change with it)."""
+    other processes leave it one thread, or (unless the path pays ``after_sleep`` too: the route's) its workers have
+    slept for longer than :data:`LOOP_IDLE`.  The same bits in the same loop either way, without cutting the call
+    into blocks or recording each block's flags; which one runs may depend on the moment (nothing else here does:
+    torch's paths never change with it)."""
     asked = _asked(-(-n // block_elements(n)), threads, False)
     if asked <= 1:
         return False
     now = time.monotonic()
-    if now - PROCESS.every_core_call > LOOP_IDLE or free_cores(asked) <= 1:
+    if (not after_sleep and now - PROCESS.every_core_call > LOOP_IDLE) or free_cores(asked) <= 1:
         PROCESS.every_core_call = now  # (its start: a loop's next call finds it later than its end, never sooner)
         return True
     return False
