@@ -292,6 +292,8 @@ def test_a_call_after_the_workers_slept_takes_the_originals_single_call(tmp_path
             with np.errstate(all="ignore"):
                 assert_same_values(got, real(*args), max_ulp=0)
         assert taken == expected, n
+        with np2t.using(exact="bits"):
+            assert ("in a loop of such calls" in np2t.which(name, *args)[1]) == (n == 131072 and "cores" in expected)
 
 
 def test_the_wake_cost_is_that_of_the_profile_a_curve_came_from():

@@ -342,8 +342,8 @@ WAKE_NOTE = "wake_seconds"
 """The profile's note of what a call running on more than one thread pays to wake a worker that idled since the
 program's previous call (``np2torch tune`` measures it: :func:`.calibrate.measure_wake`)."""
 LOOP_WAKE_NOTE = "loop_wake_seconds"
-"""... and what a call on the original on every core pays to wake one that idled :data:`.._paths.blocks.LOOP_IDLE`
-at most, the longest it runs after (:func:`.._paths.blocks.single_call_serves`)."""
+"""... and what a call on the original on every core pays to wake one that idled :data:`.._paths.blocks.LOOP_IDLE`:
+after a longer idle it runs on its workers only where it pays even then (:func:`.._paths.blocks.single_call_serves`)."""
 
 
 def wake_of(profile: Profile) -> float:
@@ -365,8 +365,9 @@ def woken(curve: Curve, seconds: float, single: int, every_core: float | None = 
     ``tune`` times a path's calls back to back, so its workers never sleep; a program's calls come between other
     work, and each wakes a worker that did (on the 2-core reference VM ~0.2-0.45 ms after 10-50 ms of idling,
     where its calls of a few hundred microseconds gain less than that).  The original on every core runs on its
-    workers only after short idles (:data:`.._paths.blocks.LOOP_IDLE`; else the original's single call, the same
-    bits), and pays what waking one costs after those: ``every_core``."""
+    workers after a longer idle than :data:`.._paths.blocks.LOOP_IDLE` only where it pays even then (else the
+    original's single call serves, the same bits: :func:`.._paths.blocks.single_call_serves`), so it is charged
+    what waking one costs after that idle: ``every_core``."""
     every_core = seconds if every_core is None else every_core
     if max(seconds, every_core) <= 0 or not any(path in curve.seconds for path in SCALED_PATHS):
         return curve

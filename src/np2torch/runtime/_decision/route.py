@@ -98,7 +98,13 @@ class Route(Record):
     def why(self) -> str:
         """One line: what decided it."""
         basis = self.basis
-        return self.reason if basis is None else _reason(basis.curve, self.path, basis.n, basis.origin, basis.klass)
+        if basis is None:
+            return self.reason
+        why = _reason(basis.curve, self.path, basis.n, basis.origin, basis.klass)
+        if not self.after_sleep:
+            why += (f"; in a loop of such calls (after an idle of more than {blocks.LOOP_IDLE * 1e3:g} ms waking a "
+                    "worker costs more than it saves: the original's single call, the same bits)")
+        return why
 
     @property
     def threads(self) -> int:

@@ -132,12 +132,13 @@ def original_limit() -> int:
 
 
 LOOP_IDLE = 0.002
-"""Seconds: the original on every core runs a call on its workers only where the previous call it was asked for ended
-at most this long ago -- the program calls it in a loop (:func:`single_call_serves`).  After a longer pause the
-workers sleep, and waking one (its core; on a virtual machine its virtual CPU) costs more than ``tune`` charged:
-on the 2-core reference VM (2026-11-30) 0-60 us after 1-2 ms, 120-160 us after 5-10 ms, 250-320 us after 50 ms,
-where a 120,000-element ``erf`` on two threads saves ~250 us.  ``tune`` measures the wake after this long
-(:func:`.._decision.calibrate.measure_wake`), the cost the decision charges this path."""
+"""Seconds: a call the original on every core pays for in a program's loop only (not after a pause: its route's
+``after_sleep``) runs on the workers where the previous call it was asked for ended at most this long ago
+(:func:`single_call_serves`).  After a longer pause the workers sleep, and waking one (its core; on a virtual
+machine its virtual CPU) costs more: on the 2-core reference VM (2026-11-30) 0-60 us after 1-2 ms, 120-160 us
+after 5-10 ms, 250-320 us after 50 ms, where a 120,000-element ``erf`` on two threads saves ~300 us.  ``tune``
+measures the wake after this long (:func:`.._decision.calibrate.measure_wake`), the cost the bands charge this
+path, and after 10 ms, the cost ``after_sleep`` weighs."""
 
 
 def single_call_serves(n: int, threads: int, after_sleep: bool) -> bool:
