@@ -121,7 +121,7 @@ def test_without_tune_the_prior_never_takes_a_path_recorded_slower_than_the_orig
                 assert taken <= original * replay.BOUND_FACTOR + replay.BOUND_SECONDS, r
             else:  # only the original on every core, which the host's recordings never timed, goes unjudged
                 assert found.path == "cores" and original is not None, r
-    assert judged >= 20  # of 76 (38 rows, torch imported or not): the rest take the original on every core
+    assert judged >= 16  # of 76 (38 rows, torch imported or not): the rest take the original on every core
     # the large calls gain: every exp/log/erf call from 1e6 elements leaves the original's single call -- erf for
     # torch's pool; exp and log, whose torch kernels the reference VM found no faster per core than NumPy's, for
     # the original on every core (the prior's prediction: the host's recordings never timed that path)

@@ -24,14 +24,14 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import click
 import numpy as np
 
-from np2torch.runtime._paths.blocks import LOOP_IDLE, MIN_BLOCK
+from np2torch.runtime.tuning import LOOP_IDLE, MIN_BLOCK
 from np2torch.tools.originals import importable
 
 if TYPE_CHECKING:
     from np2torch.runtime.tuning import Profile
 
 SPLIT = 2 * MIN_BLOCK
-"""The smallest call the every-core paths cut in two whole blocks (:data:`.blocks.MIN_BLOCK` each), one a thread: below it
+"""The smallest call the every-core paths cut in two whole blocks (:data:`np2torch.runtime.tuning.MIN_BLOCK` each), one a thread: below it
 they are one block on the calling thread, the original's or one torch thread's time.  Measured, not interpolated: the
 powers of 4 either side are one block and four, and a line between them missed that two blocks already run at two
 threads' speed."""
