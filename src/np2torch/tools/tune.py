@@ -343,7 +343,7 @@ def command(quick: bool, function_text: str | None, everything: bool, output: st
     loop_wake = profile.notes.get(tuning.LOOP_WAKE_NOTE)
     if loop_wake is not None:
         click.echo(f"... after at most {LOOP_IDLE * 1e3:g} ms: {loop_wake * 1e3:.2f} ms (the original on every core's "
-                   "charge: after a longer idle its calls are the original's single call)")
+                   "charge; after a longer idle, where it would not pay then, its call is the original's single call)")
     busy = profile.notes.get("busy") or {}
     if busy:
         click.echo(f"warning: other programs kept this machine busy while {len(busy)} curve(s) were measured, twice "
