@@ -224,6 +224,18 @@ logsumexp.__module__ = PUBLIC_MODULE
 HELPER = Logsumexp(FUNCTIONS_BY_NAME[NAME])
 
 
+def _pool_blocks(n: int, klass: str) -> int:
+    """How many blocks the pool cuts a call over ``n`` elements of shape class ``klass`` into
+    (:func:`._paths.blocks.pool_blocks`): rows of short contiguous slices in blocks of :data:`_CPU_BLOCK` elements
+    (:func:`_short_rows`), else blocks of up to :data:`_CPU_BLOCK` (:func:`_reduce`)."""
+    if klass == "short-inner":
+        return max(1, -(-n // _CPU_BLOCK))
+    return blocks.call_blocks(n, min(blocks.MIN_BLOCK, _CPU_BLOCK), _CPU_BLOCK)
+
+
+blocks.register_cut(NAME, _pool_blocks)
+
+
 def torch_block_parts(a: np.ndarray, dims: Tuple[int, ...]) -> Parts | None:
     """One block's ``(a_max, m, s)`` per slice (keepdims shape, ``m`` int64) on torch, for a Dask chunk.
 

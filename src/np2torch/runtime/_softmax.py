@@ -217,6 +217,8 @@ def log_softmax(x: ArrayLike, axis: int | tuple[int, ...] | None = None) -> Any:
 
 softmax.__module__ = log_softmax.__module__ = PUBLIC_MODULE
 HELPERS = {name: Softmax(FUNCTIONS_BY_NAME[name], function) for name, function in zip(NAMES, (softmax, log_softmax))}
+for _name in NAMES:
+    blocks.register_cut(_name, lambda n, klass: 1)  # one torch thread per call (:meth:`Softmax.try_torch`)
 
 
 def _compute(name: str, x: np.ndarray, view: np.ndarray, flipped: tuple[int, ...], dims: tuple[int, ...],

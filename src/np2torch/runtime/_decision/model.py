@@ -23,7 +23,7 @@ them, :mod:`.route`.
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, Mapping, Sequence, Tuple
+from typing import Any, Callable, Dict, Mapping, Sequence, Tuple
 
 from .._paths import ALL_PATHS as ALL_PATHS
 from .._paths import BY_NAME, EVERY_CORE, ONE_THREAD, ORIGINAL, SCALED_PATHS
@@ -316,25 +316,30 @@ def exact_path(curve: Curve, allowed: Sequence[str], n: int) -> str:
     return best
 
 
-def scaled_prior(curve: Curve, built_threads: int, threads_here: int) -> Curve:
-    """The built-in curve with the pool paths' per-element time (torch's pool, the original on every core) scaled
-    to this machine's thread count.
+def scaled_prior(curve: Curve, built_threads: int, threads_here: int, blocks_at: Callable[[int], int]) -> Curve:
+    """The built-in curve with the pool paths' time (torch's pool, the original on every core) scaled to this
+    machine's thread count.
 
-    What decides where ``np2torch tune`` has not run.  Its one-thread times
-    stay the reference machine's, which say nothing about this one's (one torch
-    thread was 2.3x slower than NumPy's float64 exp on the AVX2 reference VM
-    and 1.7x faster on an AVX-512 host): the one-thread guard is applied to this
+    What decides where ``np2torch tune`` has not run.  A call over ``n``
+    elements is cut into ``blocks_at(n)`` blocks (:func:`.._paths.blocks.pool_blocks`), so at most that many
+    threads share its work: its time past the smallest size's (the fixed cost) is taken to shrink or grow by
+    ``min(blocks, built_threads) / min(blocks, threads_here)``.  A call of one block keeps the reference
+    machine's time, however many cores this one has: scaled by the threads alone, the 2-core reference
+    profile predicted float64 ``erf`` over 4,096 elements (one block, the original's own call) 1.7x faster on
+    every core of a 16-core machine than the original.  Its one-thread times stay the reference
+    machine's, which say nothing about this one's (one torch thread was 2.3x slower than NumPy's float64 exp
+    on the AVX2 reference VM and 1.7x faster on an AVX-512 host): the one-thread guard is applied to this
     machine's measurements only, not to the prior.
     """
-    if threads_here <= built_threads or not any(path in curve.seconds for path in SCALED_PATHS):
+    if threads_here == built_threads or not any(path in curve.seconds for path in SCALED_PATHS):
         return curve
-    factor = built_threads / threads_here
+    factors = [min(blocks, built_threads) / min(blocks, threads_here) for blocks in map(blocks_at, curve.sizes)]
     seconds = dict(curve.seconds)
     for path in SCALED_PATHS:
         pool = seconds.get(path)
         if pool is not None:
             first = pool[0]
-            seconds[path] = tuple(first + (t - first) * factor for t in pool)
+            seconds[path] = tuple(first + (t - first) * factor for t, factor in zip(pool, factors))
     return Curve(curve.sizes, seconds)
 
 

@@ -23,7 +23,8 @@ shape, never measured seconds, so the call that imports torch is the same one
 on every run.  If torch is already in ``sys.modules`` there is nothing to pay.
 
 Without ``np2torch tune`` the built-in profile (the reference machine's),
-with its pool times scaled to this machine's cores, decides.  Nothing is
+with its pool times scaled to this machine's cores (as far as a call's blocks let them share its work),
+decides.  Nothing is
 measured on the spot: a measurement would decide by the moment it was taken.
 
 An explicit ``min_size`` (``NP2TORCH_MIN_SIZE``, ``configure``, ``using``)
@@ -34,6 +35,7 @@ Decisions derived from the profile are cached in :data:`.._state.PROCESS` until
 
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Sequence, Tuple
 
@@ -148,7 +150,9 @@ def _measured_curve(active: Active, key: str) -> Tuple[Curve | None, str]:
         return None, "none"
     if active.write_to is None:
         return builtin, "builtin"
-    return scaled_prior(builtin, active.builtin.threads, active.print_["cores"]), PRIOR
+    name, _, klass = (key.split("/") + [""])[:3]
+    return scaled_prior(builtin, active.builtin.threads, active.print_["cores"],
+                        functools.partial(blocks.pool_blocks, name, klass=klass)), PRIOR
 
 
 def wake_profile(active: Active, origin: str) -> Profile:

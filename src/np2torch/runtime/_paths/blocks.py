@@ -43,7 +43,7 @@ import functools
 import os
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterator, List, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Dict, Hashable, Iterator, List, Sequence, TypeVar
 
 from .._fork import in_forked_child
 from .._load import free_cores, usable_cores
@@ -69,6 +69,31 @@ def block_elements(n: int, smallest: int = MIN_BLOCK, largest: int = MAX_BLOCK) 
     while size < largest and size * BLOCKS_PER_CALL < n:
         size *= 2
     return size
+
+
+def call_blocks(n: int, smallest: int = MIN_BLOCK, largest: int = MAX_BLOCK) -> int:
+    """How many blocks of :func:`block_elements` cover a call over ``n`` elements: at most this many threads
+    work on it at once, however many the machine has."""
+    return max(1, -(-n // block_elements(n, smallest, largest)))
+
+
+_CUTS: Dict[str, Callable[[int, str], int]] = {}
+
+
+def register_cut(name: str, cut: Callable[[int, str], int]) -> None:
+    """Say how the pool paths of helper ``name`` cut a call over ``n`` elements of shape class ``klass``
+    into blocks (``cut(n, klass)``: how many), where that is not :func:`call_blocks`: a reduction's module, as
+    it is imported (before any of its calls is decided)."""
+    _CUTS[name] = cut
+
+
+def pool_blocks(name: str, n: int, klass: str = "") -> int:
+    """How many blocks the pool paths (torch's pool, the original on every core) of helper ``name`` cut a call
+    over ``n`` elements (of shape class ``klass``) into: :func:`call_blocks` for the elementwise and two-argument
+    helpers, a reduction's own cut (:func:`register_cut`).  What scaling another machine's pool times to this
+    one's cores may assume (:func:`.._decision.model.scaled_prior`): a call of one block runs on one thread."""
+    cut = _CUTS.get(name)
+    return call_blocks(n) if cut is None else cut(n, klass)
 
 
 def bounds(n: int, size: int) -> List[tuple[int, int]]:
@@ -148,7 +173,7 @@ def single_call_serves(n: int, threads: int, after_sleep: bool) -> bool:
     slept for longer than :data:`LOOP_IDLE`.  The same bits in the same loop either way, without cutting the call
     into blocks or recording each block's flags; which one runs may depend on the moment (nothing else here does:
     torch's paths never change with it)."""
-    asked = _asked(-(-n // block_elements(n)), threads, False)
+    asked = _asked(call_blocks(n), threads, False)
     if asked <= 1:
         return False
     now = time.monotonic()
