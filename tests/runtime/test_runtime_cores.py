@@ -32,12 +32,12 @@ SPECIALS = [1000.0, -1000.0, 0.0, -0.0, -1.0, 1e-310, np.nan, np.inf, -np.inf, 1
 N = 3 * blocks.MIN_BLOCK + 12_345
 
 
-def _input(row: Any, dtype: str, offset: int) -> np.ndarray:
-    """Values of the row's domain, with every special value in the first, third and last block."""
+def _input(row: Any, dtype: str, offset: int, n: int = N) -> np.ndarray:
+    """Values of the row's domain, with every special value in the first, a middle and the last block."""
     low, high = row.domain
     rng = np.random.default_rng(offset)
-    x = rng.uniform(low, high, N + offset)
-    for where in (17, 2 * blocks.MIN_BLOCK + 5, N + offset - len(SPECIALS) - 2):
+    x = rng.uniform(low, high, n + offset)
+    for where in (17, 2 * blocks.MIN_BLOCK + 5 if n == N else n // 2, n + offset - len(SPECIALS) - 2):
         x[where : where + len(SPECIALS)] = SPECIALS
     with np.errstate(all="ignore"):
         return x.astype(dtype)[offset:]
@@ -166,13 +166,14 @@ def test_the_thread_count_changes_no_bit(name, threads):
     row = next(row for row in ROWS if row.name == name)
     original = _api.HELPERS[name].load()
     for dtype in FLOATS:
-        x = _input(row, dtype, 3)
-        with np.errstate(all="ignore"):
-            want = original(x)
-        got = np.empty_like(want)
-        with np.errstate(all="ignore"):
-            cores.compute(original, name, x, got, error_checks(), threads)
-        assert got.tobytes() == want.tobytes()
+        for n in (N, 9_001, 20_003):  # (the small ones cut for the threads: as many blocks as threads)
+            x = _input(row, dtype, 3, n)
+            with np.errstate(all="ignore"):
+                want = original(x)
+            got = np.empty_like(want)
+            with np.errstate(all="ignore"):
+                cores.compute(original, name, x, got, error_checks(), threads)
+            assert got.tobytes() == want.tobytes()
 
 
 @settings(max_examples=60, deadline=None)
@@ -181,10 +182,11 @@ def test_the_thread_count_changes_no_bit(name, threads):
     offset=st.integers(0, 7),
     name=st.sampled_from(["exp", "log", "erf", "tanh", "log1p", "expm1"]),
     dtype=st.sampled_from(FLOATS),
+    n=st.sampled_from([2 * blocks.MIN_BLOCK + 1000, 9_001]),  # (9,001: cut for the threads, one block each)
 )
-def test_any_values_give_the_originals_bits_and_flags(values, offset, name, dtype):
+def test_any_values_give_the_originals_bits_and_flags(values, offset, name, dtype, n):
     original = _api.HELPERS[name].load()
-    x = np.resize(np.array(values, dtype=dtype), 2 * blocks.MIN_BLOCK + 1000)[offset:]
+    x = np.resize(np.array(values, dtype=dtype), n)[offset:]
     flags = []
     with np.errstate(all="call", call=lambda kind, status: flags.append(status)):
         want = original(x)

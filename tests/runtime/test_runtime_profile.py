@@ -206,65 +206,94 @@ def test_decisions_are_deterministic():
 
 def test_the_prior_scales_the_pool_to_this_machines_threads():
     curve = synthetic(1.0, cpu1=(5e-6, 0.5), cpu=(3e-5, 0.4))
-    many = functools.partial(blocks.pool_blocks, "exp")
-    scaled = _model.scaled_prior(curve, 2, 16, many)
+    cut = _route._blocks_of("exp/float64")
+    scaled = _model.scaled_prior(curve, 2, 16, cut)
     assert scaled.predict("cpu", SIZES[-1]) < curve.predict("cpu", SIZES[-1]) / 4
     assert scaled.seconds["cpu1"] == curve.seconds["cpu1"] and scaled.seconds["numpy"] == curve.seconds["numpy"]
-    assert _model.scaled_prior(curve, 2, 2, many) is curve
+    assert _model.scaled_prior(curve, 2, 2, cut) is curve
 
 
 def test_the_prior_scales_a_call_only_as_far_as_its_blocks_let_threads_share_it():
     # A call of one block is the calling thread's alone, on any machine: scaled by the threads alone, the 2-core
     # reference profile predicted float64 erf over 4,096 elements 1.7x faster on every core of a 16-core machine.
-    sizes = (1024, 4096, 65536, 131072, 262144, 4194304)
-    work = (0.0, 30e-6, 540e-6, 540e-6, 1080e-6, 16e-3)  # on the reference's two threads, past the fixed cost
-    curve = Curve(sizes, {"numpy": tuple(1e-5 + 8e-9 * n for n in sizes), "cores": tuple(1e-5 + t for t in work)})
-    cut = functools.partial(blocks.pool_blocks, "erf")
-    assert [cut(n) for n in sizes] == [1, 1, 1, 2, 4, 32]
-    wide = _model.scaled_prior(curve, 2, 16, cut).seconds["cores"]
-    assert wide[:4] == pytest.approx(curve.seconds["cores"][:4])  # one block, and two: two threads already
-    assert wide[4] == pytest.approx(1e-5 + work[4] / 2)  # four blocks: four threads of 16
-    assert wide[5] == pytest.approx(1e-5 + work[5] / 8)  # 32 blocks: all 16
-    alone = _model.scaled_prior(curve, 2, 1, cut).seconds["cores"]  # one core: two blocks' work on one thread
-    assert alone[:3] == pytest.approx(curve.seconds["cores"][:3])
-    assert alone[3:] == pytest.approx(tuple(1e-5 + 2 * t for t in work[3:]))
+    sizes = (1024, 4096, 8192, 65536, 131072, 262144, 4194304)
+    work = (0.0, 30e-6, 60e-6, 270e-6, 540e-6, 1080e-6, 16e-3)  # on the reference's two threads, past the fixed cost
+    seconds = tuple(1e-5 + t for t in work)
+    curve = Curve(sizes, {"numpy": tuple(1e-5 + 8e-9 * n for n in sizes), "cores": seconds, "cpu": seconds})
+    cut = _route._blocks_of("erf/float64")
+    # An elementwise call is cut for its threads, on either path.
+    assert [cut(path, n, 16) for n in sizes for path in ("cores", "cpu")] == [
+        count for count in (1, 1, 2, 16, 16, 16, 32) for _ in range(2)]
+    assert [cut("cores", n, 2) for n in sizes] == [1, 1, 2, 2, 2, 4, 32]
+    wide = _model.scaled_prior(curve, 2, 16, cut).seconds
+    assert wide["cores"] == wide["cpu"] == pytest.approx(seconds[:3] + tuple(1e-5 + t / 8 for t in work[3:]))
+    alone = _model.scaled_prior(curve, 2, 1, cut).seconds  # one core: more than one block's work on one thread
+    assert alone["cores"] == pytest.approx(seconds[:2] + tuple(1e-5 + 2 * t for t in work[2:]))
+    # A reduction's pool cuts by the size alone: logsumexp's rows of short slices in blocks of 2**19 elements.
+    rows = _route._blocks_of("logsumexp/float64/short-inner")
+    assert [rows("cpu", n, 16) for n in sizes] == [1, 1, 1, 1, 1, 1, 8]
+    reduced = _model.scaled_prior(Curve(sizes, {"numpy": curve.seconds["numpy"], "cpu": seconds}), 2, 16, rows)
+    assert reduced.seconds["cpu"] == pytest.approx(seconds[:6] + (1e-5 + work[6] / 4,))
 
 
 def test_each_helper_says_how_many_blocks_its_pool_cuts_a_call_into():
-    assert [blocks.pool_blocks("exp", n) for n in (1, 65536, 65537, 1 << 20, 10**8)] == [1, 1, 2, 16, 96]
-    assert blocks.pool_blocks("hypot", 1 << 18) == 4  # the two-argument helpers cut alike
-    assert blocks.pool_blocks("softmax", 10**8, "long-inner") == 1  # one torch thread per call
-    assert blocks.pool_blocks("log_softmax", 10**8, "short-outer") == 1
-    assert blocks.pool_blocks("logsumexp", 10**6, "short-inner") == 2  # rows in blocks of 2**19 elements
-    assert blocks.pool_blocks("logsumexp", 1 << 20, "long-outer") == 16
-    assert blocks.pool_blocks("logsumexp", 1 << 26, "long-outer") == 128  # blocks of at most 2**19
+    def torch(name: str, n: int, klass: str = "") -> int:
+        return blocks.pool_blocks(name, n, 16, True, klass)
+
+    assert [torch("exp", n) for n in (1, 4096, 4097, 65536, 1 << 20, 10**8)] == [1, 1, 2, 16, 16, 96]
+    assert torch("hypot", 1 << 18) == 16  # the two-argument helpers cut alike
+    assert torch("softmax", 10**8, "long-inner") == 1  # one torch thread per call
+    assert torch("log_softmax", 10**8, "short-outer") == 1
+    assert torch("logsumexp", 10**6, "short-inner") == 2  # rows in blocks of 2**19 elements
+    assert torch("logsumexp", 1 << 20, "long-outer") == 16
+    assert torch("logsumexp", 1 << 26, "long-outer") == 128  # blocks of at most 2**19
+    # The original on every core alike: as many blocks as threads where the size alone would give fewer.
+    assert [blocks.pool_blocks("exp", n, 2, False) for n in (4096, 4097, 120_000, 1 << 20)] == [1, 2, 2, 16]
+    assert [blocks.pool_blocks("exp", n, 3, False) for n in (10_000, 1 << 20)] == [3, 16]
+    assert blocks.pool_blocks("exp", 1 << 20, 1, False) == 16  # (run serially on one thread)
+    assert blocks.pool_blocks("logsumexp", 1 << 20, 16, False, "long-outer") == 16  # (SciPy's: no such path)
+
+
+def test_an_elementwise_call_is_cut_for_its_threads_in_aligned_blocks():
+    for n, threads in [(120_000, 2), (16_384, 2), (4_097, 2), (10_000, 3), (262_144, 16), (65_536, 64), (10**6, 2)]:
+        spans = blocks.elementwise_bounds(n, threads)
+        assert spans[0][0] == 0 and spans[-1][1] == n and all(b == c for (_, b), (c, _) in zip(spans, spans[1:]))
+        assert all(a % blocks.ALIGN == 0 for a, _ in spans) and len(spans) == blocks.elementwise_blocks(n, threads)
+        assert len({b - a for a, b in spans[:-1]}) <= 1 and 0 <= (spans[-1][1] - spans[-1][0]) - (spans[0][1] - spans[0][0]) < len(spans) * blocks.ALIGN
+        if n // threads >= blocks.SHARED_BLOCK and n <= threads * blocks.MIN_BLOCK:
+            assert len(spans) == threads  # one a thread
+    assert blocks.elementwise_bounds(120_000, 2) == [(0, 59_392), (59_392, 120_000)]  # not 65,536 and 54,464
+    assert blocks.elementwise_bounds(4_096, 16) == [(0, 4_096)]
+    assert blocks.elementwise_bounds(10, 16) == [(0, 10)] and blocks.elementwise_bounds(0, 2) == [(0, 0)]
+    assert len(blocks.elementwise_bounds(65_537, 16)) == 16 and len(blocks.elementwise_bounds(10**8, 2)) == 96
 
 
 def test_on_many_cores_the_prior_keeps_a_call_of_one_block_on_the_original():
     assert _backend.load_torch()
     sizes = (1024, 4096, 16384, 65536, 262144, 1048576)
-    original = tuple(1e-5 + 8e-9 * n for n in sizes)  # one block up to 65,536: the original's call, and 5 us
-    curve = Curve(sizes, {"numpy": original, "cores": tuple(t + 5e-6 if n <= 65536 else t / 1.8
+    original = tuple(1e-5 + 8e-9 * n for n in sizes)  # one block up to 4,096: the original's call, and 5 us
+    curve = Curve(sizes, {"numpy": original, "cores": tuple(t + 5e-6 if n <= 4096 else t / 1.8
                                                             for n, t in zip(sizes, original))})
     builtin = Profile("builtin", {}, 1.0, 2, {"erf/float64": curve})
     PROCESS.reload_profile()
     PROCESS.profile = _model.Active(None, builtin, "never-written.json", {"cores": 16})
     try:
         decided = [_route.route("erf", "float64", n, "auto", None, False, dry_run=True, cores=True, exact=True)
-                   for n in (4096, 16384, 65536, 262144)]
-        assert [None if route is None else route.path for route in decided] == [None, None, None, "cores"]
+                   for n in (1024, 4096, 16384, 262144)]
+        assert [None if route is None else route.path for route in decided] == [None, None, "cores", "cores"]
     finally:
         PROCESS.reload_profile()
 
 
 def test_a_call_on_every_core_pays_the_wake_of_an_idle_worker_past_one_block():
     # tune times calls back to back; a program's calls come between other work, and each wakes a worker.
-    sizes = (1024, 65536, 262144, 1048576)
-    curve = Curve(sizes, {"numpy": (1e-6, 1e-4, 4e-4, 1.6e-3), "cores": (1e-6, 1e-4, 3e-4, 0.9e-3)})
-    woken = _model.woken(curve, 2e-4, 65536)
+    sizes = (1024, 4096, 262144, 1048576)
+    curve = Curve(sizes, {"numpy": (1e-6, 1e-5, 4e-4, 1.6e-3), "cores": (1e-6, 1e-5, 3e-4, 0.9e-3)})
+    cut = _route._blocks_of("exp/float64")
+    woken = _model.woken(curve, 2e-4, cut, 2)
     assert woken.seconds["numpy"] == curve.seconds["numpy"]
-    assert woken.seconds["cores"] == pytest.approx((1e-6, 1e-4, 5e-4, 1.1e-3))
-    assert _model.woken(curve, 0.0, 65536) is curve
+    assert woken.seconds["cores"] == pytest.approx((1e-6, 1e-5, 5e-4, 1.1e-3))
+    assert _model.woken(curve, 0.0, cut, 2) is curve
     # 1.33x back to back at 262,144 elements, slower than the original once a worker is woken; 1.45x at 1M.
     assert _model.exact_path(curve, _model.EXACT_PATHS, 262144) == "cores"
     assert _model.exact_path(woken, _model.EXACT_PATHS, 262144) == "numpy"
@@ -286,14 +315,16 @@ def test_the_original_on_every_core_pays_the_wake_after_a_loops_idle():
     # torch's pool pays the wake after a program's longer pauses.  A profile without that note: its wake for both.
     sizes = (1024, 65536, 262144)
     curve = Curve(sizes, {"numpy": (1e-6, 1e-4, 4e-4), "cores": (1e-6, 1e-4, 3e-4), "cpu": (1e-5, 1e-4, 2e-4)})
-    woken = _model.woken(curve, 2e-4, 65536, 3e-5)
-    assert woken.seconds["cores"] == pytest.approx((1e-6, 1e-4, 3.3e-4))
-    assert woken.seconds["cpu"] == pytest.approx((1e-5, 1e-4, 4e-4))
-    assert _model.woken(curve, 2e-4, 65536).seconds["cores"] == pytest.approx((1e-6, 1e-4, 5e-4))
+    cut = _route._blocks_of("exp/float64")
+    woken = _model.woken(curve, 2e-4, cut, 2, 3e-5)
+    assert woken.seconds["cores"] == pytest.approx((1e-6, 1.3e-4, 3.3e-4))  # 65,536: two blocks, one a thread
+    assert woken.seconds["cpu"] == pytest.approx((1e-5, 3e-4, 4e-4))
+    assert _model.woken(curve, 2e-4, cut, 2).seconds["cores"] == pytest.approx((1e-6, 3e-4, 5e-4))
+    assert _model.woken(curve, 2e-4, cut, 1) is not curve  # (one thread: the blocks of the size alone)
     tuned = Profile("m", {}, 1.0, 2, {}, {_model.WAKE_NOTE: 2e-4, _model.LOOP_WAKE_NOTE: 3e-5})
     older = Profile("m", {}, 1.0, 2, {}, {_model.WAKE_NOTE: 2e-4})
     assert _model.loop_wake_of(tuned) == 3e-5 and _model.loop_wake_of(older) == _model.wake_of(older) == 2e-4
-    assert _route.as_decided(tuned, curve).seconds["cores"] == pytest.approx((1e-6, 1e-4, 3.3e-4))
+    assert _route.as_decided(tuned, curve, "exp/float64").seconds["cores"] == pytest.approx((1e-6, 1.3e-4, 3.3e-4))
 
 
 @pytest.mark.parametrize(("name", "first"), [("exp", None), ("logaddexp", 0.5)])
@@ -882,8 +913,8 @@ def test_which_changes_nothing(tmp_path):
 
 def test_the_thread_count_changes_no_bit():
     # torch's own split between threads rounds the element at a boundary differently for sigmoid and
-    # atanh, and adds a reduction's partial sums in another order: the runtime's blocks are fixed by the
-    # shape, so 1, 2 and 3 threads (and a pool shrunk for the load) give the same bits.
+    # atanh, and adds a reduction's partial sums in another order: the runtime's blocks are aligned (a
+    # reduction's fixed by the shape), so 1, 2 and 3 threads (and a pool shrunk for the load) give the same bits.
     assert _backend.load_torch()
     import torch
 
@@ -900,6 +931,9 @@ def test_the_thread_count_changes_no_bit():
         # One thread computes an elementwise op as one block: sizes whose last block has a tail of every kind.
         lambda: np2t.expit(odd), lambda: np2t.arctanh(odd / 5), lambda: np2t.tanh(odd.astype(np.float16)),
         lambda: np2t.expit(odd[: 2 * 65_536 + 17]), lambda: np2t.hypot(odd, odd[::-1].copy()),
+        # Small calls, cut for the threads (as many blocks as threads, the last one taking the rest).
+        lambda: np2t.expit(odd[:9_001]), lambda: np2t.arctanh(odd[3:20_006] / 5),
+        lambda: np2t.hypot(odd[:9_001], odd[9_001:18_002].copy()),
     ]
     before = torch.get_num_threads()
     seen = []
@@ -934,10 +968,10 @@ def test_an_elementwise_op_on_one_thread_is_one_block():
     assert blocks.elementwise(n, lambda a, b: spans.append((a, b)) or b - a, 1, "spans") == [n]
     assert spans == [(0, n)]
     assert blocks.elementwise(0, lambda a, b: b - a, 1, "spans") == []
-    # On more threads, the blocks of the size (each aligned), in order.
+    # On more threads, the blocks cut for them (each aligned), in order.
     with np2t.using(min_size=0):
         found = blocks.elementwise(n, lambda a, b: (a, b), 2, "spans")
-    assert found in ([(0, n)], blocks.bounds(n, blocks.block_elements(n)))  # (one core free: one block)
+    assert found in ([(0, n)], blocks.elementwise_bounds(n, 2))  # (one core free: one block)
 
 
 def test_a_failing_block_raises_in_the_caller_once_every_block_stopped():

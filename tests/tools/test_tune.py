@@ -73,12 +73,12 @@ def test_show_reads_each_curve_as_the_decision_does_with_the_wake_of_an_idle_wor
 
 
 def test_tune_measures_the_smallest_call_the_every_core_paths_cut_in_two() -> None:
-    # Below SPLIT a call is one block on the calling thread; at SPLIT two, one a thread. The powers of 4 either side
-    # are one block and four: interpolating between them put a two-block call's time on a one-thread line.
+    # Below SHARED_SPLIT a call is one block on the calling thread; at SHARED_SPLIT two, one a thread. The power of 4
+    # below is one block: interpolating from it put a two-block call's time on a one-thread line.
     from np2torch.runtime._paths import blocks
 
-    def count(n: int) -> int:
-        return len(blocks.bounds(n, blocks.block_elements(n)))
-
-    assert tune.SPLIT in tune.SIZES and count(tune.SPLIT) == 2
-    assert count(max(n for n in tune.SIZES if n < tune.SPLIT)) == 1
+    assert tune.SHARED_SPLIT in tune.SIZES and blocks.elementwise_blocks(tune.SHARED_SPLIT, 2) == 2
+    assert blocks.elementwise_blocks(max(n for n in tune.SIZES if n < tune.SHARED_SPLIT), 64) == 1
+    # From SPLIT on, a call of two threads has the blocks of its size alone.
+    assert tune.SPLIT in tune.SIZES and all(blocks.elementwise_blocks(n, 2) == blocks.call_blocks(n)
+                                            for n in tune.SIZES if n >= tune.SPLIT)

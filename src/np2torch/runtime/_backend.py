@@ -15,7 +15,7 @@ also fixes three process-wide hazards measured on the 2-core reference VM:
   cannot be marked read-only; we never write to inputs), so that one warning is
   consumed at load time instead of surfacing at a user's first read-only call.
 
-Threads: a route's work is cut into blocks fixed by the shape and run by
+Threads: a route's work is cut into aligned blocks (a reduction's fixed by the shape) and run by
 :mod:`._paths.blocks`, each block on one torch thread, so the thread count never
 changes a value.
 

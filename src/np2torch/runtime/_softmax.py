@@ -142,8 +142,8 @@ class Softmax(Helper):
         if not can_view(view) or not load_torch():
             return None
         # On one torch thread: the sums' and torch's exp's bits would depend on how torch splits them
-        # between threads (the elementwise helpers and logsumexp split into blocks fixed by the shape
-        # instead: not done here yet, so softmax does not use the pool).
+        # between threads (the elementwise helpers split into aligned blocks and logsumexp into blocks fixed by the
+        # shape instead: not done here yet, so softmax does not use the pool).
         if not begin_torch_work():  # the interpreter is closing (:mod:`._backend`)
             return None
         try:

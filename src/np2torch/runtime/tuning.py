@@ -40,12 +40,12 @@ from ._decision.model import (
 from ._decision.profile import BUILTIN, PROFILE_ENV, default_path, fingerprint, locked, read_profile, write_profile
 from ._decision.route import as_decided
 from ._load import machine_busy, others_meter, usable_cores
-from ._paths.blocks import LOOP_IDLE, MIN_BLOCK
+from ._paths.blocks import LOOP_IDLE, MIN_BLOCK, SHARED_BLOCK
 
 __all__ = [
     "ALL_PATHS", "BUILTIN", "CONTENDED_LIMIT", "CPU_PATHS", "MARGIN", "PROFILE_ENV", "Active", "Bands", "Curve",
     "Profile", "ProfileError", "REDUCTION_CLASSES", "bands_of", "cuda_available", "curve_key", "default_path", "fingerprint", "locked",
-    "LOOP_IDLE", "LOOP_WAKE_NOTE", "MIN_BLOCK", "WAKE_NOTE", "as_decided", "cores_only_loops", "machine_busy", "measure", "measure_wake", "others_meter", "profile_in_force", "serves_cores", "read_profile", "second_operand", "torch_available", "usable_cores", "write_profile",
+    "LOOP_IDLE", "LOOP_WAKE_NOTE", "MIN_BLOCK", "SHARED_BLOCK", "WAKE_NOTE", "as_decided", "cores_only_loops", "machine_busy", "measure", "measure_wake", "others_meter", "profile_in_force", "serves_cores", "read_profile", "second_operand", "torch_available", "usable_cores", "write_profile",
 ]
 
 

@@ -24,19 +24,22 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import click
 import numpy as np
 
-from np2torch.runtime.tuning import LOOP_IDLE, MIN_BLOCK
+from np2torch.runtime.tuning import LOOP_IDLE, MIN_BLOCK, SHARED_BLOCK
 from np2torch.tools.originals import importable
 
 if TYPE_CHECKING:
     from np2torch.runtime.tuning import Profile
 
+SHARED_SPLIT = 2 * SHARED_BLOCK
+"""The smallest call the paths on every core cut in two (:data:`np2torch.runtime.tuning.SHARED_BLOCK` elements each,
+one a thread), where the power of 4 below it is one block on the calling thread, the original's or one torch
+thread's time.  Measured, not interpolated: a line from the power of 4 below missed that two blocks already run at
+two threads' speed."""
 SPLIT = 2 * MIN_BLOCK
-"""The smallest call the every-core paths cut in two whole blocks (:data:`np2torch.runtime.tuning.MIN_BLOCK` each), one a thread: below it
-they are one block on the calling thread, the original's or one torch thread's time.  Measured, not interpolated: the
-powers of 4 either side are one block and four, and a line between them missed that two blocks already run at two
-threads' speed."""
-SIZES = tuple(sorted({4**k for k in range(5, 13)} | {SPLIT}))
-"""1,024 to 16,777,216 elements, a factor 4 apart, and :data:`SPLIT`."""
+"""Where the blocks of a call stop being cut for the threads on every machine with fewer than three
+(:data:`np2torch.runtime.tuning.MIN_BLOCK` elements each from here on): measured, as a curve's bend is."""
+SIZES = tuple(sorted({4**k for k in range(5, 13)} | {SHARED_SPLIT, SPLIT}))
+"""1,024 to 16,777,216 elements, a factor 4 apart, and :data:`SHARED_SPLIT` and :data:`SPLIT`."""
 QUICK_SIZES = (1 << 12, 1 << 15, 1 << 18, 1 << 21)
 REDUCTION_SIZES = tuple(4**k for k in range(5, 12, 2)) + (4**12,)
 """A reduction's shape classes, each a curve: 1,024 to 16,777,216 elements, a factor 16 apart (six classes
@@ -221,7 +224,7 @@ def bands_report(profile: Profile, device: str = "auto") -> list[dict[str, Any]]
     rows = []
     for key, measured in sorted(profile.curves.items()):
         name, _, dtype = key.partition("/")
-        curve = tuning.as_decided(profile, measured)
+        curve = tuning.as_decided(profile, measured, key)
         allowed = tuning.ALL_PATHS if device != "cpu" and "cuda" in curve.seconds else tuning.CPU_PATHS
         bands = tuning.bands_of(curve, allowed)
         speedups = {}

@@ -44,6 +44,11 @@ CONTENDED_LIMIT = 1.5
 _GRID: Tuple[int, ...] = tuple(sorted({max(1, round(10 ** (k / 12))) for k in range(12 * 12 + 1)}))
 
 
+BlocksAt = Callable[[str, int, int], int]
+"""``blocks_at(path, n, threads)``: how many blocks a path that runs on every core cuts a call over ``n`` elements
+on ``threads`` threads into (:func:`.._paths.blocks.pool_blocks`, for one helper and shape class)."""
+
+
 class ProfileError(ValueError):
     """A profile file that cannot be used (unreadable, malformed, another format)."""
 
@@ -316,30 +321,31 @@ def exact_path(curve: Curve, allowed: Sequence[str], n: int) -> str:
     return best
 
 
-def scaled_prior(curve: Curve, built_threads: int, threads_here: int, blocks_at: Callable[[int], int]) -> Curve:
+def scaled_prior(curve: Curve, built_threads: int, threads_here: int, blocks_at: BlocksAt) -> Curve:
     """The built-in curve with the pool paths' time (torch's pool, the original on every core) scaled to this
     machine's thread count.
 
-    What decides where ``np2torch tune`` has not run.  A call over ``n``
-    elements is cut into ``blocks_at(n)`` blocks (:func:`.._paths.blocks.pool_blocks`), so at most that many
-    threads share its work: its time past the smallest size's (the fixed cost) is taken to shrink or grow by
-    ``min(blocks, built_threads) / min(blocks, threads_here)``.  A call of one block keeps the reference
-    machine's time, however many cores this one has: scaled by the threads alone, the 2-core reference
-    profile predicted float64 ``erf`` over 4,096 elements (one block, the original's own call) 1.7x faster on
-    every core of a 16-core machine than the original.  Its one-thread times stay the reference
+    What decides where ``np2torch tune`` has not run.  A path cuts a call over ``n`` elements on ``threads``
+    threads into ``blocks_at(path, n, threads)`` blocks (:func:`.._paths.blocks.pool_blocks`), so at most that
+    many threads share its work: its time past the smallest size's (the fixed cost) is taken to shrink or grow
+    by ``min(blocks there, built_threads) / min(blocks here, threads_here)``.  A call of one block keeps the
+    reference machine's time, however many cores this one has: scaled by the threads alone, the 2-core
+    reference profile predicted float64 ``erf`` over 4,096 elements (one block, the original's own call) 1.7x
+    faster on every core of a 16-core machine than the original.  Its one-thread times stay the reference
     machine's, which say nothing about this one's (one torch thread was 2.3x slower than NumPy's float64 exp
     on the AVX2 reference VM and 1.7x faster on an AVX-512 host): the one-thread guard is applied to this
     machine's measurements only, not to the prior.
     """
     if threads_here == built_threads or not any(path in curve.seconds for path in SCALED_PATHS):
         return curve
-    factors = [min(blocks, built_threads) / min(blocks, threads_here) for blocks in map(blocks_at, curve.sizes)]
     seconds = dict(curve.seconds)
     for path in SCALED_PATHS:
         pool = seconds.get(path)
         if pool is not None:
             first = pool[0]
-            seconds[path] = tuple(first + (t - first) * factor for t, factor in zip(pool, factors))
+            seconds[path] = tuple(
+                first + (t - first) * min(blocks_at(path, n, built_threads), built_threads)
+                / min(blocks_at(path, n, threads_here), threads_here) for n, t in zip(curve.sizes, pool))
     return Curve(curve.sizes, seconds)
 
 
@@ -362,10 +368,10 @@ def loop_wake_of(profile: Profile) -> float:
     return float(profile.notes.get(LOOP_WAKE_NOTE, wake_of(profile)))
 
 
-def woken(curve: Curve, seconds: float, single: int, every_core: float | None = None) -> Curve:
-    """``curve`` with ``seconds`` added to the time of each path that runs on every core, at every measured size past
-    ``single`` elements (up to which a call is one block, computed by the calling thread alone); ``every_core``
-    (default ``seconds``) to the original on every core's.
+def woken(curve: Curve, seconds: float, blocks_at: BlocksAt, threads: int, every_core: float | None = None) -> Curve:
+    """``curve`` with ``seconds`` added to the time of each path that runs on every core, at every measured size it
+    cuts into more than one block on ``threads`` threads (``blocks_at``, as :func:`scaled_prior` takes it: one block
+    is computed by the calling thread alone); ``every_core`` (default ``seconds``) to the original on every core's.
 
     ``tune`` times a path's calls back to back, so its workers never sleep; a program's calls come between other
     work, and each wakes a worker that did (on the 2-core reference VM ~0.2-0.45 ms after 10-50 ms of idling,
@@ -381,7 +387,8 @@ def woken(curve: Curve, seconds: float, single: int, every_core: float | None = 
         times = seconds_of.get(path)
         added = every_core if path == EVERY_CORE else seconds
         if times is not None and added > 0:
-            seconds_of[path] = tuple(t + added if n > single else t for n, t in zip(curve.sizes, times))
+            seconds_of[path] = tuple(t + added if blocks_at(path, n, threads) > 1 else t
+                                     for n, t in zip(curve.sizes, times))
     return Curve(curve.sizes, seconds_of, curve.thread_invariant)
 
 

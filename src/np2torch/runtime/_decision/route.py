@@ -35,7 +35,6 @@ Decisions derived from the profile are cached in :data:`.._state.PROCESS` until
 
 from __future__ import annotations
 
-import functools
 import threading
 from typing import Sequence, Tuple
 
@@ -48,6 +47,7 @@ from .model import (
     MARGIN,
     Active,
     Bands,
+    BlocksAt,
     Curve,
     Forecast,
     Profile,
@@ -133,13 +133,23 @@ def _curve_of(active: Active, key: str) -> Tuple[Curve | None, str]:
     curve, origin = _measured_curve(active, key)
     if curve is None:
         return None, origin
-    return as_decided(wake_profile(active, origin), curve), origin
+    return as_decided(wake_profile(active, origin), curve, key), origin
 
 
-def as_decided(profile: Profile, curve: Curve) -> Curve:
-    """``curve`` as the decision reads it: the paths on every core with ``profile``'s wake of an idle worker added
-    past one block (:func:`.model.woken`; ``np2torch tune --show`` reads a curve so too)."""
-    return woken(curve, wake_of(profile), blocks.MIN_BLOCK, loop_wake_of(profile))
+def as_decided(profile: Profile, curve: Curve, key: str) -> Curve:
+    """The curve ``key`` of ``profile`` as the decision reads it: the paths on every core with ``profile``'s wake of
+    an idle worker added past one block (:func:`.model.woken`; ``np2torch tune --show`` reads a curve so too)."""
+    return woken(curve, wake_of(profile), _blocks_of(key), profile.threads, loop_wake_of(profile))
+
+
+def _blocks_of(key: str) -> BlocksAt:
+    """How the paths on every core cut a call of curve ``key``'s helper and shape class (:func:`.model.scaled_prior`)."""
+    name, _, klass = (key.split("/") + [""])[:3]
+
+    def blocks_at(path: str, n: int, threads: int) -> int:
+        return blocks.pool_blocks(name, n, threads, BY_NAME[path].torch, klass)
+
+    return blocks_at
 
 
 def _measured_curve(active: Active, key: str) -> Tuple[Curve | None, str]:
@@ -150,9 +160,7 @@ def _measured_curve(active: Active, key: str) -> Tuple[Curve | None, str]:
         return None, "none"
     if active.write_to is None:
         return builtin, "builtin"
-    name, _, klass = (key.split("/") + [""])[:3]
-    return scaled_prior(builtin, active.builtin.threads, active.print_["cores"],
-                        functools.partial(blocks.pool_blocks, name, klass=klass)), PRIOR
+    return scaled_prior(builtin, active.builtin.threads, active.print_["cores"], _blocks_of(key)), PRIOR
 
 
 def wake_profile(active: Active, origin: str) -> Profile:
@@ -490,7 +498,7 @@ def original_reason(name: str, dtype: str, n: int, device: str, min_size: int | 
     curve, origin = _curve(profile.active(), curve_key(name, dtype, klass))
     if curve is None:
         return f"{name} over {dtype} is not in the profile"
-    return _reason(curve, ORIGINAL, n, origin, klass) + f": no torch path is predicted {MARGIN:.1f}x faster at {n:,} elements"
+    return _reason(curve, ORIGINAL, n, origin, klass) + f": no other path is predicted {MARGIN:.1f}x faster at {n:,} elements"
 
 
 def describe_bands(name: str, dtype: str, device: str = "auto", klass: str = "") -> list[tuple[int, str]]:

@@ -12,11 +12,11 @@ of its module:
 * ``numpy`` -- the original's single call (:mod:`.original` finds it, whatever
   patch is in force when it is first looked up); logsumexp serves it leaner
   where it can, with SciPy's own arithmetic (:mod:`.lean`);
-* ``cores`` -- the original's own ufunc loop on blocks fixed by the shape, on
-  every core (:mod:`.cores`);
+* ``cores`` -- the original's own ufunc loop on aligned blocks, on every core
+  (:mod:`.cores`);
 * ``cpu1`` and ``cpu`` -- torch on the CPU, on one thread or on the workers of
-  :mod:`.blocks` (the workers both every-core paths share: blocks fixed by the
-  shape, so the bits never depend on the thread count); a one-operand op's is
+  :mod:`.blocks` (the workers both every-core paths share: aligned blocks, a
+  reduction's fixed by the shape, so the bits never depend on the thread count); a one-operand op's is
   :mod:`.torch_cpu`, a two-operand op's and a reduction's their helpers' own
   (:mod:`.._binary`, :mod:`.._logsumexp`, :mod:`.._softmax`);
 * ``cuda`` -- host to device to host, streamed in chunks (:mod:`.cuda`).
@@ -81,11 +81,11 @@ PATHS = (
     Path("numpy", exact=True, torch=False, scaled=False, device="cpu", words="the original"),
     # Below the smallest size measured the profile says nothing of it: the original, with the least overhead, serves.
     Path("cores", exact=True, torch=False, scaled=True, device="cpu", below_smallest=False,
-         words="the original's own loop on up to {threads} CPU threads (in blocks fixed by the shape: the original's "
-               "bits on any count)"),
+         words="the original's own loop on up to {threads} CPU threads (in aligned blocks: the original's bits on "
+               "any count)"),
     Path("cpu1", exact=False, torch=True, scaled=False, device="cpu", threads=1, words="torch on one CPU thread"),
     Path("cpu", exact=False, torch=True, scaled=True, device="cpu",
-         words="torch on up to {threads} CPU threads (in blocks fixed by the shape: the same bits on any count)"),
+         words="torch on up to {threads} CPU threads (in blocks: the same bits on any count)"),
     Path("cuda", exact=False, torch=True, scaled=False, device="cuda", words="CUDA"),
 )
 """Every path, in the order profiles list them and ties are broken (the original first)."""

@@ -1,4 +1,4 @@
-"""Work split into blocks fixed by the call's shape, run on as many threads as are free: the same bits on any count.
+"""Work split into aligned blocks, run on as many threads as are free: the same bits on any count.
 
 torch's own parallelism splits an op between its threads at boundaries that
 move with the thread count (``at::parallel_for`` cuts ``n`` elements into
@@ -10,9 +10,11 @@ the load, on the load.  NumPy's do not, and neither do numexpr's (it splits
 work the same way) nor MKL's under Conditional Numerical Reproducibility.
 
 Here the runtime splits the work itself, as numexpr does: a call is cut into
-blocks whose boundaries are a function of the call's shape alone
-(:func:`block_elements`: aligned, so every block but the last is a whole
-number of any vector width), each block is computed by torch on *one* thread
+blocks whose boundaries are aligned, so every block but the last is a whole
+number of any vector width -- a reduction's a function of the call's shape
+alone (:func:`block_elements`), an elementwise op's cut for the threads it may
+use (:func:`elementwise_bounds`: its elements' bits do not depend on where
+aligned boundaries fall) --, each block is computed by torch on *one* thread
 (a worker thread of this module's pool runs with ``torch.set_num_threads(1)``,
 which OpenMP keeps per thread), and partial results are combined by the caller
 in block order.  What the machine's load or the thread settings change is how
@@ -60,6 +62,10 @@ MAX_BLOCK = 1 << 20
 """The largest block: a call of 1e8 elements is ~100 blocks, so threads finish together."""
 BLOCKS_PER_CALL = 32
 """A call is cut into about this many blocks while they stay between the two sizes above."""
+SHARED_BLOCK = 1 << 12
+"""The smallest block of an elementwise call cut for its threads (:func:`elementwise_bounds`):
+SciPy's float64 ``erf`` over this many elements is ~30 us of work on the 2-core reference VM, a ufunc call on a
+slice of it ~1-2 us of Python."""
 
 
 def block_elements(n: int, smallest: int = MIN_BLOCK, largest: int = MAX_BLOCK) -> int:
@@ -77,23 +83,48 @@ def call_blocks(n: int, smallest: int = MIN_BLOCK, largest: int = MAX_BLOCK) -> 
     return max(1, -(-n // block_elements(n, smallest, largest)))
 
 
+def elementwise_bounds(n: int, threads: int) -> List[tuple[int, int]]:
+    """The blocks of an elementwise call over ``n`` elements that may run on ``threads`` threads
+    (:func:`elementwise`): as many as :func:`block_elements` cuts, or where those are fewer than the threads, as
+    many as threads, none much below :data:`SHARED_BLOCK` elements; each a multiple of :data:`ALIGN` elements
+    long and all alike but the last, which takes the rest.
+
+    An elementwise loop's bits do not depend on where aligned boundaries fall (:func:`elementwise`), so a call
+    may be cut for the threads at hand; its time is its largest block's.  Cut by :func:`block_elements` alone,
+    120,000 elements on two threads were 65,536 and 54,464, a call of 65,536 or less was one block on any
+    machine, and one of 262,144 four blocks on a 16-core one."""
+    count = elementwise_blocks(n, threads)
+    size = n // count // ALIGN * ALIGN
+    return [(i * size, (i + 1) * size if i < count - 1 else n) for i in range(count)]
+
+
+def elementwise_blocks(n: int, threads: int) -> int:
+    """How many blocks :func:`elementwise_bounds` cuts a call over ``n`` elements on ``threads`` threads into."""
+    count = -(-n // block_elements(n))
+    if threads > 1 and n > SHARED_BLOCK and count < threads:
+        count = min(threads, -(-n // SHARED_BLOCK))
+    return max(1, min(count, n // ALIGN))
+
+
 _CUTS: Dict[str, Callable[[int, str], int]] = {}
 
 
 def register_cut(name: str, cut: Callable[[int, str], int]) -> None:
-    """Say how the pool paths of helper ``name`` cut a call over ``n`` elements of shape class ``klass``
-    into blocks (``cut(n, klass)``: how many), where that is not :func:`call_blocks`: a reduction's module, as
+    """Say how torch's pool cuts a call of helper ``name`` over ``n`` elements of shape class ``klass`` into
+    blocks (``cut(n, klass)``: how many), where that is not :func:`elementwise_blocks`: a reduction's module, as
     it is imported (before any of its calls is decided)."""
     _CUTS[name] = cut
 
 
-def pool_blocks(name: str, n: int, klass: str = "") -> int:
-    """How many blocks the pool paths (torch's pool, the original on every core) of helper ``name`` cut a call
-    over ``n`` elements (of shape class ``klass``) into: :func:`call_blocks` for the elementwise and two-argument
-    helpers, a reduction's own cut (:func:`register_cut`).  What scaling another machine's pool times to this
-    one's cores may assume (:func:`.._decision.model.scaled_prior`): a call of one block runs on one thread."""
-    cut = _CUTS.get(name)
-    return call_blocks(n) if cut is None else cut(n, klass)
+def pool_blocks(name: str, n: int, threads: int, torch: bool, klass: str = "") -> int:
+    """How many blocks a call of helper ``name`` over ``n`` elements (of shape class ``klass``) is cut into on
+    ``threads`` threads by torch's pool (``torch``) or the original on every core: :func:`elementwise_blocks` for
+    the elementwise and two-argument helpers, a reduction's own cut for its pool (:func:`register_cut`).  At most
+    this many threads share its work: what scaling another machine's pool times to this one's cores may assume
+    (:func:`.._decision.model.scaled_prior`), and past one block a call wakes a worker
+    (:func:`.._decision.model.woken`)."""
+    cut = _CUTS.get(name) if torch else None
+    return elementwise_blocks(n, threads) if cut is None else cut(n, klass)
 
 
 def bounds(n: int, size: int) -> List[tuple[int, int]]:
@@ -134,15 +165,15 @@ def elementwise(n: int, work: Callable[[int, int], T], threads: int, kind: Hasha
 
     Each element's result depends on nothing but the element and whether torch's vectorized loop or its
     scalar tail computes it, which the boundaries' alignment fixes (:data:`ALIGN`: every span but the last a
-    whole number of vectors; the last one's tail is the array's own).  So where the spans of
-    :func:`block_elements` would run on one thread, one span covers the array: the same bits, without an op
-    and a finiteness check per block (~20 us each on a 65,536-element block).
+    whole number of vectors; the last one's tail is the array's own).  So where the spans would run on one
+    thread, one span covers the array: the same bits, without an op and a finiteness check per block (~20 us
+    each on a 65,536-element block); where they run on more, the spans are cut for those threads
+    (:func:`elementwise_bounds`).
     ``kind``: what ``work`` computes with torch, as :func:`run` takes it; None: ``work`` runs no torch (the
     original's own loop): torch is neither imported nor set.
     """
-    size = block_elements(n)
-    spans = bounds(n, size)
     torch = kind is not None
+    spans = elementwise_bounds(n, _asked(n, threads, torch))
     wanted = _threads_for(len(spans), threads, torch)
     if wanted <= 1:
         whole: List[Callable[[], T]] = [functools.partial(work, 0, n)] if n else []
@@ -173,7 +204,7 @@ def single_call_serves(n: int, threads: int, after_sleep: bool) -> bool:
     slept for longer than :data:`LOOP_IDLE`.  The same bits in the same loop either way, without cutting the call
     into blocks or recording each block's flags; which one runs may depend on the moment (nothing else here does:
     torch's paths never change with it)."""
-    asked = _asked(call_blocks(n), threads, False)
+    asked = _asked(elementwise_blocks(n, _asked(n, threads, False)), threads, False)
     if asked <= 1:
         return False
     now = time.monotonic()

@@ -1,4 +1,4 @@
-"""The original on every core: NumPy's or SciPy's own ufunc loop, run on blocks fixed by the shape.
+"""The original on every core: NumPy's or SciPy's own ufunc loop, run on aligned blocks.
 
 A ufunc's loop releases the GIL, so the runtime's workers (:mod:`.blocks`,
 ``torch=False``) can each run the original on a slice of a call: block ``k``
