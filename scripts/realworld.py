@@ -34,6 +34,7 @@ import collections
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tarfile
@@ -338,7 +339,9 @@ class TestRun:
 
 
 def run_tests(project: Project, python: Path, copy: Path, label: str, workdir: Path, log: Path,
-              only: Sequence[str] = (), timeout: float = 3600) -> TestRun:
+              only: Sequence[str] = (), timeout: float = 3600, forced: bool = True) -> TestRun:
+    """The project's tests (``only`` these ids) against ``copy``; ``forced``: with the torch path forced on
+    (``NP2TORCH_MIN_SIZE=0``), else with the default dispatch a user gets."""
     plugin_dir = workdir / "plugin"
     plugin_dir.mkdir(exist_ok=True)
     (plugin_dir / f"{PLUGIN}.py").write_text(textwrap.dedent(PLUGIN_SOURCE))
@@ -347,7 +350,7 @@ def run_tests(project: Project, python: Path, copy: Path, label: str, workdir: P
     env = clean_env(
         python.parent.parent,
         PYTHONPATH=os.pathsep.join([str(copy / project.import_root), str(plugin_dir)]),
-        NP2TORCH_MIN_SIZE="0",  # the torch path forced on (harmless for the untouched copy)
+        **({"NP2TORCH_MIN_SIZE": "0"} if forced else {}),  # the torch path forced on (harmless for the untouched copy)
         NP2TORCH_REALWORLD_OUT=str(out),
         NP2TORCH_REALWORLD_PACKAGE=project.package,
         MPLBACKEND="Agg",
@@ -420,6 +423,7 @@ class ProjectReport:
     missing: List[str] = field(default_factory=list)
     problems: List[str] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
+    timing: Dict[str, Any] = field(default_factory=dict)
 
     def ok(self) -> bool:
         return not (self.newly_failing or self.missing or self.problems)
@@ -446,7 +450,7 @@ def check_imports(report: ProjectReport, run_: TestRun, copy: Path, rewritten: b
 
 
 def run_project(project: Project, workdir: Path, sdists: Path, np2torch: Path, reuse: bool,
-                unsafe_fixes: bool = False) -> ProjectReport:
+                unsafe_fixes: bool = False, pairs: int = 0) -> ProjectReport:
     report = ProjectReport(project.name, project.requirement)
     here = workdir / project.name
     here.mkdir(parents=True, exist_ok=True)
@@ -485,7 +489,25 @@ def run_project(project: Project, workdir: Path, sdists: Path, np2torch: Path, r
                 report.flaky.append(f"{test} (rerun: baseline {rerun_base}, fixed {rerun_fixed})")
             else:
                 report.newly_failing.append(test)
+    if pairs:
+        time_suites(report, project, python, (baseline_copy, fixed_copy), here, log, pairs)
     return report
+
+
+def time_suites(report: ProjectReport, project: Project, python: Path, copies: Tuple[Path, Path], here: Path,
+                log: Path, pairs: int) -> None:
+    """``pairs`` runs of the tests on each copy (untouched, fixed), alternating, with the default dispatch:
+    the fixed copy's wall time over the untouched one's, pair by pair.  Both copies' bytecode is compiled first,
+    as an installed package has it."""
+    checked([str(python), "-m", "compileall", "-q", *map(str, copies)], log=log)
+    seconds: Dict[str, List[float]] = {"baseline": [], "fixed": []}
+    for pair in range(pairs):
+        order = [("baseline", copies[0]), ("fixed", copies[1])]
+        for label, copy in order[::-1] if pair % 2 else order:
+            seconds[label].append(run_tests(project, python, copy, f"time-{label}", here, log, forced=False).seconds)
+    ratios = [fixed / base for fixed, base in zip(seconds["fixed"], seconds["baseline"])]
+    report.timing = {"pairs": pairs, "ratio": statistics.median(ratios), "low": min(ratios), "high": max(ratios),
+                     "baseline_s": statistics.median(seconds["baseline"]), "fixed_s": statistics.median(seconds["fixed"])}
 
 
 # ---------------------------------------------------------------- printing
@@ -504,6 +526,11 @@ def print_report(report: ProjectReport) -> None:
             print(f"   tests {run_.label:8s}: {run_.count()} (pytest exit {run_.exitstatus}, {run_.seconds:.0f} s; "
                   f"runtime loaded {run_.runtime_loaded}, torch loaded {run_.torch_loaded})")
     print(f"   newly failing: {len(report.newly_failing)}")
+    if report.timing:
+        t = report.timing
+        print(f"   default dispatch, {t['pairs']} alternating pairs: fixed/original wall {t['ratio']:.3f} "
+              f"({t['low']:.3f}-{t['high']:.3f}; {t['fixed_s']:.1f} s / {t['baseline_s']:.1f} s), "
+              f"speed {1 / t['ratio']:.2f}x")
     for label, items in (("newly failing", report.newly_failing), ("flaky (failed on rerun in baseline too, "
                          "or passed on rerun)", report.flaky), ("missing after fix", report.missing),
                          ("newly passing", report.newly_passing), ("problem", report.problems),
@@ -520,6 +547,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--reuse", action="store_true", help="reuse venvs an earlier run left in the workdir")
     parser.add_argument("--json", type=Path, help="also write the reports as JSON")
     parser.add_argument("--unsafe-fixes", action="store_true", help="fix with --unsafe-fixes (e.g. NPT901)")
+    parser.add_argument("--time", type=int, default=0, metavar="PAIRS",
+                        help="then time each suite, fixed against untouched, default dispatch, PAIRS alternating pairs "
+                             "(on a quiet machine)")
     parser.add_argument("--worktree", action="store_true",
                         help="install np2torch from the working tree as it is (default: its committed HEAD)")
     args = parser.parse_args(argv)
@@ -536,7 +566,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     for project in projects:
         try:
             report = run_project(project, args.workdir, args.sdists or args.workdir / "sdists", source, args.reuse,
-                                 args.unsafe_fixes)
+                                 args.unsafe_fixes, args.time)
         except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
             report = ProjectReport(project.name, project.requirement, problems=[f"{type(exc).__name__}: {exc}"])
         print_report(report)
@@ -556,7 +586,7 @@ def _as_json(report: ProjectReport) -> Dict[str, Any]:
             for r in (report.baseline, report.fixed) if r is not None}
     return {"project": report.requirement, "fix": report.fix, "runs": runs, "newly_failing": report.newly_failing,
             "flaky": report.flaky, "missing": report.missing, "newly_passing": report.newly_passing,
-            "problems": report.problems, "notes": report.notes}
+            "problems": report.problems, "notes": report.notes, "timing": report.timing}
 
 
 if __name__ == "__main__":
