@@ -254,6 +254,24 @@ def test_each_helper_says_how_many_blocks_its_pool_cuts_a_call_into():
     assert blocks.pool_blocks("logsumexp", 1 << 20, 16, False, "long-outer") == 16  # (SciPy's: no such path)
 
 
+def test_a_curve_read_before_any_call_knows_its_reductions_cut():
+    # `np2torch tune --show` reads curves without calling a helper: the reductions' modules, which say how their
+    # pools cut a call, may not be imported yet.
+    code = """
+        from np2torch.runtime import tuning
+        curve = tuning.Curve((1024, 10**6), {"numpy": (1e-6, 1e-3), "cpu": (1e-5, 5e-4)})
+        profile = tuning.Profile("m", {}, 1.0, 2, {}, {tuning.WAKE_NOTE: 1e-4})
+        print(*(tuning.as_decided(profile, curve, key).seconds["cpu"][1]
+                for key in ("softmax/float64/long-inner", "logsumexp/float64/short-inner", "exp/float64")))
+    """
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NP2TORCH_")}
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    # softmax: one torch thread, no worker woken; logsumexp's short rows: two blocks of 2**19; exp: 16 blocks
+    assert [float(t) for t in proc.stdout.split()] == pytest.approx([5e-4, 6e-4, 6e-4])
+
+
 def test_an_elementwise_call_is_cut_for_its_threads_in_aligned_blocks():
     for n, threads in [(120_000, 2), (16_384, 2), (4_097, 2), (10_000, 3), (262_144, 16), (65_536, 64), (10**6, 2)]:
         spans = blocks.elementwise_bounds(n, threads)

@@ -21,6 +21,7 @@ from ._backend import load_torch as torch_available
 from ._binary import second_operand
 from ._decision import calibrate as _calibrate
 from ._decision import profile as _profile
+from ._decision import route as _route
 from ._decision.model import (
     ALL_PATHS,
     CONTENDED_LIMIT,
@@ -38,7 +39,6 @@ from ._decision.model import (
     curve_key,
 )
 from ._decision.profile import BUILTIN, PROFILE_ENV, default_path, fingerprint, locked, read_profile, write_profile
-from ._decision.route import as_decided
 from ._load import machine_busy, others_meter, usable_cores
 from ._paths.blocks import LOOP_IDLE, MIN_BLOCK, SHARED_BLOCK
 
@@ -76,6 +76,15 @@ def measure(
 
     run = HELPERS[name].run_path
     return _calibrate.measure(run, name, dtype, paths, sizes, max_call, repeat, progress, klass)
+
+
+def as_decided(profile: Profile, curve: Curve, key: str) -> Curve:
+    """The curve ``key`` of ``profile`` as the runtime's decisions read it (:func:`._decision.route.as_decided`), the
+    helpers loaded first as a call has them: a reduction's module says how its pool cuts a call as it is imported
+    (:func:`._paths.blocks.register_cut`), and ``np2torch tune --show`` reads curves without a call."""
+    from ._api import HELPERS  # noqa: F401
+
+    return _route.as_decided(profile, curve, key)
 
 
 def serves_cores(name: str) -> bool:
