@@ -14,12 +14,18 @@ for any transient task, and the 1-minute load average answers a minute late.
   (``np2torch tune`` and ``bench`` warn; a measurement taken now is a busy machine's
   process but is not written to the profile).
 
+Before the first window closes, the tasks running at that instant stand for it.  Where some task waited for a CPU
+over a good share of the window (Linux's pressure stall information,
+``/proc/pressure/cpu``), the CPU time other processes got is less than they wanted, and each core's worth
+of it, begun, counts as busy (:data:`STALLED`).
+
 Without ``/proc/stat`` nothing is known: the pool is used whole and the
 machine counts as quiet.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from typing import Callable, Tuple
@@ -32,6 +38,15 @@ STALE = 1.0
 """A window older than this is not "now": :func:`machine_busy` starts a new one."""
 NOISE_CORES = 0.3
 """Busy time of others below this many cores (kernel threads, short jobs) leaves the pool whole."""
+STALLED = 0.1
+"""Where some task waited for a CPU this share of a window or more (Linux's pressure stall information), the CPU
+time other processes got is less than they wanted: each core's worth of it they got, begun, is theirs.  A busy
+loop at ``nice 10`` got ~0.2 of a core while this process ran on both cores of the 2-core reference VM, below
+:data:`NOISE_CORES`, so the next window read the machine as free, and calls switched between one thread and two
+until the loop had its core back (2026-11-30: tasks waited 33-35 % of the time then, 2 % with no other process,
+0-1 % with this process on one thread beside the loop)."""
+STALL_NOISE = 0.1
+"""... less this many cores: the meter's resolution over a window (clock ticks of 10 ms over 0.1 s)."""
 
 
 def usable_cores() -> int:
@@ -49,16 +64,25 @@ def sample(now: float) -> None:
         load.cores = usable_cores()
     ticks = _cpu_ticks()
     own = sum(os.times()[:2])
-    previous, before, then = load.ticks, load.own, load.when
-    load.ticks, load.own, load.when = ticks, own, now
+    stall = _cpu_stall()
+    previous, before, then, stalled = load.ticks, load.own, load.when, load.stall
+    load.ticks, load.own, load.when, load.stall = ticks, own, now, stall
+    machine = os.cpu_count() or load.cores
+    if previous is None and ticks is not None:
+        # No window yet: the tasks running at this instant besides this thread, in cores of this process's (a busy
+        # loop beside lmfit's fit ran its calls of the first window on two threads: they paid its time slices).
+        running = _running()
+        load.busy = 0 if running is None else max(0, int((running - 1) * load.cores / machine + 0.5))
+        return
     if ticks is None or previous is None or ticks[1] <= previous[1] or now <= then:
         return
-    machine = os.cpu_count() or load.cores
     busy_cores = (ticks[0] - previous[0]) / (ticks[1] - previous[1]) * machine
     others = busy_cores - (own - before) / (now - then)
     # Others spread over the whole machine; the share that lands on this process's cores.
     load.others = max(0.0, others * load.cores / machine)
     load.busy = max(0, int(load.others - NOISE_CORES + 0.5))
+    if stall is not None and stalled is not None and (stall - stalled) / 1e6 >= STALLED * (now - then):
+        load.busy = max(load.busy, math.ceil(load.others - STALL_NOISE))
 
 
 def free_cores(threads: int) -> int:
@@ -114,6 +138,29 @@ def others_meter() -> Callable[[], float]:
         return max(0.0, busy * cores / machine)
 
     return others
+
+
+def _running() -> int | None:
+    """How many tasks of the machine run or wait to run at this instant (``/proc/stat``'s ``procs_running``,
+    this thread included), or None."""
+    try:
+        with open("/proc/stat", "rb") as handle:
+            for line in handle:
+                if line.startswith(b"procs_running "):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _cpu_stall() -> int | None:
+    """Microseconds some task of the machine waited for a CPU since boot (``/proc/pressure/cpu``'s ``some``
+    total; Linux 4.20+ with pressure stall information), or None."""
+    try:
+        with open("/proc/pressure/cpu", "rb") as handle:
+            return int(handle.readline().rsplit(b"total=", 1)[1])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _cpu_ticks() -> Tuple[int, int] | None:

@@ -45,16 +45,18 @@ if TYPE_CHECKING:
 
 class LoadWindow:
     """The last sample of the machine's CPU time (:mod:`._load`): when (``time.monotonic``), the
-    machine's ``(busy, total)`` clock ticks and this process's own CPU seconds; over the window
-    that ended there, the cores other processes kept busy (``others``) and those taken out of
-    torch's pool for it (``busy``); ``cores``: this process's usable cores."""
+    machine's ``(busy, total)`` clock ticks, this process's own CPU seconds and the machine's CPU stall
+    (microseconds some task waited for a CPU, None where unknown); over the window that ended there,
+    the cores other processes kept busy (``others``) and those taken out of torch's pool for it (``busy``);
+    ``cores``: this process's usable cores."""
 
-    __slots__ = ("when", "ticks", "own", "others", "busy", "cores")
+    __slots__ = ("when", "ticks", "own", "stall", "others", "busy", "cores")
 
     def __init__(self) -> None:
         self.when = -1.0
         self.ticks: Tuple[int, int] | None = None
         self.own = 0.0
+        self.stall: int | None = None
         self.others = 0.0
         self.busy = 0
         self.cores = 0
