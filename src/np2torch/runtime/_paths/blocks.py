@@ -173,8 +173,9 @@ def elementwise(n: int, work: Callable[[int, int], T], threads: int, kind: Hasha
     original's own loop): torch is neither imported nor set.
     """
     torch = kind is not None
-    spans = elementwise_bounds(n, _asked(n, threads, torch))
-    wanted = _threads_for(len(spans), threads, torch)
+    allowed = _asked(n, threads, torch)
+    spans = elementwise_bounds(n, allowed)
+    wanted = _on_free(min(allowed, len(spans)), torch)
     if wanted <= 1:
         whole: List[Callable[[], T]] = [functools.partial(work, 0, n)] if n else []
         return _serially(whole, kind) if torch else [task() for task in whole]
@@ -204,7 +205,8 @@ def single_call_serves(n: int, threads: int, after_sleep: bool) -> bool:
     slept for longer than :data:`LOOP_IDLE`.  The same bits in the same loop either way, without cutting the call
     into blocks or recording each block's flags; which one runs may depend on the moment (nothing else here does:
     torch's paths never change with it)."""
-    asked = _asked(elementwise_blocks(n, _asked(n, threads, False)), threads, False)
+    allowed = _asked(n, threads, False)
+    asked = min(allowed, elementwise_blocks(n, allowed))
     if asked <= 1:
         return False
     now = time.monotonic()
@@ -225,8 +227,13 @@ def _asked(count: int, threads: int, torch: bool) -> int:
 
 def _threads_for(count: int, threads: int, torch: bool = True) -> int:
     """How many threads run ``count`` blocks asked to run on ``threads`` (:func:`_asked`), on the cores other
-    processes leave free (all of them while this thread times the paths: :func:`whole_pool`)."""
-    wanted = _asked(count, threads, torch)
+    processes leave free (:func:`_on_free`)."""
+    return _on_free(_asked(count, threads, torch), torch)
+
+
+def _on_free(wanted: int, torch: bool) -> int:
+    """How many of ``wanted`` threads run now: those on the cores other processes leave free (all of them while
+    this thread times the paths: :func:`whole_pool`), one where torch's thread setting is process-wide."""
     if wanted > 1 and not getattr(_TIMING, "on", False):
         wanted = free_cores(wanted)
     if wanted > 1 and torch and not _pool_per_thread():
