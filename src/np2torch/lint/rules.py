@@ -239,8 +239,8 @@ _MEASURED_PER_MACHINE = (
     "Which dtypes and sizes run on torch is measured on each machine (`np2torch tune`; without it "
     "the built-in profile decides): where torch is not faster -- NumPy 2's SIMD float64 loops on a "
     "2-core AVX2 machine, for instance -- the original runs, so there is no slow-down. The path is "
-    "decided by the call and the profile alone, and torch's work is cut into blocks fixed by the "
-    "shape, so a program gives the same bits on every run of the machine. "
+    "decided by the call and the profile alone, and torch's work is cut into aligned blocks (a "
+    "reduction's fixed by the shape), so a program gives the same bits on every run of the machine. "
 )
 
 _UFUNC_WHY = (
