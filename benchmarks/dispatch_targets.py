@@ -13,6 +13,8 @@
    the original at sizes 1e3..1e7 (exp/log/erf float32 and float64),
    as a program's loop sees it: the total time of calls interleaved turn by turn
    with the original's (:func:`_interleaved`); the ratio must stay within 1.5x.
+4. ``program-threads``: the program's own threads, as many as cores, each calling ``erf`` in a loop, and the main
+   thread calling it beside a thread of the program that runs NumPy (:func:`program_threads`): fixed / original.
 
 Default settings throughout (the machine profile in force, ``np2torch tune
 --show`` prints it); torch is imported up front for 2 and 3, so the ski rental
@@ -152,9 +154,78 @@ def contention(repeat: int = 25) -> None:
     print(f"contention: worst ratio {worst:.2f}x (target <= 1.5x)")
 
 
+def program_threads(rounds: int = 7) -> None:
+    """A program's own threads: as many threads of a pool (``concurrent.futures``) as there are cores, each calling
+    ``erf`` in a loop; and the main thread calling it while one thread of the program runs NumPy beside it.
+    Fixed over original per round, rounds alternating; the median."""
+    import concurrent.futures
+    import threading
+
+    import scipy.special
+
+    import np2torch.runtime as np2t
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    print(f"program-threads: {cores} threads of one program; fixed / original, median of {rounds} alternating rounds")
+    with concurrent.futures.ThreadPoolExecutor(cores) as pool:
+        for n in (120_000, 1_000_000):
+            x = np.linspace(-3.0, 3.0, n)
+            calls = max(20, int(3e7 // n))
+
+            def loop(f: Callable, x: np.ndarray = x, calls: int = calls) -> None:
+                for _ in range(calls):
+                    f(x)
+
+            def pooled(f: Callable) -> float:
+                start = time.perf_counter()
+                list(pool.map(loop, [f] * cores))
+                return time.perf_counter() - start
+
+            print(f"  {cores} threads calling erf over {n:,}: {_rounds(pooled, np2t.erf, scipy.special.erf, rounds):.3f}")
+    stop = threading.Event()
+
+    def beside() -> None:
+        y = np.linspace(0.0, 1.0, 1_000_000)
+        while not stop.is_set():
+            np.exp(y)
+
+    other = threading.Thread(target=beside)
+    other.start()
+    try:
+        for n in (120_000, 1_000_000):
+            x = np.linspace(-3.0, 3.0, n)
+            calls = max(20, int(3e7 // n))
+
+            def alone(f: Callable, x: np.ndarray = x, calls: int = calls) -> float:
+                start = time.perf_counter()
+                for _ in range(calls):
+                    f(x)
+                return time.perf_counter() - start
+
+            print(f"  erf over {n:,} beside a thread running np.exp: {_rounds(alone, np2t.erf, scipy.special.erf, rounds):.3f}")
+    finally:
+        stop.set()
+        other.join()
+
+
+def _rounds(timed: Callable[[Callable], float], helper: Callable, original: Callable, rounds: int) -> float:
+    """The median over ``rounds`` of ``timed(helper) / timed(original)``, which goes first alternating."""
+    timed(helper), timed(original)
+    ratios = []
+    for turn in range(rounds):
+        if turn % 2:
+            base = timed(original)
+            mine = timed(helper)
+        else:
+            mine = timed(helper)
+            base = timed(original)
+        ratios.append(mine / base)
+    return statistics.median(ratios)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", choices=("one-call", "overhead", "contention"))
+    parser.add_argument("--only", choices=("one-call", "overhead", "contention", "program-threads"))
     args = parser.parse_args()
     print(f"load average {os.getloadavg()[0]:.2f}, NP2TORCH_PROFILE={os.environ.get('NP2TORCH_PROFILE', '(this machine)')}")
     if args.only in (None, "one-call"):
@@ -163,6 +234,8 @@ def main() -> None:
         overhead()
     if args.only in (None, "contention"):
         contention()
+    if args.only in (None, "program-threads"):
+        program_threads()
 
 
 if __name__ == "__main__":

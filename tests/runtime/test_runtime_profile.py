@@ -730,6 +730,44 @@ def test_the_ledger_counts_a_call_decided_before_and_changes_no_path(tmp_path, e
     assert int(runs["off"][3]) - int(runs["on"][3]) == 9
 
 
+THREAD_PROGRAM = LEDGER_PRELUDE + """
+    import threading
+    from np2torch.runtime._state import TAKEN
+    _blocks.free_cores = lambda wanted: wanted  # whatever the machine's load
+    decided = []
+    real = _route.route
+    def spy(*args, **kwargs):
+        decided.append(args[0])
+        return real(*args, **kwargs)
+    _route.route = spy
+    x32 = np.full(100_000, 0.5, dtype=np.float32)
+    taken = []
+    def work():
+        for _ in range(20):
+            TAKEN.device = None
+            r.exp(x32)
+            taken.append(TAKEN.device)
+    worker = threading.Thread(target=work)
+    worker.start()
+    worker.join()
+    print(repr(taken))
+    print(PROCESS.saved, "torch" in sys.modules)
+    print(len(decided))
+"""
+
+
+@pytest.mark.parametrize("exact_path", sorted(LEDGER_CURVES))
+def test_another_threads_calls_are_decided_once_and_count_nothing(tmp_path, exact_path):
+    # A thread of the program (a pool's, say) calling a helper in a loop: its calls never count towards the rental,
+    # so each (dtype, size) is decided once and held apart from the main thread's entries; the same paths as deciding
+    # every call (two threads calling erf over 120,000 elements: 1.05-1.07x the original's time decided in full).
+    runs = _with_and_without_ledger(THREAD_PROGRAM, tmp_path, LEDGER_CURVES[exact_path])
+    assert runs["on"][:2] == runs["off"][:2]
+    assert runs["on"][1] == "0.0 False"  # nothing counted, torch not imported
+    assert set(eval(runs["on"][0])) == {"cores" if exact_path == "cores" else None}
+    assert (runs["on"][2], runs["off"][2]) == ("1", "20")
+
+
 INTERRUPTED_PROGRAM = LEDGER_PRELUDE + """
     x32, x64 = np.full(100_000, 0.5, dtype=np.float32), np.linspace(-3, 3, 100_000)
     # A signal handler's call, made once between each helper's first decision and its end (after its route, before
@@ -1276,7 +1314,7 @@ def test_the_load_is_measured_over_a_window(monkeypatch):
     monkeypatch.setattr(os_module, "cpu_count", lambda: 2)
     monkeypatch.setattr(PROCESS, "load", type(PROCESS.load)())
     PROCESS.load.cores = 2
-    monkeypatch.setattr(os_module, "times", lambda: os_module.times_result((0.0, 0.0, 0.0, 0.0, 0.0)))
+    monkeypatch.setattr(_load, "_threads_cpu", lambda tracked, me: {me: 0.0})  # this thread ran nothing
     _load.sample(1.0)
     assert PROCESS.load.busy == 0  # the first window has no previous sample
     _load.sample(2.0)
@@ -1304,10 +1342,124 @@ def test_where_tasks_wait_for_a_cpu_what_others_got_counts_to_whole_cores(monkey
     monkeypatch.setattr(os_module, "cpu_count", lambda: 2)
     monkeypatch.setattr(PROCESS, "load", type(PROCESS.load)())
     PROCESS.load.cores = 2
-    monkeypatch.setattr(os_module, "times", lambda: os_module.times_result((0.0, 0.0, 0.0, 0.0, 0.0)))
+    monkeypatch.setattr(_load, "_threads_cpu", lambda tracked, me: {me: 0.0})  # this thread ran nothing
     _load.sample(1.0)
     _load.sample(2.0)
     assert PROCESS.load.others == pytest.approx(got) and PROCESS.load.busy == busy
+
+
+@pytest.mark.parametrize(("mine", "workers", "other_thread", "busy"), [
+    (0.9, 0.0, 0.9, 1),  # another thread of the program kept a core busy: load, as another process's would be
+    (0.9, 0.9, 0.0, 0),  # this thread's call ran on a worker too: this call's own work
+    (0.3, 0.0, 0.0, 0),  # the machine idle but for this thread
+])
+def test_this_threads_and_the_workers_time_come_off_the_load_another_threads_does_not(monkeypatch, mine, workers,
+                                                                                      other_thread, busy):
+    # Two threads of one program calling erf over 120,000 elements in a loop took 1.12-1.18x the original's time
+    # while the meter took the whole process's CPU time off the load: each call's blocks waited for the other
+    # thread's core (2-core reference VM, 2026-11-30).
+    import os as os_module
+
+    used = round(100 * (mine + workers + other_thread))
+    ticks = iter([(0, 0), (used, 200)])  # busy, total jiffies of the machine (2 CPUs, 1 s)
+    clocks = iter([{7: 5.0, 8: 2.0}, {7: 5.0 + mine, 8: 2.0 + other_thread}])
+    spent = iter([1.0, 1.0 + workers])
+    monkeypatch.setattr(_load, "_cpu_ticks", lambda: next(ticks))
+    monkeypatch.setattr(_load, "_cpu_stall", lambda: None)
+    monkeypatch.setattr(_load, "_running", lambda: 1)
+    monkeypatch.setattr(_load, "_threads_cpu", lambda tracked, me: next(clocks))
+    monkeypatch.setattr(_load, "_workers_cpu", lambda: next(spent))
+    monkeypatch.setattr(_load.threading, "get_native_id", lambda: 7)
+    monkeypatch.setattr(os_module, "cpu_count", lambda: 2)
+    monkeypatch.setattr(PROCESS, "load", type(PROCESS.load)())
+    PROCESS.load.cores = 2
+    _load.sample(1.0)
+    _load.sample(2.0)
+    assert PROCESS.load.others == pytest.approx(other_thread) and PROCESS.load.busy == busy
+
+
+def test_a_threads_first_sample_takes_it_to_have_run_the_window_at_most(monkeypatch):
+    import os as os_module
+
+    ticks = iter([(0, 0), (190, 200)])  # 1.9 cores busy over 1 s
+    clocks = iter([{8: 0.0}, {7: 40.0, 8: 0.0}])  # thread 7 (this one) has run 40 s since it started; 8 nothing
+    monkeypatch.setattr(_load, "_cpu_ticks", lambda: next(ticks))
+    monkeypatch.setattr(_load, "_cpu_stall", lambda: None)
+    monkeypatch.setattr(_load, "_running", lambda: 1)
+    monkeypatch.setattr(_load, "_threads_cpu", lambda tracked, me: next(clocks))
+    monkeypatch.setattr(_load, "_workers_cpu", lambda: 0.0)
+    monkeypatch.setattr(os_module, "cpu_count", lambda: 2)
+    monkeypatch.setattr(PROCESS, "load", type(PROCESS.load)())
+    PROCESS.load.cores = 2
+    monkeypatch.setattr(_load.threading, "get_native_id", lambda: 8)
+    _load.sample(1.0)  # sampled by thread 8
+    monkeypatch.setattr(_load.threading, "get_native_id", lambda: 7)
+    _load.sample(2.0)  # thread 7's first: at most the window's 1 s is its own
+    assert PROCESS.load.others == pytest.approx(0.9) and PROCESS.load.busy == 1
+
+
+def test_the_meter_reads_the_cpu_time_of_this_thread_of_the_tracked_ones_and_of_the_workers():
+    import threading
+    import time
+
+    stop = threading.Event()
+    started = []
+
+    def spin() -> None:
+        started.append(threading.get_native_id())
+        x = np.linspace(0.0, 1.0, 10_000)
+        while not stop.is_set():
+            np.exp(x)
+
+    other = threading.Thread(target=spin)
+    other.start()
+    try:
+        while not started:
+            pass
+        me, spinner, gone = threading.get_native_id(), started[0], 2**22 + 7  # (no thread has the last id)
+        first = _load._threads_cpu([spinner, me, gone], me)
+        assert set(first) == {me, spinner}
+        while _load._threads_cpu([], me)[me] < first[me] + 0.05:  # this thread runs 50 ms of CPU
+            pass
+        later = _load._threads_cpu([spinner], me)
+        assert later[spinner] > first[spinner]
+    finally:
+        stop.set()
+        other.join()
+    # A worker counts the CPU time of the blocks it ran once its jobs are done.
+    worker, before = blocks._pool(1)[0], _load._workers_cpu()
+    job = blocks._Job([lambda: sum(range(200_000))], torch=False)
+    worker.give(job)
+    job.done.acquire()
+    deadline = time.monotonic() + 60
+    while _load._workers_cpu() == before and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert _load._workers_cpu() > before
+
+
+@pytest.mark.skipif(_load.usable_cores() < 2, reason="one core: nothing to take out of the pool")
+def test_another_thread_of_the_program_busy_takes_its_core_out_of_the_pool(monkeypatch):
+    import threading
+    import time
+
+    stop = threading.Event()
+
+    def spin() -> None:
+        x = np.linspace(0.0, 1.0, 100_000)
+        while not stop.is_set():
+            np.exp(x)  # releases the GIL: a core's worth of work beside this thread
+
+    monkeypatch.setattr(PROCESS, "load", type(PROCESS.load)())
+    other = threading.Thread(target=spin)
+    other.start()
+    try:
+        _load.start_window()
+        time.sleep(2 * _load.WINDOW)
+        _load.sample(time.monotonic())
+        assert _load.free_cores(2) == 1  # whatever else runs on the machine: at least the other thread
+    finally:
+        stop.set()
+        other.join()
 
 
 @pytest.mark.parametrize(("running", "cores", "machine", "busy"), [(1, 2, 2, 0), (2, 2, 2, 1), (3, 2, 2, 2), (5, 16, 16, 4),

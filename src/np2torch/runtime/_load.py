@@ -1,10 +1,14 @@
 """The machine's load: how many cores other processes keep busy (standard library only).
 
 One measurement answers every question about the load: the machine's busy
-time over a window (Linux's ``/proc/stat``) less this process's own CPU time
-(``os.times``), in cores of this process's affinity.  A window lasts at least
-:data:`WINDOW` seconds: one instant of ``/proc/loadavg`` halved torch's pool
-for any transient task, and the 1-minute load average answers a minute late.
+time over a window (Linux's ``/proc/stat``) less the CPU time of the thread
+that asks and of the block workers, in cores of this process's affinity.  The
+program's other threads are load like another process's: a call's blocks would
+wait for their time slices too.  (A thread that samples for the first time is
+taken to have run the whole window, or since it started.)  A window lasts at
+least :data:`WINDOW` seconds: one instant of
+``/proc/loadavg`` halved torch's pool for any transient task, and the 1-minute
+load average answers a minute late.
 
 * :func:`free_cores`: how many of torch's pool threads a call may use now
   (resampled at most every :data:`WINDOW` seconds, so a call pays one read of
@@ -25,10 +29,12 @@ machine counts as quiet.
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
+import threading
 import time
-from typing import Callable, Tuple
+from typing import Callable, Dict, Iterable, Tuple
 
 from ._state import PROCESS
 
@@ -45,6 +51,9 @@ loop at ``nice 10`` got ~0.2 of a core while this process ran on both cores of t
 :data:`NOISE_CORES`, so the next window read the machine as free, and calls switched between one thread and two
 until the loop had its core back (2026-11-30: tasks waited 33-35 % of the time then, 2 % with no other process,
 0-1 % with this process on one thread beside the loop)."""
+TRACKED = 32
+"""The threads besides the sampling one whose CPU time each sample reads (one file each, ~9 us on the 2-core
+reference VM): those that sampled last."""
 STALL_NOISE = 0.1
 """... less this many cores: the meter's resolution over a window (clock ticks of 10 ms over 0.1 s)."""
 
@@ -58,15 +67,21 @@ def usable_cores() -> int:
 
 
 def sample(now: float) -> None:
-    """End the window at ``now`` (``time.monotonic()``): what other processes kept busy since the last sample."""
+    """End the window at ``now`` (``time.monotonic()``): what other work (other processes, this program's other
+    threads) kept busy since the last sample."""
     load = PROCESS.load
     if not load.cores:
         load.cores = usable_cores()
     ticks = _cpu_ticks()
-    own = sum(os.times()[:2])
+    me = threading.get_native_id()
+    clocks, workers = _threads_cpu(load.clocks, me), _workers_cpu()
     stall = _cpu_stall()
-    previous, before, then, stalled = load.ticks, load.own, load.when, load.stall
-    load.ticks, load.own, load.when, load.stall = ticks, own, now, stall
+    previous, then, stalled = load.ticks, load.when, load.stall
+    # This thread's CPU time and the workers' over the window (a forked child's clocks start again at zero).
+    mine = clocks[me] - load.clocks[me] if me in load.clocks else min(clocks[me], now - then)
+    mine = max(0.0, mine) + max(0.0, workers - load.workers)
+    load.ticks, load.when, load.stall = ticks, now, stall
+    load.clocks, load.workers = clocks, workers
     machine = os.cpu_count() or load.cores
     if previous is None and ticks is not None:
         # No window yet: the tasks running at this instant besides this thread, in cores of this process's (a busy
@@ -77,7 +92,7 @@ def sample(now: float) -> None:
     if ticks is None or previous is None or ticks[1] <= previous[1] or now <= then:
         return
     busy_cores = (ticks[0] - previous[0]) / (ticks[1] - previous[1]) * machine
-    others = busy_cores - (own - before) / (now - then)
+    others = busy_cores - mine / (now - then)
     # Others spread over the whole machine; the share that lands on this process's cores.
     load.others = max(0.0, others * load.cores / machine)
     load.busy = max(0, int(load.others - NOISE_CORES + 0.5))
@@ -92,7 +107,10 @@ def free_cores(threads: int) -> int:
     core another process keeps busy waits for a time slice (milliseconds),
     which on a shared machine made a 66 us call take 7 ms.  A transient task
     does not halve the pool; a process that keeps a core busy takes that core
-    out of it.  Before the first window closes the pool is used whole.
+    out of it, and so does another thread of this program (two threads calling
+    ``erf`` over 120,000 elements in a loop took 1.12-1.18x the original's time
+    when each call also used the other's core, 2-core reference VM, 2026-11-30).
+    Before the first window closes the tasks running then stand for the load.
     """
     now = time.monotonic()
     load = PROCESS.load
@@ -138,6 +156,38 @@ def others_meter() -> Callable[[], float]:
         return max(0.0, busy * cores / machine)
 
     return others
+
+
+def _threads_cpu(tracked: Iterable[int], me: int) -> Dict[int, float]:
+    """CPU seconds run so far by this thread (``me``, its native id) and by each thread of ``tracked`` (those that
+    sampled before, the latest first, :data:`TRACKED` of them at most: their time at this window's end is the next
+    window's start, whichever thread samples then); a thread that has ended is left out."""
+    clocks = {me: time.thread_time()}
+    for thread in itertools.islice(tracked, TRACKED):
+        if thread != me:
+            seconds = _thread_cpu(thread)
+            if seconds is not None:
+                clocks[thread] = seconds
+    return clocks
+
+
+def _thread_cpu(thread: int) -> float | None:
+    """CPU seconds run so far by the thread of this process with native id ``thread`` (Linux's
+    ``/proc/self/task/<id>/schedstat``), or None (it has ended, or nothing tells)."""
+    try:
+        with open(f"/proc/self/task/{thread}/schedstat", "rb") as handle:
+            return int(handle.read().split()[0]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _workers_cpu() -> float:
+    """CPU seconds the block workers of this process (:mod:`._paths.blocks`) have run blocks for, together."""
+    workers = PROCESS.workers
+    if workers is None or workers[0] != os.getpid():
+        return 0.0
+    spent: float = sum(worker.cpu for worker in workers[1])
+    return spent
 
 
 def _running() -> int | None:

@@ -45,17 +45,19 @@ if TYPE_CHECKING:
 
 class LoadWindow:
     """The last sample of the machine's CPU time (:mod:`._load`): when (``time.monotonic``), the
-    machine's ``(busy, total)`` clock ticks, this process's own CPU seconds and the machine's CPU stall
-    (microseconds some task waited for a CPU, None where unknown); over the window that ended there,
-    the cores other processes kept busy (``others``) and those taken out of torch's pool for it (``busy``);
-    ``cores``: this process's usable cores."""
+    machine's ``(busy, total)`` clock ticks, the CPU seconds of each thread that has sampled (``clocks``:
+    native thread id -> seconds) and of the block workers together (``workers``), and the
+    machine's CPU stall (microseconds some task waited for a CPU, None where unknown); over the window that ended
+    there, the cores other work kept busy (``others``: other processes' and this one's other threads') and those
+    taken out of the pool for it (``busy``); ``cores``: this process's usable cores."""
 
-    __slots__ = ("when", "ticks", "own", "stall", "others", "busy", "cores")
+    __slots__ = ("when", "ticks", "clocks", "workers", "stall", "others", "busy", "cores")
 
     def __init__(self) -> None:
         self.when = -1.0
         self.ticks: Tuple[int, int] | None = None
-        self.own = 0.0
+        self.clocks: Dict[int, float] = {}
+        self.workers = 0.0
         self.stall: int | None = None
         self.others = 0.0
         self.busy = 0

@@ -20,9 +20,13 @@ call goes to the original, as the full decision would have sent it -- from the
 helper's C front where it is built (``_front.c``, which reads the entries and
 the same conditions): 1.12x for that ``erf``, 1.02x back to back.  Never for a call that would import torch
 (the full decision imports it, at the same call as without the ledger), nor
-once torch is imported, in another thread (whose calls never count), under
-other settings (``configure``, ``using``) or after the profile changed
-(:meth:`.._state.Process.forget_decisions` empties every ledger).
+once torch is imported, under other settings (``configure``, ``using``) or
+after the profile changed (:meth:`.._state.Process.forget_decisions` empties
+every ledger).  Another thread's calls never count: theirs are held apart
+(:attr:`Ledger.others`), by route alone.  Two threads of a program calling
+``erf`` over 120,000 elements in a loop, which the load sends to the original's
+single call, took 1.05-1.07x the original's time decided in full on every call
+(2-core reference VM, 2026-11-30).
 
 A call the profile sends to the original on every core (:mod:`.._paths.cores`) is written too, with its route
 (:meth:`Ledger.route`): what follows the route -- SciPy's error state, the load
@@ -50,7 +54,7 @@ class Ledger:
     """One helper's plain calls decided before to take an exact path: the original's single call (input dtype or loop,
     size) -> the saving counted, and the original on every core -> (the saving counted, its route)."""
 
-    __slots__ = ("entries", "routes", "settings", "threshold", "main")
+    __slots__ = ("entries", "routes", "settings", "threshold", "main", "others", "others_settings")
 
     def __init__(self) -> None:
         self.entries: Dict[Hashable, float] = PROCESS.decision_table()
@@ -64,21 +68,39 @@ class Ledger:
         self.main: int | None = None
         """The main thread's ident when the entries were written (None: in a forked child, not yet): only its calls
         are counted from here."""
+        self.others: Dict[Hashable, Route | None] = PROCESS.decision_table()
+        """Another thread's plain calls decided before to take an exact path: the key -> its route (None: the
+        original's single call).  Such a call counts nothing towards the rental, so its exact path, while torch is
+        not imported, is a function of the settings, the profile, the loop and the size alone
+        (:func:`.route.route`): any thread but the main one writes and reads them."""
+        self.others_settings: RuntimeSettings | None = None
+        """The settings :attr:`others` were decided under."""
         _LEDGERS.append(self)
 
     def count(self, key: Hashable, settings: RuntimeSettings) -> bool:
         """Whether the plain call ``key`` takes the original's single call as decided before: its saving is then
-        counted towards the rental.  False: decide it in full (:meth:`learn` then)."""
+        counted towards the rental (the main thread's).  False: decide it in full (:meth:`learn` then)."""
         saving = self.entries.get(key)
-        return saving is not None and self._counted(saving, settings)
+        if saving is not None and threading.get_ident() == self.main:
+            return self._counted(saving, settings)
+        return self._elsewhere(key, settings) is None
 
     def route(self, key: Hashable, settings: RuntimeSettings) -> Route | None:
         """The route to the original on every core of the plain call ``key``, as decided before: its saving is then
-        counted towards the rental.  None: decide it in full (:meth:`learn` then)."""
+        counted towards the rental (the main thread's).  None: decide it in full (:meth:`learn` then)."""
         found = self.routes.get(key)
-        if found is None or not self._counted(found[0], settings):
-            return None
-        return found[1]
+        if found is not None and threading.get_ident() == self.main:
+            return found[1] if self._counted(found[0], settings) else None
+        held = self._elsewhere(key, settings)
+        return None if held is _MISSING else held  # type: ignore[return-value]
+
+    def _elsewhere(self, key: Hashable, settings: RuntimeSettings) -> Route | None | object:
+        """Another thread's plain call ``key`` as decided before (:attr:`others`): its route, or :data:`_MISSING`
+        (decide it in full: this is the main thread, torch is open, the settings or the call are new)."""
+        if (settings is not self.others_settings or threading.current_thread() is threading.main_thread()
+                or not _torch_closed()):
+            return _MISSING
+        return self.others.get(key, _MISSING)
 
     def _counted(self, saving: float, settings: RuntimeSettings) -> bool:
         """Whether the conditions the entries were written under hold, and ``saving`` keeps the rental's sum under
@@ -98,9 +120,10 @@ class Ledger:
         ``PROCESS.counted`` holds towards the rental (0.0: nothing).  Not written where another call was decided
         meanwhile (a signal handler's, made inside this one's decision): ``PROCESS.counted`` may be that call's."""
         saving = PROCESS.counted
-        if PROCESS.routed != begun + 1:
+        if threading.current_thread() is not threading.main_thread():
+            self._learn_elsewhere(key, settings, route)
             return
-        if threading.get_ident() != threading.main_thread().ident or not _torch_closed():
+        if PROCESS.routed != begun + 1 or not _torch_closed():
             return
         from .route import rental_threshold
 
@@ -120,6 +143,24 @@ class Ledger:
             else:
                 self.routes[key] = (saving, route)
 
+
+    def _learn_elsewhere(self, key: Hashable, settings: RuntimeSettings, route: Route | None) -> None:
+        """Another thread's plain call ``key`` took ``route`` (:attr:`others`; counted nothing, so whatever was
+        decided meanwhile in another thread or inside this call leaves it as it is)."""
+        generation = PROCESS.generation
+        if not _torch_closed():
+            return
+        with PROCESS.lock:
+            if PROCESS.generation != generation:
+                return
+            if settings is not self.others_settings:
+                self.others.clear()
+                self.others_settings = settings
+            self.others[key] = route
+
+
+_MISSING = object()
+"""Not in :attr:`Ledger.others`."""
 
 _LEDGERS: List[Ledger] = []
 """Every helper's ledger (helpers live as long as the process)."""

@@ -462,6 +462,9 @@ class _Worker:
 
     def __init__(self) -> None:
         self.torch_set = False
+        self.cpu = 0.0
+        """CPU seconds this worker has run blocks for: the load meter takes them off the machine's busy time, as this
+        process's own work (:func:`.._load.sample`); the program's other threads count as load."""
         self.lock = _thread.allocate_lock()
         self.jobs: collections.deque[_Job] = collections.deque()
         self.wake = _thread.allocate_lock()
@@ -485,11 +488,13 @@ class _Worker:
                 jobs = list(self.jobs)
                 self.jobs.clear()
                 self.signalled = False
+            start = time.thread_time()
             for job in jobs:
                 if job.torch and not self.torch_set:
                     one_thread()
                     self.torch_set = True
                 job.work()
+            self.cpu += time.thread_time() - start
 
 
 def _pool(count: int) -> List[_Worker]:
