@@ -1061,7 +1061,7 @@ def test_the_pool_runs_blocks_on_several_threads(monkeypatch, threads):
 
     assert _backend.load_torch()
     monkeypatch.setattr(blocks, "free_cores", lambda wanted: wanted)  # as on a quiet machine
-    monkeypatch.setattr(blocks, "usable_cores", lambda: 2)
+    monkeypatch.setattr(blocks, "process_cores", lambda: 2)
     before = torch.get_num_threads()
     torch.set_num_threads(2)
     try:
@@ -1313,7 +1313,7 @@ def test_the_load_is_measured_over_a_window(monkeypatch):
     monkeypatch.setattr(_load, "_running", lambda: 1)  # at the first sample: this thread alone
     monkeypatch.setattr(os_module, "cpu_count", lambda: 2)
     monkeypatch.setattr(PROCESS, "load", type(PROCESS.load)())
-    PROCESS.load.cores = 2
+    monkeypatch.setattr(_load, "usable_cores", lambda: 2)
     monkeypatch.setattr(_load, "_threads_cpu", lambda tracked, me: {me: 0.0})  # this thread ran nothing
     _load.sample(1.0)
     assert PROCESS.load.busy == 0  # the first window has no previous sample
@@ -1341,7 +1341,7 @@ def test_where_tasks_wait_for_a_cpu_what_others_got_counts_to_whole_cores(monkey
     monkeypatch.setattr(_load, "_running", lambda: 1)
     monkeypatch.setattr(os_module, "cpu_count", lambda: 2)
     monkeypatch.setattr(PROCESS, "load", type(PROCESS.load)())
-    PROCESS.load.cores = 2
+    monkeypatch.setattr(_load, "usable_cores", lambda: 2)
     monkeypatch.setattr(_load, "_threads_cpu", lambda tracked, me: {me: 0.0})  # this thread ran nothing
     _load.sample(1.0)
     _load.sample(2.0)
@@ -1372,7 +1372,7 @@ def test_this_threads_and_the_workers_time_come_off_the_load_another_threads_doe
     monkeypatch.setattr(_load.threading, "get_native_id", lambda: 7)
     monkeypatch.setattr(os_module, "cpu_count", lambda: 2)
     monkeypatch.setattr(PROCESS, "load", type(PROCESS.load)())
-    PROCESS.load.cores = 2
+    monkeypatch.setattr(_load, "usable_cores", lambda: 2)
     _load.sample(1.0)
     _load.sample(2.0)
     assert PROCESS.load.others == pytest.approx(other_thread) and PROCESS.load.busy == busy
@@ -1390,7 +1390,7 @@ def test_a_threads_first_sample_takes_it_to_have_run_the_window_at_most(monkeypa
     monkeypatch.setattr(_load, "_workers_cpu", lambda: 0.0)
     monkeypatch.setattr(os_module, "cpu_count", lambda: 2)
     monkeypatch.setattr(PROCESS, "load", type(PROCESS.load)())
-    PROCESS.load.cores = 2
+    monkeypatch.setattr(_load, "usable_cores", lambda: 2)
     monkeypatch.setattr(_load.threading, "get_native_id", lambda: 8)
     _load.sample(1.0)  # sampled by thread 8
     monkeypatch.setattr(_load.threading, "get_native_id", lambda: 7)
@@ -1471,7 +1471,7 @@ def test_before_the_first_window_the_tasks_running_then_stand_for_the_load(monke
     monkeypatch.setattr(_load, "_running", lambda: running)
     monkeypatch.setattr(os_module, "cpu_count", lambda: machine)
     monkeypatch.setattr(PROCESS, "load", type(PROCESS.load)())
-    PROCESS.load.cores = cores
+    monkeypatch.setattr(_load, "usable_cores", lambda: cores)
     _load.sample(1.0)
     assert PROCESS.load.busy == busy
     assert _load._running() is None or _load._running() >= 1  # (the real one: this thread at least)

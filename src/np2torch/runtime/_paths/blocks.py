@@ -48,7 +48,7 @@ import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, Hashable, Iterator, List, Sequence, TypeVar
 
 from .._fork import in_forked_child
-from .._load import free_cores, usable_cores
+from .._load import free_cores, process_cores
 from .._state import PROCESS
 
 if TYPE_CHECKING:
@@ -139,7 +139,7 @@ def thread_limit() -> int:
         return 1
     import torch
 
-    return max(1, min(torch.get_num_threads(), usable_cores()))
+    return max(1, min(torch.get_num_threads(), process_cores()))
 
 
 def run(tasks: Sequence[Callable[[], T]], threads: int, kind: Hashable) -> List[T]:
@@ -185,7 +185,7 @@ def elementwise(n: int, work: Callable[[int, int], T], threads: int, kind: Hasha
 def original_limit() -> int:
     """How many threads the original's own loops may run on (:mod:`.cores`): this process's cores, one in a
     forked child (whose parent's workers are gone and whose pool would start anew per child)."""
-    return 1 if in_forked_child() else usable_cores()
+    return 1 if in_forked_child() else process_cores()
 
 
 LOOP_IDLE = 0.002
