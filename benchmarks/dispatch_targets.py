@@ -14,7 +14,8 @@
    as a program's loop sees it: the total time of calls interleaved turn by turn
    with the original's (:func:`_interleaved`); the ratio must stay within 1.5x.
 4. ``program-threads``: the program's own threads, as many as cores, each calling ``erf`` in a loop, and the main
-   thread calling it beside a thread of the program that runs NumPy (:func:`program_threads`): fixed / original.
+   thread calling it beside a thread of the program that runs NumPy (:func:`program_threads`): fixed / original,
+   with torch not imported (run before ``contention``).
 
 Default settings throughout (the machine profile in force, ``np2torch tune
 --show`` prints it); torch is imported up front for 2 and 3, so the ski rental
@@ -232,10 +233,10 @@ def main() -> None:
         one_call()
     if args.only in (None, "overhead"):
         overhead()
+    if args.only in (None, "program-threads"):
+        program_threads()  # (before contention, which imports torch)
     if args.only in (None, "contention"):
         contention()
-    if args.only in (None, "program-threads"):
-        program_threads()
 
 
 if __name__ == "__main__":
