@@ -13,9 +13,10 @@
    the original at sizes 1e3..1e7 (exp/log/erf float32 and float64),
    as a program's loop sees it: the total time of calls interleaved turn by turn
    with the original's (:func:`_interleaved`); the ratio must stay within 1.5x.
-4. ``program-threads``: the program's own threads, as many as cores, each calling ``erf`` in a loop, and the main
-   thread calling it beside a thread of the program that runs NumPy (:func:`program_threads`): fixed / original,
-   with torch not imported (run before ``contention``).
+4. ``program-threads``: the program's own threads, as many as cores, each calling ``erf`` in a loop, the main
+   thread calling it beside a thread of the program that runs NumPy, and after a matrix product each time (whose
+   BLAS threads spin on the other cores a while) (:func:`program_threads`): fixed / original, with torch not
+   imported (run before ``contention``).
 
 Default settings throughout (the machine profile in force, ``np2torch tune
 --show`` prints it); torch is imported up front for 2 and 3, so the ski rental
@@ -207,6 +208,21 @@ def program_threads(rounds: int = 7) -> None:
     finally:
         stop.set()
         other.join()
+    # A library's own threads: after a matrix product, OpenBLAS's spin for a while on the other cores.
+    x = np.linspace(-3.0, 3.0, 120_000)
+    for size in (300, 2000):
+        a = np.random.default_rng(0).normal(size=(size, size))
+        operand = a if size <= 300 else np.ones(size)
+
+        def after_blas(f: Callable, a: np.ndarray = a, operand: np.ndarray = operand) -> float:
+            start = time.perf_counter()
+            for _ in range(150):
+                a @ operand
+                f(x)
+            return time.perf_counter() - start
+
+        what = f"a {size}x{size} matrix product" if size <= 300 else f"a {size}x{size} matrix times a vector"
+        print(f"  erf over 120,000 after {what}: {_rounds(after_blas, np2t.erf, scipy.special.erf, rounds):.3f}")
 
 
 def _rounds(timed: Callable[[Callable], float], helper: Callable, original: Callable, rounds: int) -> float:
