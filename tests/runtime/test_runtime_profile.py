@@ -8,15 +8,18 @@ writers.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 import warnings
 from pathlib import Path
-from typing import Dict, Optional
+from typing import Dict, Iterator, List, Optional
 
 import numpy as np
 import pytest
@@ -645,6 +648,11 @@ LEDGER_PRELUDE = """
         for helper in HELPERS.values():
             if helper.front is not None:
                 helper.front.ledger = None
+    decided = []  # the helpers' calls decided in full
+    def spy(*args, _decide=_route.route, **kwargs):
+        decided.append(args[0])
+        return _decide(*args, **kwargs)
+    _route.route = spy
 """
 """What a program run with the ledger on and off (:func:`_with_and_without_ledger`) begins with."""
 
@@ -652,12 +660,6 @@ LEDGER_PROGRAM = LEDGER_PRELUDE + """
     import threading
     from np2torch.runtime._paths import blocks
     from np2torch.runtime._state import TAKEN
-    decided = []
-    real = _route.route
-    def spy(*args, **kwargs):
-        decided.append(args[0])
-        return real(*args, **kwargs)
-    _route.route = spy
     x32, x64 = np.full(100_000, 0.5, dtype=np.float32), np.linspace(-3, 3, 100_000)
     seen, sums, taken = [], [], []
     for i in range(14):
@@ -734,12 +736,6 @@ THREAD_PROGRAM = LEDGER_PRELUDE + """
     import threading
     from np2torch.runtime._state import TAKEN
     _blocks.free_cores = lambda wanted: wanted  # whatever the machine's load
-    decided = []
-    real = _route.route
-    def spy(*args, **kwargs):
-        decided.append(args[0])
-        return real(*args, **kwargs)
-    _route.route = spy
     x32 = np.full(100_000, 0.5, dtype=np.float32)
     taken = []
     def work():
@@ -1398,16 +1394,16 @@ def test_a_threads_first_sample_takes_it_to_have_run_the_window_at_most(monkeypa
     assert PROCESS.load.others == pytest.approx(0.9) and PROCESS.load.busy == 1
 
 
-def test_the_meter_reads_the_cpu_time_of_this_thread_of_the_tracked_ones_and_of_the_workers():
-    import threading
-    import time
-
+@contextlib.contextmanager
+def _numpy_thread() -> Iterator[int]:
+    """Another thread of this program running ``np.exp`` in a loop (which releases the GIL: a core's worth of work
+    beside this thread) while the block runs; its native id."""
     stop = threading.Event()
-    started = []
+    started: List[int] = []
 
     def spin() -> None:
         started.append(threading.get_native_id())
-        x = np.linspace(0.0, 1.0, 10_000)
+        x = np.linspace(0.0, 1.0, 100_000)
         while not stop.is_set():
             np.exp(x)
 
@@ -1415,17 +1411,21 @@ def test_the_meter_reads_the_cpu_time_of_this_thread_of_the_tracked_ones_and_of_
     other.start()
     try:
         while not started:
-            pass
-        me, spinner, gone = threading.get_native_id(), started[0], 2**22 + 7  # (no thread has the last id)
+            time.sleep(0.001)
+        yield started[0]
+    finally:
+        stop.set()
+        other.join()
+
+
+def test_the_meter_reads_the_cpu_time_of_this_thread_of_the_tracked_ones_and_of_the_workers():
+    with _numpy_thread() as spinner:
+        me, gone = threading.get_native_id(), 2**22 + 7  # (no thread has the last id)
         first = _load._threads_cpu([spinner, me, gone], me)
         assert set(first) == {me, spinner}
         while _load._threads_cpu([], me)[me] < first[me] + 0.05:  # this thread runs 50 ms of CPU
             pass
-        later = _load._threads_cpu([spinner], me)
-        assert later[spinner] > first[spinner]
-    finally:
-        stop.set()
-        other.join()
+        assert _load._threads_cpu([spinner], me)[spinner] > first[spinner]
     # A worker counts the CPU time of the blocks it ran once its jobs are done.
     worker, before = blocks._pool(1)[0], _load._workers_cpu()
     job = blocks._Job([lambda: sum(range(200_000))], torch=False)
@@ -1439,27 +1439,12 @@ def test_the_meter_reads_the_cpu_time_of_this_thread_of_the_tracked_ones_and_of_
 
 @pytest.mark.skipif(_load.usable_cores() < 2, reason="one core: nothing to take out of the pool")
 def test_another_thread_of_the_program_busy_takes_its_core_out_of_the_pool(monkeypatch):
-    import threading
-    import time
-
-    stop = threading.Event()
-
-    def spin() -> None:
-        x = np.linspace(0.0, 1.0, 100_000)
-        while not stop.is_set():
-            np.exp(x)  # releases the GIL: a core's worth of work beside this thread
-
     monkeypatch.setattr(PROCESS, "load", type(PROCESS.load)())
-    other = threading.Thread(target=spin)
-    other.start()
-    try:
+    with _numpy_thread():
         _load.start_window()
         time.sleep(2 * _load.WINDOW)
         _load.sample(time.monotonic())
         assert _load.free_cores(2) == 1  # whatever else runs on the machine: at least the other thread
-    finally:
-        stop.set()
-        other.join()
 
 
 @pytest.mark.parametrize(("running", "cores", "machine", "busy"), [(1, 2, 2, 0), (2, 2, 2, 1), (3, 2, 2, 2), (5, 16, 16, 4),
