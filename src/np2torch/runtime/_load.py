@@ -85,10 +85,11 @@ def sample(now: float) -> None:
     me = threading.get_native_id()
     clocks, workers = _threads_cpu(load.clocks, me), _workers_cpu()
     stall = _cpu_stall()
-    previous, then, stalled = load.ticks, load.when, load.stall
+    # (Each read once: another thread's sample may replace them meanwhile.)
+    previous, then, stalled, before, spent = load.ticks, load.when, load.stall, load.clocks, load.workers
     # This thread's CPU time and the workers' over the window (a forked child's clocks start again at zero).
-    mine = clocks[me] - load.clocks[me] if me in load.clocks else min(clocks[me], now - then)
-    mine = max(0.0, mine) + max(0.0, workers - load.workers)
+    mine = clocks[me] - before[me] if me in before else min(clocks[me], now - then)
+    mine = max(0.0, mine) + max(0.0, workers - spent)
     load.ticks, load.when, load.stall = ticks, now, stall
     load.clocks, load.workers = clocks, workers
     machine = os.cpu_count() or load.cores
