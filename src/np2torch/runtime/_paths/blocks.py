@@ -463,8 +463,9 @@ class _Worker:
     def __init__(self) -> None:
         self.torch_set = False
         self.cpu = 0.0
-        """CPU seconds this worker has run blocks for: the load meter takes them off the machine's busy time, as this
-        process's own work (:func:`.._load.sample`); the program's other threads count as load."""
+        """CPU seconds this worker's thread has run, as of its last jobs' end (it runs nothing else): the load meter
+        takes them off the machine's busy time, as this process's own work (:func:`.._load.sample`); the program's
+        other threads count as load."""
         self.lock = _thread.allocate_lock()
         self.jobs: collections.deque[_Job] = collections.deque()
         self.wake = _thread.allocate_lock()
@@ -488,13 +489,12 @@ class _Worker:
                 jobs = list(self.jobs)
                 self.jobs.clear()
                 self.signalled = False
-            start = time.thread_time()
             for job in jobs:
                 if job.torch and not self.torch_set:
                     one_thread()
                     self.torch_set = True
                 job.work()
-            self.cpu += time.thread_time() - start
+            self.cpu = time.thread_time()  # (after the blocks: the clock's system call never delays one)
 
 
 def _pool(count: int) -> List[_Worker]:
