@@ -1447,6 +1447,14 @@ def test_another_thread_of_the_program_busy_takes_its_core_out_of_the_pool(monke
         assert _load.free_cores(2) == 1  # whatever else runs on the machine: at least the other thread
 
 
+def test_tunes_meter_counts_another_thread_of_the_program_as_load_too():
+    # (np2torch tune asks it over each curve whether the machine was busy: the same "own" as the calls' meter.)
+    with _numpy_thread():
+        others = _load.others_meter()
+        time.sleep(2 * _load.WINDOW)
+        assert others() >= 0.5  # the other thread's core, whatever else runs
+
+
 @pytest.mark.parametrize(("running", "cores", "machine", "busy"), [(1, 2, 2, 0), (2, 2, 2, 1), (3, 2, 2, 2), (5, 16, 16, 4),
                                                                 (2, 2, 16, 0), (9, 2, 16, 1), (None, 2, 2, 0)])
 def test_before_the_first_window_the_tasks_running_then_stand_for_the_load(monkeypatch, running, cores, machine, busy):

@@ -152,17 +152,20 @@ def machine_busy() -> bool:
 
 
 def others_meter() -> Callable[[], float]:
-    """Start a window now; the returned function says how many of this process's cores other processes kept busy
-    on average since (0.0 where nothing is known), without ending it."""
-    start, ticks, own = time.monotonic(), _cpu_ticks(), sum(os.times()[:2])
+    """Start a window now; the returned function says how many of this process's cores other work (other processes,
+    this program's other threads) kept busy on average since (0.0 where nothing is known), without ending it."""
+    start, ticks, own = time.monotonic(), _cpu_ticks(), time.thread_time() + _workers_cpu()
     cores = usable_cores()
 
     def others() -> float:
+        """(Asked in the thread that started it: its CPU time and the workers' are what come off, as in
+        :func:`sample`.)"""
         now, later = time.monotonic(), _cpu_ticks()
         if ticks is None or later is None or later[1] <= ticks[1] or now <= start:
             return 0.0
         machine = os.cpu_count() or cores
-        busy = (later[0] - ticks[0]) / (later[1] - ticks[1]) * machine - (sum(os.times()[:2]) - own) / (now - start)
+        mine = time.thread_time() + _workers_cpu() - own
+        busy = (later[0] - ticks[0]) / (later[1] - ticks[1]) * machine - mine / (now - start)
         return max(0.0, busy * cores / machine)
 
     return others

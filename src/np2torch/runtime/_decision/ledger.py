@@ -103,9 +103,9 @@ class Ledger:
         return self.others.get(key, _MISSING)
 
     def _counted(self, saving: float, settings: RuntimeSettings) -> bool:
-        """Whether the conditions the entries were written under hold, and ``saving`` keeps the rental's sum under
-        its threshold: then it is added."""
-        if settings is not self.settings or threading.get_ident() != self.main or not _torch_closed():
+        """Whether the conditions the entries were written under hold (asked in the thread that wrote them: the
+        callers' test), and ``saving`` keeps the rental's sum under its threshold: then it is added."""
+        if settings is not self.settings or not _torch_closed():
             return False
         if saving:
             total = PROCESS.saved + saving
@@ -142,7 +142,6 @@ class Ledger:
                 self.entries[key] = saving
             else:
                 self.routes[key] = (saving, route)
-
 
     def _learn_elsewhere(self, key: Hashable, settings: RuntimeSettings, route: Route | None) -> None:
         """Another thread's plain call ``key`` took ``route`` (:attr:`others`; counted nothing, so whatever was
