@@ -294,6 +294,9 @@ HALF_MAX = 65504.0
 """The largest finite float16: a Python scalar beyond it may overflow a float16 (or float32) loop's cast."""
 
 
+_PYTHON_SCALARS = (float, int, complex)
+
+
 def may_warn_in_a_cast(nin: int, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> bool:
     """Whether NumPy may report an error of a cast in this ufunc call ("overflow encountered in cast").
 
@@ -303,15 +306,17 @@ def may_warn_in_a_cast(nin: int, args: tuple[Any, ...], kwargs: Mapping[str, Any
     ``out=`` has a dtype of its own (a float64 result into float32), and where a
     Python scalar (NumPy 2's weak scalar) is converted into a narrower float
     loop (``hypot(float16_array, 70000)``); a one-operand ufunc computes a Python scalar in its default loop
-    (float64, complex128), which no cast narrows.  Without those, every cast is safe.
+    (float64, complex128), which no cast narrows, and so does a ufunc of Python scalars alone (``hypot(1e308,
+    1e308)``, whose overflow then warned at the runtime's line).  Without those, every cast is safe.
     """
     if "dtype" in kwargs or "signature" in kwargs:
         return True
     inputs = args[:nin]
-    for value in inputs if nin > 1 else ():
-        kind = type(value)
-        if (kind is float or kind is int or kind is complex) and HALF_MAX < abs(value) < math.inf:
-            return True
+    scalars = [value for value in inputs if type(value) in _PYTHON_SCALARS]
+    if len(scalars) < len(inputs):  # (Python scalars alone run the default loop: no cast narrows them)
+        for value in scalars:
+            if HALF_MAX < abs(value) < math.inf:
+                return True
     outs = args[nin:] or kwargs.get("out")
     if outs is None:
         return False
